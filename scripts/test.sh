@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs everything the test suite needs, then runs the whole suite (arguments go to pytest).
+#   - Debian packages: kcat (and prometheus for the metrics tests), via apt-get when run as root;
+#   - a virtualenv in .venv with kcoord and its test extras;
+#   - kafka-python 2.0.2 in its own virtualenv (.venv-kp2), since it cannot share one with 3.x;
+#   - kafkajs for the node client tests (tests/clients/node).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)
+command -v prometheus >/dev/null 2>&1 || need_apt+=(prometheus)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  else
+    echo "test.sh: missing ${need_apt[*]}; install them (apt-get install ${need_apt[*]}) or run as root" >&2
+    exit 1
+  fi
+fi
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null
+.venv/bin/python -m pip install -q -e '.[test]'
+
+if [ ! -x .venv-kp2/bin/python ]; then
+  "$PY" -m venv .venv-kp2
+fi
+.venv-kp2/bin/python -m pip install -q 'kafka-python==2.0.2'
+
+if command -v npm >/dev/null 2>&1 && [ -f tests/clients/node/package.json ]; then
+  (cd tests/clients/node && npm install --no-audit --no-fund --silent)
+fi
+
+export KCOORD_KP2_PYTHON="$PWD/.venv-kp2/bin/python"
+exec .venv/bin/python -m pytest "$@"

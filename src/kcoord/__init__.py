@@ -1,0 +1,1 @@
+"""kcoord: a Kafka-protocol server built around its consumer-group coordinator."""

@@ -1,0 +1,5 @@
+"""``python -m kcoord serve``."""
+
+from kcoord.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,31 @@
+"""ApiVersions (key 18), versions 0-4.
+
+- v0: the list of APIs with their version ranges.
+- v1: adds throttle_time_ms.
+- v3: flexible; the request carries the client's software name and version.
+- v4: no change to the body (lets clients learn that error 35 carries the ApiVersions range).
+
+The response always uses response header v0, whatever the version (kio encodes it so). An
+unsupported version is answered by the router with error 35 in the v0 body layout. Optional
+tagged fields (supported features) are left at their defaults so that they are not written:
+kcat's librdkafka 2.0.2 cannot read them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.registry import REGISTRY
+from kcoord.server.context import RequestContext
+
+
+@REGISTRY.api(ApiKey.API_VERSIONS, "ApiVersions", 0, 4)
+async def handle_api_versions(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    return {
+        "error_code": 0,
+        "api_keys": [
+            {"api_key": s.key, "min_version": s.min_version, "max_version": s.max_version}
+            for s in REGISTRY.specs()
+        ],
+    }

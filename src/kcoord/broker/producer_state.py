@@ -1,0 +1,258 @@
+"""Idempotent producers: producer ids, epochs and the last batches' sequence numbers.
+
+Two jobs, both on the event loop (no locks):
+
+1. **Producer ids** for InitProducerId. Ids are handed out of blocks of :data:`ID_BLOCK_SIZE`;
+   before the first id of a block is given, the start of the *next* block is written (and
+   fsynced) to ``<data dir>/producer_ids``, so ids never repeat across restarts, even after a
+   crash (at most one block is skipped). One small synchronous write per block keeps it off the
+   hot path.
+2. **Sequence checks** on Produce, per (producer id, topic, partition), as Kafka's
+   ``ProducerStateManager`` does: the epoch, the last sequence, and the first/last sequence and
+   base offset of the last :data:`BATCHES_KEPT` batches (the client's max.in.flight limit).
+
+   - an older epoch => INVALID_PRODUCER_EPOCH;
+   - a newer epoch must start at sequence 0, else OUT_OF_ORDER_SEQUENCE_NUMBER;
+   - a batch equal (epoch, first and last sequence) to a kept one is a duplicate: it is not
+     appended again and is answered with the original base offset and error NONE;
+   - otherwise the first sequence must follow the last one (sequences wrap at 2**31), else
+     OUT_OF_ORDER_SEQUENCE_NUMBER.
+
+   **Not persisted**: after a restart every producer is unknown, and a batch of an unknown
+   producer is accepted whatever its sequence (as Kafka does when the producer's state has
+   expired). A retry that spans a restart may therefore be appended twice.
+
+The check and the bookkeeping happen in one synchronous step that the caller runs immediately
+before starting the log append (whose offsets are assigned before its first suspension), so two
+produce requests of the same partition cannot interleave between check and offset assignment.
+The base offset is filled in when the append returns; a duplicate of a batch still being
+appended waits for it.
+
+State of a producer id not seen for :data:`PRODUCER_EXPIRATION_MS` (Kafka's
+``producer.id.expiration.ms`` default) is dropped, checked at most once a minute.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kcoord.protocol.errors import ErrorCode, KafkaError
+
+__all__ = [
+    "BATCHES_KEPT",
+    "ID_BLOCK_FILE",
+    "ID_BLOCK_SIZE",
+    "PRODUCER_EXPIRATION_MS",
+    "BatchSlot",
+    "ProducerStateManager",
+]
+
+ID_BLOCK_FILE = "producer_ids"
+ID_BLOCK_SIZE = 1000
+BATCHES_KEPT = 5
+PRODUCER_EXPIRATION_MS = 86_400_000
+MAX_EPOCH = 32767
+"""Kafka's Short.MAX_VALUE; a producer at this epoch gets a new id instead of a bump."""
+
+_SEQUENCE_MODULUS = 1 << 31
+_SWEEP_INTERVAL_S = 60.0
+
+
+@dataclass(slots=True, eq=False)
+class BatchSlot:
+    """One accepted batch of an idempotent producer: its sequences and, once appended, its offset.
+
+    A slot whose ``repeats`` is set stands for a duplicate of that earlier batch: the caller must
+    answer with :meth:`original` instead of appending.
+    """
+
+    first_sequence: int
+    last_sequence: int
+    repeats: BatchSlot | None = None
+    base_offset: int = -1
+    log_append_time_ms: int = -1
+    _settled: asyncio.Future[None] | None = None
+    _failure: KafkaError | None = None
+
+    @property
+    def duplicate(self) -> bool:
+        return self.repeats is not None
+
+    def complete(self, base_offset: int, log_append_time_ms: int) -> None:
+        """Record where the batch landed (called when the append returns)."""
+        self.base_offset = base_offset
+        self.log_append_time_ms = log_append_time_ms
+        self._settle()
+
+    async def original(self) -> tuple[int, int]:
+        """(base offset, log append time) of the batch this duplicate repeats, once it is appended."""
+        target = self.repeats or self
+        if target.base_offset < 0 and target._failure is None:
+            if target._settled is None:
+                target._settled = asyncio.get_running_loop().create_future()
+            await asyncio.shield(target._settled)
+        if target._failure is not None:
+            raise KafkaError(target._failure.code, target._failure.message)
+        return target.base_offset, target.log_append_time_ms
+
+    def _fail(self, exc: BaseException) -> None:
+        code = exc.code if isinstance(exc, KafkaError) else ErrorCode.unknown_server_error
+        self._failure = KafkaError(code, str(exc))
+        self._settle()
+
+    def _settle(self) -> None:
+        if self._settled is not None and not self._settled.done():
+            self._settled.set_result(None)
+
+
+@dataclass(slots=True, eq=False)
+class _PartitionProducer:
+    """One producer's state on one partition."""
+
+    epoch: int
+    last_sequence: int
+    seen_at: float
+    batches: deque[BatchSlot] = field(default_factory=lambda: deque(maxlen=BATCHES_KEPT))
+
+
+class ProducerStateManager:
+    def __init__(self, data_dir: Path, *, id_block_size: int = ID_BLOCK_SIZE) -> None:
+        self._id_file = Path(data_dir) / ID_BLOCK_FILE
+        self._id_block_size = id_block_size
+        self._next_id = self._block_end = self._read_reserved()
+        self._epochs: dict[int, tuple[int, float]] = {}
+        """Producer id -> (current epoch, when issued) for ids issued since this start."""
+        self._partitions: dict[tuple[int, str, int], _PartitionProducer] = {}
+        self._last_sweep = time.monotonic()
+
+    # InitProducerId
+
+    def init_producer(self, producer_id: int = -1, producer_epoch: int = -1) -> tuple[int, int]:
+        """(producer id, epoch) for an idempotent producer.
+
+        A producer that names its current id and epoch (InitProducerId v3+, KIP-360) gets the
+        epoch bumped; anything else (no id, an id from before a restart, a stale epoch, an
+        exhausted epoch) gets a fresh id at epoch 0, which every client accepts.
+        """
+        now = time.monotonic()
+        self._maybe_sweep(now)
+        known = self._epochs.get(producer_id) if producer_id >= 0 else None
+        if known is not None and known[0] == producer_epoch and producer_epoch < MAX_EPOCH:
+            self._epochs[producer_id] = (producer_epoch + 1, now)
+            return producer_id, producer_epoch + 1
+        new_id = self._allocate_id()
+        self._epochs[new_id] = (0, now)
+        return new_id, 0
+
+    def _allocate_id(self) -> int:
+        if self._next_id >= self._block_end:
+            block_start = self._block_end
+            self._write_reserved(block_start + self._id_block_size)
+            self._next_id, self._block_end = block_start, block_start + self._id_block_size
+        producer_id = self._next_id
+        self._next_id += 1
+        return producer_id
+
+    def _read_reserved(self) -> int:
+        try:
+            text = self._id_file.read_text(encoding="ascii").strip()
+        except FileNotFoundError:
+            return 0
+        return int(text)
+
+    def _write_reserved(self, next_block_start: int) -> None:
+        self._id_file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self._id_file.with_suffix(".tmp")
+        with tmp.open("w", encoding="ascii") as fh:
+            fh.write(f"{next_block_start}\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        tmp.replace(self._id_file)
+
+    # Produce
+
+    def check_and_record(
+        self,
+        topic: str,
+        partition: int,
+        producer_id: int,
+        producer_epoch: int,
+        first_sequence: int,
+        record_count: int,
+    ) -> BatchSlot:
+        """Check one idempotent batch and record it; see the module docstring for the rules.
+
+        Returns the new slot (to :meth:`BatchSlot.complete` or :meth:`forget`), or a slot that
+        ``repeats`` an earlier batch. Raises ``KafkaError`` for epoch and sequence errors.
+        """
+        last_sequence = (first_sequence + record_count - 1) % _SEQUENCE_MODULUS
+        key = (producer_id, topic, partition)
+        now = time.monotonic()
+        state = self._partitions.get(key)
+        if state is None:
+            state = _PartitionProducer(producer_epoch, last_sequence, now)
+            self._partitions[key] = state
+        elif producer_epoch < state.epoch:
+            raise KafkaError(
+                ErrorCode.invalid_producer_epoch,
+                f"producer {producer_id} epoch {producer_epoch} is older than {state.epoch}",
+            )
+        elif producer_epoch > state.epoch:
+            if first_sequence != 0:
+                raise KafkaError(
+                    ErrorCode.out_of_order_sequence_number,
+                    f"a new epoch must start at sequence 0, not {first_sequence}",
+                )
+            state.epoch = producer_epoch
+            state.batches.clear()
+        else:
+            for slot in state.batches:
+                if slot.first_sequence == first_sequence and slot.last_sequence == last_sequence:
+                    state.seen_at = now
+                    return BatchSlot(first_sequence, last_sequence, repeats=slot)
+            expected = (state.last_sequence + 1) % _SEQUENCE_MODULUS
+            if first_sequence != expected:
+                raise KafkaError(
+                    ErrorCode.out_of_order_sequence_number,
+                    f"expected sequence {expected}, got {first_sequence}",
+                )
+        state.last_sequence = last_sequence
+        state.seen_at = now
+        slot = BatchSlot(first_sequence, last_sequence)
+        state.batches.append(slot)
+        return slot
+
+    def forget(
+        self, topic: str, partition: int, producer_id: int, slot: BatchSlot, exc: BaseException
+    ) -> None:
+        """Undo :meth:`check_and_record` for a batch whose append failed, so the client may retry it.
+
+        If later batches were accepted meanwhile, only the slot goes; the sequence stays where
+        those batches left it.
+        """
+        slot._fail(exc)
+        state = self._partitions.get((producer_id, topic, partition))
+        if state is None or slot not in state.batches:
+            return
+        if state.batches[-1] is slot:
+            state.batches.pop()
+            state.last_sequence = (slot.first_sequence - 1) % _SEQUENCE_MODULUS
+        else:
+            state.batches.remove(slot)
+
+    def _maybe_sweep(self, now: float) -> None:
+        if now - self._last_sweep < _SWEEP_INTERVAL_S:
+            return
+        self._last_sweep = now
+        horizon = now - PRODUCER_EXPIRATION_MS / 1000
+        self._partitions = {k: s for k, s in self._partitions.items() if s.seen_at >= horizon}
+        self._epochs = {pid: e for pid, e in self._epochs.items() if e[1] >= horizon}
+
+    def producer_count(self) -> int:
+        """Producer ids with state on at least one partition (for metrics and tests)."""
+        return len({key[0] for key in self._partitions})

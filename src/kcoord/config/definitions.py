@@ -1,0 +1,153 @@
+"""Every setting kcoord reads: Kafka's property names and defaults, plus a few of kcoord's own.
+
+kcoord's own settings start with ``kcoord.``; everything else means what it means in Apache Kafka.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Definition:
+    name: str
+    default: Any
+    parse: Callable[[Any], Any]
+    doc: str
+
+
+def _int(low: int | None = None, high: int | None = None) -> Callable[[Any], int]:
+    def parse(raw: Any) -> int:
+        if isinstance(raw, bool):
+            raise ValueError("expected an integer, got a boolean")
+        value = int(raw, 0) if isinstance(raw, str) else int(raw)
+        if low is not None and value < low:
+            raise ValueError(f"must be at least {low}")
+        if high is not None and value > high:
+            raise ValueError(f"must be at most {high}")
+        return value
+
+    return parse
+
+
+def _bool(raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in ("true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off"):
+        return False
+    raise ValueError("expected true or false")
+
+
+def _choice(*choices: str) -> Callable[[Any], str]:
+    def parse(raw: Any) -> str:
+        text = str(raw).strip()
+        for choice in choices:
+            if text.lower() == choice.lower():
+                return choice
+        raise ValueError(f"expected one of {', '.join(choices)}")
+
+    return parse
+
+
+def _str(raw: Any) -> str:
+    return str(raw)
+
+
+def _list(raw: Any) -> tuple[str, ...]:
+    if isinstance(raw, list | tuple):
+        return tuple(str(x).strip() for x in raw)
+    return tuple(x.strip() for x in str(raw).split(",") if x.strip())
+
+
+def parse_host_port(raw: Any) -> tuple[str, int]:
+    """``HOST:PORT``, ``[v6]:PORT`` or ``PLAINTEXT://HOST:PORT`` (Kafka's listener form)."""
+    text = str(raw).strip()
+    if "://" in text:
+        text = text.split("://", 1)[1]
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError("expected HOST:PORT")
+    host = host.strip("[]")
+    value = int(port)
+    if not 0 <= value <= 65535:
+        raise ValueError("port must be 0..65535")
+    return host, value
+
+
+def _optional_host_port(raw: Any) -> tuple[str, int] | None:
+    if raw is None or str(raw).strip() == "":
+        return None
+    return parse_host_port(raw)
+
+
+_DAY_MS = 24 * 3600 * 1000
+
+DEFINITIONS: tuple[Definition, ...] = (
+    # listeners and identity
+    Definition("listeners", "127.0.0.1:9092", parse_host_port, "Address the Kafka listener binds (port 0: any)."),
+    Definition(
+        "advertised.listeners", None, _optional_host_port, "Address given to clients; default: bound address."
+    ),
+    Definition("log.dirs", "./data", _str, "Data directory (segments, offsets log, meta.properties)."),
+    Definition("node.id", 1, _int(0), "Node id used when the data directory is new (then read from it)."),
+    Definition("socket.request.max.bytes", 104857600, _int(1024), "Largest request frame accepted."),
+    Definition("connections.max.idle.ms", 600000, _int(1000), "Idle connections are closed after this."),
+    Definition("queued.max.requests", 500, _int(1), "Requests in flight per connection before reads pause."),
+    # topics
+    Definition("auto.create.topics.enable", True, _bool, "Create topics on Metadata/Produce for unknown names."),
+    Definition("num.partitions", 1, _int(1, 100000), "Partitions of an auto-created topic."),
+    Definition("default.replication.factor", 1, _int(1, 1), "Replicas of an auto-created topic (one node)."),
+    Definition("delete.topic.enable", True, _bool, "Allow DeleteTopics."),
+    Definition("message.max.bytes", 1048588, _int(0), "Largest record batch accepted."),
+    # log engine
+    Definition("log.segment.bytes", 1073741824, _int(14), "Segment size before a roll."),
+    Definition("log.roll.ms", 7 * _DAY_MS, _int(1), "Segment age before a roll."),
+    Definition("log.retention.ms", 7 * _DAY_MS, _int(-1), "Age at which whole segments are deleted (-1: never)."),
+    Definition("log.retention.bytes", -1, _int(-1), "Partition size past which old segments go (-1: none)."),
+    Definition("log.retention.check.interval.ms", 300000, _int(1), "How often retention runs."),
+    Definition("log.index.interval.bytes", 4096, _int(0), "Bytes between sparse index entries."),
+    Definition(
+        "log.flush.policy",
+        "always",
+        _choice("always", "interval"),
+        "always: fsync before acknowledging; interval: fsync every log.flush.interval.ms.",
+    ),
+    Definition("log.flush.interval.ms", 1000, _int(1), "fsync period when log.flush.policy=interval."),
+    Definition(
+        "log.message.timestamp.type", "CreateTime", _choice("CreateTime", "LogAppendTime"), "Timestamp kind."
+    ),
+    # offsets log and groups
+    Definition("offsets.topic.num.partitions", 50, _int(1, 1000), "Partitions of __consumer_offsets."),
+    Definition("offsets.topic.replication.factor", 3, _int(1), "Accepted for compatibility (one node)."),
+    Definition("offsets.topic.segment.bytes", 104857600, _int(14), "Segment size of __consumer_offsets."),
+    Definition("offsets.retention.minutes", 10080, _int(1), "Offsets of an empty group expire after this."),
+    Definition("offsets.retention.check.interval.ms", 600000, _int(1), "How often offsets expire."),
+    Definition("offsets.commit.timeout.ms", 5000, _int(1), "Longest wait for an offsets-log append."),
+    Definition("offset.metadata.max.bytes", 4096, _int(0), "Largest commit metadata string."),
+    Definition("group.min.session.timeout.ms", 6000, _int(1), "Smallest session timeout a member may ask."),
+    Definition("group.max.session.timeout.ms", 1800000, _int(1), "Largest session timeout a member may ask."),
+    Definition("group.initial.rebalance.delay.ms", 3000, _int(0), "Wait for more members of a new group."),
+    Definition("group.max.size", 2147483647, _int(1), "Most members a group may have."),
+    Definition("group.consumer.session.timeout.ms", 45000, _int(1), "KIP-848 member session timeout."),
+    Definition("group.consumer.heartbeat.interval.ms", 5000, _int(1), "KIP-848 heartbeat interval."),
+    Definition("group.consumer.assignors", ("uniform", "range"), _list, "KIP-848 server assignors."),
+    Definition(
+        "group.coordinator.rebalance.protocols", ("classic", "consumer"), _list, "Group protocols served."
+    ),
+    # kcoord's own
+    Definition("kcoord.metrics.listen", "127.0.0.1:9644", parse_host_port, "HTTP listener for /metrics and /v1."),
+    Definition("kcoord.log.format", "json", _choice("json", "console"), "Log renderer."),
+    Definition("kcoord.log.level", "info", _choice("debug", "info", "warning", "error"), "Log level."),
+    Definition("kcoord.shutdown.timeout.ms", 10000, _int(0), "Longest drain of in-flight requests on SIGTERM."),
+    Definition(
+        "kcoord.fast.failover.enable", True, _bool, "Shorten a dead dynamic member's session on disconnect."
+    ),
+    Definition("kcoord.lag.max.series", 10000, _int(0), "Cap on consumer-lag metric series."),
+)
+
+BY_NAME: dict[str, Definition] = {d.name: d for d in DEFINITIONS}

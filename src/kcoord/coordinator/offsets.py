@@ -1,0 +1,477 @@
+"""Committed offsets of one offsets-log partition (a shard): commit, fetch, delete, expire.
+
+Behaviour follows Kafka's ``OffsetMetadataManager`` (PROTOCOL.md §2.8-2.9). The manager is a
+pure state machine in Kafka's model: **records are the truth**. ``commit``, ``delete_offsets``,
+``delete_group_offsets`` and ``expire`` never change the in-memory offsets; they return
+OffsetCommit records (a ``None`` value is a tombstone). The shell appends them to the offsets log
+and then calls :meth:`OffsetManager.replay` once per appended record, which is also exactly what
+loading the partition after a restart does. So a commit becomes visible to ``fetch`` only after
+its records are durable and replayed, and the response is released at the same moment.
+
+Group membership is not this module's business. Everything it needs to know about groups comes
+through :class:`GroupView`, which the group state machines (classic, and later KIP-848) implement.
+
+Transactional offsets (TxnOffsetCommit) are not supported, so nothing is ever pending and
+``require_stable`` fetches are answered from committed offsets like any other fetch.
+
+The request and response dataclasses below are version-neutral: the per-API edge modules map
+each wire version onto them (fields a version lacks take the defaults given here).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from kcoord.coordinator.offset_expiry import (
+    CONSUMER_PROTOCOL_TYPE,
+    DEAD_STATE,
+    EMPTY_STATE,
+    NO_EXPIRE_TIMESTAMP,
+    group_expiry_rule,
+    is_offset_expired,
+)
+from kcoord.coordinator.records import CoordinatorRecord, OffsetCommitKey, OffsetCommitValue
+from kcoord.coordinator.result import CoordinatorResult
+from kcoord.protocol.errors import ErrorCode, KafkaError
+
+DEFAULT_RETENTION_TIME_MS = -1
+"""OffsetCommit v2-v4 ``retention_time_ms`` meaning "use the broker's retention"."""
+
+OFFSET_METADATA_MAX_CHARS = 4096
+"""``offset.metadata.max.bytes`` default. Kafka compares it with ``String.length()``, i.e. UTF-16
+code units, despite the name."""
+
+NO_OFFSET = -1
+NO_LEADER_EPOCH = -1
+
+
+class GroupView(Protocol):
+    """What the offset manager asks of the group state machines of the same shard.
+
+    ``group_state`` names use Kafka's spelling ("Empty", "PreparingRebalance",
+    "CompletingRebalance", "Stable", "Dead"); None means the group does not exist.
+    """
+
+    def validate_offset_commit(
+        self,
+        group_id: str,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        api_version: int,
+        now_ms: int,
+    ) -> None:
+        """Checks 2-7 of PROTOCOL.md §2.8; raises ``KafkaError`` to reject the whole commit.
+
+        Accepting a commit from an unknown group with generation < 0 creates a simple group;
+        an accepted commit from a member of a Stable or PreparingRebalance classic group
+        also moves that member's session deadline.
+        """
+
+    def group_state(self, group_id: str) -> str | None:
+        """The group's state name, or None when the group does not exist."""
+
+    def protocol_type(self, group_id: str) -> str | None:
+        """The group's protocol type ("consumer", "connect", ...); None for simple or missing groups."""
+
+    def is_subscribed(self, group_id: str, topic: str) -> bool:
+        """Whether any member of the group currently subscribes to ``topic``."""
+
+    def empty_since_ms(self, group_id: str) -> int | None:
+        """When the group last became Empty; None when it is not Empty or the time is unknown."""
+
+    def is_simple_or_missing(self, group_id: str) -> bool:
+        """True for a group without a protocol type (offsets only) or no group at all."""
+
+
+TopicExists = Callable[[str, int], bool]
+"""``topic_exists(topic, partition)``: whether the broker hosts that topic-partition."""
+
+
+# ---------------------------------------------------------------- OffsetCommit messages
+
+
+@dataclass(slots=True)
+class OffsetCommitPartition:
+    partition_index: int
+    committed_offset: int
+    committed_leader_epoch: int = NO_LEADER_EPOCH
+    committed_metadata: str | None = ""
+
+
+@dataclass(slots=True)
+class OffsetCommitTopic:
+    name: str
+    partitions: list[OffsetCommitPartition]
+
+
+@dataclass(slots=True)
+class OffsetCommitRequest:
+    """One OffsetCommit, any version. From v9 ``generation_id_or_member_epoch`` is a member epoch."""
+
+    group_id: str
+    generation_id_or_member_epoch: int
+    member_id: str
+    topics: list[OffsetCommitTopic]
+    api_version: int
+    group_instance_id: str | None = None
+    retention_time_ms: int = DEFAULT_RETENTION_TIME_MS
+
+
+@dataclass(slots=True)
+class OffsetCommitPartitionResult:
+    partition_index: int
+    error_code: ErrorCode
+
+
+@dataclass(slots=True)
+class OffsetCommitTopicResult:
+    name: str
+    partitions: list[OffsetCommitPartitionResult]
+
+
+@dataclass(slots=True)
+class OffsetCommitResponse:
+    topics: list[OffsetCommitTopicResult]
+
+
+# ---------------------------------------------------------------- OffsetFetch messages
+
+
+@dataclass(slots=True)
+class OffsetFetchTopic:
+    name: str
+    partition_indexes: list[int]
+
+
+@dataclass(slots=True)
+class OffsetFetchPartitionResult:
+    partition_index: int
+    committed_offset: int
+    committed_leader_epoch: int
+    metadata: str
+    error_code: ErrorCode = ErrorCode.none
+
+
+@dataclass(slots=True)
+class OffsetFetchTopicResult:
+    name: str
+    partitions: list[OffsetFetchPartitionResult]
+
+
+@dataclass(slots=True)
+class OffsetFetchResponse:
+    """One group's answer. ``error_code`` is the group-level error (v2+ top level, v8+ per group)."""
+
+    group_id: str
+    topics: list[OffsetFetchTopicResult]
+    error_code: ErrorCode = ErrorCode.none
+
+
+# ---------------------------------------------------------------- OffsetDelete messages
+
+
+@dataclass(slots=True)
+class OffsetDeleteTopic:
+    name: str
+    partition_indexes: list[int]
+
+
+@dataclass(slots=True)
+class OffsetDeletePartitionResult:
+    partition_index: int
+    error_code: ErrorCode
+
+
+@dataclass(slots=True)
+class OffsetDeleteTopicResult:
+    name: str
+    partitions: list[OffsetDeletePartitionResult]
+
+
+@dataclass(slots=True)
+class OffsetDeleteResponse:
+    """A group-level ``error_code`` comes with no topics, as in Kafka."""
+
+    error_code: ErrorCode
+    topics: list[OffsetDeleteTopicResult] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- state
+
+
+@dataclass(slots=True)
+class CommittedOffset:
+    """One partition's committed position, as replayed from its latest OffsetCommit record."""
+
+    offset: int
+    leader_epoch: int
+    metadata: str
+    commit_timestamp_ms: int
+    expire_timestamp_ms: int = NO_EXPIRE_TIMESTAMP
+
+
+TopicPartition = tuple[str, int]
+
+
+def _utf16_length(text: str) -> int:
+    """Java's ``String.length()``: characters outside the BMP count twice."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+def _tombstone(group_id: str, topic: str, partition: int) -> CoordinatorRecord:
+    return CoordinatorRecord(OffsetCommitKey(group_id, topic, partition), None)
+
+
+class OffsetManager:
+    """The committed offsets of every group whose offsets-log partition this shard owns."""
+
+    def __init__(self, metadata_max_chars: int = OFFSET_METADATA_MAX_CHARS) -> None:
+        self._metadata_max_chars = metadata_max_chars
+        self._offsets: dict[str, dict[TopicPartition, CommittedOffset]] = {}
+
+    # ------------------------------------------------------------ writes (return records)
+
+    def commit(
+        self,
+        request: OffsetCommitRequest,
+        sink: Any,
+        now_ms: int,
+        groups: GroupView,
+        topic_exists: TopicExists,
+    ) -> CoordinatorResult:
+        """Handle an OffsetCommit: the records to append and the response they release.
+
+        Steps, as PROTOCOL.md §2.8:
+        1. a partition the broker does not host gets UNKNOWN_TOPIC_OR_PARTITION;
+        2. if any partition is left, ``groups`` validates the group, member and generation;
+           its error goes on every remaining partition and nothing is written;
+        3. metadata longer than the limit gets OFFSET_METADATA_TOO_LARGE;
+        4. every other partition becomes one OffsetCommit record.
+        """
+        result = CoordinatorResult()
+        # 1. Unknown topic-partitions are answered without consulting the group.
+        errors: dict[tuple[int, int], ErrorCode] = {}
+        for t, topic in enumerate(request.topics):
+            for p, partition in enumerate(topic.partitions):
+                if not topic_exists(topic.name, partition.partition_index):
+                    errors[(t, p)] = ErrorCode.unknown_topic_or_partition
+        partition_count = sum(len(topic.partitions) for topic in request.topics)
+        # 2. Group, member and generation.
+        group_error: ErrorCode | None = None
+        if len(errors) < partition_count:
+            try:
+                groups.validate_offset_commit(
+                    request.group_id,
+                    request.member_id,
+                    request.group_instance_id,
+                    request.generation_id_or_member_epoch,
+                    request.api_version,
+                    now_ms,
+                )
+            except KafkaError as error:
+                group_error = error.code
+        expire_timestamp_ms = (
+            NO_EXPIRE_TIMESTAMP
+            if request.retention_time_ms == DEFAULT_RETENTION_TIME_MS
+            else now_ms + request.retention_time_ms
+        )
+        topic_results: list[OffsetCommitTopicResult] = []
+        for t, topic in enumerate(request.topics):
+            partition_results: list[OffsetCommitPartitionResult] = []
+            for p, partition in enumerate(topic.partitions):
+                code = errors.get((t, p), group_error)
+                metadata = partition.committed_metadata or ""
+                # 3. Metadata size.
+                if code is None and _utf16_length(metadata) > self._metadata_max_chars:
+                    code = ErrorCode.offset_metadata_too_large
+                # 4. The record.
+                if code is None:
+                    code = ErrorCode.none
+                    result.records.append(
+                        CoordinatorRecord(
+                            OffsetCommitKey(request.group_id, topic.name, partition.partition_index),
+                            OffsetCommitValue(
+                                offset=partition.committed_offset,
+                                leader_epoch=partition.committed_leader_epoch,
+                                metadata=metadata,
+                                commit_timestamp=now_ms,
+                                expire_timestamp=expire_timestamp_ms,
+                            ),
+                        )
+                    )
+                partition_results.append(OffsetCommitPartitionResult(partition.partition_index, code))
+            topic_results.append(OffsetCommitTopicResult(topic.name, partition_results))
+        result.respond(sink, OffsetCommitResponse(topic_results))
+        return result
+
+    def delete_offsets(
+        self,
+        group_id: str,
+        topics: list[OffsetDeleteTopic],
+        sink: Any,
+        groups: GroupView,
+    ) -> CoordinatorResult:
+        """Handle an OffsetDelete: tombstones for the named offsets of topics the group left.
+
+        A group that does not exist (or is Dead) gets GROUP_ID_NOT_FOUND; a group with members
+        whose protocol type is not ``consumer`` gets NON_EMPTY_GROUP, because the coordinator
+        cannot tell which topics it uses. A topic some member subscribes to gets
+        GROUP_SUBSCRIBED_TO_TOPIC on each of its partitions. A partition without an offset
+        succeeds without a record.
+        """
+        result = CoordinatorResult()
+        group_offsets = self._offsets.get(group_id, {})
+        state = groups.group_state(group_id)
+        # A group with offsets here exists even if the group side has not heard of it: offsets
+        # committed without membership make a simple group.
+        if state is None and group_offsets:
+            state = EMPTY_STATE
+        if state is None or state == DEAD_STATE:
+            result.respond(sink, OffsetDeleteResponse(ErrorCode.group_id_not_found))
+            return result
+        if state != EMPTY_STATE and groups.protocol_type(group_id) != CONSUMER_PROTOCOL_TYPE:
+            result.respond(sink, OffsetDeleteResponse(ErrorCode.non_empty_group))
+            return result
+        topic_results: list[OffsetDeleteTopicResult] = []
+        for topic in topics:
+            if groups.is_subscribed(group_id, topic.name):
+                code = ErrorCode.group_subscribed_to_topic
+            else:
+                code = ErrorCode.none
+                result.records.extend(
+                    _tombstone(group_id, topic.name, partition)
+                    for partition in topic.partition_indexes
+                    if (topic.name, partition) in group_offsets
+                )
+            topic_results.append(
+                OffsetDeleteTopicResult(
+                    topic.name,
+                    [OffsetDeletePartitionResult(partition, code) for partition in topic.partition_indexes],
+                )
+            )
+        result.respond(sink, OffsetDeleteResponse(ErrorCode.none, topic_results))
+        return result
+
+    def delete_group_offsets(self, group_id: str) -> list[CoordinatorRecord]:
+        """Tombstones for every offset of a group that DeleteGroups removes (already validated)."""
+        return [_tombstone(group_id, topic, partition) for topic, partition in self._sorted_keys(group_id)]
+
+    def expire(self, now_ms: int, retention_ms: int, groups: GroupView) -> list[CoordinatorRecord]:
+        """Tombstones for every offset past ``offsets.retention.minutes`` (see :mod:`offset_expiry`)."""
+        tombstones: list[CoordinatorRecord] = []
+        for group_id, group_offsets in self._offsets.items():
+            rule = group_expiry_rule(
+                state=groups.group_state(group_id),
+                protocol_type=groups.protocol_type(group_id),
+                simple_or_missing=groups.is_simple_or_missing(group_id),
+                empty_since_ms=groups.empty_since_ms(group_id),
+            )
+            if rule is None:
+                continue
+            subscribed: dict[str, bool] = {}
+            for (topic, partition), committed in sorted(group_offsets.items()):
+                if topic not in subscribed:
+                    subscribed[topic] = groups.is_subscribed(group_id, topic)
+                if subscribed[topic]:
+                    continue
+                if is_offset_expired(
+                    rule,
+                    committed.commit_timestamp_ms,
+                    committed.expire_timestamp_ms,
+                    now_ms,
+                    retention_ms,
+                ):
+                    tombstones.append(_tombstone(group_id, topic, partition))
+        return tombstones
+
+    # ------------------------------------------------------------ replay (the only mutation)
+
+    def replay(self, record: CoordinatorRecord) -> None:
+        """Apply one appended (or loaded) record; records of other types are not ours and are ignored."""
+        key = record.key
+        if not isinstance(key, OffsetCommitKey):
+            return
+        value = record.value
+        if value is None:
+            group_offsets = self._offsets.get(key.group)
+            if group_offsets is None:
+                return
+            group_offsets.pop((key.topic, key.partition), None)
+            if not group_offsets:
+                del self._offsets[key.group]
+            return
+        if not isinstance(value, OffsetCommitValue):
+            raise TypeError(f"OffsetCommit key with a {type(value).__name__} value")
+        self._offsets.setdefault(key.group, {})[(key.topic, key.partition)] = CommittedOffset(
+            offset=value.offset,
+            leader_epoch=value.leader_epoch,
+            metadata=value.metadata,
+            commit_timestamp_ms=value.commit_timestamp,
+            expire_timestamp_ms=value.expire_timestamp,
+        )
+
+    # ------------------------------------------------------------ reads
+
+    def fetch(
+        self,
+        group_id: str,
+        topics: list[OffsetFetchTopic] | None,
+        require_stable: bool = False,
+    ) -> OffsetFetchResponse:
+        """Handle OffsetFetch for one group; ``topics=None`` asks for all of its offsets.
+
+        An unknown group or partition is not an error: it answers offset -1, epoch -1 and
+        metadata "". With no transactional offsets there is never an UNSTABLE_OFFSET_COMMIT,
+        so ``require_stable`` changes nothing.
+        """
+        group_offsets = self._offsets.get(group_id, {})
+        if topics is None:
+            by_topic: dict[str, list[OffsetFetchPartitionResult]] = {}
+            for topic, partition in self._sorted_keys(group_id):
+                by_topic.setdefault(topic, []).append(
+                    _fetch_result(partition, group_offsets[(topic, partition)])
+                )
+            return OffsetFetchResponse(
+                group_id, [OffsetFetchTopicResult(name, results) for name, results in by_topic.items()]
+            )
+        return OffsetFetchResponse(
+            group_id,
+            [
+                OffsetFetchTopicResult(
+                    topic.name,
+                    [
+                        _fetch_result(partition, group_offsets.get((topic.name, partition)))
+                        for partition in topic.partition_indexes
+                    ],
+                )
+                for topic in topics
+            ],
+        )
+
+    def group_offsets(self, group_id: str) -> dict[TopicPartition, int]:
+        """The committed offset of each topic-partition of a group (empty when it has none)."""
+        return {tp: committed.offset for tp, committed in self._offsets.get(group_id, {}).items()}
+
+    def committed(self, group_id: str, topic: str, partition: int) -> CommittedOffset | None:
+        """The full committed entry of one partition, or None."""
+        return self._offsets.get(group_id, {}).get((topic, partition))
+
+    def has_offsets(self, group_id: str) -> bool:
+        """Whether the group has any committed offset (after expiry, an Empty group without any can go)."""
+        return group_id in self._offsets
+
+    def all_groups_with_offsets(self) -> list[str]:
+        """Ids of every group with at least one committed offset, sorted."""
+        return sorted(self._offsets)
+
+    def _sorted_keys(self, group_id: str) -> list[TopicPartition]:
+        return sorted(self._offsets.get(group_id, {}))
+
+
+def _fetch_result(partition: int, committed: CommittedOffset | None) -> OffsetFetchPartitionResult:
+    if committed is None:
+        return OffsetFetchPartitionResult(partition, NO_OFFSET, NO_LEADER_EPOCH, "")
+    return OffsetFetchPartitionResult(partition, committed.offset, committed.leader_epoch, committed.metadata)

@@ -1,0 +1,439 @@
+"""Kafka's byte layout for ``__consumer_offsets`` records (keys and values).
+
+A key starts with an int16 *record type*, a value with an int16 *version*; a null value is a
+tombstone. The layouts follow Apache Kafka's coordinator message schemas:
+
+==========================  ===========================================================
+key type 0 / 1              OffsetCommitKey: group, topic, partition i32 (written as 1)
+key type 2                  GroupMetadataKey: group
+OffsetCommitValue v0..v4    offset i64, leaderEpoch i32 (v3+), metadata,
+                            commitTimestamp i64, expireTimestamp i64 (v1 only);
+                            v4 is flexible. Written as v3, or v1 when an expiry is set.
+GroupMetadataValue v0..v4   protocolType, generation i32, protocol?, leader?,
+                            currentStateTimestamp i64 (v2+), members[memberId,
+                            groupInstanceId? (v3+), clientId, clientHost,
+                            rebalanceTimeout i32 (v1+), sessionTimeout i32,
+                            subscription bytes, assignment bytes]; v4 is flexible.
+                            Written as v3.
+==========================  ===========================================================
+
+Keys are never flexible. Flexible values use compact (unsigned-varint, length + 1) strings,
+bytes and arrays, and end every struct with tagged fields, which are skipped when read. Other
+key types (KIP-848 consumer groups, share and streams groups) decode to None so replay can
+skip them. Anything malformed raises :class:`RecordDecodeError` naming the field and offset.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import structlog
+
+from kcoord.coordinator.records import (
+    CoordinatorRecord,
+    GroupMetadataKey,
+    GroupMetadataValue,
+    MemberMetadata,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    RecordKey,
+    RecordValue,
+)
+
+__all__ = [
+    "RecordDecodeError",
+    "RecordEncodeError",
+    "UnsupportedRecordVersionError",
+    "decode_key",
+    "decode_record",
+    "decode_value",
+    "encode_key",
+    "encode_value",
+]
+
+_log = structlog.get_logger(__name__)
+
+OFFSET_COMMIT_KEY_LEGACY = 0
+OFFSET_COMMIT_KEY = 1
+GROUP_METADATA_KEY = 2
+
+OFFSET_COMMIT_VALUE_VERSIONS = range(5)
+GROUP_METADATA_VALUE_VERSIONS = range(5)
+_FLEXIBLE_FROM = 4
+_OFFSET_COMMIT_WRITE_VERSION = 3
+_OFFSET_COMMIT_WITH_EXPIRY_VERSION = 1
+_GROUP_METADATA_WRITE_VERSION = 3
+
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+_INT64 = struct.Struct(">q")
+
+
+class RecordDecodeError(ValueError):
+    """A key or value of the offsets log is not a valid record."""
+
+
+class UnsupportedRecordVersionError(RecordDecodeError):
+    """A known record type carries a value version this codec cannot read."""
+
+
+class RecordEncodeError(ValueError):
+    """A record has a field that does not fit Kafka's layout (out of range or too long)."""
+
+
+# --------------------------------------------------------------------------- reading
+
+
+class _Reader:
+    """A bounds-checked cursor over one key or value."""
+
+    __slots__ = ("_buf", "_pos", "_what")
+
+    def __init__(self, buf: bytes, what: str) -> None:
+        self._buf = buf
+        self._pos = 0
+        self._what = what
+
+    def _fail(self, message: str) -> RecordDecodeError:
+        return RecordDecodeError(f"{self._what}: {message} at byte {self._pos} of {len(self._buf)}")
+
+    def _take(self, n: int, field: str) -> bytes:
+        end = self._pos + n
+        if n < 0 or end > len(self._buf):
+            raise self._fail(f"{field} needs {n} bytes, {len(self._buf) - self._pos} left")
+        chunk = self._buf[self._pos : end]
+        self._pos = end
+        return chunk
+
+    def int16(self, field: str) -> int:
+        value: int = _INT16.unpack(self._take(2, field))[0]
+        return value
+
+    def int32(self, field: str) -> int:
+        value: int = _INT32.unpack(self._take(4, field))[0]
+        return value
+
+    def int64(self, field: str) -> int:
+        value: int = _INT64.unpack(self._take(8, field))[0]
+        return value
+
+    def uvarint(self, field: str) -> int:
+        result = 0
+        for shift in range(0, 35, 7):
+            byte = self._take(1, field)[0]
+            result |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                if result > 0xFFFFFFFF:
+                    raise self._fail(f"{field} varint exceeds 32 bits")
+                return result
+        raise self._fail(f"{field} varint is longer than 5 bytes")
+
+    def _length(self, field: str, flexible: bool, *, wide: bool = False) -> int:
+        """A length prefix; -1 means null."""
+        if flexible:
+            return self.uvarint(field) - 1
+        return self.int32(field) if wide else self.int16(field)
+
+    def nullable_string(self, field: str, flexible: bool) -> str | None:
+        length = self._length(field, flexible)
+        if length < -1:
+            raise self._fail(f"{field} has invalid length {length}")
+        if length == -1:
+            return None
+        raw = self._take(length, field)
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise self._fail(f"{field} is not valid UTF-8 ({exc.reason})") from None
+
+    def string(self, field: str, flexible: bool) -> str:
+        value = self.nullable_string(field, flexible)
+        if value is None:
+            raise self._fail(f"{field} is null but not nullable")
+        return value
+
+    def bytes_(self, field: str, flexible: bool) -> bytes:
+        length = self._length(field, flexible, wide=True)
+        if length < 0:
+            raise self._fail(f"{field} has invalid length {length}")
+        return self._take(length, field)
+
+    def array_length(self, field: str, flexible: bool) -> int:
+        length = self._length(field, flexible, wide=True)
+        if length < 0:
+            raise self._fail(f"{field} has invalid length {length}")
+        if length > len(self._buf) - self._pos:
+            raise self._fail(f"{field} claims {length} elements, more than the bytes left")
+        return length
+
+    def skip_tagged_fields(self, struct_name: str) -> None:
+        count = self.uvarint(f"{struct_name} tagged field count")
+        for _ in range(count):
+            self.uvarint(f"{struct_name} tag")
+            size = self.uvarint(f"{struct_name} tagged field size")
+            self._take(size, f"{struct_name} tagged field")
+
+    def finish(self) -> None:
+        if self._pos != len(self._buf):
+            raise self._fail(f"{len(self._buf) - self._pos} trailing bytes")
+
+
+def decode_key(key: bytes) -> RecordKey | None:
+    """Decode a key; None for a record type kcoord does not handle."""
+    reader = _Reader(key, "record key")
+    record_type = reader.int16("record type")
+    if record_type in (OFFSET_COMMIT_KEY_LEGACY, OFFSET_COMMIT_KEY):
+        decoded: RecordKey = OffsetCommitKey(
+            group=reader.string("group", False),
+            topic=reader.string("topic", False),
+            partition=reader.int32("partition"),
+        )
+    elif record_type == GROUP_METADATA_KEY:
+        decoded = GroupMetadataKey(group=reader.string("group", False))
+    elif record_type < 0:
+        raise RecordDecodeError(f"record key: negative record type {record_type}")
+    else:
+        return None
+    reader.finish()
+    return decoded
+
+
+def decode_value(key: RecordKey, value: bytes) -> RecordValue:
+    """Decode the value that belongs to ``key``."""
+    if isinstance(key, OffsetCommitKey):
+        return _decode_offset_commit_value(value)
+    return _decode_group_metadata_value(value)
+
+
+def decode_record(key: bytes, value: bytes | None) -> CoordinatorRecord | None:
+    """Decode one offsets-log record; None for record types kcoord does not know."""
+    decoded_key = decode_key(key)
+    if decoded_key is None:
+        _log.debug("offsets_record_type_skipped", record_type=_INT16.unpack_from(key)[0])
+        return None
+    if value is None:
+        return CoordinatorRecord(key=decoded_key, value=None)
+    return CoordinatorRecord(key=decoded_key, value=decode_value(decoded_key, value))
+
+
+def _decode_offset_commit_value(value: bytes) -> OffsetCommitValue:
+    reader = _Reader(value, "OffsetCommitValue")
+    version = reader.int16("version")
+    if version not in OFFSET_COMMIT_VALUE_VERSIONS:
+        raise UnsupportedRecordVersionError(f"OffsetCommitValue version {version} is not supported (0-4)")
+    flexible = version >= _FLEXIBLE_FROM
+    offset = reader.int64("offset")
+    leader_epoch = reader.int32("leaderEpoch") if version >= 3 else -1
+    metadata = reader.string("metadata", flexible)
+    commit_timestamp = reader.int64("commitTimestamp")
+    expire_timestamp = reader.int64("expireTimestamp") if version == 1 else -1
+    if flexible:
+        reader.skip_tagged_fields("OffsetCommitValue")
+    reader.finish()
+    return OffsetCommitValue(
+        offset=offset,
+        leader_epoch=leader_epoch,
+        metadata=metadata,
+        commit_timestamp=commit_timestamp,
+        expire_timestamp=expire_timestamp,
+    )
+
+
+def _decode_group_metadata_value(value: bytes) -> GroupMetadataValue:
+    reader = _Reader(value, "GroupMetadataValue")
+    version = reader.int16("version")
+    if version not in GROUP_METADATA_VALUE_VERSIONS:
+        raise UnsupportedRecordVersionError(f"GroupMetadataValue version {version} is not supported (0-4)")
+    flexible = version >= _FLEXIBLE_FROM
+    protocol_type = reader.string("protocolType", flexible)
+    generation = reader.int32("generation")
+    protocol = reader.nullable_string("protocol", flexible)
+    leader = reader.nullable_string("leader", flexible)
+    current_state_timestamp = reader.int64("currentStateTimestamp") if version >= 2 else -1
+    members = tuple(
+        _decode_member(reader, version, flexible) for _ in range(reader.array_length("members", flexible))
+    )
+    if flexible:
+        reader.skip_tagged_fields("GroupMetadataValue")
+    reader.finish()
+    return GroupMetadataValue(
+        protocol_type=protocol_type,
+        generation=generation,
+        protocol=protocol,
+        leader=leader,
+        current_state_timestamp=current_state_timestamp,
+        members=members,
+    )
+
+
+def _decode_member(reader: _Reader, version: int, flexible: bool) -> MemberMetadata:
+    member_id = reader.string("memberId", flexible)
+    group_instance_id = reader.nullable_string("groupInstanceId", flexible) if version >= 3 else None
+    client_id = reader.string("clientId", flexible)
+    client_host = reader.string("clientHost", flexible)
+    rebalance_timeout = reader.int32("rebalanceTimeout") if version >= 1 else None
+    session_timeout = reader.int32("sessionTimeout")
+    subscription = reader.bytes_("subscription", flexible)
+    assignment = reader.bytes_("assignment", flexible)
+    if flexible:
+        reader.skip_tagged_fields("MemberMetadata")
+    return MemberMetadata(
+        member_id=member_id,
+        group_instance_id=group_instance_id,
+        client_id=client_id,
+        client_host=client_host,
+        # v0 predates the rebalance timeout; JoinGroup v0 used the session timeout for both.
+        rebalance_timeout=session_timeout if rebalance_timeout is None else rebalance_timeout,
+        session_timeout=session_timeout,
+        subscription=subscription,
+        assignment=assignment,
+    )
+
+
+# --------------------------------------------------------------------------- writing
+
+
+class _Writer:
+    """Appends Kafka primitives to a buffer, refusing values that do not fit."""
+
+    __slots__ = ("_flexible", "_out", "_what")
+
+    def __init__(self, what: str, *, flexible: bool = False) -> None:
+        self._out = bytearray()
+        self._what = what
+        self._flexible = flexible
+
+    def _pack(self, codec: struct.Struct, value: int, field: str) -> None:
+        try:
+            self._out += codec.pack(value)
+        except struct.error:
+            raise RecordEncodeError(
+                f"{self._what}.{field}={value} does not fit in {codec.size * 8} bits"
+            ) from None
+
+    def int16(self, value: int, field: str) -> None:
+        self._pack(_INT16, value, field)
+
+    def int32(self, value: int, field: str) -> None:
+        self._pack(_INT32, value, field)
+
+    def int64(self, value: int, field: str) -> None:
+        self._pack(_INT64, value, field)
+
+    def uvarint(self, value: int) -> None:
+        while value > 0x7F:
+            self._out.append((value & 0x7F) | 0x80)
+            value >>= 7
+        self._out.append(value)
+
+    def _length(self, length: int | None, field: str, *, wide: bool) -> None:
+        """A length prefix; None means null."""
+        if not wide and length is not None and length > 0x7FFF:
+            raise RecordEncodeError(f"{self._what}.{field} is {length} bytes, more than 32767")
+        if self._flexible:
+            self.uvarint(0 if length is None else length + 1)
+        elif wide:
+            self.int32(-1 if length is None else length, field)
+        else:
+            self.int16(-1 if length is None else length, field)
+
+    def nullable_string(self, value: str | None, field: str) -> None:
+        if value is None:
+            self._length(None, field, wide=False)
+            return
+        raw = value.encode("utf-8")
+        self._length(len(raw), field, wide=False)
+        self._out += raw
+
+    def string(self, value: str, field: str) -> None:
+        self.nullable_string(value, field)
+
+    def bytes_(self, value: bytes, field: str) -> None:
+        self._length(len(value), field, wide=True)
+        self._out += value
+
+    def array_length(self, length: int, field: str) -> None:
+        self._length(length, field, wide=True)
+
+    def empty_tagged_fields(self) -> None:
+        if self._flexible:
+            self.uvarint(0)
+
+    def getvalue(self) -> bytes:
+        return bytes(self._out)
+
+
+def encode_key(key: RecordKey) -> bytes:
+    """Kafka's bytes for a record key (OffsetCommit keys are written as type 1)."""
+    if isinstance(key, OffsetCommitKey):
+        writer = _Writer("OffsetCommitKey")
+        writer.int16(OFFSET_COMMIT_KEY, "type")
+        writer.string(key.group, "group")
+        writer.string(key.topic, "topic")
+        writer.int32(key.partition, "partition")
+    else:
+        writer = _Writer("GroupMetadataKey")
+        writer.int16(GROUP_METADATA_KEY, "type")
+        writer.string(key.group, "group")
+    return writer.getvalue()
+
+
+def encode_value(value: RecordValue | None, *, version: int | None = None) -> bytes | None:
+    """Kafka's bytes for a record value; None (a tombstone) stays None.
+
+    Without ``version`` this writes what Kafka writes: OffsetCommitValue v3 (v1 when an expiry
+    is set) and GroupMetadataValue v3. An explicit ``version`` (any readable one) exists for
+    tests and tools; fields that version lacks are dropped, as Kafka drops ignorable fields.
+    """
+    if value is None:
+        return None
+    if isinstance(value, OffsetCommitValue):
+        if version is None:
+            with_expiry = value.expire_timestamp != -1
+            version = _OFFSET_COMMIT_WITH_EXPIRY_VERSION if with_expiry else _OFFSET_COMMIT_WRITE_VERSION
+        return _encode_offset_commit_value(value, version)
+    return _encode_group_metadata_value(value, _GROUP_METADATA_WRITE_VERSION if version is None else version)
+
+
+def _encode_offset_commit_value(value: OffsetCommitValue, version: int) -> bytes:
+    if version not in OFFSET_COMMIT_VALUE_VERSIONS:
+        raise RecordEncodeError(f"OffsetCommitValue version {version} is not supported (0-4)")
+    writer = _Writer("OffsetCommitValue", flexible=version >= _FLEXIBLE_FROM)
+    writer.int16(version, "version")
+    writer.int64(value.offset, "offset")
+    if version >= 3:
+        writer.int32(value.leader_epoch, "leader_epoch")
+    writer.string(value.metadata, "metadata")
+    writer.int64(value.commit_timestamp, "commit_timestamp")
+    if version == 1:
+        writer.int64(value.expire_timestamp, "expire_timestamp")
+    writer.empty_tagged_fields()
+    return writer.getvalue()
+
+
+def _encode_group_metadata_value(value: GroupMetadataValue, version: int) -> bytes:
+    if version not in GROUP_METADATA_VALUE_VERSIONS:
+        raise RecordEncodeError(f"GroupMetadataValue version {version} is not supported (0-4)")
+    writer = _Writer("GroupMetadataValue", flexible=version >= _FLEXIBLE_FROM)
+    writer.int16(version, "version")
+    writer.string(value.protocol_type, "protocol_type")
+    writer.int32(value.generation, "generation")
+    writer.nullable_string(value.protocol, "protocol")
+    writer.nullable_string(value.leader, "leader")
+    if version >= 2:
+        writer.int64(value.current_state_timestamp, "current_state_timestamp")
+    writer.array_length(len(value.members), "members")
+    for member in value.members:
+        writer.string(member.member_id, "member_id")
+        if version >= 3:
+            writer.nullable_string(member.group_instance_id, "group_instance_id")
+        writer.string(member.client_id, "client_id")
+        writer.string(member.client_host, "client_host")
+        if version >= 1:
+            writer.int32(member.rebalance_timeout, "rebalance_timeout")
+        writer.int32(member.session_timeout, "session_timeout")
+        writer.bytes_(member.subscription, "subscription")
+        writer.bytes_(member.assignment, "assignment")
+        writer.empty_tagged_fields()
+    writer.empty_tagged_fields()
+    return writer.getvalue()

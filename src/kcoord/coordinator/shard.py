@@ -1,0 +1,124 @@
+"""One partition of ``__consumer_offsets``: its classic groups and their committed offsets.
+
+The shard is pure: every method takes the time and returns a :class:`CoordinatorResult`. It
+routes records to the state machine they belong to: offset records are applied once durable
+(``on_appended``) or while loading (``replay``); group records are only applied while loading,
+because the classic groups change their in-memory state as they go, as in Kafka.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from kcoord.coordinator.classic.config import ClassicGroupConfig
+from kcoord.coordinator.classic.history import ClassicGroupObserver
+from kcoord.coordinator.classic.manager import ClassicGroupManager
+from kcoord.coordinator.classic.messages import (
+    DeleteGroupResult,
+    HeartbeatRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    SyncGroupRequest,
+)
+from kcoord.coordinator.offsets import OffsetCommitRequest, OffsetDeleteTopic, OffsetManager
+from kcoord.coordinator.records import CoordinatorRecord, OffsetCommitKey
+from kcoord.coordinator.result import CoordinatorResult
+from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.timer.api import Timer
+
+TopicExists = Callable[[str, int], bool]
+
+
+class GroupCoordinatorShard:
+    def __init__(
+        self,
+        timer: Timer,
+        *,
+        classic_config: ClassicGroupConfig,
+        offset_metadata_max_bytes: int,
+        offsets_retention_ms: int,
+        topic_exists: TopicExists,
+        observer: ClassicGroupObserver | None = None,
+    ) -> None:
+        self.classic = ClassicGroupManager(timer, classic_config, observer)
+        self.offsets = OffsetManager(offset_metadata_max_bytes)
+        self._offsets_retention_ms = offsets_retention_ms
+        self._topic_exists = topic_exists
+
+    # -- the runtime's contract
+
+    def replay(self, record: CoordinatorRecord) -> None:
+        if isinstance(record.key, OffsetCommitKey):
+            self.offsets.replay(record)
+        else:
+            self.classic.replay(record)
+
+    def on_appended(self, records: list[CoordinatorRecord]) -> None:
+        for record in records:
+            if isinstance(record.key, OffsetCommitKey):
+                self.offsets.replay(record)
+
+    def on_loaded(self, now_ms: int) -> CoordinatorResult:
+        for group_id in self.offsets.all_groups_with_offsets():
+            if not self.classic.has_group(group_id):
+                self.classic.ensure_simple_group(group_id, now_ms)
+        return self.classic.on_loaded(now_ms)
+
+    def on_timer(self, key: str, now_ms: int) -> CoordinatorResult:
+        return self.classic.on_timer(key, now_ms)
+
+    def unload(self) -> CoordinatorResult:
+        return self.classic.unload()
+
+    # -- group membership
+
+    def join_group(self, request: JoinGroupRequest, sink: Any, now_ms: int) -> CoordinatorResult:
+        return self.classic.join_group(request, sink, now_ms)
+
+    def sync_group(self, request: SyncGroupRequest, sink: Any, now_ms: int) -> CoordinatorResult:
+        return self.classic.sync_group(request, sink, now_ms)
+
+    def heartbeat(self, request: HeartbeatRequest, sink: Any, now_ms: int) -> CoordinatorResult:
+        return self.classic.heartbeat(request, sink, now_ms)
+
+    def leave_group(self, request: LeaveGroupRequest, sink: Any, now_ms: int) -> CoordinatorResult:
+        return self.classic.leave_group(request, sink, now_ms)
+
+    # -- offsets
+
+    def commit_offsets(self, request: OffsetCommitRequest, sink: Any, now_ms: int) -> CoordinatorResult:
+        return self.offsets.commit(request, sink, now_ms, self.classic, self._topic_exists)
+
+    def delete_offsets(
+        self, group_id: str, topics: list[OffsetDeleteTopic], sink: Any, now_ms: int
+    ) -> CoordinatorResult:
+        return self.offsets.delete_offsets(group_id, topics, sink, self.classic)
+
+    def expire_offsets(self, now_ms: int) -> CoordinatorResult:
+        """Tombstone expired offsets, and an Empty group whose offsets all expire with them."""
+        records = self.offsets.expire(now_ms, self._offsets_retention_ms, self.classic)
+        expiring = Counter(r.key.group for r in records if isinstance(r.key, OffsetCommitKey))
+        for group_id, count in expiring.items():
+            if count >= len(self.offsets.group_offsets(group_id)):
+                records.extend(self.classic.maybe_delete_empty_group(group_id))
+        return CoordinatorResult(records=records)
+
+    # -- admin
+
+    def delete_groups(self, group_ids: list[str], sink: Any, now_ms: int) -> CoordinatorResult:
+        """Kafka's record order per group: its offsets' tombstones, then the group's."""
+        result = CoordinatorResult()
+        answers: list[DeleteGroupResult] = []
+        for group_id in group_ids:
+            try:
+                self.classic.validate_delete_group(group_id)
+            except KafkaError as exc:
+                answers.append(DeleteGroupResult(group_id, exc.code))
+                continue
+            result.records.extend(self.offsets.delete_group_offsets(group_id))
+            result.records.extend(self.classic.delete_group(group_id))
+            answers.append(DeleteGroupResult(group_id, ErrorCode.none))
+        result.respond(sink, answers)
+        return result

@@ -1,0 +1,43 @@
+"""Heartbeat (key 12), versions 0-4.
+
+- v1: throttle time.
+- v3: ``group_instance_id``.
+- v4: flexible.
+
+A heartbeat moves the member's session deadline (no timer is created or cancelled) and tells a
+member whose group is rebalancing to rejoin (REBALANCE_IN_PROGRESS). While the group's partition
+is still loading, Kafka answers NONE rather than an error, so members do not rejoin needlessly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kcoord.coordinator.classic.messages import HeartbeatRequest
+from kcoord.group_apis.common import coordinator
+from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.errors import KafkaError
+from kcoord.protocol.registry import REGISTRY
+from kcoord.server.context import RequestContext
+
+
+def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
+    return {"error_code": code}
+
+
+@REGISTRY.api(ApiKey.HEARTBEAT, "Heartbeat", 0, 4, error_response=_error_response)
+async def handle_heartbeat(ctx: RequestContext, request: Any) -> Any:
+    beat = HeartbeatRequest(
+        group_id=request.group_id,
+        generation_id=int(request.generation_id),
+        member_id=request.member_id,
+        group_instance_id=getattr(request, "group_instance_id", None),
+    )
+    try:
+        return await coordinator(ctx).write(beat.group_id, lambda shard, sink, now: shard.heartbeat(beat, sink, now))
+    except KafkaError as exc:
+        if exc.code == ErrorCode.coordinator_load_in_progress:
+            return {"error_code": ErrorCode.none}
+        raise

@@ -1,0 +1,44 @@
+"""What a handler knows about the request it serves besides the request body."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from kcoord.protocol.codec import RequestHeader
+
+if TYPE_CHECKING:
+    from kcoord.app import App
+
+
+@dataclass(slots=True)
+class ConnectionInfo:
+    """One client connection: its id, peer address and the callbacks to run when it closes."""
+
+    connection_id: int
+    client_host: str
+    client_port: int
+    close_callbacks: list[Callable[[], None]] = field(default_factory=list)
+
+    def on_close(self, callback: Callable[[], None]) -> None:
+        self.close_callbacks.append(callback)
+
+
+@dataclass(slots=True)
+class RequestContext:
+    header: RequestHeader
+    connection: ConnectionInfo
+    app: App
+
+    @property
+    def api_version(self) -> int:
+        return self.header.api_version
+
+    @property
+    def client_id(self) -> str:
+        return self.header.client_id or ""
+
+    @property
+    def client_host(self) -> str:
+        return self.connection.client_host

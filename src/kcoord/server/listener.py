@@ -1,0 +1,88 @@
+"""The Kafka listener: accepts connections and hands each one to a :class:`Connection`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import socket
+
+import structlog
+
+from kcoord.server.connection import Connection
+from kcoord.server.context import ConnectionInfo
+from kcoord.server.router import Router
+
+log = structlog.get_logger(__name__)
+
+
+class Listener:
+    def __init__(
+        self,
+        router: Router,
+        host: str,
+        port: int,
+        *,
+        max_request_bytes: int,
+        max_in_flight: int,
+        idle_timeout_s: float,
+    ) -> None:
+        self._router = router
+        self._host = host
+        self._port = port
+        self._max_request_bytes = max_request_bytes
+        self._max_in_flight = max_in_flight
+        self._idle_timeout_s = idle_timeout_s
+        self._server: asyncio.Server | None = None
+        self._ids = itertools.count(1)
+        self._connections: set[asyncio.Task[None]] = set()
+        self.bound: tuple[str, int] | None = None
+
+    @property
+    def open_connections(self) -> int:
+        return len(self._connections)
+
+    async def start(self) -> tuple[str, int]:
+        """Bind and start accepting; returns the address actually bound (port 0 resolved)."""
+        self._server = await asyncio.start_server(self._accept, self._host, self._port, reuse_address=True)
+        sockname = self._server.sockets[0].getsockname()
+        self.bound = (str(sockname[0]), int(sockname[1]))
+        return self.bound
+
+    async def stop_accepting(self) -> None:
+        if self._server is not None:
+            self._server.close()
+
+    async def drain(self, timeout_s: float) -> None:
+        """Let open connections finish for up to ``timeout_s``, then cancel them."""
+        if self._connections:
+            _, pending = await asyncio.wait(set(self._connections), timeout=timeout_s)
+            for task in pending:
+                task.cancel()
+            for task in pending:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = writer.get_extra_info("peername") or ("?", 0)
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        info = ConnectionInfo(next(self._ids), str(peer[0]), int(peer[1]))
+        connection = Connection(
+            reader,
+            writer,
+            self._router,
+            info,
+            max_request_bytes=self._max_request_bytes,
+            max_in_flight=self._max_in_flight,
+            idle_timeout_s=self._idle_timeout_s,
+        )
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        try:
+            await connection.run()
+        finally:
+            self._connections.discard(task)

@@ -1,0 +1,14 @@
+"""Partition logs behind one narrow interface, opened by URL (``file:///path``, ``memory://``)."""
+
+from kcoord.storage.api import AppendListener, AppendResult, LogConfig, LogStore, PartitionLog, SystemClock
+from kcoord.storage.store import open_store
+
+__all__ = [
+    "AppendListener",
+    "AppendResult",
+    "LogConfig",
+    "LogStore",
+    "PartitionLog",
+    "SystemClock",
+    "open_store",
+]

@@ -1,0 +1,147 @@
+"""The narrow interface every log engine implements, opened by URL (see :mod:`kcoord.storage.store`).
+
+A :class:`PartitionLog` is one topic-partition: an append-only sequence of record batches with
+offsets assigned by the log. A :class:`LogStore` holds the logs of one node. Engines:
+``file:///path`` (:mod:`kcoord.storage.file_store`) and ``memory://`` (:mod:`kcoord.storage.memory`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+__all__ = [
+    "AppendListener",
+    "AppendResult",
+    "LogConfig",
+    "LogStore",
+    "PartitionLog",
+    "SystemClock",
+]
+
+FlushPolicy = Literal["always", "interval"]
+TimestampType = Literal["CreateTime", "LogAppendTime"]
+
+AppendListener = Callable[[int], None]
+"""Called with the new log end offset each time appended data becomes readable."""
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    """Per-partition settings, with Kafka's topic-config names (dots as underscores) and defaults."""
+
+    segment_bytes: int = 1073741824
+    segment_ms: int = 604800000
+    retention_ms: int = 604800000
+    """-1 keeps data forever."""
+    retention_bytes: int = -1
+    """-1 keeps data of any size."""
+    index_interval_bytes: int = 4096
+    flush_policy: FlushPolicy = "always"
+    """"always": an append returns after fsync; "interval": fsync every ``flush_interval_ms``."""
+    flush_interval_ms: int = 1000
+    message_timestamp_type: TimestampType = "CreateTime"
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    base_offset: int
+    last_offset: int
+    log_append_time_ms: int
+    """The broker's time stamped on the batch, or -1 for CreateTime topics."""
+    log_start_offset: int
+
+
+class SystemClock:
+    """Wall-clock milliseconds; tests pass a manual clock instead."""
+
+    def now_ms(self) -> int:
+        return time.time_ns() // 1_000_000
+
+
+class PartitionLog(Protocol):
+    """One topic-partition's log. Reads are synchronous (page cache); writes are awaited."""
+
+    @property
+    def topic(self) -> str: ...
+
+    @property
+    def partition(self) -> int: ...
+
+    @property
+    def config(self) -> LogConfig: ...
+
+    @property
+    def log_start_offset(self) -> int:
+        """The first offset still held."""
+
+    @property
+    def log_end_offset(self) -> int:
+        """One past the last readable offset (the high watermark on a single node)."""
+
+    @property
+    def size_bytes(self) -> int:
+        """Bytes held in all segments."""
+
+    @property
+    def segment_count(self) -> int: ...
+
+    async def append(self, batch: bytes) -> AppendResult:
+        """Append one magic-2 batch (already validated).
+
+        Offsets are assigned in call order before the first suspension, so concurrent calls get
+        increasing offsets. Returns once the batch is readable (and fsynced under "always").
+        """
+
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        """Whole batches from the one holding ``offset``, up to ``max_bytes`` but at least one batch.
+
+        ``b""`` at the log end; ``KafkaError(offset_out_of_range)`` outside ``[start, end]``.
+        """
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        """(base offset, max timestamp) of the first batch whose max timestamp is >= ``timestamp_ms``."""
+
+    def max_timestamp(self) -> tuple[int, int]:
+        """(base offset, timestamp) of the batch with the largest timestamp; (-1, -1) when empty."""
+
+    async def truncate_to(self, offset: int) -> None:
+        """Drop every batch holding an offset >= ``offset`` (the batch holding ``offset`` included)."""
+
+    async def enforce_retention(self, now_ms: int) -> int:
+        """Delete whole segments past retention.ms/retention.bytes; return how many were deleted."""
+
+    async def flush(self) -> None:
+        """Make everything appended so far durable (what "always" does on every append)."""
+
+    def update_config(self, config: LogConfig) -> None: ...
+
+    def add_append_listener(self, listener: AppendListener) -> Callable[[], None]:
+        """Register ``listener``; the returned function unregisters it."""
+
+    async def close(self) -> None:
+        """Finish pending writes, flush, release files; later appends and reads raise."""
+
+
+class LogStore(Protocol):
+    """The logs of one node."""
+
+    async def open(self) -> None:
+        """Load (and recover) the logs already stored; start background retention."""
+
+    def partitions(self) -> list[tuple[str, int]]:
+        """(topic, partition) of every log held, sorted."""
+
+    def get(self, topic: str, partition: int) -> PartitionLog | None: ...
+
+    async def create(self, topic: str, partition: int, config: LogConfig | None = None) -> PartitionLog:
+        """The log of (topic, partition), created if missing; an existing log takes ``config``."""
+
+    async def delete_topic(self, topic: str) -> None: ...
+
+    async def enforce_retention(self) -> int:
+        """Run one retention pass over every log now; return how many segments were deleted."""
+
+    async def close(self) -> None: ...

@@ -1,0 +1,298 @@
+"""The ``file://`` engine's partition log: one writer per log, group commit, never blocking the loop.
+
+Appends assign offsets and positions on the event loop (in call order) and queue the bytes.
+One drain task per log hands everything queued to an executor thread, which writes it with
+``writev`` (one call per segment) and, under flush policy "always", fsyncs once for the whole
+group; then, back on the loop, the batches become visible in order and their appends return.
+Reads ``pread`` the page cache directly on the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from collections.abc import Callable
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ParamSpec, TypeVar
+
+import structlog
+
+from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.storage.api import LogConfig
+from kcoord.storage.file_segment import FileSegmentData, fsync_directory
+from kcoord.storage.log import SegmentedLog
+from kcoord.storage.segment import Placement, Segment, scan_segment
+from kcoord.timer.api import Clock
+
+__all__ = ["FileLog"]
+
+logger = structlog.get_logger(__name__)
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+
+@dataclass(slots=True)
+class _Write:
+    segment: Segment
+    data: bytes
+    placement: Placement
+    done: asyncio.Future[None]
+
+
+@dataclass(slots=True)
+class _Roll:
+    old: Segment
+    new: Segment
+    seal_entry: tuple[int, int] | None
+
+
+@dataclass(slots=True)
+class _Flush:
+    segment: Segment
+    waiters: list[asyncio.Future[None]] = field(default_factory=list)
+
+
+_Op = _Write | _Roll | _Flush
+
+
+class FileLog(SegmentedLog):
+    """A partition log stored in ``directory`` (see :mod:`kcoord.storage.file_segment`)."""
+
+    def __init__(
+        self,
+        directory: Path,
+        topic: str,
+        partition: int,
+        config: LogConfig,
+        clock: Clock,
+        segments: list[Segment],
+        executor: Executor,
+    ) -> None:
+        super().__init__(topic, partition, config, clock, segments)
+        self.directory = directory
+        self._executor = executor
+        self._queue: list[_Op] = []
+        self._drainer: asyncio.Task[None] | None = None
+        self._dirty = False
+        self._flusher: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Start the background flush (on the running loop) when the flush policy is "interval"."""
+        if self._flusher is None:
+            self._flusher = asyncio.get_running_loop().create_task(self._flush_periodically())
+
+    # Writer.
+
+    def _new_segment(self, base_offset: int, now_ms: int) -> Segment:
+        return Segment(
+            base_offset,
+            FileSegmentData(self.directory, base_offset),
+            self._config.index_interval_bytes,
+            now_ms,
+        )
+
+    def _record_roll(self, old: Segment, new: Segment, seal_entry: tuple[int, int] | None) -> None:
+        self._enqueue(_Roll(old, new, seal_entry))
+
+    async def _write(self, segment: Segment, data: bytes, placement: Placement) -> None:
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._enqueue(_Write(segment, data, placement, done))
+        await asyncio.shield(done)
+
+    async def flush(self) -> None:
+        if self._closed or self._failure is not None:
+            return
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._enqueue(_Flush(self._segments[-1], [done]))
+        await asyncio.shield(done)
+
+    def _enqueue(self, op: _Op) -> None:
+        self._queue.append(op)
+        if self._drainer is None:
+            self._drainer = asyncio.get_running_loop().create_task(self._drain())
+
+    async def _drain(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while self._queue:
+                ops, self._queue = self._queue, []
+                fsync = self._config.flush_policy == "always"
+                try:
+                    await loop.run_in_executor(self._executor, _execute, ops, fsync)
+                except BaseException as exc:
+                    self._fail(ops + self._queue, exc)
+                    self._queue = []
+                    if not isinstance(exc, Exception):
+                        raise
+                    return
+                self._complete(ops, fsync)
+        finally:
+            self._drainer = None
+
+    def _complete(self, ops: list[_Op], fsynced: bool) -> None:
+        for op in ops:
+            if isinstance(op, _Write):
+                self._made_visible(op.segment, op.placement)
+                if not op.done.done():
+                    op.done.set_result(None)
+                self._dirty = self._dirty or not fsynced
+            elif isinstance(op, _Roll):
+                if op.seal_entry is not None:
+                    op.old.add_time_entry(op.seal_entry)
+            else:
+                self._dirty = False
+                for waiter in op.waiters:
+                    if not waiter.done():
+                        waiter.set_result(None)
+        self._notify()
+
+    def _fail(self, ops: list[_Op], exc: BaseException) -> None:
+        self._failure = exc
+        logger.error("log.write_failed", topic=self._topic, partition=self._partition, error=repr(exc))
+        for op in ops:
+            waiters = [op.done] if isinstance(op, _Write) else op.waiters if isinstance(op, _Flush) else []
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_exception(
+                        KafkaError(ErrorCode.kafka_storage_error, f"log write failed: {exc!r}")
+                    )
+
+    async def _idle(self) -> None:
+        while self._drainer is not None:
+            await asyncio.shield(self._drainer)
+
+    async def _flush_periodically(self) -> None:
+        while True:
+            await asyncio.sleep(self._config.flush_interval_ms / 1000)
+            if self._config.flush_policy == "interval" and self._dirty and self._gate is None:
+                try:
+                    await self.flush()
+                except KafkaError:
+                    return
+
+    # Structural changes (appends are held back and the writer is idle).
+
+    async def _run(self, fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        if kwargs:
+            raise TypeError("executor jobs take positional arguments")
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+    async def _create_segment(self, base_offset: int, now_ms: int) -> Segment:
+        segment = self._new_segment(base_offset, now_ms)
+        await self._run(_create_files, segment)
+        return segment
+
+    async def _truncate_segment(self, segment: Segment, position: int) -> Segment:
+        return await self._run(_truncate_files, segment, position, self._config.index_interval_bytes)
+
+    async def _delete_segments(self, segments: list[Segment]) -> None:
+        await self._run(_delete_files, segments)
+
+    async def _close_files(self) -> None:
+        if self._flusher is not None:
+            self._flusher.cancel()
+            self._flusher = None
+        if self._failure is None:
+            await self._run(_sync_all, self._segments)
+        await self._run(_close_all, self._segments)
+
+    async def delete_files(self) -> None:
+        """Close the log and remove its directory."""
+        await self.close()
+        await self._run(_remove_directory, self.directory)
+
+
+def _file_data(segment: Segment) -> FileSegmentData:
+    data = segment.data
+    if not isinstance(data, FileSegmentData):
+        raise TypeError("file log holds a foreign segment")
+    return data
+
+
+def _execute(ops: list[_Op], fsync: bool) -> None:
+    """Run queued writes in order (in a thread): one writev per segment run, one fsync per group."""
+    run: list[_Write] = []
+    to_sync: dict[int, FileSegmentData] = {}
+
+    def flush_run() -> None:
+        if run:
+            data = _file_data(run[0].segment)
+            data.write_log([w.data for w in run])
+            data.write_index_entries(data.base_offset, [w.placement for w in run])
+            to_sync[id(data)] = data
+            run.clear()
+
+    for op in ops:
+        if isinstance(op, _Write):
+            if run and run[0].segment is not op.segment:
+                flush_run()
+            run.append(op)
+            continue
+        flush_run()
+        if isinstance(op, _Roll):
+            old = _file_data(op.old)
+            if op.seal_entry is not None:
+                old.write_time_entry(op.seal_entry)
+            old.sync_log()
+            old.sync_indexes()
+            old.close_indexes()
+            to_sync.pop(id(old), None)
+            _create_files(op.new)
+        else:
+            to_sync[id(_file_data(op.segment))] = _file_data(op.segment)
+            for data in to_sync.values():
+                if data.fd >= 0:
+                    data.sync_log()
+            to_sync.clear()
+    flush_run()
+    if fsync:
+        for data in to_sync.values():
+            data.sync_log()
+
+
+def _create_files(segment: Segment) -> None:
+    data = _file_data(segment)
+    data.open_log(create=True)
+    data.open_indexes()
+    fsync_directory(data.log_path.parent)
+
+
+def _truncate_files(segment: Segment, position: int, index_interval_bytes: int) -> Segment:
+    data = _file_data(segment)
+    os.ftruncate(data.fd, position)
+    os.fsync(data.fd)
+    rebuilt = scan_segment(
+        segment.base_offset,
+        data,
+        position,
+        index_interval_bytes=index_interval_bytes,
+        created_ms=segment.created_ms,
+        verify_crc=False,
+    )
+    data.open_indexes()
+    data.rewrite_indexes(rebuilt)
+    return rebuilt
+
+
+def _delete_files(segments: list[Segment]) -> None:
+    for segment in segments:
+        _file_data(segment).delete()
+
+
+def _sync_all(segments: list[Segment]) -> None:
+    active = _file_data(segments[-1])
+    active.sync_log()
+    active.sync_indexes()
+
+
+def _close_all(segments: list[Segment]) -> None:
+    for segment in segments:
+        _file_data(segment).close()
+
+
+def _remove_directory(directory: Path) -> None:
+    shutil.rmtree(directory, ignore_errors=True)

@@ -1,0 +1,130 @@
+"""The ``memory://`` engine: the same log contract with segments held in bytearrays.
+
+Nothing survives the process. Segments, indexes, rolling and retention behave as in the file
+engine, so unit tests of other modules see the same offsets and the same retention.
+"""
+
+from __future__ import annotations
+
+from kcoord.storage.api import LogConfig, PartitionLog, SystemClock
+from kcoord.storage.log import SegmentedLog
+from kcoord.storage.retention import RetentionLoop
+from kcoord.storage.segment import Placement, Segment, scan_segment
+from kcoord.timer.api import Clock
+
+__all__ = ["MemoryLog", "MemoryLogStore"]
+
+
+class MemorySegmentData:
+    """A segment's bytes in a growable buffer."""
+
+    def __init__(self) -> None:
+        self.buffer = bytearray()
+
+    def read_at(self, position: int, size: int) -> bytes:
+        return bytes(memoryview(self.buffer)[position : position + size])
+
+
+class MemoryLog(SegmentedLog):
+    """A partition log in memory; appends are visible (and as durable as they get) at once."""
+
+    def __init__(self, topic: str, partition: int, config: LogConfig, clock: Clock) -> None:
+        first = Segment(0, MemorySegmentData(), config.index_interval_bytes, clock.now_ms())
+        super().__init__(topic, partition, config, clock, [first])
+
+    def _new_segment(self, base_offset: int, now_ms: int) -> Segment:
+        return Segment(base_offset, MemorySegmentData(), self._config.index_interval_bytes, now_ms)
+
+    def _record_roll(self, old: Segment, new: Segment, seal_entry: tuple[int, int] | None) -> None:
+        if seal_entry is not None:
+            old.add_time_entry(seal_entry)
+
+    async def _write(self, segment: Segment, data: bytes, placement: Placement) -> None:
+        buffer = _buffer_of(segment)
+        if len(buffer) != placement.position:
+            raise RuntimeError("memory segment out of step with its placement")
+        buffer += data
+        self._made_visible(segment, placement)
+        self._notify()
+
+    async def _idle(self) -> None:
+        return None
+
+    async def _create_segment(self, base_offset: int, now_ms: int) -> Segment:
+        return self._new_segment(base_offset, now_ms)
+
+    async def _truncate_segment(self, segment: Segment, position: int) -> Segment:
+        del _buffer_of(segment)[position:]
+        return scan_segment(
+            segment.base_offset,
+            segment.data,
+            position,
+            index_interval_bytes=self._config.index_interval_bytes,
+            created_ms=segment.created_ms,
+            verify_crc=False,
+        )
+
+    async def _delete_segments(self, segments: list[Segment]) -> None:
+        for segment in segments:
+            _buffer_of(segment).clear()
+
+    async def _close_files(self) -> None:
+        return None
+
+    async def flush(self) -> None:
+        return None
+
+
+def _buffer_of(segment: Segment) -> bytearray:
+    data = segment.data
+    if not isinstance(data, MemorySegmentData):
+        raise TypeError("memory log holds a foreign segment")
+    return data.buffer
+
+
+class MemoryLogStore:
+    """``memory://``: logs live as long as the store object."""
+
+    def __init__(
+        self,
+        default_config: LogConfig | None = None,
+        clock: Clock | None = None,
+        *,
+        retention_check_interval_ms: int = 300000,
+    ) -> None:
+        self._default_config = default_config or LogConfig()
+        self._clock: Clock = clock or SystemClock()
+        self._logs: dict[tuple[str, int], MemoryLog] = {}
+        self._retention = RetentionLoop(self.enforce_retention, retention_check_interval_ms)
+
+    async def open(self) -> None:
+        self._retention.start()
+
+    def partitions(self) -> list[tuple[str, int]]:
+        return sorted(self._logs)
+
+    def get(self, topic: str, partition: int) -> PartitionLog | None:
+        return self._logs.get((topic, partition))
+
+    async def create(self, topic: str, partition: int, config: LogConfig | None = None) -> PartitionLog:
+        existing = self._logs.get((topic, partition))
+        if existing is not None:
+            if config is not None:
+                existing.update_config(config)
+            return existing
+        log = MemoryLog(topic, partition, config or self._default_config, self._clock)
+        self._logs[(topic, partition)] = log
+        return log
+
+    async def delete_topic(self, topic: str) -> None:
+        for key in [key for key in self._logs if key[0] == topic]:
+            await self._logs.pop(key).close()
+
+    async def enforce_retention(self) -> int:
+        now = self._clock.now_ms()
+        return sum([await log.enforce_retention(now) for log in list(self._logs.values())])
+
+    async def close(self) -> None:
+        await self._retention.stop()
+        for log in self._logs.values():
+            await log.close()

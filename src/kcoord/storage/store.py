@@ -1,0 +1,36 @@
+"""Choosing a log engine by URL: ``file:///path/to/data`` or ``memory://``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from kcoord.storage.api import LogConfig, LogStore
+from kcoord.storage.file_store import FileLogStore
+from kcoord.storage.memory import MemoryLogStore
+from kcoord.timer.api import Clock
+
+__all__ = ["open_store"]
+
+
+def open_store(
+    url: str,
+    default_config: LogConfig | None = None,
+    *,
+    clock: Clock | None = None,
+    retention_check_interval_ms: int = 300000,
+) -> LogStore:
+    """The store ``url`` names, not yet opened: ``await store.open()`` loads and recovers it."""
+    parts = urlsplit(url)
+    if parts.scheme == "memory":
+        return MemoryLogStore(default_config, clock, retention_check_interval_ms=retention_check_interval_ms)
+    if parts.scheme == "file":
+        if parts.netloc not in ("", "localhost"):
+            raise ValueError(f"file URL must name a local path: {url!r}")
+        path = unquote(parts.path)
+        if not path:
+            raise ValueError(f"file URL has no path: {url!r}")
+        return FileLogStore(
+            Path(path), default_config, clock, retention_check_interval_ms=retention_check_interval_ms
+        )
+    raise ValueError(f"no log engine for {url!r} (use file:///path or memory://)")

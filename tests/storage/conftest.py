@@ -1,0 +1,40 @@
+"""Fixtures for the log engines: a manual clock, a fast batch builder, and stores of each engine."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from kcoord.storage import LogConfig, LogStore, open_store
+
+from .helpers import BatchBuilder, ManualClock, StoreFactory, build_batch
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture(params=["memory", "file"])
+async def open_engine(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[StoreFactory]:
+    """Opens stores of the parametrised engine (file stores under tmp_path); closes them afterwards."""
+    opened: list[LogStore] = []
+
+    async def factory(config: LogConfig | None = None, clock: ManualClock | None = None) -> LogStore:
+        url = "memory://" if request.param == "memory" else (tmp_path / "data").as_uri()
+        store = open_store(url, config, clock=clock, retention_check_interval_ms=0)
+        await store.open()
+        opened.append(store)
+        return store
+
+    yield factory
+    for store in opened:
+        await store.close()
+
+
+@pytest.fixture
+def make_batch() -> BatchBuilder:
+    """The batch builder: ``make_batch([b"v1", b"v2"], timestamps=[...])``."""
+    return build_batch
