@@ -123,7 +123,9 @@ class App:
         """Stop accepting, drain in-flight requests (bounded), then flush and close the logs."""
         if self.listener is not None:
             await self.listener.stop_accepting()
-            await self.listener.drain(self.settings["kcoord.shutdown.timeout.ms"] / 1000)
+            self.listener.stop_reading()
         await self.coordinator.stop()
+        if self.listener is not None:
+            await self.listener.drain(self.settings["kcoord.shutdown.timeout.ms"] / 1000)
         await self.store.close()
         log.info("kcoord.stopped")

@@ -10,11 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import crc32c
+from kio.serial import entity_reader
 
 from kcoord.broker.producer_state import ProducerStateManager
 from kcoord.broker.topic_manager import TopicManager
 from kcoord.config import Settings
-from kcoord.protocol.codec import RequestHeader, build, request_class
+from kcoord.protocol.codec import RequestHeader, build, encode_entity, request_class, response_class
 from kcoord.server.context import ConnectionInfo, RequestContext
 from kcoord.storage import LogStore, open_store
 from kcoord.timer.clock import SystemClock
@@ -54,6 +55,13 @@ def request(api_key: int, version: int, body: dict[str, Any]) -> Any:
     cls = request_class(api_key, version)
     assert cls is not None
     return build(cls, body)
+
+
+def on_the_wire(api_key: int, version: int, body: dict[str, Any]) -> Any:
+    """``body`` built into the response entity of ``version``, encoded and decoded again with kio."""
+    cls = response_class(api_key, version)
+    decoded, _ = entity_reader(cls)(encode_entity(build(cls, body)), 0)
+    return decoded
 
 
 def _varint(value: int) -> bytes:

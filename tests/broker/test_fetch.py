@@ -12,9 +12,10 @@ import pytest
 from kcoord.broker.fetch import fetch_error, handle_fetch
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.protocol.registry import REGISTRY
 from kcoord.storage import PartitionLog
 
-from .data_path_helpers import DataPathApp, context, make_app, make_batch, request
+from .data_path_helpers import DataPathApp, context, make_app, make_batch, on_the_wire, request
 
 
 @pytest.fixture
@@ -172,8 +173,21 @@ async def test_follower_fetch_is_refused(app: DataPathApp) -> None:
     assert answers(shaped)[("t", 0)]["error_code"] == ErrorCode.not_leader_or_follower
 
 
-async def test_oldest_version_is_served(app: DataPathApp) -> None:
-    """Fetch v4 requests (no log_start_offset, no sessions) are answered by the same handler."""
+@pytest.mark.parametrize("version", [4, 5, 7, 11, 12])
+async def test_every_served_version_encodes(app: DataPathApp, version: int) -> None:
+    """Data and errors encode at v4-v12 with the records unchanged and session id 0 where it exists."""
     await log_of(app, 0).append(make_batch([b"a"]))
-    part = answers(await fetch(app, ("t", 0, 0), version=4))[("t", 0)]
-    assert part["records"] != b""
+    decoded = on_the_wire(
+        ApiKey.FETCH, version, await fetch(app, ("t", 0, 0), ("nope", 0, 0), version=version)
+    )
+    data, missing = decoded.responses[0].partitions[0], decoded.responses[1].partitions[0]
+    assert data.records == log_of(app, 0).read(0, 10_000)
+    assert (data.high_watermark, missing.error_code) == (1, ErrorCode.unknown_topic_or_partition)
+    assert getattr(decoded, "session_id", 0) == 0
+
+
+def test_advertised_versions() -> None:
+    """Fetch is advertised v4-v12: record batch v2 needs v4, v13+ name topics by id."""
+    spec = REGISTRY.get(ApiKey.FETCH)
+    assert spec is not None and (spec.min_version, spec.max_version) == (4, 12)
+    assert REGISTRY.get(ApiKey.OFFSET_FOR_LEADER_EPOCH) is None

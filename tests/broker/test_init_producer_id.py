@@ -10,7 +10,7 @@ from kcoord.broker.init_producer_id import handle_init_producer_id, init_produce
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
 
-from .data_path_helpers import context, make_app, request
+from .data_path_helpers import context, make_app, on_the_wire, request
 
 
 async def test_issues_ids_and_bumps_epoch(tmp_path: Path) -> None:
@@ -35,6 +35,9 @@ async def test_issues_ids_and_bumps_epoch(tmp_path: Path) -> None:
         ),
     )
     assert (bumped["producer_id"], bumped["producer_epoch"]) == (first["producer_id"], 1)
+    decoded = on_the_wire(ApiKey.INIT_PRODUCER_ID, 4, bumped)
+    assert (decoded.producer_id, decoded.producer_epoch) == (first["producer_id"], 1)
+    assert on_the_wire(ApiKey.INIT_PRODUCER_ID, 0, first).producer_epoch == 0
 
 
 async def test_transactional_id_is_refused(tmp_path: Path) -> None:

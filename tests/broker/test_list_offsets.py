@@ -10,8 +10,9 @@ import pytest
 from kcoord.broker.list_offsets import handle_list_offsets, list_offsets_error
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
+from kcoord.protocol.registry import REGISTRY
 
-from .data_path_helpers import DataPathApp, context, make_app, make_batch, request
+from .data_path_helpers import DataPathApp, context, make_app, make_batch, on_the_wire, request
 
 T0 = 1_700_000_000_000
 
@@ -92,3 +93,19 @@ def test_error_response_covers_every_partition() -> None:
     shaped = list_offsets_error(req, ErrorCode.unknown_server_error)
     codes = [p["error_code"] for t in shaped["topics"] for p in t["partitions"]]
     assert codes == [ErrorCode.unknown_server_error] * 2
+
+
+@pytest.mark.parametrize("version", [1, 2, 4, 6, 7])
+async def test_every_served_version_encodes(app: DataPathApp, version: int) -> None:
+    """Answers encode at v1-v7, with leader_epoch -1 from v4."""
+    ctx = context(app, ApiKey.LIST_OFFSETS, version)
+    response = await handle_list_offsets(ctx, request(ApiKey.LIST_OFFSETS, version, body(("t", 0, -1))))
+    answer = on_the_wire(ApiKey.LIST_OFFSETS, version, response).topics[0].partitions[0]
+    assert (answer.offset, answer.timestamp) == (6, -1)
+    assert getattr(answer, "leader_epoch", -1) == -1
+
+
+def test_advertised_versions() -> None:
+    """ListOffsets is advertised v1-v7 (v7 brings MAX_TIMESTAMP)."""
+    spec = REGISTRY.get(ApiKey.LIST_OFFSETS)
+    assert spec is not None and (spec.min_version, spec.max_version) == (1, 7)

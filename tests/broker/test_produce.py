@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +13,19 @@ from kcoord.broker.produce import handle_produce, produce_error
 from kcoord.broker.topic_names import CONSUMER_OFFSETS
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
-from kcoord.server.router import CloseConnection
+from kcoord.protocol.registry import REGISTRY
+from kcoord.server.context import ConnectionInfo
+from kcoord.server.router import CloseConnection, Router
 
-from .data_path_helpers import TRANSACTIONAL, DataPathApp, context, make_app, make_batch, request
+from .data_path_helpers import (
+    TRANSACTIONAL,
+    DataPathApp,
+    context,
+    make_app,
+    make_batch,
+    on_the_wire,
+    request,
+)
 
 
 @pytest.fixture
@@ -65,8 +76,11 @@ async def test_appends_and_answers_base_offsets(app: DataPathApp) -> None:
 async def test_log_append_time_topic_reports_the_broker_time(app: DataPathApp) -> None:
     """A LogAppendTime topic answers the time the broker stamped on the batch."""
     await app.topics.create("lat", 1, configs={"message.timestamp.type": "LogAppendTime"})
-    answer = answers(await produce(app, ("lat", 0, make_batch([b"x"]))))[("lat", 0)]
-    assert answer["log_append_time"] > 1_700_000_000_000
+    response = await produce(app, ("lat", 0, make_batch([b"x"])))
+    stamped = answers(response)[("lat", 0)]["log_append_time"]
+    assert stamped > 1_700_000_000_000
+    decoded = on_the_wire(ApiKey.PRODUCE, 9, response).responses[0].partition_responses[0]
+    assert round(decoded.log_append_time.timestamp() * 1000) == stamped
 
 
 async def test_unknown_topic_and_partition(app: DataPathApp) -> None:
@@ -142,10 +156,28 @@ async def test_acks_zero_error_closes_the_connection(app: DataPathApp) -> None:
         await produce(app, ("nope", 0, make_batch([b"a"])), acks=0)
 
 
-async def test_old_versions_answer_without_newer_fields(app: DataPathApp) -> None:
-    """v3 is served with the same handler (the codec drops log_start_offset and record_errors)."""
-    result = answers(await produce(app, ("t", 0, make_batch([b"a"])), version=3))
-    assert result[("t", 0)]["base_offset"] == 0
+@pytest.mark.parametrize("version", [3, 5, 8, 9])
+async def test_every_served_version_encodes(app: DataPathApp, version: int) -> None:
+    """Successes and errors encode at v3-v9; log_start_offset appears from v5, error_message from v8."""
+    parts = (("t", 0, make_batch([b"a"])), ("nope", 0, make_batch([b"a"])))
+    decoded = on_the_wire(ApiKey.PRODUCE, version, await produce(app, *parts, version=version))
+    ok, missing = decoded.responses[0].partition_responses[0], decoded.responses[1].partition_responses[0]
+    assert (ok.error_code, ok.base_offset) == (ErrorCode.none, 0)
+    assert missing.error_code == ErrorCode.unknown_topic_or_partition
+    assert getattr(ok, "log_start_offset", None) == (0 if version >= 5 else None)
+
+
+def test_advertised_versions() -> None:
+    """Produce is advertised from v0 (librdkafka compression gate) to v9."""
+    spec = REGISTRY.get(ApiKey.PRODUCE)
+    assert spec is not None and (spec.min_version, spec.max_version) == (0, 9)
+
+
+async def test_versions_below_3_close_the_connection(app: DataPathApp) -> None:
+    """Produce v0-v2 (message sets) have no schema: the router closes the connection."""
+    frame = struct.pack(">hhih", ApiKey.PRODUCE, 2, 1, 0) + b"\x00\x01" + b"\x00" * 10
+    with pytest.raises(CloseConnection):
+        await Router(app, REGISTRY).handle(frame, ConnectionInfo(1, "127.0.0.1", 1))  # type: ignore[arg-type]
 
 
 def idem(seq: int, count: int = 1, *, pid: int = 7, epoch: int = 0) -> bytes:

@@ -66,7 +66,7 @@ class Settings:
         flags: Mapping[str, Any] | None = None,
     ) -> Settings:
         """Layer defaults, the file, the environment and the flags, validating each value."""
-        values = {d.name: Value(d.default, "default") for d in DEFINITIONS}
+        values = {d.name: Value(d.parse(d.default) if d.default is not None else None, "default") for d in DEFINITIONS}
         if config_file is not None:
             for name, raw in _read_toml(Path(config_file)).items():
                 values[name] = Value(_parse(name, raw, f"file {config_file}"), f"file {config_file}")

@@ -109,8 +109,10 @@ def decode_request(frame: bytes | memoryview) -> tuple[RequestHeader, Any]:
     raw_header, offset = _body_reader(header_cls)(frame, 0)
     body, size = _body_reader(cls)(frame, offset)
     end = offset + size
-    if end != len(frame):
-        raise ValueError(f"{end} of {len(frame)} request bytes consumed")
+    if end > len(frame):
+        raise ValueError(f"request body overruns its frame ({end} > {len(frame)})")
+    # Bytes after the body are ignored, as Kafka's generated readers do: librdkafka 2.16 sends
+    # three of them after an all-topics Metadata request.
     header = RequestHeader(
         api_key=api_key,
         api_version=api_version,

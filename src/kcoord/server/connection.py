@@ -114,6 +114,12 @@ class Connection:
             self._writer.write(frame)
             await self._writer.drain()
 
+    def begin_shutdown(self) -> None:
+        """Stop reading requests; those already read are answered, then the connection closes."""
+        self._closing = True
+        if self._reading is not None:
+            self._reading.cancel()
+
     def _abort(self) -> None:
         self._closing = True
         if self._reading is not None:

@@ -35,7 +35,7 @@ class Listener:
         self._idle_timeout_s = idle_timeout_s
         self._server: asyncio.Server | None = None
         self._ids = itertools.count(1)
-        self._connections: set[asyncio.Task[None]] = set()
+        self._connections: dict[asyncio.Task[None], Connection] = {}
         self.bound: tuple[str, int] | None = None
 
     @property
@@ -53,8 +53,14 @@ class Listener:
         if self._server is not None:
             self._server.close()
 
+    def stop_reading(self) -> None:
+        """Every connection stops taking requests; what it already read is still answered."""
+        for connection in self._connections.values():
+            connection.begin_shutdown()
+
     async def drain(self, timeout_s: float) -> None:
-        """Let open connections finish for up to ``timeout_s``, then cancel them."""
+        """Let open connections answer what they read for up to ``timeout_s``, then cancel them."""
+        self.stop_reading()
         if self._connections:
             _, pending = await asyncio.wait(set(self._connections), timeout=timeout_s)
             for task in pending:
@@ -81,8 +87,8 @@ class Listener:
         )
         task = asyncio.current_task()
         assert task is not None
-        self._connections.add(task)
+        self._connections[task] = connection
         try:
             await connection.run()
         finally:
-            self._connections.discard(task)
+            self._connections.pop(task, None)

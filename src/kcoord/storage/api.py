@@ -15,6 +15,8 @@ from typing import Literal, Protocol
 __all__ = [
     "AppendListener",
     "AppendResult",
+    "CleanupPolicy",
+    "CompactionResult",
     "LogConfig",
     "LogStore",
     "PartitionLog",
@@ -23,6 +25,7 @@ __all__ = [
 
 FlushPolicy = Literal["always", "interval"]
 TimestampType = Literal["CreateTime", "LogAppendTime"]
+CleanupPolicy = Literal["delete", "compact", "compact,delete", "delete,compact"]
 
 AppendListener = Callable[[int], None]
 """Called with the new log end offset each time appended data becomes readable."""
@@ -43,6 +46,34 @@ class LogConfig:
     """"always": an append returns after fsync; "interval": fsync every ``flush_interval_ms``."""
     flush_interval_ms: int = 1000
     message_timestamp_type: TimestampType = "CreateTime"
+    cleanup_policy: CleanupPolicy = "delete"
+    """"delete": retention by time/size; "compact": keep the latest record per key; or both."""
+    delete_retention_ms: int = 86400000
+    """How long a tombstone stays after the pass that first compacted it (KIP-534's delete horizon)."""
+    min_cleanable_dirty_ratio: float = 0.5
+    min_compaction_lag_ms: int = 0
+
+    @property
+    def deletes(self) -> bool:
+        """Whether retention by time/size applies."""
+        return "delete" in self.cleanup_policy
+
+    @property
+    def compacts(self) -> bool:
+        """Whether the log cleaner compacts this log."""
+        return "compact" in self.cleanup_policy
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionResult:
+    """What one compaction pass over a log did (also logged as ``log.compacted``)."""
+
+    segments: int
+    records_before: int
+    records_after: int
+    bytes_before: int
+    bytes_after: int
+    duration_ms: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +144,12 @@ class PartitionLog(Protocol):
     async def enforce_retention(self, now_ms: int) -> int:
         """Delete whole segments past retention.ms/retention.bytes; return how many were deleted."""
 
+    async def compact(self, now_ms: int) -> CompactionResult | None:
+        """Compact the closed segments now, whatever the dirty ratio; None when there was nothing to do.
+
+        Keeps the latest record per key, offsets unchanged; see :mod:`kcoord.storage.compaction`.
+        """
+
     async def flush(self) -> None:
         """Make everything appended so far durable (what "always" does on every append)."""
 
@@ -129,7 +166,7 @@ class LogStore(Protocol):
     """The logs of one node."""
 
     async def open(self) -> None:
-        """Load (and recover) the logs already stored; start background retention."""
+        """Load (and recover) the logs already stored; start background retention and the cleaner."""
 
     def partitions(self) -> list[tuple[str, int]]:
         """(topic, partition) of every log held, sorted."""
@@ -143,5 +180,8 @@ class LogStore(Protocol):
 
     async def enforce_retention(self) -> int:
         """Run one retention pass over every log now; return how many segments were deleted."""
+
+    async def compact_logs(self) -> int:
+        """Run one cleaner pass now: compact every log that is due; return how many were compacted."""
 
     async def close(self) -> None: ...

@@ -1,0 +1,101 @@
+"""Settings: Kafka names and defaults, precedence defaults < file < env < flags, clear errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kcoord.config import DEFINITIONS, Settings, SettingsError, env_name
+
+
+def test_defaults_are_kafkas() -> None:
+    """Unset settings take Apache Kafka's defaults."""
+    s = Settings.load(environ={})
+    assert s["num.partitions"] == 1
+    assert s["group.initial.rebalance.delay.ms"] == 3000
+    assert s["offsets.topic.num.partitions"] == 50
+    assert s["group.min.session.timeout.ms"] == 6000
+    assert s["auto.create.topics.enable"] is True
+    assert s["listeners"] == ("127.0.0.1", 9092)
+    assert s.source("num.partitions") == "default"
+
+
+def test_file_then_env_then_flag(tmp_path: Path) -> None:
+    """A flag beats the environment, which beats the file, which beats the default."""
+    config = tmp_path / "kcoord.toml"
+    config.write_text('num.partitions = 2\n"group.max.size" = 10\n"log.retention.ms" = 1000\n')
+    s = Settings.load(
+        config_file=config,
+        environ={"KCOORD_NUM_PARTITIONS": "3", "KCOORD_GROUP_MAX_SIZE": "20"},
+        flags={"num.partitions": "4"},
+    )
+    assert (s["num.partitions"], s.source("num.partitions")) == (4, "flag")
+    assert (s["group.max.size"], s.source("group.max.size")) == (20, "env KCOORD_GROUP_MAX_SIZE")
+    assert s["log.retention.ms"] == 1000
+    assert s.source("log.retention.ms") == f"file {config}"
+
+
+def test_toml_nested_tables_are_dotted_names(tmp_path: Path) -> None:
+    """TOML tables and dotted keys both spell Kafka's dotted property names."""
+    config = tmp_path / "kcoord.toml"
+    config.write_text("[group.initial.rebalance]\n\"delay.ms\" = 0\n")
+    assert Settings.load(config_file=config, environ={})["group.initial.rebalance.delay.ms"] == 0
+
+
+@pytest.mark.parametrize(
+    ("flags", "key"),
+    [
+        ({"num.partitions": "zero"}, "num.partitions"),
+        ({"num.partitions": "0"}, "num.partitions"),
+        ({"auto.create.topics.enable": "maybe"}, "auto.create.topics.enable"),
+        ({"listeners": "nohost"}, "listeners"),
+        ({"log.flush.policy": "sometimes"}, "log.flush.policy"),
+        ({"no.such.setting": "1"}, "no.such.setting"),
+    ],
+)
+def test_bad_values_name_the_key(flags: dict[str, str], key: str) -> None:
+    """A bad or unknown setting is refused with a message that names it."""
+    with pytest.raises(SettingsError, match=key.replace(".", r"\.")):
+        Settings.load(environ={}, flags=flags)
+
+
+def test_unknown_environment_variable_is_refused() -> None:
+    """A KCOORD_ variable that names no setting is an error, not silently ignored."""
+    with pytest.raises(SettingsError, match="KCOORD_NUM_PARTITON"):
+        Settings.load(environ={"KCOORD_NUM_PARTITON": "3"})
+
+
+def test_every_setting_has_an_environment_name() -> None:
+    """Every setting can be given through the environment, and the names do not collide."""
+    names = [env_name(d.name) for d in DEFINITIONS]
+    assert len(names) == len(set(names))
+
+
+def _kcoord(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kcoord", *args], capture_output=True, text=True, timeout=60, env=env
+    )
+
+
+def test_bad_value_stops_the_start_with_exit_code_2(tmp_path: Path) -> None:
+    """`kcoord serve` with a bad value exits 2 and says which key is wrong."""
+    result = _kcoord("serve", "--data-dir", str(tmp_path), "--set", "num.partitions=-5")
+    assert result.returncode == 2
+    assert "num.partitions" in result.stderr
+
+
+def test_config_show_prints_values_and_sources(tmp_path: Path) -> None:
+    """`kcoord config show` prints every effective value and where it came from."""
+    config = tmp_path / "k.toml"
+    config.write_text("num.partitions = 7\n")
+    env = {"PATH": "/usr/bin:/bin", "KCOORD_GROUP_MAX_SIZE": "9"}
+    result = _kcoord("config", "show", "--config", str(config), "--set", "log.retention.ms=5", env=env)
+    assert result.returncode == 0, result.stderr
+    lines = {line.split(" = ")[0]: line for line in result.stdout.splitlines()}
+    assert lines["num.partitions"].startswith("num.partitions = 7") and f"file {config}" in lines["num.partitions"]
+    assert "env KCOORD_GROUP_MAX_SIZE" in lines["group.max.size"]
+    assert "# flag" in lines["log.retention.ms"]
+    assert "# default" in lines["offsets.topic.num.partitions"]

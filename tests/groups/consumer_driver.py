@@ -1,0 +1,240 @@
+"""One consumer-group member driven from a test: a real Python client that reports what it does as JSON lines.
+
+Run as a script (also under kafka-python 2.0.2's own interpreter, so it imports nothing from the
+test tree). It subscribes to one topic in one group, commits synchronously after every batch and
+again when partitions are revoked (auto-commit off), and writes one JSON object per line to stdout:
+
+- ``{"event": "started"}`` once the client object exists;
+- ``{"event": "assigned", "partitions": [...], "generation": g}`` with the FULL current assignment,
+  after every change (``generation`` is null when the client does not expose it);
+- ``{"event": "revoked", "partitions": [...]}`` when partitions are taken away;
+- ``{"event": "consumed", "records": [[partition, offset], ...]}`` for every polled batch;
+- ``{"event": "committed", "offsets": {"partition": next_offset}}`` after each successful commit;
+- ``{"event": "error", "message": ...}`` for client errors it survives, then ``{"event": "closed"}``.
+
+It reads commands from stdin: ``close`` closes the client gracefully (leaving the group) and exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import threading
+from typing import Any
+
+POLL_MS = 200
+
+
+def emit(event: str, **fields: Any) -> None:
+    sys.stdout.write(json.dumps({"event": event, **fields}) + "\n")
+    sys.stdout.flush()
+
+
+class Commands:
+    """The ``close`` command from stdin (EOF counts as close), seen by the polling loop."""
+
+    def __init__(self) -> None:
+        self.close = threading.Event()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in sys.stdin:
+            if line.strip() == "close":
+                break
+        self.close.set()
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--client", choices=["kafka-python", "confluent", "aiokafka"], required=True)
+    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--topic", required=True)
+    parser.add_argument("--group", required=True)
+    parser.add_argument("--assignor", default="range")
+    parser.add_argument("--session-timeout-ms", type=int, default=6000)
+    parser.add_argument("--heartbeat-ms", type=int, default=1000)
+    parser.add_argument("--instance-id", default=None)
+    parser.add_argument("--client-id", default="group-driver")
+    return parser.parse_args()
+
+
+def run_kafka_python(args: argparse.Namespace, commands: Commands) -> None:
+    import kafka
+    from kafka import KafkaConsumer
+    from kafka.consumer.subscription_state import ConsumerRebalanceListener
+    from kafka.coordinator.assignors.range import RangePartitionAssignor
+    from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+
+    assignors = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}
+    options: dict[str, Any] = {
+        "bootstrap_servers": args.bootstrap,
+        "group_id": args.group,
+        "client_id": args.client_id,
+        "enable_auto_commit": False,
+        "auto_offset_reset": "earliest",
+        "session_timeout_ms": args.session_timeout_ms,
+        "heartbeat_interval_ms": args.heartbeat_ms,
+        "partition_assignment_strategy": [assignors[args.assignor]],
+    }
+    if args.instance_id:
+        options["group_instance_id"] = args.instance_id
+    consumer = KafkaConsumer(**options)
+    emit("started", version=kafka.__version__)
+
+    def generation() -> int | None:
+        current = getattr(consumer._coordinator, "_generation", None)
+        return getattr(current, "generation_id", None)
+
+    def commit() -> None:
+        positions = {tp.partition: meta.offset for tp, meta in consumer._subscription.all_consumed_offsets().items()}
+        if not positions:
+            return
+        try:
+            consumer.commit()
+        except Exception as exc:  # the driver reports and survives every commit failure
+            emit("error", message=f"commit: {exc!r}")
+            return
+        emit("committed", offsets=positions)
+
+    class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+        def on_partitions_revoked(self, revoked: Any) -> None:
+            commit()
+            emit("revoked", partitions=sorted(tp.partition for tp in revoked))
+
+        def on_partitions_assigned(self, assigned: Any) -> None:
+            emit("assigned", partitions=sorted(tp.partition for tp in consumer.assignment()), generation=generation())
+
+    consumer.subscribe([args.topic], listener=Listener())
+    while not commands.close.is_set():
+        batches = consumer.poll(timeout_ms=POLL_MS)
+        records = [[r.partition, r.offset] for rs in batches.values() for r in rs]
+        if records:
+            emit("consumed", records=records)
+            commit()
+    consumer.close()
+    emit("closed")
+
+
+def run_confluent(args: argparse.Namespace, commands: Commands) -> None:
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    config: dict[str, Any] = {
+        "bootstrap.servers": args.bootstrap,
+        "group.id": args.group,
+        "client.id": args.client_id,
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+        "session.timeout.ms": args.session_timeout_ms,
+        "heartbeat.interval.ms": args.heartbeat_ms,
+        "partition.assignment.strategy": args.assignor,
+    }
+    if args.instance_id:
+        config["group.instance.id"] = args.instance_id
+    consumer = Consumer(config)
+    emit("started")
+    owned: set[int] = set()
+
+    def commit() -> None:
+        try:
+            done = consumer.commit(asynchronous=False)
+        except KafkaException as exc:
+            if "NO_OFFSET" not in str(exc):
+                emit("error", message=f"commit: {exc}")
+            return
+        emit("committed", offsets={tp.partition: tp.offset for tp in done or [] if tp.offset >= 0})
+
+    def on_assign(_: Any, partitions: list[TopicPartition]) -> None:
+        owned.update(tp.partition for tp in partitions)
+        emit("assigned", partitions=sorted(owned), generation=None)
+
+    def on_revoke(_: Any, partitions: list[TopicPartition]) -> None:
+        commit()
+        owned.difference_update(tp.partition for tp in partitions)
+        emit("revoked", partitions=sorted(tp.partition for tp in partitions))
+
+    def on_lost(_: Any, partitions: list[TopicPartition]) -> None:
+        owned.difference_update(tp.partition for tp in partitions)
+        emit("revoked", partitions=sorted(tp.partition for tp in partitions), lost=True)
+
+    consumer.subscribe([args.topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
+    while not commands.close.is_set():
+        messages = consumer.consume(num_messages=500, timeout=POLL_MS / 1000)
+        records = []
+        for message in messages:
+            if message.error():
+                emit("error", message=str(message.error()))
+                continue
+            records.append([message.partition(), message.offset()])
+        if records:
+            emit("consumed", records=records)
+            commit()
+    consumer.close()
+    emit("closed")
+
+
+async def run_aiokafka(args: argparse.Namespace, commands: Commands) -> None:
+    from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
+    from aiokafka.coordinator.assignors.range import RangePartitionAssignor
+    from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+
+    assignors = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=args.bootstrap,
+        group_id=args.group,
+        client_id=args.client_id,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        session_timeout_ms=args.session_timeout_ms,
+        heartbeat_interval_ms=args.heartbeat_ms,
+        partition_assignment_strategy=(assignors[args.assignor],),
+        group_instance_id=args.instance_id,
+    )
+
+    async def commit() -> None:
+        positions = {tp.partition: await consumer.position(tp) for tp in consumer.assignment()}
+        if not positions:
+            return
+        try:
+            await consumer.commit()
+        except Exception as exc:  # the driver reports and survives every commit failure
+            emit("error", message=f"commit: {exc!r}")
+            return
+        emit("committed", offsets=positions)
+
+    class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+        async def on_partitions_revoked(self, revoked: Any) -> None:
+            await commit()
+            emit("revoked", partitions=sorted(tp.partition for tp in revoked))
+
+        async def on_partitions_assigned(self, assigned: Any) -> None:
+            generation = getattr(consumer._coordinator, "generation", None)
+            emit("assigned", partitions=sorted(tp.partition for tp in consumer.assignment()), generation=generation)
+
+    consumer.subscribe([args.topic], listener=Listener())
+    await consumer.start()
+    emit("started")
+    while not commands.close.is_set():
+        batches = await consumer.getmany(timeout_ms=POLL_MS)
+        records = [[r.partition, r.offset] for rs in batches.values() for r in rs]
+        if records:
+            emit("consumed", records=records)
+            await commit()
+    await consumer.stop()
+    emit("closed")
+
+
+def main() -> None:
+    args = parse_args()
+    commands = Commands()
+    if args.client == "kafka-python":
+        run_kafka_python(args, commands)
+    elif args.client == "confluent":
+        run_confluent(args, commands)
+    else:
+        asyncio.run(run_aiokafka(args, commands))
+
+
+if __name__ == "__main__":
+    main()
