@@ -13,7 +13,9 @@ import os
 import time
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
+
 from report import Measurement
 from server import BenchServer
 
@@ -29,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _create_topic(bootstrap: str, topic: str, partitions: int) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
     admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])[topic].result(30)
 
 

@@ -17,13 +17,11 @@ from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from report import format_table  # noqa: E402
-from server import running_kcoord  # noqa: E402
+from report import format_table
+from server import running_kcoord
 
 SECTIONS = ("produce_fetch",)
 """Section modules in the order they run; later: group formation, heartbeat load, timing wheel, memory."""
-
-QUIET_SERVER = {"kcoord.log.level": "warning"}
 
 
 def _load(name: str) -> ModuleType:
@@ -33,7 +31,7 @@ def _load(name: str) -> ModuleType:
 
 
 def _settings(pairs: list[str]) -> dict[str, str]:
-    settings = dict(QUIET_SERVER)
+    settings: dict[str, str] = {}
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep:
@@ -43,7 +41,9 @@ def _settings(pairs: list[str]) -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("sections", nargs="*", metavar="SECTION", help=f"one of: {', '.join(SECTIONS)}")
     parser.add_argument("--runs", type=int, default=3, help="repetitions per figure (median reported)")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="server setting")

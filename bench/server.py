@@ -60,7 +60,16 @@ def running_kcoord(settings: dict[str, str]) -> Iterator[BenchServer]:
     """A kcoord subprocess with its own temporary data directory, killed on exit."""
     with tempfile.TemporaryDirectory(prefix="kcoord-bench-") as tmp:
         data_dir = Path(tmp) / "data"
-        command = [sys.executable, "-m", "kcoord", "serve", "--listen", "127.0.0.1:0", "--data-dir", str(data_dir)]
+        command = [
+            sys.executable,
+            "-m",
+            "kcoord",
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--data-dir",
+            str(data_dir),
+        ]
         command += ["--metrics-listen", "127.0.0.1:0"]
         for name, value in settings.items():
             command += ["--set", f"{name}={value}"]

@@ -30,7 +30,7 @@ fi
 if [ ! -x .venv-kp2/bin/python ]; then
   "$PY" -m venv .venv-kp2
 fi
-.venv-kp2/bin/python -m pip install -q 'kafka-python==2.0.2'
+.venv-kp2/bin/python -m pip install -q 'kafka-python==2.0.2' lz4 python-snappy zstandard
 
 if command -v npm >/dev/null 2>&1 && [ -f tests/clients/node/package.json ]; then
   (cd tests/clients/node && npm install --no-audit --no-fund --silent)

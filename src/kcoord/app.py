@@ -12,14 +12,19 @@ from pathlib import Path
 
 import structlog
 
+from kcoord.broker.growth_hints import GrowthHints
 from kcoord.broker.identity import load_or_create_identity
 from kcoord.broker.producer_state import ProducerStateManager
 from kcoord.broker.topic_configs import log_config_for
-from kcoord.broker.topic_manager import TopicManager
+from kcoord.broker.topic_manager import TopicChange, TopicEvent, TopicManager
 from kcoord.config import Settings
 from kcoord.coordinator.classic.config import ClassicGroupConfig
 from kcoord.coordinator.service import GroupCoordinator
 from kcoord.coordinator.shard import GroupCoordinatorShard
+from kcoord.observability.endpoint import build_endpoint
+from kcoord.observability.group_events import GroupEventObserver
+from kcoord.observability.http import HttpEndpoint
+from kcoord.observability.metrics import KcoordMetrics
 from kcoord.server.listener import Listener
 from kcoord.server.router import Router
 from kcoord.storage import LogStore, open_store
@@ -47,7 +52,13 @@ class App:
         self.topics: TopicManager
         self.producers: ProducerStateManager
         self.coordinator: GroupCoordinator
+        self.growth_hints = GrowthHints(self.clock)
         self.router = Router(self)
+        self.metrics = KcoordMetrics()
+        self.group_events = GroupEventObserver(self.metrics)
+        self.router.observers.append(self.metrics.observe_request)
+        self.router.exchange_observers.append(self.metrics.observe_exchange)
+        self.http: HttpEndpoint | None = None
         self.listener: Listener | None = None
         self.advertised: tuple[str, int] = ("127.0.0.1", 9092)
         self.started = asyncio.Event()
@@ -62,6 +73,7 @@ class App:
             log_config_for({}, s),
             clock=self.clock,
             retention_check_interval_ms=s["log.retention.check.interval.ms"],
+            log_cleaner_backoff_ms=s["log.cleaner.backoff.ms"],
         )
         await self.store.open()
         self.topics = TopicManager(self.store, s, self.data_dir)
@@ -75,6 +87,7 @@ class App:
             expiry_interval_ms=s["offsets.retention.check.interval.ms"],
         )
         await self.coordinator.start()
+        self.topics.add_listener(self._on_topic_event)
         host, port = s["listeners"]
         self.listener = Listener(
             self.router,
@@ -89,9 +102,13 @@ class App:
         if advertised is None:
             advertised = ("127.0.0.1" if bound[0] in ("0.0.0.0", "::") else bound[0], bound[1])
         self.advertised = advertised
+        metrics_host, metrics_port = s["kcoord.metrics.listen"]
+        self.http = build_endpoint(self, self.metrics, metrics_host, metrics_port)
+        metrics_bound = await self.http.start()
         log.info(
             "kcoord.started",
             listen=f"{bound[0]}:{bound[1]}",
+            metrics=f"{metrics_bound[0]}:{metrics_bound[1]}",
             advertised=f"{advertised[0]}:{advertised[1]}",
             node_id=self.node_id,
             cluster_id=self.cluster_id,
@@ -109,11 +126,18 @@ class App:
                 max_session_timeout_ms=s["group.max.session.timeout.ms"],
                 initial_rebalance_delay_ms=s["group.initial.rebalance.delay.ms"],
                 max_size=s["group.max.size"],
+                fast_failover=s["kcoord.fast.failover.enable"],
             ),
             offset_metadata_max_bytes=s["offset.metadata.max.bytes"],
             offsets_retention_ms=s["offsets.retention.minutes"] * 60_000,
             topic_exists=self._topic_partition_exists,
+            observer=self.group_events,
         )
+
+    def _on_topic_event(self, event: TopicEvent) -> None:
+        if event.change is TopicChange.PARTITIONS_ADDED:
+            self.growth_hints.topic_grew(event.topic.name)
+            self.coordinator.partitions_added(event.topic.name)
 
     def _topic_partition_exists(self, topic: str, partition: int) -> bool:
         info = self.topics.get(topic)
@@ -128,4 +152,6 @@ class App:
         if self.listener is not None:
             await self.listener.drain(self.settings["kcoord.shutdown.timeout.ms"] / 1000)
         await self.store.close()
+        if self.http is not None:
+            await self.http.stop()
         log.info("kcoord.stopped")

@@ -1,4 +1,4 @@
-"""The ``kcoord`` command line: ``serve``, ``config show`` (and, later, ``groups``)."""
+"""The ``kcoord`` command line: ``serve``, ``config show``, ``groups list|describe|history``, ``health``."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any
 
 import structlog
 
+from kcoord import cli_groups
 from kcoord.config import Settings, SettingsError
 from kcoord.observability.logging import configure_logging
 
@@ -29,6 +30,7 @@ def _parser() -> argparse.ArgumentParser:
     config_commands = config.add_subparsers(dest="config_command", required=True)
     show = config_commands.add_parser("show", help="print effective settings and where each came from")
     _add_setting_flags(show)
+    cli_groups.add_commands(commands)
     return parser
 
 
@@ -77,6 +79,8 @@ def load_settings(args: argparse.Namespace) -> Settings:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command in ("groups", "health"):
+        return cli_groups.run(args)
     try:
         settings = load_settings(args)
     except SettingsError as exc:
@@ -85,6 +89,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "config":
         return _config_show(settings)
     configure_logging(settings["kcoord.log.format"], settings["kcoord.log.level"])
+    if settings.unknown_environment:
+        structlog.get_logger(__name__).warning(
+            "config.unknown_environment_ignored", variables=list(settings.unknown_environment)
+        )
     return _serve(settings)
 
 
@@ -106,10 +114,8 @@ def _serve(settings: Settings) -> int:
         runner = asyncio.run
     else:
         runner = uvloop.run
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         runner(_run_until_signalled(settings))
-    except KeyboardInterrupt:
-        pass
     return 0
 
 

@@ -50,8 +50,13 @@ def test_sigterm_with_a_parked_join_exits_promptly(tmp_path: Path) -> None:
     server = KcoordProcess(tmp_path / "data", {"group.initial.rebalance.delay.ms": "60000"}).start()
     try:
         consumer = KafkaConsumer(
-            "parked-topic", bootstrap_servers=server.bootstrap, group_id="parked", request_timeout_ms=70000,
-            session_timeout_ms=10000, heartbeat_interval_ms=1000, max_poll_interval_ms=65000,
+            "parked-topic",
+            bootstrap_servers=server.bootstrap,
+            group_id="parked",
+            request_timeout_ms=70000,
+            session_timeout_ms=10000,
+            heartbeat_interval_ms=1000,
+            max_poll_interval_ms=65000,
         )
         consumer.poll(2000)  # JoinGroup now waits out the 60 s initial delay
         started = time.monotonic()

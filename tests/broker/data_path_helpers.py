@@ -12,6 +12,7 @@ from typing import Any
 import crc32c
 from kio.serial import entity_reader
 
+from kcoord.broker.growth_hints import GrowthHints
 from kcoord.broker.producer_state import ProducerStateManager
 from kcoord.broker.topic_manager import TopicManager
 from kcoord.config import Settings
@@ -35,6 +36,7 @@ class DataPathApp:
     producers: ProducerStateManager
     clock: SystemClock = field(default_factory=SystemClock)
     node_id: int = 0
+    growth_hints: GrowthHints = field(default_factory=lambda: GrowthHints(SystemClock()))
 
 
 async def make_app(data_dir: Path, **overrides: Any) -> DataPathApp:

@@ -15,7 +15,7 @@ from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.protocol.registry import REGISTRY
 from kcoord.server.context import ConnectionInfo
-from kcoord.server.router import CloseConnection, Router
+from kcoord.server.router import CloseConnectionError, Router
 
 from .data_path_helpers import (
     TRANSACTIONAL,
@@ -152,7 +152,7 @@ async def test_acks_zero_sends_no_response(app: DataPathApp) -> None:
 
 async def test_acks_zero_error_closes_the_connection(app: DataPathApp) -> None:
     """acks=0 with a failed partition closes the connection so the producer notices."""
-    with pytest.raises(CloseConnection):
+    with pytest.raises(CloseConnectionError):
         await produce(app, ("nope", 0, make_batch([b"a"])), acks=0)
 
 
@@ -176,7 +176,7 @@ def test_advertised_versions() -> None:
 async def test_versions_below_3_close_the_connection(app: DataPathApp) -> None:
     """Produce v0-v2 (message sets) have no schema: the router closes the connection."""
     frame = struct.pack(">hhih", ApiKey.PRODUCE, 2, 1, 0) + b"\x00\x01" + b"\x00" * 10
-    with pytest.raises(CloseConnection):
+    with pytest.raises(CloseConnectionError):
         await Router(app, REGISTRY).handle(frame, ConnectionInfo(1, "127.0.0.1", 1))  # type: ignore[arg-type]
 
 

@@ -49,7 +49,9 @@ async def produce_all(bootstrap: str, topic: str, messages: list[Message], codec
         await producer.stop()
 
 
-async def consume_all(bootstrap: str, topic: str, expected: int, partitions: int = PARTITIONS) -> list[Consumed]:
+async def consume_all(
+    bootstrap: str, topic: str, expected: int, partitions: int = PARTITIONS
+) -> list[Consumed]:
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False)
     await consumer.start()
     received: list[Consumed] = []

@@ -1,4 +1,4 @@
-"""kafka-python 3.x round trips: admin-created topic, keyed produce with headers, assign + seek_to_beginning."""
+"""kafka-python 3.x round trips: admin-made topic, keyed produce with headers, assign + seek to start."""
 
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def consume_all(bootstrap: str, topic: str, expected: int, partitions: int = PAR
 
 @pytest.mark.parametrize("codec", CODECS)
 def test_round_trip(shared_kcoord: KcoordProcess, topic_name: str, codec: str) -> None:
-    """10,000 keyed messages with headers produced by kafka-python 3 come back exactly once, in order, intact."""
+    """10,000 keyed messages with headers from kafka-python 3 come back exactly once, in order, intact."""
     bootstrap = shared_kcoord.bootstrap
     create_topic(bootstrap, topic_name)
     messages = make_messages("kafka-python")

@@ -45,7 +45,7 @@ def _bytes(text: str | None) -> bytes | None:
 
 @pytest.mark.parametrize("codec", CODECS)
 def test_round_trip(shared_kcoord: KcoordProcess, topic_name: str, codec: str) -> None:
-    """10,000 keyed messages with headers produced by kafka-python 2.0.2 come back exactly once, in order, intact."""
+    """10,000 keyed messages with headers from kafka-python 2.0.2 come back exactly once, in order, intact."""
     base_ts = base_timestamp()
     run = subprocess.run(
         [

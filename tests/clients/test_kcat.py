@@ -57,7 +57,7 @@ def kcat_consume(bootstrap: str, topic: str) -> list[Consumed]:
 
 @pytest.mark.parametrize("codec", CODECS)
 def test_round_trip(shared_kcoord: KcoordProcess, topic_name: str, codec: str) -> None:
-    """10,000 keyed messages with headers from ``kcat -P`` come back from ``kcat -C`` exactly once, in order."""
+    """10,000 keyed messages with headers from ``kcat -P`` come back from ``kcat -C`` once each, in order."""
     with RawClient(shared_kcoord.host, shared_kcoord.port) as raw:
         assert create_topic(raw, topic_name, PARTITIONS) == 0
     messages = [replace(m, headers=HEADERS) for m in make_messages("kcat")]

@@ -2,7 +2,7 @@
 
 Run as a script (also under kafka-python 2.0.2's own interpreter, so it imports nothing from the
 test tree). It subscribes to one topic in one group, commits synchronously after every batch and
-again when partitions are revoked (auto-commit off), and writes one JSON object per line to stdout:
+again when partitions are revoked, and writes one JSON object per line to stdout:
 
 - ``{"event": "started"}`` once the client object exists;
 - ``{"event": "assigned", "partitions": [...], "generation": g}`` with the FULL current assignment,
@@ -20,6 +20,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
+import os
 import sys
 import threading
 from typing import Any
@@ -72,7 +74,10 @@ def run_kafka_python(args: argparse.Namespace, commands: Commands) -> None:
         "bootstrap_servers": args.bootstrap,
         "group_id": args.group,
         "client_id": args.client_id,
-        "enable_auto_commit": False,
+        # Commits are explicit, after every batch. Auto-commit is on only for the commit kafka-python makes
+        # itself before a revocation (3.x cannot commit from a synchronous listener); the interval never fires.
+        "enable_auto_commit": True,
+        "auto_commit_interval_ms": 3_600_000,
         "auto_offset_reset": "earliest",
         "session_timeout_ms": args.session_timeout_ms,
         "heartbeat_interval_ms": args.heartbeat_ms,
@@ -100,7 +105,6 @@ def run_kafka_python(args: argparse.Namespace, commands: Commands) -> None:
 
     class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
         def on_partitions_revoked(self, revoked: Any) -> None:
-            commit()
             emit("revoked", partitions=sorted(tp.partition for tp in revoked))
 
         def on_partitions_assigned(self, assigned: Any) -> None:
@@ -227,6 +231,8 @@ async def run_aiokafka(args: argparse.Namespace, commands: Commands) -> None:
 
 def main() -> None:
     args = parse_args()
+    level = os.environ.get("GROUP_DRIVER_LOG_LEVEL", "WARNING")
+    logging.basicConfig(stream=sys.stderr, level=level, format="%(asctime)s %(name)s %(message)s")
     commands = Commands()
     if args.client == "kafka-python":
         run_kafka_python(args, commands)

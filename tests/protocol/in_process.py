@@ -8,6 +8,7 @@ and checks what every response must get right: the correlation id, the response 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import struct
 from collections.abc import AsyncIterator
@@ -58,7 +59,9 @@ def expects_flexible_header(api_key: int, version: int) -> bool:
     return api_key != ApiKey.API_VERSIONS and bool(cls.__flexible__)
 
 
-def encode_request(api_key: int, version: int, body: dict[str, Any], correlation_id: int, client_id: str) -> bytes:
+def encode_request(
+    api_key: int, version: int, body: dict[str, Any], correlation_id: int, client_id: str
+) -> bytes:
     """A size-prefixed request frame: header of the version's schema, then ``body`` built for ``version``."""
     cls = request_class(api_key, version)
     assert cls is not None, f"kio has no request schema for key {api_key} v{version}"
@@ -80,7 +83,9 @@ def encode_request(api_key: int, version: int, body: dict[str, Any], correlation
 def legacy_header_frame(api_key: int, version: int, correlation_id: int, body: bytes = b"") -> bytes:
     """A request frame with a hand-made v1 header, for versions kio has no schema for."""
     client_id = b"round-trip"
-    payload = _HEADER_V1.pack(api_key, version, correlation_id) + struct.pack(">h", len(client_id)) + client_id
+    payload = (
+        _HEADER_V1.pack(api_key, version, correlation_id) + struct.pack(">h", len(client_id)) + client_id
+    )
     payload += body
     return _SIZE.pack(len(payload)) + payload
 
@@ -116,10 +121,8 @@ class AsyncRawClient:
 
     async def close(self) -> None:
         self.writer.close()
-        try:
+        with contextlib.suppress(ConnectionError):
             await self.writer.wait_closed()
-        except ConnectionError:
-            pass
 
     def next_correlation_id(self) -> int:
         self._correlation += 1
@@ -134,22 +137,22 @@ class AsyncRawClient:
         await self.send_frame(encode_request(api_key, version, body, correlation_id, self.client_id))
         return correlation_id
 
-    async def recv_frame(self, timeout: float = 10.0) -> bytes:
-        head = await asyncio.wait_for(self.reader.readexactly(4), timeout)
+    async def recv_frame(self, within_s: float = 10.0) -> bytes:
+        head = await asyncio.wait_for(self.reader.readexactly(4), within_s)
         (size,) = _SIZE.unpack(head)
-        return await asyncio.wait_for(self.reader.readexactly(size), timeout)
+        return await asyncio.wait_for(self.reader.readexactly(size), within_s)
 
-    async def recv(self, api_key: int, version: int, correlation_id: int, timeout: float = 10.0) -> Any:
-        return decode_response(api_key, version, await self.recv_frame(timeout), correlation_id)
+    async def recv(self, api_key: int, version: int, correlation_id: int, within_s: float = 10.0) -> Any:
+        return decode_response(api_key, version, await self.recv_frame(within_s), correlation_id)
 
-    async def call(self, api_key: int, version: int, body: dict[str, Any], timeout: float = 10.0) -> Any:
+    async def call(self, api_key: int, version: int, body: dict[str, Any], within_s: float = 10.0) -> Any:
         correlation_id = await self.send(api_key, version, body)
-        return await self.recv(api_key, version, correlation_id, timeout)
+        return await self.recv(api_key, version, correlation_id, within_s)
 
-    async def closed_by_server(self, timeout: float = 5.0) -> bool:
-        """True when the server closes the connection (EOF or reset) within ``timeout`` seconds."""
+    async def closed_by_server(self, within_s: float = 5.0) -> bool:
+        """True when the server closes the connection (EOF or reset) within ``within_s`` seconds."""
         try:
-            data = await asyncio.wait_for(self.reader.read(1), timeout)
+            data = await asyncio.wait_for(self.reader.read(1), within_s)
         except ConnectionError:
             return True
         except TimeoutError:

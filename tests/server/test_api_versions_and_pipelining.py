@@ -48,7 +48,7 @@ def test_api_versions_each_version(shared_kcoord: KcoordProcess, version: int) -
 
 @pytest.mark.parametrize("version", [3, 4])
 def test_flexible_api_versions_writes_no_tagged_fields(shared_kcoord: KcoordProcess, version: int) -> None:
-    """The flexible ApiVersions body carries empty tagged-field sections only (kcat's librdkafka 2.0.2 needs that)."""
+    """Flexible ApiVersions bodies carry only empty tagged-field sections (as kcat's librdkafka needs)."""
     with RawClient(shared_kcoord.host, shared_kcoord.port) as client:
         client.send(API_VERSIONS, version, api_versions_body(version))
         frame = client.recv_frame()

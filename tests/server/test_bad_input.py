@@ -55,7 +55,9 @@ def request_frame(api_key: int, version: int, correlation_id: int, body: bytes =
     return struct.pack(">i", len(payload)) + payload
 
 
-def test_bad_crc_is_corrupt_message(shared_kcoord: KcoordProcess, topic_name: str, bystander: Bystander) -> None:
+def test_bad_crc_is_corrupt_message(
+    shared_kcoord: KcoordProcess, topic_name: str, bystander: Bystander
+) -> None:
     """A batch whose CRC does not match is refused with CORRUPT_MESSAGE and logged; nothing is appended."""
     with RawClient(shared_kcoord.host, shared_kcoord.port) as client:
         assert create_topic(client, topic_name) == 0
@@ -65,7 +67,9 @@ def test_bad_crc_is_corrupt_message(shared_kcoord: KcoordProcess, topic_name: st
         assert error == ErrorCode.corrupt_message
         logs.wait_for_mention("corrupt_message")
         assert fetch(client, topic_name, 0, 0).high_watermark == 0
-        good_error, base_offset = produce(client, topic_name, 0, build_batch([(b"k", b"v")], timestamp_ms=_now()))
+        good_error, base_offset = produce(
+            client, topic_name, 0, build_batch([(b"k", b"v")], timestamp_ms=_now())
+        )
         assert (good_error, base_offset) == (0, 0), "the offender's connection stays usable"
     assert_unharmed(shared_kcoord, bystander)
 
@@ -79,7 +83,9 @@ def test_fetch_unknown_topic(shared_kcoord: KcoordProcess, topic_name: str, byst
     assert_unharmed(shared_kcoord, bystander)
 
 
-def test_produce_unknown_partition(shared_kcoord: KcoordProcess, topic_name: str, bystander: Bystander) -> None:
+def test_produce_unknown_partition(
+    shared_kcoord: KcoordProcess, topic_name: str, bystander: Bystander
+) -> None:
     """A Produce to a partition the topic does not have answers UNKNOWN_TOPIC_OR_PARTITION and is logged."""
     with RawClient(shared_kcoord.host, shared_kcoord.port) as client:
         assert create_topic(client, topic_name, partitions=1) == 0
@@ -90,7 +96,9 @@ def test_produce_unknown_partition(shared_kcoord: KcoordProcess, topic_name: str
     assert_unharmed(shared_kcoord, bystander)
 
 
-def test_fetch_out_of_range_offset(shared_kcoord: KcoordProcess, topic_name: str, bystander: Bystander) -> None:
+def test_fetch_out_of_range_offset(
+    shared_kcoord: KcoordProcess, topic_name: str, bystander: Bystander
+) -> None:
     """A Fetch past the log end answers OFFSET_OUT_OF_RANGE with the high watermark, and is logged."""
     with RawClient(shared_kcoord.host, shared_kcoord.port) as client:
         assert create_topic(client, topic_name) == 0
@@ -104,9 +112,7 @@ def test_fetch_out_of_range_offset(shared_kcoord: KcoordProcess, topic_name: str
 
 
 @pytest.mark.parametrize("name", ["bad/name", "a" * 250, "..", "spaces are bad"])
-def test_create_topic_bad_name(
-    shared_kcoord: KcoordProcess, bystander: Bystander, name: str
-) -> None:
+def test_create_topic_bad_name(shared_kcoord: KcoordProcess, bystander: Bystander, name: str) -> None:
     """CreateTopics with an illegal name answers INVALID_TOPIC_EXCEPTION and is logged."""
     with RawClient(shared_kcoord.host, shared_kcoord.port) as client:
         logs = LogWatch(shared_kcoord)
@@ -145,7 +151,7 @@ def test_unsupported_api_versions_version(shared_kcoord: KcoordProcess, bystande
 
 
 def test_frame_larger_than_request_max_bytes(shared_kcoord: KcoordProcess, bystander: Bystander) -> None:
-    """A size prefix above socket.request.max.bytes closes the connection (without reading it) and is logged."""
+    """A size prefix above socket.request.max.bytes closes the connection unread, with a log line."""
     with RawClient(shared_kcoord.host, shared_kcoord.port) as client:
         logs = LogWatch(shared_kcoord)
         client.send_raw(struct.pack(">i", DEFAULT_MAX_REQUEST_BYTES + 1) + b"\x00" * 64)

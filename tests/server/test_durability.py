@@ -18,7 +18,7 @@ TOPIC = "durable"
 
 
 def produce_acknowledged(server: KcoordProcess) -> dict[int, list[bytes]]:
-    """Produce BATCHES batches round-robin over the partitions; return the acknowledged values by partition."""
+    """Produce BATCHES batches round-robin over the partitions; return the acknowledged values of each."""
     acknowledged: dict[int, list[bytes]] = {p: [] for p in range(PARTITIONS)}
     with RawClient(server.host, server.port) as client:
         assert create_topic(client, TOPIC, PARTITIONS) == 0
@@ -52,7 +52,7 @@ def last_segment(server: KcoordProcess, partition: int) -> Path:
 
 
 def test_acknowledged_records_survive_sigkill(kcoord_factory: type[KcoordProcess], tmp_path: Path) -> None:
-    """Every record acknowledged (acks=all, flush policy always) before a SIGKILL is readable after restart."""
+    """Every record acknowledged (acks=all, flush policy always) before SIGKILL is readable after restart."""
     server = kcoord_factory(tmp_path / "data", {"log.flush.policy": "always"}).start()
     acknowledged = produce_acknowledged(server)
     server.kill()

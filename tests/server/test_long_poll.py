@@ -36,7 +36,12 @@ def test_produce_during_wait_answers_at_once(shared_kcoord: KcoordProcess, topic
         def produce_soon() -> None:
             time.sleep(0.3)
             produced_at.append(time.monotonic())
-            produce(producer, topic_name, 0, build_batch([(b"k", b"wake up")], timestamp_ms=int(time.time() * 1000)))
+            produce(
+                producer,
+                topic_name,
+                0,
+                build_batch([(b"k", b"wake up")], timestamp_ms=int(time.time() * 1000)),
+            )
 
         thread = threading.Thread(target=produce_soon)
         started = time.monotonic()

@@ -97,13 +97,19 @@ def parse_fetch(response: Any) -> FetchedPartition:
     return FetchedPartition(int(answer.error_code), int(answer.high_watermark), bytes(answer.records or b""))
 
 
-def fetch(client: RawClient, topic: str, partition: int, offset: int, *, max_wait_ms: int = 0) -> FetchedPartition:
+def fetch(
+    client: RawClient, topic: str, partition: int, offset: int, *, max_wait_ms: int = 0
+) -> FetchedPartition:
     """Fetch v11 of one partition from ``offset``."""
-    response = client.call(FETCH, FETCH_VERSION, fetch_body(topic, partition, offset, max_wait_ms=max_wait_ms))
+    response = client.call(
+        FETCH, FETCH_VERSION, fetch_body(topic, partition, offset, max_wait_ms=max_wait_ms)
+    )
     return parse_fetch(response)
 
 
-def list_offset(client: RawClient, topic: str, partition: int, timestamp: int = LATEST_TIMESTAMP) -> tuple[int, int]:
+def list_offset(
+    client: RawClient, topic: str, partition: int, timestamp: int = LATEST_TIMESTAMP
+) -> tuple[int, int]:
     """ListOffsets v5 for one partition; returns (error code, offset)."""
     response = client.call(
         LIST_OFFSETS,
@@ -111,7 +117,9 @@ def list_offset(client: RawClient, topic: str, partition: int, timestamp: int = 
         {
             "replica_id": -1,
             "isolation_level": 0,
-            "topics": [{"name": topic, "partitions": [{"partition_index": partition, "timestamp": timestamp}]}],
+            "topics": [
+                {"name": topic, "partitions": [{"partition_index": partition, "timestamp": timestamp}]}
+            ],
         },
     )
     answer = response.topics[0].partitions[0]

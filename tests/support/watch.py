@@ -33,7 +33,9 @@ class LogWatch:
                     return line
             if time.monotonic() >= deadline:
                 shown = "\n".join(json.dumps(line) for line in self.new_lines()[-20:])
-                raise AssertionError(f"no new log line mentions {words} within {timeout}s; new lines:\n{shown}")
+                raise AssertionError(
+                    f"no new log line mentions {words} within {timeout}s; new lines:\n{shown}"
+                )
             time.sleep(0.02)
 
 
@@ -51,7 +53,9 @@ class Bystander:
         """Produce one record on the open connection and fetch it back: no error, same bytes."""
         self.rounds += 1
         value = f"bystander-{self.rounds}".encode()
-        error, base_offset = produce(self.client, self.topic, 0, build_batch([(b"k", value)], timestamp_ms=_now()))
+        error, base_offset = produce(
+            self.client, self.topic, 0, build_batch([(b"k", value)], timestamp_ms=_now())
+        )
         assert error == 0, f"bystander produce failed with error {error}"
         fetched = fetch(self.client, self.topic, 0, base_offset)
         assert fetched.error_code == 0, f"bystander fetch failed with error {fetched.error_code}"

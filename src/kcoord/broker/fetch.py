@@ -80,6 +80,8 @@ async def handle_fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
     if int(request.replica_id) >= 0:
         raise KafkaError(ErrorCode.not_leader_or_follower, "kcoord has no followers to serve")
     topics = ctx.app.topics
+    hints = ctx.app.growth_hints
+    connection_id = ctx.connection.connection_id
     plan = [
         (
             t.topic,
@@ -94,6 +96,15 @@ async def handle_fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
             ],
         )
         for t in request.topics
+        if not hints.take(t.topic, connection_id)
+    ]
+    hinted = [
+        {
+            "topic": t.topic,
+            "partitions": [_error(int(p.partition), ErrorCode.not_leader_or_follower) for p in t.partitions],
+        }
+        for t in request.topics
+        if t.topic not in {topic for topic, _ in plan}
     ]
     max_bytes = int(request.max_bytes)
     min_bytes = int(request.min_bytes)
@@ -111,7 +122,7 @@ async def handle_fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 result = _read(plan, max_bytes)
                 if result.total_bytes >= min_bytes or result.has_error:
                     break
-    return {"error_code": ErrorCode.none, "session_id": 0, "responses": result.responses}
+    return {"error_code": ErrorCode.none, "session_id": 0, "responses": hinted + result.responses}
 
 
 def _read(plan: list[tuple[str, list[_PartitionFetch]]], max_bytes: int) -> _ReadResult:

@@ -44,7 +44,7 @@ from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.protocol.record_batch import BatchHeader, validate_produced
 from kcoord.protocol.registry import REGISTRY
 from kcoord.server.context import RequestContext
-from kcoord.server.router import CloseConnection
+from kcoord.server.router import CloseConnectionError
 from kcoord.storage.api import PartitionLog
 
 log = structlog.get_logger(__name__)
@@ -142,7 +142,7 @@ async def handle_produce(ctx: RequestContext, request: Any) -> dict[str, Any] | 
             if p["error_code"] != ErrorCode.none
         ]
         if failed:
-            raise CloseConnection(f"acks=0 produce failed ({', '.join(failed)})")
+            raise CloseConnectionError(f"acks=0 produce failed ({', '.join(failed)})")
         return None
     return {"responses": responses}
 

@@ -21,7 +21,7 @@ from typing import Any
 from kcoord.config import Settings
 from kcoord.config.definitions import BY_NAME
 from kcoord.protocol.errors import ErrorCode, KafkaError
-from kcoord.storage.api import LogConfig
+from kcoord.storage.api import CleanupPolicy, LogConfig
 
 __all__ = [
     "TOPIC_CONFIGS",
@@ -297,4 +297,17 @@ def log_config_for(overrides: Mapping[str, str], settings: Settings) -> LogConfi
         flush_policy="interval" if settings["log.flush.policy"] == "interval" else "always",
         flush_interval_ms=number("flush.ms"),
         message_timestamp_type="LogAppendTime" if timestamp_type == "LogAppendTime" else "CreateTime",
+        cleanup_policy=_cleanup_policy(effective_value("cleanup.policy", overrides, settings)),
+        delete_retention_ms=number("delete.retention.ms"),
+        min_cleanable_dirty_ratio=float(effective_value("min.cleanable.dirty.ratio", overrides, settings)),
+        min_compaction_lag_ms=number("min.compaction.lag.ms"),
     )
+
+
+def _cleanup_policy(raw: str) -> CleanupPolicy:
+    policies = {p.strip() for p in raw.split(",") if p.strip()}
+    if policies == {"compact"}:
+        return "compact"
+    if policies == {"compact", "delete"}:
+        return "compact,delete"
+    return "delete"

@@ -89,7 +89,9 @@ _DAY_MS = 24 * 3600 * 1000
 
 DEFINITIONS: tuple[Definition, ...] = (
     # listeners and identity
-    Definition("listeners", "127.0.0.1:9092", parse_host_port, "Address the Kafka listener binds (port 0: any)."),
+    Definition(
+        "listeners", "127.0.0.1:9092", parse_host_port, "Address the Kafka listener binds (port 0: any)."
+    ),
     Definition(
         "advertised.listeners", None, _optional_host_port, "Address given to clients; default: bound address."
     ),
@@ -99,7 +101,9 @@ DEFINITIONS: tuple[Definition, ...] = (
     Definition("connections.max.idle.ms", 600000, _int(1000), "Idle connections are closed after this."),
     Definition("queued.max.requests", 500, _int(1), "Requests in flight per connection before reads pause."),
     # topics
-    Definition("auto.create.topics.enable", True, _bool, "Create topics on Metadata/Produce for unknown names."),
+    Definition(
+        "auto.create.topics.enable", True, _bool, "Create topics on Metadata/Produce for unknown names."
+    ),
     Definition("num.partitions", 1, _int(1, 100000), "Partitions of an auto-created topic."),
     Definition("default.replication.factor", 1, _int(1, 1), "Replicas of an auto-created topic (one node)."),
     Definition("delete.topic.enable", True, _bool, "Allow DeleteTopics."),
@@ -107,7 +111,9 @@ DEFINITIONS: tuple[Definition, ...] = (
     # log engine
     Definition("log.segment.bytes", 1073741824, _int(14), "Segment size before a roll."),
     Definition("log.roll.ms", 7 * _DAY_MS, _int(1), "Segment age before a roll."),
-    Definition("log.retention.ms", 7 * _DAY_MS, _int(-1), "Age at which whole segments are deleted (-1: never)."),
+    Definition(
+        "log.retention.ms", 7 * _DAY_MS, _int(-1), "Age at which whole segments are deleted (-1: never)."
+    ),
     Definition("log.retention.bytes", -1, _int(-1), "Partition size past which old segments go (-1: none)."),
     Definition("log.retention.check.interval.ms", 300000, _int(1), "How often retention runs."),
     Definition("log.index.interval.bytes", 4096, _int(0), "Bytes between sparse index entries."),
@@ -118,6 +124,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "always: fsync before acknowledging; interval: fsync every log.flush.interval.ms.",
     ),
     Definition("log.flush.interval.ms", 1000, _int(1), "fsync period when log.flush.policy=interval."),
+    Definition("log.cleaner.backoff.ms", 15000, _int(0), "Pause between compaction passes (0: no cleaner)."),
     Definition(
         "log.message.timestamp.type", "CreateTime", _choice("CreateTime", "LogAppendTime"), "Timestamp kind."
     ),
@@ -140,10 +147,14 @@ DEFINITIONS: tuple[Definition, ...] = (
         "group.coordinator.rebalance.protocols", ("classic", "consumer"), _list, "Group protocols served."
     ),
     # kcoord's own
-    Definition("kcoord.metrics.listen", "127.0.0.1:9644", parse_host_port, "HTTP listener for /metrics and /v1."),
+    Definition(
+        "kcoord.metrics.listen", "127.0.0.1:9644", parse_host_port, "HTTP listener for /metrics and /v1."
+    ),
     Definition("kcoord.log.format", "json", _choice("json", "console"), "Log renderer."),
     Definition("kcoord.log.level", "info", _choice("debug", "info", "warning", "error"), "Log level."),
-    Definition("kcoord.shutdown.timeout.ms", 10000, _int(0), "Longest drain of in-flight requests on SIGTERM."),
+    Definition(
+        "kcoord.shutdown.timeout.ms", 10000, _int(0), "Longest drain of in-flight requests on SIGTERM."
+    ),
     Definition(
         "kcoord.fast.failover.enable", True, _bool, "Shorten a dead dynamic member's session on disconnect."
     ),

@@ -41,6 +41,8 @@ class Settings:
 
     def __init__(self, values: Mapping[str, Value]) -> None:
         self._values = dict(values)
+        self.unknown_environment: tuple[str, ...] = ()
+        """``KCOORD_`` variables that name no setting: ignored, and warned about at start."""
 
     def __getitem__(self, name: str) -> Any:
         return self._values[name].value
@@ -66,20 +68,27 @@ class Settings:
         flags: Mapping[str, Any] | None = None,
     ) -> Settings:
         """Layer defaults, the file, the environment and the flags, validating each value."""
-        values = {d.name: Value(d.parse(d.default) if d.default is not None else None, "default") for d in DEFINITIONS}
+        unknown_env: list[str] = []
+        values = {
+            d.name: Value(d.parse(d.default) if d.default is not None else None, "default")
+            for d in DEFINITIONS
+        }
         if config_file is not None:
             for name, raw in _read_toml(Path(config_file)).items():
                 values[name] = Value(_parse(name, raw, f"file {config_file}"), f"file {config_file}")
         for key, raw in (os.environ if environ is None else environ).items():
             if not key.startswith(ENV_PREFIX) or key in ("KCOORD_CONFIG",):
                 continue
-            name = _ENV_TO_NAME.get(key)
-            if name is None:
-                raise SettingsError(f"{key}: no such setting")
-            values[name] = Value(_parse(name, raw, f"env {key}"), f"env {key}")
+            env_setting = _ENV_TO_NAME.get(key)
+            if env_setting is None:
+                unknown_env.append(key)
+                continue
+            values[env_setting] = Value(_parse(env_setting, raw, f"env {key}"), f"env {key}")
         for name, raw in (flags or {}).items():
             values[name] = Value(_parse(name, raw, "flag"), "flag")
-        return cls(values)
+        settings = cls(values)
+        settings.unknown_environment = tuple(sorted(unknown_env))
+        return settings
 
 
 def _parse(name: str, raw: Any, source: str) -> Any:

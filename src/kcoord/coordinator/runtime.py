@@ -31,6 +31,7 @@ from kio.records.readers import read_batch
 from kio.records.schema import NewRecordBatch, Record
 from kio.records.writers import write_new_batch
 from kio.schema.errors import ErrorCode
+from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
 
 from kcoord.coordinator.record_codec import RecordDecodeError, decode_record, encode_key, encode_value
 from kcoord.coordinator.records import CoordinatorRecord
@@ -127,12 +128,12 @@ class LoadStats:
 
 def encode_batch(records: list[CoordinatorRecord], now_ms: int) -> bytes:
     """One uncompressed batch holding ``records`` (offsets relative; the log assigns the base)."""
-    timestamp = datetime.datetime.fromtimestamp(now_ms / 1000, tz=datetime.UTC)
+    timestamp = TZAwareMicros.parse(datetime.datetime.fromtimestamp(now_ms / 1000, tz=datetime.UTC))
     kio_records = tuple(
         Record(
-            attributes=0,
+            attributes=i8(0),
             timestamp=timestamp,
-            offset=i,
+            offset=i64(i),
             key=encode_key(r.key),
             value=encode_value(r.value),
             headers=(),
@@ -140,12 +141,12 @@ def encode_batch(records: list[CoordinatorRecord], now_ms: int) -> bytes:
         for i, r in enumerate(records)
     )
     batch = NewRecordBatch(
-        producer_id=-1,
-        producer_epoch=-1,
-        partition_leader_epoch=-1,
-        base_sequence=-1,
+        producer_id=i64(-1),
+        producer_epoch=i16(-1),
+        partition_leader_epoch=i32(-1),
+        base_sequence=i32(-1),
         records=kio_records,
-        attributes=0,
+        attributes=i16(0),
     )
     buffer = io.BytesIO()
     write_new_batch(buffer, batch)
@@ -229,7 +230,9 @@ class PartitionRunner:
                 now = time.perf_counter()
                 if now - last_progress >= _REPLAY_PROGRESS_EVERY_S:
                     last_progress = now
-                    self._log.info("offsets_partition.loading", offset=offset, end_offset=end, records=stats.records)
+                    self._log.info(
+                        "offsets_partition.loading", offset=offset, end_offset=end, records=stats.records
+                    )
         stats.seconds = time.perf_counter() - started
         self.state = PartitionState.ACTIVE
         self.submit(self.shard.on_loaded(self.clock.now_ms()))

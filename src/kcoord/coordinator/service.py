@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol, TypeVar
 
@@ -117,6 +118,19 @@ class GroupCoordinator:
         runner.check_active()
         return reader(runner.shard)
 
+    def member_disconnected(self, group_id: str, member_id: str, connection_id: int) -> None:
+        """A connection that carried this member closed (fast-failover hint; see classic/liveness.py)."""
+        runner = self.runner(group_id)
+        shard: Any = runner.shard
+        if runner.state is PartitionState.ACTIVE:
+            runner.run(lambda now: shard.member_disconnected(group_id, member_id, connection_id, now))
+
+    def partitions_added(self, topic: str) -> None:
+        """A topic grew: every shard rebalances the groups subscribed to it."""
+        for runner in self._runners.values():
+            if runner.state is PartitionState.ACTIVE:
+                runner.run(functools.partial(_partitions_added, runner.shard, topic))
+
     def active_shards(self) -> Iterator[Any]:
         for runner in self._runners.values():
             if runner.state is PartitionState.ACTIVE:
@@ -132,7 +146,7 @@ class GroupCoordinator:
             if runner is None or runner.state is not PartitionState.ACTIVE:
                 continue
             try:
-                runner.run(lambda now, k=key, r=runner: r.shard.on_timer(k, now))
+                runner.run(functools.partial(runner.shard.on_timer, key))
             except Exception:
                 log.exception("coordinator.timer_failed", partition=partition, key=key)
 
@@ -143,7 +157,7 @@ class GroupCoordinator:
             for runner in self._runners.values():
                 if runner.state is PartitionState.ACTIVE:
                     try:
-                        runner.run(lambda now, r=runner: r.shard.expire_offsets(now))
+                        runner.run(functools.partial(_expire_offsets, runner.shard))
                     except Exception:
                         log.exception("coordinator.offset_expiry_failed", partition=runner.partition)
 
@@ -151,3 +165,13 @@ class GroupCoordinator:
         task = asyncio.get_running_loop().create_task(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+
+def _partitions_added(shard: Any, topic: str, now_ms: int) -> CoordinatorResult:
+    result: CoordinatorResult = shard.on_partitions_added(topic, now_ms)
+    return result
+
+
+def _expire_offsets(shard: Any, now_ms: int) -> CoordinatorResult:
+    result: CoordinatorResult = shard.expire_offsets(now_ms)
+    return result

@@ -74,14 +74,41 @@ class GroupCoordinatorShard:
 
     # -- group membership
 
-    def join_group(self, request: JoinGroupRequest, sink: Any, now_ms: int) -> CoordinatorResult:
-        return self.classic.join_group(request, sink, now_ms)
+    def join_group(
+        self, request: JoinGroupRequest, sink: Any, now_ms: int, connection_id: int | None = None
+    ) -> CoordinatorResult:
+        result = self.classic.join_group(request, sink, now_ms)
+        if connection_id is not None and request.member_id:
+            self.classic.note_member_connection(
+                request.group_id, request.member_id, connection_id, now_ms, heartbeat=False
+            )
+        return result
 
-    def sync_group(self, request: SyncGroupRequest, sink: Any, now_ms: int) -> CoordinatorResult:
+    def sync_group(
+        self, request: SyncGroupRequest, sink: Any, now_ms: int, connection_id: int | None = None
+    ) -> CoordinatorResult:
+        if connection_id is not None:
+            self.classic.note_member_connection(
+                request.group_id, request.member_id, connection_id, now_ms, heartbeat=False
+            )
         return self.classic.sync_group(request, sink, now_ms)
 
-    def heartbeat(self, request: HeartbeatRequest, sink: Any, now_ms: int) -> CoordinatorResult:
+    def heartbeat(
+        self, request: HeartbeatRequest, sink: Any, now_ms: int, connection_id: int | None = None
+    ) -> CoordinatorResult:
+        if connection_id is not None:
+            self.classic.note_member_connection(
+                request.group_id, request.member_id, connection_id, now_ms, heartbeat=True
+            )
         return self.classic.heartbeat(request, sink, now_ms)
+
+    def member_disconnected(
+        self, group_id: str, member_id: str, connection_id: int, now_ms: int
+    ) -> CoordinatorResult:
+        return self.classic.member_disconnected(group_id, member_id, connection_id, now_ms)
+
+    def on_partitions_added(self, topic: str, now_ms: int) -> CoordinatorResult:
+        return self.classic.on_partitions_added(topic, now_ms)
 
     def leave_group(self, request: LeaveGroupRequest, sink: Any, now_ms: int) -> CoordinatorResult:
         return self.classic.leave_group(request, sink, now_ms)

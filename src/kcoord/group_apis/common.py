@@ -20,3 +20,27 @@ def millis(value: Any, default: int = -1) -> int:
     if isinstance(value, datetime.timedelta):
         return int(value / datetime.timedelta(milliseconds=1))
     return int(value)
+
+
+def watch_member(ctx: RequestContext, group_id: str, member_id: str) -> None:
+    """Tell the coordinator when this connection closes, once per member it carried.
+
+    The close is only a hint (fast failover): the coordinator shortens the member's session if
+    this was still the member's connection, and a member that reconnects keeps its place.
+    """
+    if not member_id or not ctx.app.settings["kcoord.fast.failover.enable"]:
+        return
+    key = (group_id, member_id)
+    connection = ctx.connection
+    if key in connection.watched_members:
+        return
+    connection.watched_members.add(key)
+    service = coordinator(ctx)
+
+    def closed() -> None:
+        try:
+            service.member_disconnected(group_id, member_id, connection.connection_id)
+        except Exception:  # the partition may be gone or loading: the session timeout still applies
+            return
+
+    connection.on_close(closed)

@@ -9,12 +9,14 @@ otherwise its offsets and then the group itself are tombstoned in the offsets lo
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from kcoord.coordinator.classic.messages import DeleteGroupResult
+from kcoord.coordinator.result import CoordinatorResult
 from kcoord.group_apis.common import coordinator
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import KafkaError
@@ -24,6 +26,11 @@ from kcoord.server.context import RequestContext
 
 def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {"results": [{"group_id": g, "error_code": code} for g in request.groups_names]}
+
+
+def _delete(group_ids: list[str], shard: Any, sink: Any, now_ms: int) -> CoordinatorResult:
+    result: CoordinatorResult = shard.delete_groups(group_ids, sink, now_ms)
+    return result
 
 
 @REGISTRY.api(ApiKey.DELETE_GROUPS, "DeleteGroups", 0, 2, error_response=_error_response)
@@ -39,10 +46,10 @@ async def handle_delete_groups(ctx: RequestContext, request: Any) -> dict[str, A
     for group_ids in by_partition.values():
         try:
             answers: list[DeleteGroupResult] = await service.write(
-                group_ids[0], lambda shard, sink, now, ids=group_ids: shard.delete_groups(ids, sink, now)
+                group_ids[0], functools.partial(_delete, group_ids)
             )
         except KafkaError as exc:
-            results.update({g: exc.code for g in group_ids})
+            results.update(dict.fromkeys(group_ids, exc.code))
             continue
         results.update({a.group_id: a.error_code for a in answers})
     return {"results": [{"group_id": g, "error_code": results[g]} for g in request.groups_names]}

@@ -12,6 +12,7 @@ group is Stable, as Kafka does.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -49,12 +50,24 @@ def _group(group: DescribedGroup) -> dict[str, Any]:
 
 
 def _failed(group_id: str, code: ErrorCode) -> dict[str, Any]:
-    return {"error_code": code, "group_id": group_id, "group_state": "", "protocol_type": "",
-            "protocol_data": "", "members": [], "authorized_operations": _NOT_REQUESTED}
+    return {
+        "error_code": code,
+        "group_id": group_id,
+        "group_state": "",
+        "protocol_type": "",
+        "protocol_data": "",
+        "members": [],
+        "authorized_operations": _NOT_REQUESTED,
+    }
 
 
 def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {"groups": [_failed(g, code) for g in request.groups]}
+
+
+def _describe(group_id: str, api_version: int, shard: Any) -> DescribedGroup:
+    described: DescribedGroup = shard.classic.describe_groups([group_id], api_version)[0]
+    return described
 
 
 @REGISTRY.api(ApiKey.DESCRIBE_GROUPS, "DescribeGroups", 0, 5, error_response=_error_response)
@@ -66,7 +79,7 @@ async def handle_describe_groups(ctx: RequestContext, request: Any) -> dict[str,
             continue
         try:
             described = coordinator(ctx).read(
-                group_id, lambda shard, g=group_id: shard.classic.describe_groups([g], ctx.api_version)[0]
+                group_id, functools.partial(_describe, group_id, ctx.api_version)
             )
         except KafkaError as exc:
             groups.append(_failed(group_id, exc.code))

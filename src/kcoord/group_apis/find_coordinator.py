@@ -32,18 +32,27 @@ def _answer(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
     elif not key:
         error, message = ErrorCode.invalid_request, "empty group id"
     else:
-        return {"key": key, "error_code": ErrorCode.none, "error_message": None,
-                "node_id": ctx.app.node_id, "host": host, "port": port}
+        return {
+            "key": key,
+            "error_code": ErrorCode.none,
+            "error_message": None,
+            "node_id": ctx.app.node_id,
+            "host": host,
+            "port": port,
+        }
     return {"key": key, "error_code": error, "error_message": message, "node_id": -1, "host": "", "port": -1}
 
 
 def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     keys = getattr(request, "coordinator_keys", None)
     if keys is not None:
-        return {"coordinators": [
-            {"key": k, "error_code": code, "node_id": -1, "host": "", "port": -1} for k in keys
-        ]}
-    return {"error_code": code, "node_id": -1, "host": "", "port": -1}
+        return {
+            "coordinators": [
+                {"key": k, "error_code": code, "error_message": None, "node_id": -1, "host": "", "port": -1}
+                for k in keys
+            ]
+        }
+    return {"error_code": code, "error_message": None, "node_id": -1, "host": "", "port": -1}
 
 
 @REGISTRY.api(ApiKey.FIND_COORDINATOR, "FindCoordinator", 0, 6, error_response=_error_response)

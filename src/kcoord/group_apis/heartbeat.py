@@ -16,7 +16,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kcoord.coordinator.classic.messages import HeartbeatRequest
-from kcoord.group_apis.common import coordinator
+from kcoord.group_apis.common import coordinator, watch_member
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import KafkaError
 from kcoord.protocol.registry import REGISTRY
@@ -35,9 +35,15 @@ async def handle_heartbeat(ctx: RequestContext, request: Any) -> Any:
         member_id=request.member_id,
         group_instance_id=getattr(request, "group_instance_id", None),
     )
+    connection_id = ctx.connection.connection_id
     try:
-        return await coordinator(ctx).write(beat.group_id, lambda shard, sink, now: shard.heartbeat(beat, sink, now))
+        response = await coordinator(ctx).write(
+            beat.group_id, lambda shard, sink, now: shard.heartbeat(beat, sink, now, connection_id)
+        )
     except KafkaError as exc:
         if exc.code == ErrorCode.coordinator_load_in_progress:
             return {"error_code": ErrorCode.none}
         raise
+    if response.error_code in (ErrorCode.none, ErrorCode.rebalance_in_progress):
+        watch_member(ctx, beat.group_id, beat.member_id)
+    return response

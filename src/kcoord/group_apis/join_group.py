@@ -22,7 +22,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kcoord.coordinator.classic.messages import JoinGroupRequest, JoinGroupResponse
-from kcoord.group_apis.common import coordinator, millis
+from kcoord.group_apis.common import coordinator, millis, watch_member
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.registry import REGISTRY
 from kcoord.server.context import RequestContext
@@ -32,7 +32,7 @@ def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {
         "error_code": code,
         "generation_id": -1,
-        "protocol_name": None,
+        "protocol_name": _wire_protocol_name(None, int(type(request).__version__)),
         "leader": "",
         "member_id": request.member_id,
         "members": [],
@@ -56,10 +56,15 @@ def to_core(ctx: RequestContext, request: Any) -> JoinGroupRequest:
     )
 
 
-def to_wire(response: JoinGroupResponse, api_version: int) -> dict[str, Any]:
-    protocol_name = response.protocol_name
+def _wire_protocol_name(protocol_name: str | None, api_version: int) -> str | None:
+    """Before v7 the protocol name is not nullable: "no protocol" is sent as ``""``."""
     if protocol_name is None and api_version < 7:
-        protocol_name = ""
+        return ""
+    return protocol_name
+
+
+def to_wire(response: JoinGroupResponse, api_version: int) -> dict[str, Any]:
+    protocol_name = _wire_protocol_name(response.protocol_name, api_version)
     return {
         "error_code": response.error_code,
         "generation_id": response.generation_id,
@@ -75,5 +80,10 @@ def to_wire(response: JoinGroupResponse, api_version: int) -> dict[str, Any]:
 @REGISTRY.api(ApiKey.JOIN_GROUP, "JoinGroup", 0, 9, error_response=_error_response)
 async def handle_join_group(ctx: RequestContext, request: Any) -> dict[str, Any]:
     join = to_core(ctx, request)
-    response = await coordinator(ctx).write(join.group_id, lambda shard, sink, now: shard.join_group(join, sink, now))
+    connection_id = ctx.connection.connection_id
+    response = await coordinator(ctx).write(
+        join.group_id, lambda shard, sink, now: shard.join_group(join, sink, now, connection_id)
+    )
+    if response.error_code == ErrorCode.none:
+        watch_member(ctx, join.group_id, response.member_id)
     return to_wire(response, ctx.api_version)

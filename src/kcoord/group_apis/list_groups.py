@@ -27,7 +27,7 @@ def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
 
 @REGISTRY.api(ApiKey.LIST_GROUPS, "ListGroups", 0, 5, error_response=_error_response)
 async def handle_list_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    states = [s for s in getattr(request, "states_filter", ()) or ()] or None
+    states = list(getattr(request, "states_filter", ()) or ()) or None
     types = {t.lower() for t in getattr(request, "types_filter", ()) or ()}
     service = coordinator(ctx)
     error = ErrorCode.none

@@ -30,7 +30,9 @@ def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
         "topics": [
             {
                 "name": topic.name,
-                "partitions": [{"partition_index": p.partition_index, "error_code": code} for p in topic.partitions],
+                "partitions": [
+                    {"partition_index": p.partition_index, "error_code": code} for p in topic.partitions
+                ],
             }
             for topic in request.topics
         ]

@@ -26,7 +26,9 @@ def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
 async def handle_offset_delete(ctx: RequestContext, request: Any) -> Any:
     if not request.group_id:
         raise KafkaError(ErrorCode.invalid_group_id)
-    topics = [OffsetDeleteTopic(t.name, [int(p.partition_index) for p in t.partitions]) for t in request.topics]
+    topics = [
+        OffsetDeleteTopic(t.name, [int(p.partition_index) for p in t.partitions]) for t in request.topics
+    ]
     group_id = request.group_id
     return await coordinator(ctx).write(
         group_id, lambda shard, sink, now: shard.delete_offsets(group_id, topics, sink, now)

@@ -33,17 +33,23 @@ def _topics(raw: Any) -> list[OffsetFetchTopic] | None:
     return [OffsetFetchTopic(t.name, [int(i) for i in t.partition_indexes]) for t in raw]
 
 
-def _fetch_one(ctx: RequestContext, group_id: str, topics: list[OffsetFetchTopic] | None, stable: bool) -> Any:
+def _fetch_one(
+    ctx: RequestContext, group_id: str, topics: list[OffsetFetchTopic] | None, stable: bool
+) -> Any:
     if not group_id:
         raise KafkaError(ErrorCode.invalid_group_id)
     return coordinator(ctx).read(group_id, lambda shard: shard.offsets.fetch(group_id, topics, stable))
 
 
-def _group_error(group_id: str, topics: list[OffsetFetchTopic] | None, code: ErrorCode) -> OffsetFetchResponse:
+def _group_error(
+    group_id: str, topics: list[OffsetFetchTopic] | None, code: ErrorCode
+) -> OffsetFetchResponse:
     return OffsetFetchResponse(group_id=group_id, topics=[], error_code=code)
 
 
-def _legacy_body(response: OffsetFetchResponse, api_version: int, asked: list[OffsetFetchTopic] | None) -> Any:
+def _legacy_body(
+    response: OffsetFetchResponse, api_version: int, asked: list[OffsetFetchTopic] | None
+) -> Any:
     if api_version >= 2 or response.error_code == ErrorCode.none:
         return {"topics": response.topics, "error_code": response.error_code}
     # v1 has no group-level error: copy it into every partition that was asked for.
@@ -52,7 +58,12 @@ def _legacy_body(response: OffsetFetchResponse, api_version: int, asked: list[Of
             {
                 "name": t.name,
                 "partitions": [
-                    {"partition_index": i, "committed_offset": -1, "metadata": "", "error_code": response.error_code}
+                    {
+                        "partition_index": i,
+                        "committed_offset": -1,
+                        "metadata": "",
+                        "error_code": response.error_code,
+                    }
                     for i in t.partition_indexes
                 ],
             }
@@ -65,7 +76,11 @@ def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     groups = getattr(request, "groups", None)
     if groups is not None:
         return {"groups": [{"group_id": g.group_id, "topics": [], "error_code": code} for g in groups]}
-    return {"topics": [], "error_code": code}
+    topics = _topics(request.topics)
+    body: dict[str, Any] = _legacy_body(
+        _group_error(request.group_id, topics, code), int(type(request).__version__), topics
+    )
+    return body
 
 
 @REGISTRY.api(ApiKey.OFFSET_FETCH, "OffsetFetch", 1, 8, error_response=_error_response)

@@ -17,7 +17,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kcoord.coordinator.classic.messages import SyncGroupRequest
-from kcoord.group_apis.common import coordinator
+from kcoord.group_apis.common import coordinator, watch_member
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.registry import REGISTRY
 from kcoord.server.context import RequestContext
@@ -39,4 +39,10 @@ async def handle_sync_group(ctx: RequestContext, request: Any) -> Any:
         assignments=tuple((a.member_id, bytes(a.assignment)) for a in request.assignments),
         api_version=ctx.api_version,
     )
-    return await coordinator(ctx).write(sync.group_id, lambda shard, sink, now: shard.sync_group(sync, sink, now))
+    connection_id = ctx.connection.connection_id
+    response = await coordinator(ctx).write(
+        sync.group_id, lambda shard, sink, now: shard.sync_group(sync, sink, now, connection_id)
+    )
+    if response.error_code == ErrorCode.none:
+        watch_member(ctx, sync.group_id, sync.member_id)
+    return response

@@ -85,14 +85,23 @@ def response_class(api_key: int, api_version: int) -> type[Any]:
     return _load(next(p for k, p in entry.items() if k.name == "response"))
 
 
-@cache
+_READERS: dict[type[Any], Callable[[Any, int], tuple[Any, int]]] = {}
+_WRITERS: dict[type[Any], Callable[[Any, Any], None]] = {}
+_PLANS: dict[type[Any], tuple[_FieldPlan, ...]] = {}
+
+
 def _body_reader(cls: type[Any]) -> Callable[[Any, int], tuple[Any, int]]:
-    return entity_reader(cls)  # type: ignore[no-any-return]
+    reader = _READERS.get(cls)
+    if reader is None:
+        reader = _READERS[cls] = entity_reader(cls)
+    return reader
 
 
-@cache
 def _writer(cls: type[Any]) -> Callable[[Any, Any], None]:
-    return entity_writer(cls)  # type: ignore[no-any-return]
+    writer = _WRITERS.get(cls)
+    if writer is None:
+        writer = _WRITERS[cls] = entity_writer(cls)
+    return writer
 
 
 def decode_request(frame: bytes | memoryview) -> tuple[RequestHeader, Any]:
@@ -198,8 +207,14 @@ class _FieldPlan:
     fallback: Any
 
 
-@cache
 def _plan(cls: type[Any]) -> tuple[_FieldPlan, ...]:
+    cached = _PLANS.get(cls)
+    if cached is None:
+        cached = _PLANS[cls] = _make_plan(cls)
+    return cached
+
+
+def _make_plan(cls: type[Any]) -> tuple[_FieldPlan, ...]:
     hints = typing.get_type_hints(cls)
     plans: list[_FieldPlan] = []
     for f in dataclasses.fields(cls):
@@ -213,10 +228,12 @@ def _plan(cls: type[Any]) -> tuple[_FieldPlan, ...]:
         else:
             convert = _KAFKA_TYPE_CONVERTERS.get(kafka_type, _identity)
         has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+        # Error codes and durations the schema gives no default get NONE and 0; a schema default
+        # (JoinGroup's rebalance_timeout of -1, CreateTopics' timeout of 60 s) is kept.
         fallback: Any = None
-        if kafka_type == "error_code":
+        if not has_default and kafka_type == "error_code":
             fallback, has_default = ErrorCode.none, True
-        elif kafka_type in ("timedelta_i32", "timedelta_i64"):
+        elif not has_default and kafka_type in ("timedelta_i32", "timedelta_i64"):
             fallback, has_default = datetime.timedelta(0), True
         plans.append(_FieldPlan(f.name, convert, not has_default, fallback))
     return tuple(plans)

@@ -15,7 +15,7 @@ import struct
 import structlog
 
 from kcoord.server.context import ConnectionInfo
-from kcoord.server.router import CloseConnection, Router
+from kcoord.server.router import CloseConnectionError, Router
 
 log = structlog.get_logger(__name__)
 
@@ -56,7 +56,7 @@ class Connection:
             if not self._closing:
                 reading.cancel()
                 raise
-        except CloseConnection as exc:
+        except CloseConnectionError as exc:
             self._log.warning("connection.closed_bad_request", reason=str(exc))
         except (ConnectionError, asyncio.IncompleteReadError) as exc:
             self._log.info("connection.lost", reason=type(exc).__name__)
@@ -83,18 +83,18 @@ class Connection:
                 head = await asyncio.wait_for(self._reader.readexactly(4), self._idle_timeout_s)
             except asyncio.IncompleteReadError as exc:
                 if exc.partial:
-                    raise CloseConnection(f"frame size cut off after {len(exc.partial)} bytes") from exc
+                    raise CloseConnectionError(f"frame size cut off after {len(exc.partial)} bytes") from exc
                 self._log.debug("connection.closed_by_peer")
                 return
             (size,) = _SIZE.unpack(head)
             if size < 0:
-                raise CloseConnection(f"negative frame size {size}")
+                raise CloseConnectionError(f"negative frame size {size}")
             if size > self._max_request_bytes:
-                raise CloseConnection(f"frame of {size} bytes exceeds socket.request.max.bytes")
+                raise CloseConnectionError(f"frame of {size} bytes exceeds socket.request.max.bytes")
             try:
                 frame = await self._reader.readexactly(size)
             except asyncio.IncompleteReadError as exc:
-                raise CloseConnection(f"frame cut off: {len(exc.partial)} of {size} bytes") from exc
+                raise CloseConnectionError(f"frame cut off: {len(exc.partial)} of {size} bytes") from exc
             task = asyncio.create_task(self._router.handle(frame, self.info))
             await self._responses.put(task)
 
@@ -105,7 +105,7 @@ class Connection:
                 return
             try:
                 frame = await task
-            except CloseConnection as exc:
+            except CloseConnectionError as exc:
                 self._log.warning("connection.closed_bad_request", reason=str(exc))
                 self._abort()
                 return

@@ -20,6 +20,7 @@ class ConnectionInfo:
     client_host: str
     client_port: int
     close_callbacks: list[Callable[[], None]] = field(default_factory=list)
+    watched_members: set[tuple[str, str]] = field(default_factory=set)
 
     def on_close(self, callback: Callable[[], None]) -> None:
         self.close_callbacks.append(callback)

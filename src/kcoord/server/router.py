@@ -30,8 +30,11 @@ log = structlog.get_logger(__name__)
 RequestObserver = Callable[[int, int, int, float], None]
 """``observe(api_key, api_version, error_code, seconds)`` after every answered request."""
 
+ExchangeObserver = Callable[[int, Any, Any], None]
+"""``observe(api_key, request, response_body)`` after every handled request (body None for acks=0)."""
 
-class CloseConnection(Exception):
+
+class CloseConnectionError(Exception):
     """The connection must be closed (after a log line); nothing is sent back."""
 
 
@@ -54,6 +57,7 @@ class Router:
         self._app = app
         self._registry = registry
         self.observers: list[RequestObserver] = []
+        self.exchange_observers: list[ExchangeObserver] = []
 
     async def handle(self, frame: bytes, connection: ConnectionInfo) -> bytes | None:
         """The response frame for ``frame``, None when the API sends none (acks=0)."""
@@ -61,22 +65,33 @@ class Router:
         try:
             api_key, api_version, correlation_id = peek_api(frame)
         except ValueError as exc:
-            raise CloseConnection(str(exc)) from exc
+            raise CloseConnectionError(str(exc)) from exc
         spec = self._registry.get(api_key)
         if spec is None:
-            raise CloseConnection(f"unknown api key {api_key}")
+            raise CloseConnectionError(f"unknown api key {api_key}")
         if not spec.min_version <= api_version <= spec.max_version:
             if api_key == ApiKey.API_VERSIONS:
                 self._observe(api_key, api_version, ErrorCode.unsupported_version, started)
+                log.info(
+                    "request.answered_with_errors",
+                    api=spec.name,
+                    version=api_version,
+                    correlation_id=correlation_id,
+                    peer=connection.client_host,
+                    errors=[ErrorCode.unsupported_version.name],
+                )
                 return encode_response(correlation_id, unsupported_api_versions_response(self._registry))
-            raise CloseConnection(f"{spec.name} v{api_version} is not served")
+            raise CloseConnectionError(f"{spec.name} v{api_version} is not served")
         try:
             header, request = decode_request(frame)
         except Exception as exc:  # kio raises several types for malformed bytes
-            raise CloseConnection(f"undecodable {spec.name} v{api_version}: {exc}") from exc
+            raise CloseConnectionError(f"undecodable {spec.name} v{api_version}: {exc}") from exc
         ctx = RequestContext(header=header, connection=connection, app=self._app)
         body, error = await self._call(spec, ctx, request)
+        for exchange_observer in self.exchange_observers:
+            exchange_observer(api_key, request, body)
         self._observe(api_key, api_version, error, started)
+        _log_rejections(spec.name, ctx, body)
         if body is None:
             return None
         try:
@@ -84,14 +99,14 @@ class Router:
             return encode_response(correlation_id, response)
         except Exception as exc:
             log.exception("response.encode_failed", api=spec.name, version=api_version)
-            raise CloseConnection(f"could not encode {spec.name} v{api_version} response") from exc
+            raise CloseConnectionError(f"could not encode {spec.name} v{api_version} response") from exc
 
     async def _call(self, spec: ApiSpec, ctx: RequestContext, request: Any) -> tuple[Any, int]:
         try:
             body = await spec.handler(ctx, request)
         except KafkaError as exc:
             return self._error_body(spec, ctx, request, exc.code), int(exc.code)
-        except CloseConnection:
+        except CloseConnectionError:
             raise
         except Exception:
             log.exception(
@@ -109,9 +124,11 @@ class Router:
     def _error_body(self, spec: ApiSpec, ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
         if spec.error_response is not None:
             return spec.error_response(request, code)
-        if any(f == "error_code" for f in getattr(response_class(spec.key, ctx.api_version), "__slots__", ())):
+        if any(
+            f == "error_code" for f in getattr(response_class(spec.key, ctx.api_version), "__slots__", ())
+        ):
             return {"error_code": code}
-        raise CloseConnection(f"{spec.name} failed with {code.name} and has no error form")
+        raise CloseConnectionError(f"{spec.name} failed with {code.name} and has no error form")
 
     def _observe(self, api_key: int, api_version: int, error: int, started: float) -> None:
         elapsed = time.perf_counter() - started
@@ -123,3 +140,56 @@ def _top_level_error(body: Any) -> int:
     if isinstance(body, dict):
         return int(body.get("error_code", 0))
     return int(getattr(body, "error_code", 0) or 0)
+
+
+_ROUTINE_ERRORS = frozenset(
+    {
+        ErrorCode.rebalance_in_progress,
+        ErrorCode.member_id_required,
+        ErrorCode.coordinator_load_in_progress,
+        ErrorCode.not_coordinator,
+        ErrorCode.unknown_member_id,
+        ErrorCode.illegal_generation,
+        ErrorCode.fenced_instance_id,
+        ErrorCode.group_id_not_found,
+    }
+)
+"""Errors that are part of the group protocol's normal flow: logged at debug, not info."""
+
+
+def _collect_errors(value: Any, found: set[ErrorCode], depth: int = 0) -> None:
+    """Every non-zero ``error_code`` in a response body (dicts, lists and core dataclasses)."""
+    if depth > 5 or value is None or isinstance(value, bytes | str | int | float):
+        return
+    if isinstance(value, dict):
+        code = value.get("error_code")
+        items: Any = value.values()
+    elif isinstance(value, list | tuple):
+        code, items = None, value
+    elif hasattr(value, "__dataclass_fields__"):
+        code = getattr(value, "error_code", None)
+        items = (getattr(value, name) for name in value.__dataclass_fields__)
+    else:
+        return
+    if code:
+        found.add(ErrorCode(int(code)))
+    for item in items:
+        _collect_errors(item, found, depth + 1)
+
+
+def _log_rejections(api: str, ctx: RequestContext, body: Any) -> None:
+    """One log line per request answered with an error, naming the errors (bad input is logged)."""
+    found: set[ErrorCode] = set()
+    _collect_errors(body, found)
+    if not found:
+        return
+    emit = log.debug if found <= _ROUTINE_ERRORS else log.info
+    emit(
+        "request.answered_with_errors",
+        api=api,
+        version=ctx.api_version,
+        correlation_id=ctx.header.correlation_id,
+        client_id=ctx.client_id,
+        peer=ctx.client_host,
+        errors=sorted(code.name for code in found),
+    )

@@ -1,11 +1,22 @@
 """Partition logs behind one narrow interface, opened by URL (``file:///path``, ``memory://``)."""
 
-from kcoord.storage.api import AppendListener, AppendResult, LogConfig, LogStore, PartitionLog, SystemClock
+from kcoord.storage.api import (
+    AppendListener,
+    AppendResult,
+    CleanupPolicy,
+    CompactionResult,
+    LogConfig,
+    LogStore,
+    PartitionLog,
+    SystemClock,
+)
 from kcoord.storage.store import open_store
 
 __all__ = [
     "AppendListener",
     "AppendResult",
+    "CleanupPolicy",
+    "CompactionResult",
     "LogConfig",
     "LogStore",
     "PartitionLog",

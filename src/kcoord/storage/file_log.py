@@ -4,7 +4,8 @@ Appends assign offsets and positions on the event loop (in call order) and queue
 One drain task per log hands everything queued to an executor thread, which writes it with
 ``writev`` (one call per segment) and, under flush policy "always", fsyncs once for the whole
 group; then, back on the loop, the batches become visible in order and their appends return.
-Reads ``pread`` the page cache directly on the loop.
+Reads ``pread`` the page cache directly on the loop. Compaction's file work is in
+:mod:`kcoord.storage.file_compaction`.
 """
 
 from __future__ import annotations
@@ -22,9 +23,17 @@ import structlog
 
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.storage.api import LogConfig
+from kcoord.storage.compaction import SegmentReader, Swap
+from kcoord.storage.file_compaction import (
+    FileSwap,
+    discard_cleaned_files,
+    install_cleaned_files,
+    read_segment_file,
+    stage_cleaned_files,
+)
 from kcoord.storage.file_segment import FileSegmentData, fsync_directory
 from kcoord.storage.log import SegmentedLog
-from kcoord.storage.segment import Placement, Segment, scan_segment
+from kcoord.storage.segment import Placement, Segment, SegmentData, scan_segment
 from kcoord.timer.api import Clock
 
 __all__ = ["FileLog"]
@@ -200,6 +209,24 @@ class FileLog(SegmentedLog):
             await self._run(_sync_all, self._segments)
         await self._run(_close_all, self._segments)
 
+    # Compaction: staging and discarding run in the cleaner's thread, the rest on the writer pool.
+
+    def _segment_reader(self, segment: Segment) -> SegmentReader:
+        path, size = _file_data(segment).log_path, segment.size
+        return lambda: read_segment_file(path, size)
+
+    def _stage_cleaned(self, old: Segment, data: bytes, rebuilt: Segment) -> SegmentData:
+        return stage_cleaned_files(_file_data(old), data, rebuilt)
+
+    def _discard_cleaned(self, swaps: list[Swap]) -> None:
+        discard_cleaned_files(_file_swaps(swaps))
+
+    async def _install_cleaned(self, swaps: list[Swap]) -> None:
+        await self._run(install_cleaned_files, _file_swaps(swaps))
+
+    async def _close_replaced(self, segments: list[Segment]) -> None:
+        await self._run(_close_all, segments)
+
     async def delete_files(self) -> None:
         """Close the log and remove its directory."""
         await self.close()
@@ -211,6 +238,10 @@ def _file_data(segment: Segment) -> FileSegmentData:
     if not isinstance(data, FileSegmentData):
         raise TypeError("file log holds a foreign segment")
     return data
+
+
+def _file_swaps(swaps: list[Swap]) -> list[FileSwap]:
+    return [(_file_data(old), None if new is None else _file_data(new)) for old, new in swaps]
 
 
 def _execute(ops: list[_Op], fsync: bool) -> None:

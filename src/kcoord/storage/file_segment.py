@@ -10,6 +10,10 @@ offset padded to 20 digits:
 Index files are written as batches are, but only fsynced when a segment is sealed (rolled) or
 the log is closed; the active segment's indexes are always rebuilt from its batches at open,
 and a sealed segment whose index files do not look sane is rebuilt the same way.
+
+Compaction stages a segment's cleaned copy as ``.cleaned`` files and commits it by renaming them
+to ``.swap`` and then over the originals (:mod:`kcoord.storage.file_compaction`); opening a
+directory first finishes a committed swap a crash cut short and discards uncommitted copies.
 """
 
 from __future__ import annotations
@@ -23,7 +27,14 @@ import structlog
 
 from kcoord.storage.segment import Placement, Segment, scan_segment
 
-__all__ = ["FileSegmentData", "load_segments", "segment_paths"]
+__all__ = [
+    "CLEANED_SUFFIX",
+    "SWAP_SUFFIX",
+    "FileSegmentData",
+    "index_file_bytes",
+    "load_segments",
+    "segment_paths",
+]
 
 logger = structlog.get_logger(__name__)
 
@@ -31,6 +42,8 @@ _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
 _IOV_MAX = 1024
 _LOG_SUFFIX = ".log"
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
 
 
 def segment_paths(directory: Path, base_offset: int) -> tuple[Path, Path, Path]:
@@ -119,21 +132,27 @@ class FileSegmentData:
 
     def rewrite_indexes(self, segment: Segment) -> None:
         """Replace both index files with ``segment``'s in-memory entries."""
-        base = segment.base_offset
-        offsets = b"".join(
-            _OFFSET_ENTRY.pack(o - base, p)
-            for o, p in zip(segment.index_offsets, segment.index_positions, strict=True)
-        )
-        times = b"".join(
-            _TIME_ENTRY.pack(t, o - base)
-            for t, o in zip(segment.time_timestamps, segment.time_offsets, strict=True)
-        )
+        offsets, times = index_file_bytes(segment)
         reopen = self.index_fd >= 0
         self.close_indexes()
         self.index_path.write_bytes(offsets)
         self.time_index_path.write_bytes(times)
         if reopen:
             self.open_indexes()
+
+
+def index_file_bytes(segment: Segment) -> tuple[bytes, bytes]:
+    """The contents of ``segment``'s ``.index`` and ``.timeindex`` files, from its in-memory entries."""
+    base = segment.base_offset
+    offsets = b"".join(
+        _OFFSET_ENTRY.pack(o - base, p)
+        for o, p in zip(segment.index_offsets, segment.index_positions, strict=True)
+    )
+    times = b"".join(
+        _TIME_ENTRY.pack(t, o - base)
+        for t, o in zip(segment.time_timestamps, segment.time_offsets, strict=True)
+    )
+    return offsets, times
 
 
 def _write_fully(fd: int, chunks: list[bytes]) -> None:
@@ -161,6 +180,7 @@ def load_segments(
     a torn or corrupt tail is cut off; a sealed segment is loaded from its index files, or
     rescanned when they look damaged. An empty directory gets a first segment at offset 0.
     """
+    _finish_interrupted_swaps(directory)
     bases = sorted(
         int(p.name[: -len(_LOG_SUFFIX)])
         for p in directory.glob(f"*{_LOG_SUFFIX}")
@@ -185,6 +205,33 @@ def load_segments(
             )
         segments.append(segment)
     return segments
+
+
+def _finish_interrupted_swaps(directory: Path) -> None:
+    """Complete or discard a compaction swap that a crash cut short.
+
+    ``*.cleaned`` files were never committed: deleted. A ``<base>.log.swap`` was committed: its
+    index swaps (renamed before it) and then itself replace the segment's files. Index swaps left
+    without a log swap belong to an uncommitted copy: deleted.
+    """
+    changed = False
+    for path in directory.glob(f"*{CLEANED_SUFFIX}"):
+        path.unlink()
+        changed = True
+    for log_swap in sorted(directory.glob(f"*{_LOG_SUFFIX}{SWAP_SUFFIX}")):
+        stem = log_swap.name[: -len(_LOG_SUFFIX + SWAP_SUFFIX)]
+        for suffix in (".index", ".timeindex"):
+            index_swap = directory / f"{stem}{suffix}{SWAP_SUFFIX}"
+            if index_swap.exists():
+                os.replace(index_swap, directory / f"{stem}{suffix}")
+        os.replace(log_swap, directory / f"{stem}{_LOG_SUFFIX}")
+        logger.warning("log.compaction_swap_completed", file=str(directory / f"{stem}{_LOG_SUFFIX}"))
+        changed = True
+    for path in directory.glob(f"*{SWAP_SUFFIX}"):
+        path.unlink()
+        changed = True
+    if changed:
+        fsync_directory(directory)
 
 
 def _load_sealed(

@@ -41,6 +41,7 @@ class FileLogStore:
         clock: Clock | None = None,
         *,
         retention_check_interval_ms: int = 300000,
+        log_cleaner_backoff_ms: int = 15000,
         io_threads: int = 2,
     ) -> None:
         self.root = root
@@ -49,6 +50,7 @@ class FileLogStore:
         self._executor = ThreadPoolExecutor(max_workers=io_threads, thread_name_prefix="kcoord-log")
         self._logs: dict[tuple[str, int], FileLog] = {}
         self._retention = RetentionLoop(self.enforce_retention, retention_check_interval_ms)
+        self._cleaner = RetentionLoop(self.compact_logs, log_cleaner_backoff_ms, name="cleaner")
 
     async def open(self) -> None:
         loop = asyncio.get_running_loop()
@@ -70,6 +72,7 @@ class FileLogStore:
             self._logs[(topic, partition)] = log
         logger.info("log_store.opened", root=str(self.root), partitions=len(self._logs), clean_shutdown=clean)
         self._retention.start()
+        self._cleaner.start()
 
     def _prepare_root(self) -> bool:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -135,8 +138,17 @@ class FileLogStore:
             deleted += await log.enforce_retention(now)
         return deleted
 
+    async def compact_logs(self) -> int:
+        compacted = 0
+        for log in list(self._logs.values()):
+            now = self._clock.now_ms()
+            if log.compaction_due(now) and await log.compact(now) is not None:
+                compacted += 1
+        return compacted
+
     async def close(self) -> None:
         await self._retention.stop()
+        await self._cleaner.stop()
         for log in self._logs.values():
             await log.close()
         loop = asyncio.get_running_loop()

@@ -1,24 +1,36 @@
-"""The engine-neutral part of a partition log: offsets, rolling, reads, retention, truncation.
+"""The engine-neutral part of a partition log: offsets, rolling, reads, retention, truncation,
+compaction.
 
 Engines subclass :class:`SegmentedLog` and supply the I/O: how planned batches are written
 (:meth:`~SegmentedLog._write`), how a roll is recorded, and the structural changes (segment
-deletion, truncation, creation) that run while appends are held back by the log's gate.
+deletion, truncation, creation, swapping in compacted copies) that run while appends are held
+back by the log's gate.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from abc import ABC, abstractmethod
 from bisect import bisect_right
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import asdict
 
 import structlog
 
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.protocol.record_batch import HEADER_SIZE, parse_header, prepare_for_append
-from kcoord.storage.api import AppendListener, AppendResult, LogConfig
-from kcoord.storage.segment import MAX_RELATIVE_OFFSET, Placement, Segment
+from kcoord.storage.api import AppendListener, AppendResult, CompactionResult, LogConfig
+from kcoord.storage.compaction import (
+    CleanedLog,
+    CompactionPlan,
+    SegmentReader,
+    Swap,
+    clean_segments,
+    plan_compaction,
+)
+from kcoord.storage.segment import MAX_RELATIVE_OFFSET, Placement, Segment, SegmentData
 from kcoord.timer.api import Clock
 
 __all__ = ["SegmentedLog"]
@@ -51,6 +63,12 @@ class SegmentedLog(ABC):
         self._listeners: list[AppendListener] = []
         self._closed = False
         self._failure: BaseException | None = None
+        self._compacting = False
+        self._swapping: asyncio.Future[None] | None = None
+        """A compaction's swap under way; it finishes even when the pass is cancelled, and close waits."""
+        self._first_dirty_segment: Segment | None = None
+        """The first segment the last compaction did not cover; None: all of the log is dirty."""
+        self._next_delete_horizon_ms: int | None = None
 
     # Read-only state.
 
@@ -168,12 +186,18 @@ class SegmentedLog(ABC):
             )
         if offset == self._end_offset:
             return b""
-        segment = self._segment_holding(offset)
-        return segment.read_batches(segment.position_of(offset), max_bytes)
+        for segment in self._segments[self._index_holding(offset) :]:
+            position = segment.position_of(offset)
+            if position < segment.size:
+                return segment.read_batches(position, max_bytes)
+        return b""
+
+    def _index_holding(self, offset: int) -> int:
+        """Index of the segment whose range holds ``offset`` (a compacted one may not hold the batch)."""
+        return max(bisect_right(self._segments, offset, key=lambda segment: segment.base_offset) - 1, 0)
 
     def _segment_holding(self, offset: int) -> Segment:
-        i = bisect_right(self._segments, offset, key=lambda segment: segment.base_offset) - 1
-        return self._segments[max(i, 0)]
+        return self._segments[self._index_holding(offset)]
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         for segment in self._segments:
@@ -219,9 +243,11 @@ class SegmentedLog(ABC):
                 holder = self._segment_holding(offset)
                 index = self._segments.index(holder)
                 cut = holder.position_of(offset)
-                self._next_offset = self._end_offset = parse_header(
-                    holder.data.read_at(cut, HEADER_SIZE)
-                ).base_offset
+                next_batch = holder.data.read_at(cut, HEADER_SIZE) if cut < holder.size else b""
+                # Past a compaction gap the next batch may start after ``offset``.
+                self._next_offset = self._end_offset = (
+                    min(parse_header(next_batch).base_offset, offset) if next_batch else offset
+                )
                 holder.size = cut
                 doomed = self._segments[index + 1 :]
                 del self._segments[index + 1 :]
@@ -257,6 +283,8 @@ class SegmentedLog(ABC):
     def _retention_victims(self, now_ms: int) -> int:
         """How many leading segments retention deletes; all of them only when the active one expired."""
         config = self._config
+        if not config.deletes:
+            return 0
         by_time = 0
         if config.retention_ms >= 0:
             for segment in self._segments:
@@ -273,9 +301,95 @@ class SegmentedLog(ABC):
                 by_size += 1
         return max(by_time, by_size)
 
+    # Compaction (see kcoord.storage.compaction).
+
+    def compaction_due(self, now_ms: int) -> bool:
+        """Whether the background cleaner should compact now: dirty enough, or a tombstone's time is up."""
+        if not self._config.compacts or self._closed or self._failure is not None or self._compacting:
+            return False
+        plan = self._compaction_plan(now_ms)
+        if plan is None:
+            return False
+        horizon = self._next_delete_horizon_ms
+        dirty = plan.first_dirty < len(plan.segments)
+        return (dirty and plan.dirty_ratio > self._config.min_cleanable_dirty_ratio) or (
+            horizon is not None and now_ms >= horizon
+        )
+
+    def _compaction_plan(self, now_ms: int) -> CompactionPlan | None:
+        return plan_compaction(
+            self._segments, self._first_dirty_segment, now_ms, self._config.min_compaction_lag_ms
+        )
+
+    async def compact(self, now_ms: int) -> CompactionResult | None:
+        self._ensure_usable()
+        plan = None if self._compacting else self._compaction_plan(now_ms)
+        if plan is None:
+            return None
+        self._compacting = True
+        try:
+            return await self._compact(plan, now_ms)
+        finally:
+            self._compacting = False
+
+    async def _compact(self, plan: CompactionPlan, now_ms: int) -> CompactionResult | None:
+        """Map and rewrite in a thread while appends go on; swap with appends held back."""
+        started = time.perf_counter()
+        config = self._config
+        readers = [self._segment_reader(segment) for segment in plan.segments]
+        cleaned = await asyncio.to_thread(
+            clean_segments,
+            plan,
+            readers,
+            now_ms=now_ms,
+            delete_retention_ms=config.delete_retention_ms,
+            index_interval_bytes=config.index_interval_bytes,
+            stage=self._stage_cleaned,
+            discard=self._discard_cleaned,
+        )
+        async with self._exclusive():
+            count = len(plan.segments)
+            in_place = (
+                len(self._segments) > count
+                and self._segments[:count] == plan.segments
+                and self._segments[count] is plan.end
+            )
+            if self._closed or self._failure is not None or not in_place:
+                await asyncio.to_thread(self._discard_cleaned, cleaned.swaps)
+                return None
+            swap = self._swapping = asyncio.ensure_future(self._swap_in(cleaned, plan))
+            swap.add_done_callback(self._swap_finished)
+            await asyncio.shield(swap)
+        result = CompactionResult(
+            segments=len(plan.segments),
+            records_before=cleaned.records_before,
+            records_after=cleaned.records_after,
+            bytes_before=cleaned.bytes_before,
+            bytes_after=cleaned.bytes_after,
+            duration_ms=round((time.perf_counter() - started) * 1000, 3),
+        )
+        logger.info("log.compacted", topic=self._topic, partition=self._partition, **asdict(result))
+        return result
+
+    def _swap_finished(self, swap: asyncio.Future[None]) -> None:
+        if self._swapping is swap:
+            self._swapping = None
+        if not swap.cancelled() and swap.exception() is not None:
+            logger.error("log.compaction_swap_failed", topic=self._topic, partition=self._partition)
+
+    async def _swap_in(self, cleaned: CleanedLog, plan: CompactionPlan) -> None:
+        await self._install_cleaned(cleaned.swaps)
+        survivors = [new for _, new in cleaned.swaps if new is not None]
+        self._segments[: len(plan.segments)] = survivors
+        self._first_dirty_segment = plan.end
+        self._next_delete_horizon_ms = cleaned.next_delete_horizon_ms
+        await self._close_replaced(plan.segments)
+
     async def close(self) -> None:
         if self._closed:
             return
+        if self._swapping is not None:
+            await asyncio.wait([self._swapping])
         async with self._exclusive():
             self._closed = True
             await self._close_files()
@@ -311,6 +425,29 @@ class SegmentedLog(ABC):
 
     @abstractmethod
     async def _close_files(self) -> None: ...
+
+    @abstractmethod
+    def _segment_reader(self, segment: Segment) -> SegmentReader:
+        """A function that returns ``segment``'s visible bytes when called in a worker thread."""
+
+    @abstractmethod
+    def _stage_cleaned(self, old: Segment, data: bytes, rebuilt: Segment) -> SegmentData:
+        """Store ``old``'s cleaned copy beside it, not replacing it yet (blocking, in a thread)."""
+
+    @abstractmethod
+    def _discard_cleaned(self, swaps: list[Swap]) -> None:
+        """Remove staged copies that will not be swapped in (blocking)."""
+
+    @abstractmethod
+    async def _install_cleaned(self, swaps: list[Swap]) -> None:
+        """Replace each old segment by its staged copy, or delete it for None, atomically per segment.
+
+        Reads of the old segments must keep working until :meth:`_close_replaced`.
+        """
+
+    @abstractmethod
+    async def _close_replaced(self, segments: list[Segment]) -> None:
+        """Release what the segments swapped out still hold (they are no longer in the log)."""
 
     @abstractmethod
     async def flush(self) -> None:

@@ -7,9 +7,10 @@ engine, so unit tests of other modules see the same offsets and the same retenti
 from __future__ import annotations
 
 from kcoord.storage.api import LogConfig, PartitionLog, SystemClock
+from kcoord.storage.compaction import SegmentReader, Swap
 from kcoord.storage.log import SegmentedLog
 from kcoord.storage.retention import RetentionLoop
-from kcoord.storage.segment import Placement, Segment, scan_segment
+from kcoord.storage.segment import Placement, Segment, SegmentData, scan_segment
 from kcoord.timer.api import Clock
 
 __all__ = ["MemoryLog", "MemoryLogStore"]
@@ -18,8 +19,8 @@ __all__ = ["MemoryLog", "MemoryLogStore"]
 class MemorySegmentData:
     """A segment's bytes in a growable buffer."""
 
-    def __init__(self) -> None:
-        self.buffer = bytearray()
+    def __init__(self, data: bytes = b"") -> None:
+        self.buffer = bytearray(data)
 
     def read_at(self, position: int, size: int) -> bytes:
         return bytes(memoryview(self.buffer)[position : position + size])
@@ -74,6 +75,22 @@ class MemoryLog(SegmentedLog):
     async def flush(self) -> None:
         return None
 
+    def _segment_reader(self, segment: Segment) -> SegmentReader:
+        snapshot = bytes(_buffer_of(segment)[: segment.size])
+        return lambda: snapshot
+
+    def _stage_cleaned(self, old: Segment, data: bytes, rebuilt: Segment) -> SegmentData:
+        return MemorySegmentData(data)
+
+    def _discard_cleaned(self, swaps: list[Swap]) -> None:
+        return None
+
+    async def _install_cleaned(self, swaps: list[Swap]) -> None:
+        return None
+
+    async def _close_replaced(self, segments: list[Segment]) -> None:
+        return None
+
 
 def _buffer_of(segment: Segment) -> bytearray:
     data = segment.data
@@ -91,14 +108,17 @@ class MemoryLogStore:
         clock: Clock | None = None,
         *,
         retention_check_interval_ms: int = 300000,
+        log_cleaner_backoff_ms: int = 15000,
     ) -> None:
         self._default_config = default_config or LogConfig()
         self._clock: Clock = clock or SystemClock()
         self._logs: dict[tuple[str, int], MemoryLog] = {}
         self._retention = RetentionLoop(self.enforce_retention, retention_check_interval_ms)
+        self._cleaner = RetentionLoop(self.compact_logs, log_cleaner_backoff_ms, name="cleaner")
 
     async def open(self) -> None:
         self._retention.start()
+        self._cleaner.start()
 
     def partitions(self) -> list[tuple[str, int]]:
         return sorted(self._logs)
@@ -124,7 +144,16 @@ class MemoryLogStore:
         now = self._clock.now_ms()
         return sum([await log.enforce_retention(now) for log in list(self._logs.values())])
 
+    async def compact_logs(self) -> int:
+        compacted = 0
+        for log in list(self._logs.values()):
+            now = self._clock.now_ms()
+            if log.compaction_due(now) and await log.compact(now) is not None:
+                compacted += 1
+        return compacted
+
     async def close(self) -> None:
         await self._retention.stop()
+        await self._cleaner.stop()
         for log in self._logs.values():
             await log.close()

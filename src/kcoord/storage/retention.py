@@ -1,4 +1,7 @@
-"""The background task that applies retention every ``log.retention.check.interval.ms``."""
+"""The background task that applies retention every ``log.retention.check.interval.ms``.
+
+The log cleaner runs on the same loop, named "cleaner", every ``log.cleaner.backoff.ms``.
+"""
 
 from __future__ import annotations
 
@@ -16,14 +19,17 @@ logger = structlog.get_logger(__name__)
 class RetentionLoop:
     """Calls ``enforce`` every ``interval_ms`` until stopped; a failing pass is logged, not fatal."""
 
-    def __init__(self, enforce: Callable[[], Awaitable[int]], interval_ms: int) -> None:
+    def __init__(
+        self, enforce: Callable[[], Awaitable[int]], interval_ms: int, *, name: str = "retention"
+    ) -> None:
         self._enforce = enforce
         self._interval_ms = interval_ms
+        self._name = name
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
         if self._task is None and self._interval_ms > 0:
-            self._task = asyncio.get_running_loop().create_task(self._run(), name="kcoord-log-retention")
+            self._task = asyncio.get_running_loop().create_task(self._run(), name=f"kcoord-log-{self._name}")
 
     async def stop(self) -> None:
         task, self._task = self._task, None
@@ -38,4 +44,4 @@ class RetentionLoop:
             try:
                 await self._enforce()
             except Exception:
-                logger.exception("log.retention_failed")
+                logger.exception(f"log.{self._name}_failed")

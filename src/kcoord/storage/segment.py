@@ -212,8 +212,9 @@ def scan_segment(
 ) -> Segment:
     """Rebuild a segment's state by reading its batches up to ``end`` bytes.
 
-    Stops at the first torn, corrupt (with ``verify_crc``) or out-of-sequence batch; the
-    returned segment's ``size`` is where the valid data ends.
+    Stops at the first torn, corrupt (with ``verify_crc``) or out-of-sequence batch (one whose
+    offsets go backwards; gaps are fine, compaction leaves them); the returned segment's ``size``
+    is where the valid data ends.
     """
     segment = Segment(base_offset, data, index_interval_bytes, created_ms)
     position = 0
@@ -223,7 +224,7 @@ def scan_segment(
         chunk = data.read_at(position, min(wanted, end - position))
         consumed = 0
         for at, header in iter_batches(chunk, verify_crc=verify_crc):
-            if header.base_offset != segment.next_offset:
+            if header.base_offset < segment.next_offset:
                 return segment
             segment.apply(
                 segment.plan(header.base_offset, header.next_offset, header.max_timestamp, header.size)

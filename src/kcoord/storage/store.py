@@ -19,11 +19,20 @@ def open_store(
     *,
     clock: Clock | None = None,
     retention_check_interval_ms: int = 300000,
+    log_cleaner_backoff_ms: int = 15000,
 ) -> LogStore:
-    """The store ``url`` names, not yet opened: ``await store.open()`` loads and recovers it."""
+    """The store ``url`` names, not yet opened: ``await store.open()`` loads and recovers it.
+
+    ``log_cleaner_backoff_ms`` is how often the cleaner looks for logs to compact (0: never).
+    """
     parts = urlsplit(url)
     if parts.scheme == "memory":
-        return MemoryLogStore(default_config, clock, retention_check_interval_ms=retention_check_interval_ms)
+        return MemoryLogStore(
+            default_config,
+            clock,
+            retention_check_interval_ms=retention_check_interval_ms,
+            log_cleaner_backoff_ms=log_cleaner_backoff_ms,
+        )
     if parts.scheme == "file":
         if parts.netloc not in ("", "localhost"):
             raise ValueError(f"file URL must name a local path: {url!r}")
@@ -31,6 +40,10 @@ def open_store(
         if not path:
             raise ValueError(f"file URL has no path: {url!r}")
         return FileLogStore(
-            Path(path), default_config, clock, retention_check_interval_ms=retention_check_interval_ms
+            Path(path),
+            default_config,
+            clock,
+            retention_check_interval_ms=retention_check_interval_ms,
+            log_cleaner_backoff_ms=log_cleaner_backoff_ms,
         )
     raise ValueError(f"no log engine for {url!r} (use file:///path or memory://)")

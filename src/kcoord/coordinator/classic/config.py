@@ -13,3 +13,9 @@ class ClassicGroupConfig:
     max_size: int = 2_147_483_647
     # KAFKA-7610: a new member's parked JoinGroup is dropped after this long (hard-coded in Kafka).
     new_member_join_timeout_ms: int = 300_000
+    # kcoord's fast failover: a dynamic member whose connection closed without a LeaveGroup keeps
+    # its place only for a grace period of about two observed heartbeat intervals (never below the
+    # floor, never past its session timeout).
+    fast_failover: bool = True
+    failover_grace_floor_ms: int = 1_000
+    failover_default_heartbeat_ms: int = 3_000

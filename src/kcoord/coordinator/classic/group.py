@@ -48,6 +48,13 @@ class ClassicGroupMember:
     is_new: bool = False
     join_waiter: Waiter | None = None
     sync_waiter: Waiter | None = None
+    # Liveness hints (kcoord's fast failover): the connection that last carried this member's
+    # requests, when it last heartbeat, the interval observed between heartbeats, and when that
+    # connection closed without a LeaveGroup (None while connected).
+    connection_id: int | None = None
+    last_heartbeat_ms: int | None = None
+    heartbeat_interval_ms: int | None = None
+    disconnected_ms: int | None = None
 
     @property
     def is_static(self) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from kcoord.coordinator.classic.state import ClassicGroupState
 
@@ -48,8 +48,38 @@ class ClassicGroupObserver(Protocol):
     def on_rebalance_finished(self, group_id: str, rebalance: RebalanceRecord) -> None: ...
 
 
+@runtime_checkable
+class RebalanceEventObserver(Protocol):
+    """Finer rebalance events for flag logs; an observer may implement these too (all optional).
+
+    Kept apart from :class:`ClassicGroupObserver` so an observer of transitions alone still fits.
+    """
+
+    def on_rebalance_started(self, group_id: str, rebalance: RebalanceRecord) -> None: ...
+
+    def on_join_completed(self, group_id: str, rebalance: RebalanceRecord) -> None: ...
+
+    def on_assignment_received(self, group_id: str, leader_id: str, generation_id: int, now_ms: int) -> None:
+        """The leader's SyncGroup brought the assignment of ``generation_id``."""
+
+    def on_member_removed(self, group_id: str, member_id: str, cause: str, reason: str, now_ms: int) -> None:
+        """``cause``: ``session_expired``, ``left``, ``not_rejoined`` or ``not_synced``."""
+
+
 class NullObserver:
     """The default observer: ignores everything."""
+
+    def on_rebalance_started(self, group_id: str, rebalance: RebalanceRecord) -> None:
+        return None
+
+    def on_join_completed(self, group_id: str, rebalance: RebalanceRecord) -> None:
+        return None
+
+    def on_assignment_received(self, group_id: str, leader_id: str, generation_id: int, now_ms: int) -> None:
+        return None
+
+    def on_member_removed(self, group_id: str, member_id: str, cause: str, reason: str, now_ms: int) -> None:
+        return None
 
     def on_state_change(
         self, group_id: str, old: ClassicGroupState, new: ClassicGroupState, now_ms: int
@@ -58,6 +88,11 @@ class NullObserver:
 
     def on_rebalance_finished(self, group_id: str, rebalance: RebalanceRecord) -> None:
         return None
+
+
+def rebalance_events(observer: ClassicGroupObserver) -> RebalanceEventObserver:
+    """``observer`` itself when it takes the finer events, else an observer that ignores them."""
+    return observer if isinstance(observer, RebalanceEventObserver) else NullObserver()
 
 
 def new_history() -> deque[RebalanceRecord]:

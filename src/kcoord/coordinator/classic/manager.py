@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
-from kcoord.coordinator.classic import admin, timer_keys
+from kcoord.coordinator.classic import admin, liveness, timer_keys
 from kcoord.coordinator.classic.config import ClassicGroupConfig
 from kcoord.coordinator.classic.group import ClassicGroup, ClassicGroupMember
 from kcoord.coordinator.classic.history import ClassicGroupObserver, NullObserver, RebalanceRecord
@@ -33,7 +33,7 @@ from kcoord.coordinator.classic.messages import (
     ListedGroup,
     SyncGroupRequest,
 )
-from kcoord.coordinator.classic.rebalance import EMPTY, PREPARING, STABLE, Rebalancer, Step
+from kcoord.coordinator.classic.rebalance import COMPLETING, DEAD, EMPTY, PREPARING, STABLE, Rebalancer, Step
 from kcoord.coordinator.classic.state import ClassicGroupState
 from kcoord.coordinator.records import CoordinatorRecord, GroupMetadataKey, GroupMetadataValue
 from kcoord.coordinator.result import CoordinatorResult
@@ -103,6 +103,49 @@ class ClassicGroupManager:
             self._rebalancer.on_sync_deadline(group, step)
         elif target.member_id is not None:
             self._rebalancer.on_session_deadline(group, target.member_id, step)
+        return step.out
+
+    # -- liveness hints and topic changes (kcoord additions) -----------------------------------
+
+    def note_member_connection(
+        self, group_id: str, member_id: str, connection_id: int, now_ms: int, *, heartbeat: bool
+    ) -> bool:
+        """A request of this member arrived on ``connection_id``; True if the member is known."""
+        group = self._groups.get(group_id)
+        member = group.members.get(member_id) if group is not None else None
+        if member is None:
+            return False
+        liveness.observe_activity(member, connection_id, now_ms, heartbeat=heartbeat)
+        return True
+
+    def member_disconnected(
+        self, group_id: str, member_id: str, connection_id: int, now_ms: int
+    ) -> CoordinatorResult:
+        """The connection that carried the member closed without a LeaveGroup: shorten its session."""
+        step = self._step(now_ms)
+        group = self._groups.get(group_id)
+        member = group.members.get(member_id) if group is not None else None
+        if group is None or member is None or group.is_in(DEAD):
+            return step.out
+        if not liveness.should_shorten(member, connection_id, self.config):
+            return step.out
+        deadline = now_ms + liveness.disconnect_grace_ms(member, self.config)
+        key = timer_keys.session_key(group_id, member_id)
+        current = self.timer.deadline(key)
+        member.disconnected_ms = now_ms
+        if current is None or deadline < current:
+            self.timer.schedule(key, deadline)
+        return step.out
+
+    def on_partitions_added(self, topic: str, now_ms: int) -> CoordinatorResult:
+        """A topic grew: rebalance every consumer group subscribed to it now, rather than waiting
+        for a client's metadata refresh (metadata.max.age.ms, five minutes by default)."""
+        step = self._step(now_ms)
+        for group in list(self._groups.values()):
+            if group.is_in(STABLE, COMPLETING) and group.is_subscribed_to_topic(topic):
+                self._rebalancer.prepare_rebalance(
+                    group, "partitions_added", f"partitions added to topic {topic}", step
+                )
         return step.out
 
     # -- admin -------------------------------------------------------------------------------
@@ -219,6 +262,11 @@ class ClassicGroupManager:
 
     def group_ids(self) -> list[str]:
         return list(self._groups)
+
+    def generation_id(self, group_id: str) -> int | None:
+        """The group's current generation (for the observability endpoints); None when unknown."""
+        group = self._groups.get(group_id)
+        return None if group is None else group.generation_id
 
     # -- loading and unloading ---------------------------------------------------------------
 

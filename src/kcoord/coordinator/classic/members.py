@@ -152,6 +152,13 @@ class MemberRequests:
             results.append(LeftMember(leaving.member_id, leaving.group_instance_id, code))
             if code is ErrorCode.none:
                 left.append(leaving.member_id or str(leaving.group_instance_id))
+                self.rebalancer.events.on_member_removed(
+                    group.group_id,
+                    leaving.member_id or str(leaving.group_instance_id),
+                    "left",
+                    leaving.reason or "not provided",
+                    step.now_ms,
+                )
                 reasons.append(
                     f"{leaving.member_id or leaving.group_instance_id}: {leaving.reason or 'not provided'}"
                 )

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from kcoord.coordinator.classic import timer_keys
 from kcoord.coordinator.classic.config import ClassicGroupConfig
 from kcoord.coordinator.classic.group import ClassicGroup, ClassicGroupMember, InitialDelay
-from kcoord.coordinator.classic.history import ClassicGroupObserver, RebalanceRecord
+from kcoord.coordinator.classic.history import ClassicGroupObserver, RebalanceRecord, rebalance_events
 from kcoord.coordinator.classic.messages import JoinGroupResponse, SyncGroupResponse
 from kcoord.coordinator.classic.state import ClassicGroupState
 from kcoord.coordinator.records import CoordinatorRecord, GroupMetadataKey
@@ -50,6 +50,7 @@ class Rebalancer:
         self.timer = timer
         self.config = config
         self.observer = observer
+        self.events = rebalance_events(observer)
 
     # -- small helpers -----------------------------------------------------------------------
 
@@ -146,6 +147,7 @@ class Rebalancer:
             group.new_member_added = False
             self.timer.schedule(timer_keys.join_key(group.group_id), step.now_ms + delay)
         self.transition(group, PREPARING, step)
+        self.events.on_rebalance_started(group.group_id, group.history[-1])
         if not initial:
             self.maybe_complete_join_else_schedule(group, step)
 
@@ -186,6 +188,9 @@ class Rebalancer:
             self.remove_member(group, member, step)
             if record is not None:
                 record.removed_not_rejoined.append(member.member_id)
+            self.events.on_member_removed(
+                group.group_id, member.member_id, "not_rejoined", "did not rejoin in time", step.now_ms
+            )
         if group.is_in(DEAD):
             return
         if not group.elect_joined_leader() and group.members:
@@ -205,6 +210,7 @@ class Rebalancer:
             if record is not None:
                 record.join_completed_ms = step.now_ms
                 record.generation_after = group.generation_id
+                self.events.on_join_completed(group.group_id, record)
             self._finish_record(group, "empty", step)
             return
 
@@ -215,6 +221,7 @@ class Rebalancer:
             record.join_completed_ms = step.now_ms
             record.generation_after = group.generation_id
             record.members_after = tuple(group.members)
+            self.events.on_join_completed(group.group_id, record)
         for member in list(group.members.values()):
             self.answer_join(
                 group,
@@ -252,6 +259,9 @@ class Rebalancer:
 
     def complete_sync(self, group: ClassicGroup, assignments: dict[str, bytes], step: Step) -> None:
         """The leader's assignment: write the group, answer every parked sync, become Stable."""
+        self.events.on_assignment_received(
+            group.group_id, group.leader_id or "", group.generation_id, step.now_ms
+        )
         full = {member_id: assignments.get(member_id, b"") for member_id in group.members}
         self.write_group(group, full, step)
         for member_id, member in group.members.items():
@@ -276,6 +286,9 @@ class Rebalancer:
                 self.remove_member(group, member, step)
             else:
                 group.remove(member_id)
+            self.events.on_member_removed(
+                group.group_id, member_id, "not_synced", "no SyncGroup before the deadline", step.now_ms
+            )
         if group.history:
             group.history[-1].removed_not_synced.extend(missing)
         self.prepare_rebalance(
@@ -295,12 +308,20 @@ class Rebalancer:
         member = group.members.get(member_id)
         if member is None or member.has_satisfied_heartbeat():
             return
-        self.remove_member_and_update(group, member, "member_expired", "session timeout expired", step)
+        if member.disconnected_ms is not None:
+            self.remove_member_and_update(
+                group, member, "member_disconnected", "connection closed and no heartbeat within the grace", step
+            )
+        else:
+            self.remove_member_and_update(group, member, "member_expired", "session timeout expired", step)
 
     def remove_member_and_update(
         self, group: ClassicGroup, member: ClassicGroupMember, trigger: str, reason: str, step: Step
     ) -> None:
         self.remove_member(group, member, step)
+        self.events.on_member_removed(
+            group.group_id, member.member_id, "session_expired", reason, step.now_ms
+        )
         if group.is_in(STABLE, COMPLETING):
             self.maybe_prepare_rebalance_or_complete_join(
                 group, trigger, f"{reason}: {member.member_id}", step

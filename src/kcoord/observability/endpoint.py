@@ -1,0 +1,72 @@
+"""Assembles the observability HTTP endpoint of one App: the scrape-time collector and the routes.
+
+- ``/metrics``: the Prometheus exposition of the App's own registry;
+- ``/v1/groups``: every group (state, protocol type, members, generation, rebalances);
+- ``/v1/groups/{group}``: members, assignments, offsets and lag, the last rebalances; 404 if unknown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from kcoord.coordinator.runtime import PartitionState
+from kcoord.observability.collector import GroupCollector
+from kcoord.observability.group_views import ShardView, describe_group, list_groups
+from kcoord.observability.http import HttpEndpoint, HttpResponse, Route
+from kcoord.observability.metrics import CONTENT_TYPE_LATEST, KcoordMetrics
+
+if TYPE_CHECKING:
+    from kcoord.app import App
+
+GROUPS_PATH = "/v1/groups"
+
+
+def build_endpoint(app: App, metrics: KcoordMetrics, host: str, port: int) -> HttpEndpoint:
+    """The endpoint for ``app``; registers the scrape-time collector in ``metrics``' registry."""
+
+    def shards() -> Iterable[ShardView]:
+        return list(app.coordinator.active_shards())
+
+    def log_end_offset(topic: str, partition: int) -> int | None:
+        partition_log = app.topics.partition_log(topic, partition)
+        return None if partition_log is None else partition_log.log_end_offset
+
+    def load_seconds() -> list[tuple[int, float]]:
+        return [
+            (runner.partition, runner.load_stats.seconds)
+            for runner in app.coordinator.all_runners()
+            if runner.state is not PartitionState.LOADING
+        ]
+
+    def open_connections() -> int:
+        return 0 if app.listener is None else app.listener.open_connections
+
+    metrics.registry.register(
+        GroupCollector(
+            shards,
+            log_end_offset,
+            max_lag_series=app.settings["kcoord.lag.max.series"],
+            load_seconds=load_seconds,
+            open_connections=open_connections,
+        )
+    )
+
+    def metrics_route(path: str) -> HttpResponse | None:
+        if path != "/metrics":
+            return None
+        return HttpResponse(200, metrics.exposition(), CONTENT_TYPE_LATEST)
+
+    def groups_route(path: str) -> HttpResponse | None:
+        if path.rstrip("/") == GROUPS_PATH:
+            return HttpResponse.json(list_groups(shards()))
+        if not path.startswith(GROUPS_PATH + "/"):
+            return None
+        group_id = path[len(GROUPS_PATH) + 1 :]
+        view: dict[str, Any] | None = describe_group(shards(), group_id, log_end_offset)
+        if view is None:
+            return HttpResponse.json({"error": f"unknown group {group_id!r}"}, 404)
+        return HttpResponse.json(view)
+
+    routes: list[Route] = [metrics_route, groups_route]
+    return HttpEndpoint(host, port, routes)

@@ -1,0 +1,159 @@
+"""JSON views of the classic groups for ``/v1/groups`` and ``/v1/groups/{group}``.
+
+They read the shards' in-memory state synchronously on the event loop (the shards' own thread),
+so a view is a consistent snapshot. Durations in a rebalance record are milliseconds; a phase
+that has not ended is ``null``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
+
+from kcoord.coordinator.classic.consumer_protocol import (
+    PROTOCOL_TYPE as CONSUMER_PROTOCOL_TYPE,
+)
+from kcoord.coordinator.classic.consumer_protocol import (
+    ConsumerProtocolError,
+    decode_assignment,
+)
+from kcoord.coordinator.classic.history import RebalanceRecord
+from kcoord.coordinator.classic.messages import DescribedGroup, ListedGroup
+
+DESCRIBE_VERSION = 5
+"""DescribeGroups version the views ask the manager for (an unknown group comes back as Dead)."""
+
+LogEndOffset = Callable[[str, int], int | None]
+"""``(topic, partition) -> log end offset``, None when the partition does not exist."""
+
+
+class ClassicView(Protocol):
+    """What the views read of a shard's classic groups."""
+
+    def list_groups(self, states_filter: Any = None) -> list[ListedGroup]: ...
+
+    def describe_groups(self, group_ids: Iterable[str], api_version: int) -> list[DescribedGroup]: ...
+
+    def rebalance_history(self, group_id: str) -> list[RebalanceRecord]: ...
+
+    def generation_id(self, group_id: str) -> int | None: ...
+
+    def has_group(self, group_id: str) -> bool: ...
+
+
+class OffsetsView(Protocol):
+    def group_offsets(self, group_id: str) -> dict[tuple[str, int], int]: ...
+
+    def all_groups_with_offsets(self) -> list[str]: ...
+
+
+class ShardView(Protocol):
+    @property
+    def classic(self) -> ClassicView: ...
+
+    @property
+    def offsets(self) -> OffsetsView: ...
+
+
+def _members_count(shard: ShardView, group_id: str) -> int:
+    (described,) = shard.classic.describe_groups([group_id], DESCRIBE_VERSION)
+    return len(described.members)
+
+
+def list_groups(shards: Iterable[ShardView]) -> list[dict[str, Any]]:
+    """One summary per group, sorted by group id."""
+    summaries = []
+    for shard in shards:
+        for listed in shard.classic.list_groups():
+            summaries.append(
+                {
+                    "group": listed.group_id,
+                    "state": listed.state,
+                    "protocol_type": listed.protocol_type,
+                    "members": _members_count(shard, listed.group_id),
+                    "generation": shard.classic.generation_id(listed.group_id),
+                    "rebalances": len(shard.classic.rebalance_history(listed.group_id)),
+                }
+            )
+    return sorted(summaries, key=lambda summary: str(summary["group"]))
+
+
+def decode_member_assignment(protocol_type: str, assignment: bytes) -> dict[str, list[int]] | None:
+    """``{topic: [partitions]}`` of a consumer member's assignment; None when not decodable."""
+    if protocol_type != CONSUMER_PROTOCOL_TYPE or not assignment:
+        return None
+    try:
+        decoded = decode_assignment(assignment)
+    except ConsumerProtocolError:
+        return None
+    return {topic: sorted(partitions) for topic, partitions in decoded.assigned_partitions}
+
+
+def rebalance_view(record: RebalanceRecord) -> dict[str, Any]:
+    def between(start: int | None, end: int | None) -> int | None:
+        return None if start is None or end is None else end - start
+
+    return {
+        "trigger": record.trigger,
+        "reason": record.reason,
+        "client_reasons": list(record.client_reasons),
+        "outcome": record.outcome,
+        "started_ms": record.started_ms,
+        "generation_before": record.generation_before,
+        "generation_after": record.generation_after,
+        "join_ms": between(record.started_ms, record.join_completed_ms),
+        "sync_ms": between(record.join_completed_ms, record.completed_ms),
+        "total_ms": between(record.started_ms, record.completed_ms),
+        "members_before": list(record.members_before),
+        "members_after": list(record.members_after),
+        "removed_not_rejoined": list(record.removed_not_rejoined),
+        "removed_not_synced": list(record.removed_not_synced),
+    }
+
+
+def describe_group(
+    shards: Iterable[ShardView], group_id: str, log_end_offset: LogEndOffset
+) -> dict[str, Any] | None:
+    """Members, assignments, committed offsets with lag, and history; None for an unknown group."""
+    for shard in shards:
+        if shard.classic.has_group(group_id):
+            return _describe(shard, group_id, log_end_offset)
+    return None
+
+
+def _describe(shard: ShardView, group_id: str, log_end_offset: LogEndOffset) -> dict[str, Any]:
+    (described,) = shard.classic.describe_groups([group_id], DESCRIBE_VERSION)
+    members = [
+        {
+            "member_id": member.member_id,
+            "group_instance_id": member.group_instance_id,
+            "client_id": member.client_id,
+            "client_host": member.client_host,
+            "assignment": decode_member_assignment(described.protocol_type, member.assignment),
+        }
+        for member in described.members
+    ]
+    offsets = []
+    for (topic, partition), committed in sorted(shard.offsets.group_offsets(group_id).items()):
+        end = log_end_offset(topic, partition)
+        offsets.append(
+            {
+                "topic": topic,
+                "partition": partition,
+                "committed": committed,
+                "log_end_offset": end,
+                "lag": None if end is None else max(end - committed, 0),
+            }
+        )
+    history = shard.classic.rebalance_history(group_id)
+    return {
+        "group": group_id,
+        "state": described.state,
+        "protocol_type": described.protocol_type,
+        "protocol": described.protocol_data,
+        "generation": shard.classic.generation_id(group_id),
+        "members": members,
+        "offsets": offsets,
+        "rebalances": len(history),
+        "history": [rebalance_view(record) for record in history],
+    }

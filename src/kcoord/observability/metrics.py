@@ -1,0 +1,181 @@
+"""kcoord's Prometheus metrics: one :class:`KcoordMetrics` (and its own registry) per App.
+
+The names are a contract with the Grafana dashboard (see the metrics contract in the shared
+docs). The pure core never touches these objects: the router calls :meth:`observe_request` and
+:meth:`observe_exchange`, the logs call :meth:`on_append` / :meth:`on_flush`, the classic groups
+report through :class:`kcoord.observability.group_events.GroupEventObserver`, and group and lag
+gauges are computed at scrape time by :class:`kcoord.observability.collector.GroupCollector`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+from kio.schema.errors import ErrorCode
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.registry import REGISTRY, ApiRegistry
+
+__all__ = ["CONTENT_TYPE_LATEST", "KcoordMetrics"]
+
+log = structlog.get_logger(__name__)
+
+_REQUEST_BUCKETS = (
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+)
+_REBALANCE_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
+_LOG_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
+
+
+def _field(obj: Any, name: str, default: Any = None) -> Any:
+    """A field of a response mapping or of a kio entity."""
+    if isinstance(obj, dict):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def error_name(code: int) -> str:
+    """The Kafka error name of ``code`` as Kafka spells it (``NONE``, ``REBALANCE_IN_PROGRESS``)."""
+    try:
+        return ErrorCode(code).name.upper()
+    except ValueError:
+        return f"UNKNOWN_{code}"
+
+
+class KcoordMetrics:
+    """The counters and histograms updated as things happen (gauges are collected at scrape)."""
+
+    def __init__(
+        self, registry: CollectorRegistry | None = None, api_registry: ApiRegistry = REGISTRY
+    ) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self._apis = api_registry
+        r = self.registry
+        self.requests = Counter(
+            "kcoord_requests", "Requests answered.", ["api", "version", "error"], registry=r
+        )
+        self.request_duration = Histogram(
+            "kcoord_request_duration_seconds",
+            "Time from frame received to response ready.",
+            ["api"],
+            buckets=_REQUEST_BUCKETS,
+            registry=r,
+        )
+        self.rebalances = Counter("kcoord_rebalances", "Rebalances started.", ["trigger"], registry=r)
+        self.rebalance_duration = Histogram(
+            "kcoord_rebalance_duration_seconds",
+            "Rebalance phase durations (join, sync, total).",
+            ["phase"],
+            buckets=_REBALANCE_BUCKETS,
+            registry=r,
+        )
+        self.offset_commits = Counter(
+            "kcoord_offset_commits", "Committed partitions (one per partition written).", registry=r
+        )
+        self.log_append_duration = Histogram(
+            "kcoord_log_append_duration_seconds",
+            "Log append latency (until durable under the flush policy).",
+            buckets=_LOG_BUCKETS,
+            registry=r,
+        )
+        self.log_flush_duration = Histogram(
+            "kcoord_log_flush_duration_seconds", "fsync latency.", buckets=_LOG_BUCKETS, registry=r
+        )
+        self.produce_bytes = Counter(
+            "kcoord_produce_bytes", "Record-batch bytes accepted by Produce.", registry=r
+        )
+        self.fetch_bytes = Counter("kcoord_fetch_bytes", "Record bytes returned by Fetch.", registry=r)
+
+    def exposition(self) -> bytes:
+        """The text exposition of everything in the registry (collectors run now)."""
+        return generate_latest(self.registry)
+
+    # -- router hooks ------------------------------------------------------------------------
+
+    def api_name(self, api_key: int) -> str:
+        spec = self._apis.get(api_key)
+        if spec is not None:
+            return spec.name
+        try:
+            return "".join(word.capitalize() for word in ApiKey(api_key).name.split("_"))
+        except ValueError:
+            return f"Api{api_key}"
+
+    def observe_request(self, api_key: int, api_version: int, error: int, seconds: float) -> None:
+        """A request was answered (a :data:`kcoord.server.router.RequestObserver`)."""
+        name = self.api_name(api_key)
+        self.requests.labels(name, str(api_version), error_name(error)).inc()
+        self.request_duration.labels(name).observe(seconds)
+
+    def observe_exchange(self, api_key: int, request: Any, body: Any) -> None:
+        """A request and its response body: counts produced, fetched and committed data.
+
+        A shape it does not expect is logged and skipped: metrics never fail a request.
+        """
+        try:
+            if api_key == ApiKey.PRODUCE:
+                self.produce_bytes.inc(_accepted_produce_bytes(request, body))
+            elif api_key == ApiKey.FETCH and body is not None:
+                self.fetch_bytes.inc(_fetched_bytes(body))
+            elif api_key == ApiKey.OFFSET_COMMIT and body is not None:
+                self.offset_commits.inc(_committed_partitions(body))
+        except (TypeError, ValueError, AttributeError):
+            log.warning("metrics.exchange_unreadable", api=self.api_name(api_key), exc_info=True)
+
+    # -- storage hooks (a kcoord.storage.timings.LogTimings) ----------------------------------
+
+    def on_append(self, topic: str, partition: int, size: int, seconds: float) -> None:
+        self.log_append_duration.observe(seconds)
+
+    def on_flush(self, topic: str, partition: int, seconds: float) -> None:
+        self.log_flush_duration.observe(seconds)
+
+
+def _accepted_produce_bytes(request: Any, body: Any) -> int:
+    """Bytes of the batches whose partition answered NONE (all of them for acks=0, no body)."""
+    failed: set[tuple[str, int]] = set()
+    if body is not None:
+        for topic in _field(body, "responses", ()):
+            for part in _field(topic, "partition_responses", ()):
+                if int(_field(part, "error_code", 0)) != 0:
+                    failed.add((str(_field(topic, "name")), int(_field(part, "index"))))
+    total = 0
+    for topic in _field(request, "topic_data", ()):
+        for part in _field(topic, "partition_data", ()):
+            if (str(_field(topic, "name")), int(_field(part, "index"))) not in failed:
+                total += len(_field(part, "records") or b"")
+    return total
+
+
+def _fetched_bytes(body: Any) -> int:
+    return sum(
+        len(_field(part, "records") or b"")
+        for topic in _field(body, "responses", ())
+        for part in _field(topic, "partitions", ())
+    )
+
+
+def _committed_partitions(body: Any) -> int:
+    return sum(
+        1
+        for topic in _field(body, "topics", ())
+        for part in _field(topic, "partitions", ())
+        if int(_field(part, "error_code", 0)) == 0
+    )

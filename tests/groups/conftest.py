@@ -1,0 +1,25 @@
+"""Fixtures for the consumer-group acceptance tests: a server per test and a group that is torn down after it."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support.group_clients import Group
+from tests.support.server import KcoordProcess
+
+_numbers = itertools.count()
+
+
+@pytest.fixture
+def group(kcoord: KcoordProcess, request: pytest.FixtureRequest) -> Iterator[Group]:
+    """An empty group named after the test on a fresh 10-partition-topic name; its members die with the test."""
+    test = "".join(c if c.isalnum() else "-" for c in request.node.name).strip("-")[:80]
+    number = next(_numbers)
+    members = Group(kcoord, topic=f"{test}-{number}", group=f"g-{test}-{number}", partitions=10)
+    try:
+        yield members
+    finally:
+        members.stop_all()

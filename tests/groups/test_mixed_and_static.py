@@ -1,0 +1,77 @@
+"""Acceptance (issue 3) items 2 and 4: groups mixing client libraries, and static members that come back."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.support.group_clients import (
+    ClientKind,
+    Group,
+    append,
+    assert_exactly_once,
+    create_and_fill,
+    wait_until,
+)
+
+pytestmark = pytest.mark.clients
+
+PER_PARTITION = 50
+KAFKA_PYTHON = ClientKind("kafka-python", "kafka-python")
+CONFLUENT = ClientKind("confluent", "confluent")
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        (ClientKind("kafka-python", "kafka-python", "range"), ClientKind("confluent", "confluent", "range")),
+        (ClientKind("kafka-python", "kafka-python", "roundrobin"), ClientKind("aiokafka", "aiokafka", "roundrobin")),
+    ],
+    ids=["kafka-python+confluent-range", "kafka-python+aiokafka-roundrobin"],
+)
+def test_mixed_clients_share_one_group(group: Group, first: ClientKind, second: ClientKind) -> None:
+    """Two client libraries with a common assignor form one group that consumes every message exactly once."""
+    expected = create_and_fill(group.server, group.topic, group.partitions, PER_PARTITION)
+    group.start_many([first, second, first, second])
+    group.wait_balanced()
+    owners = {d.kind.client for d in group.drivers if d.assignment}
+    assert owners == {first.client, second.client}, "one library was left without partitions"
+    expected |= append(group.server, group.topic, range(group.partitions), PER_PARTITION)
+    group.wait_consumed(expected)
+    time.sleep(1.0)  # a late duplicate would show up here
+    assert_exactly_once(group.wait_consumed(expected), expected)
+
+
+@pytest.mark.parametrize("kind", [KAFKA_PYTHON, CONFLUENT], ids=lambda k: k.name)
+def test_static_member_restart_keeps_generation_and_partitions(group: Group, kind: ClientKind) -> None:
+    """A static member killed and restarted within its session timeout gets its partitions back, no rebalance."""
+    session_timeout_ms = 15_000
+    create_and_fill(group.server, group.topic, group.partitions, PER_PARTITION)
+    members = [group.start(kind, session_timeout_ms=session_timeout_ms, instance_id=f"static-{i}") for i in range(3)]
+    group.wait_balanced()
+    victim, *others = members
+    partitions = victim.assignment
+    generation = victim.of_kind("assigned")[-1]["generation"]
+    preparing_before = rebalances(group)
+
+    killed_at = time.monotonic()
+    victim.kill()
+    comeback = group.start(kind, session_timeout_ms=session_timeout_ms, instance_id="static-0")
+    wait_until(lambda: bool(comeback.of_kind("assigned")), session_timeout_ms / 1000, "the comeback's assignment")
+    elapsed = time.monotonic() - killed_at
+    assert elapsed < session_timeout_ms / 1000, f"the comeback took {elapsed:.1f}s, past the session timeout"
+    assert comeback.assignment == partitions
+    if generation is not None:
+        assert comeback.of_kind("assigned")[-1]["generation"] == generation
+    time.sleep(2.0)  # heartbeats of the others would report a rebalance by now
+    for other in others:
+        changes = other.of_kind("revoked", since=killed_at) + other.of_kind("assigned", since=killed_at)
+        assert not changes, f"{other.name} saw {changes}"
+    assert rebalances(group) == preparing_before, "the coordinator started a rebalance"
+    group.wait_balanced([comeback, *others], timeout=5.0)
+
+
+def rebalances(group: Group) -> int:
+    """How many rebalances the server has logged for this group (its ``rebalance.preparing`` lines)."""
+    return sum(1 for e in group.server.events("rebalance.preparing") if e.get("group") == group.group)

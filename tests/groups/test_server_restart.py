@@ -1,0 +1,76 @@
+"""Acceptance (issue 3) item 3: a group outlives a SIGKILLed server and resumes from its committed offsets."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.support.group_clients import ClientKind, Group, append, create_and_fill, wait_until
+
+pytestmark = pytest.mark.clients
+
+PER_PARTITION = 50
+KINDS = [
+    ClientKind("kafka-python", "kafka-python", "range"),
+    ClientKind("confluent", "confluent", "range"),
+    ClientKind("aiokafka", "aiokafka", "roundrobin"),
+]
+
+
+def committed(group: Group) -> dict[int, int]:
+    """The highest offset each partition was committed at, as the members reported their commits."""
+    highest: dict[int, int] = {}
+    for driver in group.drivers:
+        for partition, offset in list(driver.committed.items()):
+            highest[partition] = max(offset, highest.get(partition, -1))
+    return highest
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
+def test_group_resumes_from_committed_offsets_after_server_kill(group: Group, kind: ClientKind) -> None:
+    """After a SIGKILL and restart of the server, no committed offset is lost and nothing before one is re-read."""
+    expected = create_and_fill(group.server, group.topic, group.partitions, PER_PARTITION)
+    group.start_many([kind] * 3)
+    group.wait_balanced()
+    group.wait_consumed(expected)
+    all_committed = {p: PER_PARTITION for p in range(group.partitions)}
+    wait_until(lambda: committed(group) == all_committed, 15.0, "every partition committed at its end")
+
+    restarted_at = time.monotonic()
+    group.server.restart()
+    more = append(group.server, group.topic, range(group.partitions), 20)
+    group.wait_consumed(expected | more, timeout=60.0)
+
+    again = [
+        (partition, offset)
+        for driver in group.drivers
+        for event in driver.of_kind("consumed", since=restarted_at)
+        for partition, offset in event["records"]
+        if offset < all_committed[partition]
+    ]
+    assert not again, f"{len(again)} messages before a committed offset were consumed again, e.g. {again[:5]}"
+    final = {p: PER_PARTITION + 20 for p in range(group.partitions)}
+    wait_until(lambda: committed(group) == final, 15.0, "the new messages committed after the restart")
+
+
+@pytest.mark.parametrize("kind", KINDS[:2], ids=lambda k: k.name)
+def test_new_members_read_offsets_committed_before_server_kill(group: Group, kind: ClientKind) -> None:
+    """Offsets committed before a server SIGKILL are read back by new members: they consume only what is new."""
+    expected = create_and_fill(group.server, group.topic, group.partitions, PER_PARTITION)
+    group.start_many([kind] * 2)
+    group.wait_balanced()
+    group.wait_consumed(expected)
+    all_committed = {p: PER_PARTITION for p in range(group.partitions)}
+    wait_until(lambda: committed(group) == all_committed, 15.0, "every partition committed at its end")
+    for driver in group.drivers:
+        driver.close()
+
+    group.server.restart()
+    more = append(group.server, group.topic, range(group.partitions), 10)
+    newcomers = group.start_many([kind] * 2)
+    group.wait_balanced(newcomers)
+    group.wait_consumed(more, timeout=30.0)
+    time.sleep(1.0)  # anything re-read from before the committed offsets would show up here
+    reread = sorted(pair for d in newcomers for pair in d.consumed if pair not in more)
+    assert not reread, f"{len(reread)} committed messages were consumed again, e.g. {reread[:5]}"

@@ -1,0 +1,338 @@
+"""Consumer-group members as subprocesses, for real-client group tests: start, watch, close, SIGKILL.
+
+Every member is a *driver*: a real client in its own process that reports on stdout, one JSON
+object per line, what it was assigned, revoked, consumed and committed (see
+tests/groups/consumer_driver.py for the protocol). Python clients and kafkajs speak it natively;
+``kcat -G`` is translated from its ``-J`` message envelopes and its "% Group ... rebalanced" lines.
+The harness here waits for an assignment that covers every partition exactly once and collects
+what every member consumed, so a test reads as the scenario it pins.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.support.batches import build_batch
+from tests.support.raw_client import RawClient
+from tests.support.raw_ops import create_topic, produce
+from tests.support.server import KcoordProcess
+
+REPO = Path(__file__).resolve().parents[2]
+PYTHON_DRIVER = REPO / "tests" / "groups" / "consumer_driver.py"
+NODE_DIR = REPO / "tests" / "clients" / "node"
+NODE_DRIVER = NODE_DIR / "consumer_driver.js"
+REPO_KP2_PYTHON = REPO / ".venv-kp2" / "bin" / "python"
+KCAT = shutil.which("kcat") or "/usr/bin/kcat"
+SESSION_TIMEOUT_MS = 6000
+HEARTBEAT_MS = 1000
+
+
+def kp2_python() -> str:
+    """The interpreter with kafka-python 2.0.2: $KCOORD_KP2_PYTHON, else the repo's .venv-kp2."""
+    configured = os.environ.get("KCOORD_KP2_PYTHON")
+    if configured:
+        return configured
+    assert REPO_KP2_PYTHON.exists(), "kafka-python 2.0.2 is missing: run scripts/test.sh or set KCOORD_KP2_PYTHON"
+    return str(REPO_KP2_PYTHON)
+
+
+@dataclass(frozen=True)
+class ClientKind:
+    """Which real client a driver runs and with which assignor; ``name`` is the pytest id."""
+
+    name: str
+    client: str  # kafka-python | kafka-python-2 | confluent | aiokafka | kcat | kafkajs
+    assignor: str = "range"
+
+    def command(
+        self,
+        bootstrap: str,
+        topic: str,
+        group: str,
+        *,
+        client_id: str,
+        session_timeout_ms: int = SESSION_TIMEOUT_MS,
+        instance_id: str | None = None,
+    ) -> list[str]:
+        if self.client == "kcat":
+            return kcat_command(bootstrap, topic, group, self.assignor, session_timeout_ms, client_id)
+        if self.client == "kafkajs":
+            assert (NODE_DIR / "node_modules" / "kafkajs").exists(), "run npm install in tests/clients/node"
+            command = ["node", str(NODE_DRIVER)]
+        else:
+            python = kp2_python() if self.client == "kafka-python-2" else sys.executable
+            library = "kafka-python" if self.client == "kafka-python-2" else self.client
+            command = [python, str(PYTHON_DRIVER), "--client", library, "--assignor", self.assignor]
+            if instance_id:
+                command += ["--instance-id", instance_id]
+        return command + [
+            "--bootstrap",
+            bootstrap,
+            "--topic",
+            topic,
+            "--group",
+            group,
+            "--session-timeout-ms",
+            str(session_timeout_ms),
+            "--heartbeat-ms",
+            str(HEARTBEAT_MS),
+            "--client-id",
+            client_id,
+        ]
+
+
+def kcat_command(
+    bootstrap: str, topic: str, group: str, assignor: str, session_timeout_ms: int, client_id: str
+) -> list[str]:
+    settings = {
+        "session.timeout.ms": session_timeout_ms,
+        "heartbeat.interval.ms": HEARTBEAT_MS,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": "true",
+        "auto.commit.interval.ms": 100,
+        "partition.assignment.strategy": assignor,
+        "client.id": client_id,
+    }
+    command = [KCAT, "-b", bootstrap, "-G", group, "-J", "-u"]
+    for name, value in settings.items():
+        command += ["-X", f"{name}={value}"]
+    return [*command, topic]
+
+
+_KCAT_REBALANCE = re.compile(r"% Group \S+ rebalanced \(memberid [^)]*\): (assigned|revoked): ?(.*)")
+_KCAT_PARTITION = re.compile(r"\[(\d+)\]")
+
+
+@dataclass
+class Driver:
+    """One member process; its events accumulate as they arrive (thread-safe enough for reads)."""
+
+    name: str
+    kind: ClientKind
+    proc: subprocess.Popen[str]
+    events: list[dict[str, Any]] = field(default_factory=list)
+    stderr: list[str] = field(default_factory=list)
+    assignment: frozenset[int] | None = None
+    consumed: list[tuple[int, int]] = field(default_factory=list)
+    committed: dict[int, int] = field(default_factory=dict)
+
+    def start_readers(self) -> None:
+        threading.Thread(target=self._read_stdout, daemon=True).start()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+
+    def _read_stdout(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                self.stderr.append("stdout: " + line.rstrip())
+                continue
+            if self.kind.client == "kcat":
+                event = {"event": "consumed", "records": [[event["partition"], event["offset"]]]}
+            self.record(event)
+
+    def _read_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.stderr.append(line.rstrip())
+            if self.kind.client != "kcat":
+                continue
+            match = _KCAT_REBALANCE.search(line)
+            if match:
+                partitions = sorted(int(p) for p in _KCAT_PARTITION.findall(match.group(2)))
+                if match.group(1) == "assigned":
+                    self.record({"event": "assigned", "partitions": partitions, "generation": None})
+                else:
+                    self.record({"event": "revoked", "partitions": partitions})
+
+    def record(self, event: dict[str, Any]) -> None:
+        event["at"] = time.monotonic()
+        kind = event["event"]
+        if kind == "assigned":
+            self.assignment = frozenset(event["partitions"])
+        elif kind == "revoked":
+            self.assignment = frozenset((self.assignment or frozenset()) - set(event["partitions"]))
+        elif kind == "consumed":
+            self.consumed.extend((int(p), int(o)) for p, o in event["records"])
+        elif kind == "committed":
+            for partition, offset in event["offsets"].items():
+                self.committed[int(partition)] = int(offset)
+        self.events.append(event)
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def of_kind(self, kind: str, since: float = 0.0) -> list[dict[str, Any]]:
+        return [e for e in list(self.events) if e["event"] == kind and e["at"] >= since]
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Graceful close: the client leaves the group (kcat on SIGTERM, the others on ``close``)."""
+        if not self.alive:
+            return
+        if self.kind.client == "kcat":
+            self.proc.send_signal(signal.SIGTERM)
+        else:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write("close\n")
+            self.proc.stdin.flush()
+        self.proc.wait(timeout)
+        self.assignment = None
+
+    def kill(self) -> None:
+        """SIGKILL: no LeaveGroup, no final commit; the coordinator must notice by the session timeout."""
+        if self.alive:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(10)
+        self.assignment = None
+
+    def describe(self) -> str:
+        tail = "\n    ".join(self.stderr[-15:])
+        shown = [e for e in self.events if e["event"] != "consumed"][-10:]
+        return f"{self.name} alive={self.alive} assignment={self.assignment} events={shown}\n    {tail}"
+
+
+class Group:
+    """The drivers of one group on one topic; started, stopped and inspected together."""
+
+    def __init__(self, server: KcoordProcess, topic: str, group: str, partitions: int) -> None:
+        self.server = server
+        self.topic = topic
+        self.group = group
+        self.partitions = partitions
+        self.drivers: list[Driver] = []
+        self._numbers = 0
+
+    def start(
+        self, kind: ClientKind, *, session_timeout_ms: int = SESSION_TIMEOUT_MS, instance_id: str | None = None
+    ) -> Driver:
+        self._numbers += 1
+        name = f"{kind.name}-{self._numbers}"
+        command = kind.command(
+            self.server.bootstrap,
+            self.topic,
+            self.group,
+            client_id=name,
+            session_timeout_ms=session_timeout_ms,
+            instance_id=instance_id,
+        )
+        proc = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+            cwd=NODE_DIR if kind.client == "kafkajs" else None,
+        )
+        driver = Driver(name, kind, proc)
+        driver.start_readers()
+        self.drivers.append(driver)
+        return driver
+
+    def start_many(self, kinds: Iterable[ClientKind]) -> list[Driver]:
+        return [self.start(kind) for kind in kinds]
+
+    @property
+    def live(self) -> list[Driver]:
+        return [d for d in self.drivers if d.alive]
+
+    def stop_all(self) -> None:
+        for driver in self.drivers:
+            driver.kill()
+
+    def diagnose(self) -> str:
+        server_tail = "\n".join(self.server.raw_log[-25:])
+        return "\n".join(d.describe() for d in self.drivers) + "\nserver log tail:\n" + server_tail
+
+    def is_balanced(self, members: Sequence[Driver]) -> bool:
+        """Every member owns at least one partition, no partition twice, every partition once."""
+        owned: list[int] = []
+        for driver in members:
+            if not driver.alive or not driver.assignment:
+                return False
+            owned.extend(driver.assignment)
+        return sorted(owned) == list(range(self.partitions))
+
+    def wait_balanced(
+        self, members: Sequence[Driver] | None = None, *, timeout: float = 40.0, settle: float = 1.0
+    ) -> float:
+        """Wait until the live members hold every partition exactly once for ``settle`` seconds.
+
+        Returns the monotonic time at which the final balanced state was first seen.
+        """
+        deadline = time.monotonic() + timeout
+        since: float | None = None
+        while time.monotonic() < deadline:
+            current = list(members) if members is not None else self.live
+            if self.is_balanced(current):
+                balanced_at = max(d.of_kind("assigned")[-1]["at"] for d in current if d.of_kind("assigned"))
+                since = since or time.monotonic()
+                if time.monotonic() - since >= settle:
+                    return balanced_at
+            else:
+                since = None
+            time.sleep(0.05)
+        raise AssertionError(f"group {self.group} never balanced over {self.partitions} partitions:\n{self.diagnose()}")
+
+    def wait_consumed(self, expected: set[tuple[int, int]], *, timeout: float = 30.0) -> Counter[tuple[int, int]]:
+        """Wait until the members together consumed every expected (partition, offset); returns the counts."""
+        deadline = time.monotonic() + timeout
+        while True:
+            counts = Counter(pair for d in self.drivers for pair in list(d.consumed))
+            if expected <= set(counts):
+                return counts
+            if time.monotonic() >= deadline:
+                missing = sorted(expected - set(counts))
+                raise AssertionError(f"{len(missing)} messages never consumed, e.g. {missing[:5]}\n{self.diagnose()}")
+            time.sleep(0.1)
+
+
+def assert_exactly_once(counts: Counter[tuple[int, int]], expected: set[tuple[int, int]]) -> None:
+    twice = sorted(pair for pair, n in counts.items() if n > 1)
+    assert not twice, f"{len(twice)} messages consumed more than once, e.g. {twice[:5]}"
+    assert set(counts) == expected, sorted(set(counts) ^ expected)[:5]
+
+
+def create_and_fill(server: KcoordProcess, topic: str, partitions: int, per_partition: int) -> set[tuple[int, int]]:
+    """Create ``topic`` and append ``per_partition`` records to each partition; returns every (partition, offset)."""
+    with RawClient(server.host, server.port, client_id="group-test-setup") as raw:
+        assert create_topic(raw, topic, partitions) == 0
+    return append(server, topic, range(partitions), per_partition)
+
+
+def append(server: KcoordProcess, topic: str, partitions: Iterable[int], count: int) -> set[tuple[int, int]]:
+    """Append ``count`` records to each partition; returns the (partition, offset) pairs written."""
+    written: set[tuple[int, int]] = set()
+    now_ms = int(time.time() * 1000)
+    with RawClient(server.host, server.port, client_id="group-test-producer") as raw:
+        for partition in partitions:
+            records = [(f"k{partition}".encode(), f"p{partition}-{i}".encode()) for i in range(count)]
+            error, base = produce(raw, topic, partition, build_batch(records, timestamp_ms=now_ms))
+            assert error == 0, (topic, partition, error)
+            written.update((partition, base + i) for i in range(count))
+    return written
+
+
+def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> float:
+    """Poll ``condition`` until true; returns when it became true (monotonic) or fails naming ``what``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return time.monotonic()
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
