@@ -75,6 +75,7 @@ class App:
             retention_check_interval_ms=s["log.retention.check.interval.ms"],
             log_cleaner_backoff_ms=s["log.cleaner.backoff.ms"],
         )
+        self.store.timings = self.metrics
         await self.store.open()
         self.topics = TopicManager(self.store, s, self.data_dir)
         await self.topics.load()

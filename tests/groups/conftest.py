@@ -1,4 +1,4 @@
-"""Fixtures for the consumer-group acceptance tests: a server per test and a group that is torn down after it."""
+"""Fixtures for the consumer-group acceptance tests: a server per test, and a group torn down after it."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ _numbers = itertools.count()
 
 @pytest.fixture
 def group(kcoord: KcoordProcess, request: pytest.FixtureRequest) -> Iterator[Group]:
-    """An empty group named after the test on a fresh 10-partition-topic name; its members die with the test."""
+    """An empty group and a 10-partition topic name, both named after the test; members die with it."""
     test = "".join(c if c.isalnum() else "-" for c in request.node.name).strip("-")[:80]
     number = next(_numbers)
     members = Group(kcoord, topic=f"{test}-{number}", group=f"g-{test}-{number}", partitions=10)

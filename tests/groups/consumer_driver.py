@@ -74,8 +74,8 @@ def run_kafka_python(args: argparse.Namespace, commands: Commands) -> None:
         "bootstrap_servers": args.bootstrap,
         "group_id": args.group,
         "client_id": args.client_id,
-        # Commits are explicit, after every batch. Auto-commit is on only for the commit kafka-python makes
-        # itself before a revocation (3.x cannot commit from a synchronous listener); the interval never fires.
+        # Commits are explicit, after every batch. Auto-commit is on only for the commit kafka-python
+        # makes itself before a revocation (3.x cannot commit from a synchronous listener).
         "enable_auto_commit": True,
         "auto_commit_interval_ms": 3_600_000,
         "auto_offset_reset": "earliest",
@@ -93,7 +93,9 @@ def run_kafka_python(args: argparse.Namespace, commands: Commands) -> None:
         return getattr(current, "generation_id", None)
 
     def commit() -> None:
-        positions = {tp.partition: meta.offset for tp, meta in consumer._subscription.all_consumed_offsets().items()}
+        positions = {
+            tp.partition: meta.offset for tp, meta in consumer._subscription.all_consumed_offsets().items()
+        }
         if not positions:
             return
         try:
@@ -108,7 +110,11 @@ def run_kafka_python(args: argparse.Namespace, commands: Commands) -> None:
             emit("revoked", partitions=sorted(tp.partition for tp in revoked))
 
         def on_partitions_assigned(self, assigned: Any) -> None:
-            emit("assigned", partitions=sorted(tp.partition for tp in consumer.assignment()), generation=generation())
+            emit(
+                "assigned",
+                partitions=sorted(tp.partition for tp in consumer.assignment()),
+                generation=generation(),
+            )
 
     consumer.subscribe([args.topic], listener=Listener())
     while not commands.close.is_set():
@@ -214,7 +220,11 @@ async def run_aiokafka(args: argparse.Namespace, commands: Commands) -> None:
 
         async def on_partitions_assigned(self, assigned: Any) -> None:
             generation = getattr(consumer._coordinator, "generation", None)
-            emit("assigned", partitions=sorted(tp.partition for tp in consumer.assignment()), generation=generation)
+            emit(
+                "assigned",
+                partitions=sorted(tp.partition for tp in consumer.assignment()),
+                generation=generation,
+            )
 
     consumer.subscribe([args.topic], listener=Listener())
     await consumer.start()

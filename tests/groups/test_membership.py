@@ -1,4 +1,4 @@
-"""Acceptance (issue 3) item 1: every real client forms, grows, shrinks and survives a crash in a 10-partition group."""
+"""Acceptance (issue 3) item 1: each real client forms, grows, shrinks and outlives a crash in a group."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def test_five_members_form_and_consume_every_message_once(group: Group, kind: Cl
 
 @by_name
 def test_sixth_member_joins_and_gets_partitions(group: Group, kind: ClientKind) -> None:
-    """A sixth member joining a stable group of five is given partitions, and every partition is owned once."""
+    """A sixth member joining a stable group of five gets partitions; every partition is owned once."""
     form(group, kind)
     sixth = group.start(kind)
     group.wait_balanced([*group.drivers[:5], sixth])

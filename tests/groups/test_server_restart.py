@@ -29,12 +29,12 @@ def committed(group: Group) -> dict[int, int]:
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
 def test_group_resumes_from_committed_offsets_after_server_kill(group: Group, kind: ClientKind) -> None:
-    """After a SIGKILL and restart of the server, no committed offset is lost and nothing before one is re-read."""
+    """After a server SIGKILL and restart no committed offset is lost and nothing before one is re-read."""
     expected = create_and_fill(group.server, group.topic, group.partitions, PER_PARTITION)
     group.start_many([kind] * 3)
     group.wait_balanced()
     group.wait_consumed(expected)
-    all_committed = {p: PER_PARTITION for p in range(group.partitions)}
+    all_committed = dict.fromkeys(range(group.partitions), PER_PARTITION)
     wait_until(lambda: committed(group) == all_committed, 15.0, "every partition committed at its end")
 
     restarted_at = time.monotonic()
@@ -50,18 +50,18 @@ def test_group_resumes_from_committed_offsets_after_server_kill(group: Group, ki
         if offset < all_committed[partition]
     ]
     assert not again, f"{len(again)} messages before a committed offset were consumed again, e.g. {again[:5]}"
-    final = {p: PER_PARTITION + 20 for p in range(group.partitions)}
+    final = dict.fromkeys(range(group.partitions), PER_PARTITION + 20)
     wait_until(lambda: committed(group) == final, 15.0, "the new messages committed after the restart")
 
 
 @pytest.mark.parametrize("kind", KINDS[:2], ids=lambda k: k.name)
 def test_new_members_read_offsets_committed_before_server_kill(group: Group, kind: ClientKind) -> None:
-    """Offsets committed before a server SIGKILL are read back by new members: they consume only what is new."""
+    """Offsets committed before a server SIGKILL are read by new members: they consume only the new."""
     expected = create_and_fill(group.server, group.topic, group.partitions, PER_PARTITION)
     group.start_many([kind] * 2)
     group.wait_balanced()
     group.wait_consumed(expected)
-    all_committed = {p: PER_PARTITION for p in range(group.partitions)}
+    all_committed = dict.fromkeys(range(group.partitions), PER_PARTITION)
     wait_until(lambda: committed(group) == all_committed, 15.0, "every partition committed at its end")
     for driver in group.drivers:
         driver.close()

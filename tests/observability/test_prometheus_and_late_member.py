@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import select
 import signal
 import socket
 import subprocess
@@ -118,7 +119,9 @@ def test_a_member_that_stops_polling_is_named_and_removed_at_the_rebalance_timeo
     )
     joiner: PollingConsumer | None = None
     try:
-        assert stuck.stdout is not None and stuck.stdout.readline().strip() == b"assigned"
+        assert stuck.stdout is not None
+        ready, _, _ = select.select([stuck.stdout], [], [], WAIT_S)
+        assert ready and stuck.stdout.readline().strip() == b"assigned", "the member never got partitions"
         (stuck_member,) = [
             m["member_id"]
             for m in http_get_json(kcoord.metrics_address, f"/v1/groups/{group}")["members"]

@@ -28,9 +28,10 @@ _HEADER_V1 = struct.Struct(">hhi")
 
 
 def app_settings(data_dir: Path, **overrides: str) -> Settings:
-    """The settings the in-process tests run with: an ephemeral loopback port, no join delay."""
+    """The settings the in-process tests run with: ephemeral loopback ports, no join delay."""
     flags = {
         "listeners": "127.0.0.1:0",
+        "kcoord.metrics.listen": "127.0.0.1:0",
         "log.dirs": str(data_dir),
         "group.initial.rebalance.delay.ms": "0",
         **overrides,

@@ -45,7 +45,9 @@ def kp2_python() -> str:
     configured = os.environ.get("KCOORD_KP2_PYTHON")
     if configured:
         return configured
-    assert REPO_KP2_PYTHON.exists(), "kafka-python 2.0.2 is missing: run scripts/test.sh or set KCOORD_KP2_PYTHON"
+    assert REPO_KP2_PYTHON.exists(), (
+        "kafka-python 2.0.2 is missing: run scripts/test.sh or set KCOORD_KP2_PYTHON"
+    )
     return str(REPO_KP2_PYTHON)
 
 
@@ -78,20 +80,15 @@ class ClientKind:
             command = [python, str(PYTHON_DRIVER), "--client", library, "--assignor", self.assignor]
             if instance_id:
                 command += ["--instance-id", instance_id]
-        return command + [
-            "--bootstrap",
-            bootstrap,
-            "--topic",
-            topic,
-            "--group",
-            group,
-            "--session-timeout-ms",
-            str(session_timeout_ms),
-            "--heartbeat-ms",
-            str(HEARTBEAT_MS),
-            "--client-id",
-            client_id,
-        ]
+        options = {
+            "--bootstrap": bootstrap,
+            "--topic": topic,
+            "--group": group,
+            "--session-timeout-ms": str(session_timeout_ms),
+            "--heartbeat-ms": str(HEARTBEAT_MS),
+            "--client-id": client_id,
+        }
+        return command + [part for pair in options.items() for part in pair]
 
 
 def kcat_command(
@@ -218,7 +215,11 @@ class Group:
         self._numbers = 0
 
     def start(
-        self, kind: ClientKind, *, session_timeout_ms: int = SESSION_TIMEOUT_MS, instance_id: str | None = None
+        self,
+        kind: ClientKind,
+        *,
+        session_timeout_ms: int = SESSION_TIMEOUT_MS,
+        instance_id: str | None = None,
     ) -> Driver:
         self._numbers += 1
         name = f"{kind.name}-{self._numbers}"
@@ -280,16 +281,21 @@ class Group:
         while time.monotonic() < deadline:
             current = list(members) if members is not None else self.live
             if self.is_balanced(current):
-                balanced_at = max(d.of_kind("assigned")[-1]["at"] for d in current if d.of_kind("assigned"))
+                last_assignments = [d.of_kind("assigned")[-1] for d in current if d.of_kind("assigned")]
+                balanced_at = max(float(event["at"]) for event in last_assignments)
                 since = since or time.monotonic()
                 if time.monotonic() - since >= settle:
                     return balanced_at
             else:
                 since = None
             time.sleep(0.05)
-        raise AssertionError(f"group {self.group} never balanced over {self.partitions} partitions:\n{self.diagnose()}")
+        raise AssertionError(
+            f"group {self.group} never balanced over {self.partitions} partitions:\n{self.diagnose()}"
+        )
 
-    def wait_consumed(self, expected: set[tuple[int, int]], *, timeout: float = 30.0) -> Counter[tuple[int, int]]:
+    def wait_consumed(
+        self, expected: set[tuple[int, int]], *, timeout: float = 30.0
+    ) -> Counter[tuple[int, int]]:
         """Wait until the members together consumed every expected (partition, offset); returns the counts."""
         deadline = time.monotonic() + timeout
         while True:
@@ -298,7 +304,9 @@ class Group:
                 return counts
             if time.monotonic() >= deadline:
                 missing = sorted(expected - set(counts))
-                raise AssertionError(f"{len(missing)} messages never consumed, e.g. {missing[:5]}\n{self.diagnose()}")
+                raise AssertionError(
+                    f"{len(missing)} messages never consumed, e.g. {missing[:5]}\n{self.diagnose()}"
+                )
             time.sleep(0.1)
 
 
@@ -308,8 +316,10 @@ def assert_exactly_once(counts: Counter[tuple[int, int]], expected: set[tuple[in
     assert set(counts) == expected, sorted(set(counts) ^ expected)[:5]
 
 
-def create_and_fill(server: KcoordProcess, topic: str, partitions: int, per_partition: int) -> set[tuple[int, int]]:
-    """Create ``topic`` and append ``per_partition`` records to each partition; returns every (partition, offset)."""
+def create_and_fill(
+    server: KcoordProcess, topic: str, partitions: int, per_partition: int
+) -> set[tuple[int, int]]:
+    """Create ``topic`` and append ``per_partition`` records to each partition; returns the pairs."""
     with RawClient(server.host, server.port, client_id="group-test-setup") as raw:
         assert create_topic(raw, topic, partitions) == 0
     return append(server, topic, range(partitions), per_partition)

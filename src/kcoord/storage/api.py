@@ -20,6 +20,7 @@ __all__ = [
     "LogConfig",
     "LogStore",
     "PartitionLog",
+    "StorageTimings",
     "SystemClock",
 ]
 
@@ -83,6 +84,14 @@ class AppendResult:
     log_append_time_ms: int
     """The broker's time stamped on the batch, or -1 for CreateTime topics."""
     log_start_offset: int
+
+
+class StorageTimings(Protocol):
+    """Where a store reports how long appends and fsyncs take (the metrics live at the edge)."""
+
+    def on_append(self, topic: str, partition: int, size: int, seconds: float) -> None: ...
+
+    def on_flush(self, topic: str, partition: int, seconds: float) -> None: ...
 
 
 class SystemClock:
@@ -164,6 +173,9 @@ class PartitionLog(Protocol):
 
 class LogStore(Protocol):
     """The logs of one node."""
+
+    timings: StorageTimings | None
+    """Told of append and fsync latencies of every log; set before ``open()``."""
 
     async def open(self) -> None:
         """Load (and recover) the logs already stored; start background retention and the cleaner."""

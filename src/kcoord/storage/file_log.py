@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import time
 from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
@@ -131,13 +132,15 @@ class FileLog(SegmentedLog):
                 ops, self._queue = self._queue, []
                 fsync = self._config.flush_policy == "always"
                 try:
-                    await loop.run_in_executor(self._executor, _execute, ops, fsync)
+                    fsync_seconds = await loop.run_in_executor(self._executor, _execute, ops, fsync)
                 except BaseException as exc:
                     self._fail(ops + self._queue, exc)
                     self._queue = []
                     if not isinstance(exc, Exception):
                         raise
                     return
+                if fsync_seconds is not None and self.timings is not None:
+                    self.timings.on_flush(self.topic, self.partition, fsync_seconds)
                 self._complete(ops, fsync)
         finally:
             self._drainer = None
@@ -244,8 +247,11 @@ def _file_swaps(swaps: list[Swap]) -> list[FileSwap]:
     return [(_file_data(old), None if new is None else _file_data(new)) for old, new in swaps]
 
 
-def _execute(ops: list[_Op], fsync: bool) -> None:
-    """Run queued writes in order (in a thread): one writev per segment run, one fsync per group."""
+def _execute(ops: list[_Op], fsync: bool) -> float | None:
+    """Run queued writes in order (in a thread): one writev per segment run, one fsync per group.
+
+    Returns how long the group's fsync took, or None when there was none.
+    """
     run: list[_Write] = []
     to_sync: dict[int, FileSegmentData] = {}
 
@@ -280,9 +286,12 @@ def _execute(ops: list[_Op], fsync: bool) -> None:
                     data.sync_log()
             to_sync.clear()
     flush_run()
-    if fsync:
-        for data in to_sync.values():
-            data.sync_log()
+    if not fsync or not to_sync:
+        return None
+    started = time.perf_counter()
+    for data in to_sync.values():
+        data.sync_log()
+    return time.perf_counter() - started
 
 
 def _create_files(segment: Segment) -> None:

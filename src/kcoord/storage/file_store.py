@@ -16,7 +16,7 @@ from pathlib import Path
 
 import structlog
 
-from kcoord.storage.api import LogConfig, PartitionLog, SystemClock
+from kcoord.storage.api import LogConfig, PartitionLog, StorageTimings, SystemClock
 from kcoord.storage.file_log import FileLog
 from kcoord.storage.file_segment import fsync_directory, load_segments
 from kcoord.storage.retention import RetentionLoop
@@ -46,6 +46,8 @@ class FileLogStore:
     ) -> None:
         self.root = root
         self._default_config = default_config or LogConfig()
+        self.timings: StorageTimings | None = None
+        """Given to every log this store opens or creates."""
         self._clock: Clock = clock or SystemClock()
         self._executor = ThreadPoolExecutor(max_workers=io_threads, thread_name_prefix="kcoord-log")
         self._logs: dict[tuple[str, int], FileLog] = {}
@@ -68,6 +70,7 @@ class FileLogStore:
             )
             segments = await loop.run_in_executor(self._executor, load)
             log = FileLog(directory, topic, partition, config, self._clock, segments, self._executor)
+            log.timings = self.timings
             log.start()
             self._logs[(topic, partition)] = log
         logger.info("log_store.opened", root=str(self.root), partitions=len(self._logs), clean_shutdown=clean)
@@ -123,6 +126,7 @@ class FileLogStore:
             return FileLog(directory, topic, partition, config, self._clock, segments, self._executor)
 
         log = await asyncio.get_running_loop().run_in_executor(self._executor, make)
+        log.timings = self.timings
         log.start()
         self._logs[(topic, partition)] = log
         return log

@@ -21,7 +21,7 @@ import structlog
 
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.protocol.record_batch import HEADER_SIZE, parse_header, prepare_for_append
-from kcoord.storage.api import AppendListener, AppendResult, CompactionResult, LogConfig
+from kcoord.storage.api import AppendListener, AppendResult, CompactionResult, LogConfig, StorageTimings
 from kcoord.storage.compaction import (
     CleanedLog,
     CompactionPlan,
@@ -56,6 +56,8 @@ class SegmentedLog(ABC):
         self._config = config
         self._clock = clock
         self._segments = segments
+        self.timings: StorageTimings | None = None
+        """Set by the store; told of every append's latency (and, by engines that fsync, flushes)."""
         self._log_start_offset = segments[0].base_offset
         self._next_offset = segments[-1].next_offset
         self._end_offset = self._next_offset
@@ -131,7 +133,10 @@ class SegmentedLog(ABC):
             base_offset, header.next_offset - header.base_offset + base_offset, max_timestamp, len(data)
         )
         self._next_offset = placement.next_offset
+        started = time.perf_counter()
         await self._write(segment, data, placement)
+        if self.timings is not None:
+            self.timings.on_append(self._topic, self._partition, len(data), time.perf_counter() - started)
         return AppendResult(
             base_offset=base_offset,
             last_offset=placement.next_offset - 1,

@@ -6,7 +6,7 @@ engine, so unit tests of other modules see the same offsets and the same retenti
 
 from __future__ import annotations
 
-from kcoord.storage.api import LogConfig, PartitionLog, SystemClock
+from kcoord.storage.api import LogConfig, PartitionLog, StorageTimings, SystemClock
 from kcoord.storage.compaction import SegmentReader, Swap
 from kcoord.storage.log import SegmentedLog
 from kcoord.storage.retention import RetentionLoop
@@ -111,6 +111,8 @@ class MemoryLogStore:
         log_cleaner_backoff_ms: int = 15000,
     ) -> None:
         self._default_config = default_config or LogConfig()
+        self.timings: StorageTimings | None = None
+        """Given to every log this store opens or creates."""
         self._clock: Clock = clock or SystemClock()
         self._logs: dict[tuple[str, int], MemoryLog] = {}
         self._retention = RetentionLoop(self.enforce_retention, retention_check_interval_ms)
@@ -133,6 +135,7 @@ class MemoryLogStore:
                 existing.update_config(config)
             return existing
         log = MemoryLog(topic, partition, config or self._default_config, self._clock)
+        log.timings = self.timings
         self._logs[(topic, partition)] = log
         return log
 

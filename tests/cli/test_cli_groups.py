@@ -1,0 +1,62 @@
+"""The ``kcoord groups`` / ``kcoord health`` command line without a server: rows, exit codes, parsing."""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass
+
+import pytest
+
+from kcoord.cli import main
+from kcoord.cli_groups import describe_rows
+from kcoord.coordinator.classic.consumer_protocol import ConsumerAssignment, encode_assignment
+
+
+@dataclass
+class Member:
+    member_id: str
+    client_id: str
+    client_host: str
+    member_assignment: bytes
+
+
+@dataclass
+class Group:
+    protocol_type: str
+    members: list[Member]
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_describe_rows_join_assignments_with_committed_and_log_end_offsets() -> None:
+    """Each assigned or committed partition becomes one row with its owner, offsets and lag."""
+    owned = encode_assignment(ConsumerAssignment(0, (("t", (0, 1)),)))
+    group = Group("consumer", [Member("m-1", "app", "/127.0.0.1", owned)])
+    rows = describe_rows(group, {("t", 0): 4, ("t", 2): 9}, {("t", 0): 10, ("t", 1): 3, ("t", 2): 9})
+    assert [(r["partition"], r["current_offset"], r["lag"], r["consumer_id"]) for r in rows] == [
+        (0, 4, 6, "m-1"),
+        (1, None, None, "m-1"),
+        (2, 9, 0, None),
+    ]
+
+
+def test_health_exits_one_when_nothing_listens(capsys: pytest.CaptureFixture[str]) -> None:
+    """``kcoord health`` against a closed port fails with exit code 1 and says why."""
+    assert main(["health", "--bootstrap", f"127.0.0.1:{closed_port()}", "--timeout", "1"]) == 1
+    assert "cannot connect" in capsys.readouterr().err
+
+
+def test_history_exits_one_when_the_endpoint_is_unreachable(capsys: pytest.CaptureFixture[str]) -> None:
+    """``kcoord groups history`` reports an unreachable HTTP endpoint with exit code 1."""
+    assert main(["groups", "history", "g", "--metrics", f"127.0.0.1:{closed_port()}"]) == 1
+    assert "kcoord:" in capsys.readouterr().err
+
+
+def test_config_show_still_lists_the_metrics_listener(capsys: pytest.CaptureFixture[str]) -> None:
+    """``kcoord config show --metrics-listen`` keeps working next to the new subcommands."""
+    assert main(["config", "show", "--metrics-listen", "127.0.0.1:0"]) == 0
+    assert "kcoord.metrics.listen = 127.0.0.1:0" in capsys.readouterr().out
