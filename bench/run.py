@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from report import format_table
 from server import running_kcoord
 
-SECTIONS = ("produce_fetch", "timing_wheel", "member_memory")
+SECTIONS = ("produce_fetch", "heartbeat_load", "timing_wheel", "member_memory")
 """Section modules in the order they run; later: group formation, heartbeat load, timing wheel, memory."""
 
 

@@ -85,7 +85,7 @@ class KcoordProcess:
                 continue
             self.logs.append(event)
             if event.get("event") == "kcoord.started":
-                host, _, port = str(event["listen"]).rpartition(":")
+                _, _, port = str(event["listen"]).rpartition(":")
                 self.port = int(port)
                 self.metrics_address = event.get("metrics")
                 self._started.set()

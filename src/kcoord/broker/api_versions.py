@@ -15,12 +15,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.registry import REGISTRY
 from kcoord.server.context import RequestContext
 
 
-@REGISTRY.api(ApiKey.API_VERSIONS, "ApiVersions", 0, 4)
+def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
+    return {"error_code": code, "api_keys": []}
+
+
+@REGISTRY.api(ApiKey.API_VERSIONS, "ApiVersions", 0, 4, error_response=_error_response)
 async def handle_api_versions(ctx: RequestContext, request: Any) -> dict[str, Any]:
     return {
         "error_code": 0,

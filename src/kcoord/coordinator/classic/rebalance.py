@@ -310,7 +310,11 @@ class Rebalancer:
             return
         if member.disconnected_ms is not None:
             self.remove_member_and_update(
-                group, member, "member_disconnected", "connection closed and no heartbeat within the grace", step
+                group,
+                member,
+                "member_disconnected",
+                "connection closed and no heartbeat within the grace",
+                step,
             )
         else:
             self.remove_member_and_update(group, member, "member_expired", "session timeout expired", step)
