@@ -42,10 +42,16 @@ _TICKS = os.sysconf("SC_CLK_TCK")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("heartbeat_load")
-    group.add_argument("--heartbeat-load-connections", type=int, default=200, help="connections = groups (200)")
+    group.add_argument(
+        "--heartbeat-load-connections", type=int, default=200, help="connections = groups (200)"
+    )
     group.add_argument("--heartbeat-load-workers", type=int, default=2, help="generator processes (2)")
-    group.add_argument("--heartbeat-load-depth", type=int, default=1, help="requests in flight per connection (1)")
-    group.add_argument("--heartbeat-load-seconds", type=float, default=3.0, help="measured window per phase (3)")
+    group.add_argument(
+        "--heartbeat-load-depth", type=int, default=1, help="requests in flight per connection (1)"
+    )
+    group.add_argument(
+        "--heartbeat-load-seconds", type=float, default=3.0, help="measured window per phase (3)"
+    )
     group.add_argument("--heartbeat-load-warmup", type=float, default=0.5, help="warm-up per phase (0.5)")
 
 
@@ -102,7 +108,9 @@ class Workers:
         results = [self._read(proc) for proc in self.procs]
         errors = [r for r in results if r["errors"]]
         if errors:
-            raise RuntimeError(f"{phase}: {errors[0]['errors']} bad answers, first: {errors[0]['first_error']}")
+            raise RuntimeError(
+                f"{phase}: {errors[0]['errors']} bad answers, first: {errors[0]['first_error']}"
+            )
         latencies = sorted(lat for r in results for lat in r["latencies_us"])
         window = max(r["window_s"] for r in results)
         return PhaseResult(
@@ -149,7 +157,9 @@ def run(server: BenchServer, options: argparse.Namespace) -> list[Measurement]:
     )
     per_phase: dict[str, list[PhaseResult]] = {phase: [] for phase in PHASES}
     try:
-        print(f"  {options.heartbeat_load_connections} groups joined and synced in {workers.wait_ready():.1f} s")
+        print(
+            f"  {options.heartbeat_load_connections} groups joined and synced in {workers.wait_ready():.1f} s"
+        )
         for run_number in range(options.runs):
             for phase in PHASES:
                 result = workers.run_phase(

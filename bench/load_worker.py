@@ -25,7 +25,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -41,7 +41,6 @@ from kcoord.coordinator.classic.consumer_protocol import (
 
 SESSION_MS = 120_000
 REBALANCE_MS = 60_000
-
 
 
 class LoadConnection(asyncio.Protocol):
@@ -64,8 +63,7 @@ class LoadConnection(asyncio.Protocol):
     # -- asyncio.Protocol
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's transports do not subclass it
 
     def connection_lost(self, exc: Exception | None) -> None:
         if not self.closed.done():
@@ -278,7 +276,8 @@ async def main_async(args: argparse.Namespace) -> None:
         connections.append(protocol)
     started = time.perf_counter()
     await asyncio.wait_for(
-        asyncio.gather(*(join_own_group(c, g, args.topic) for c, g in zip(connections, groups, strict=True))), 60
+        asyncio.gather(*(join_own_group(c, g, args.topic) for c, g in zip(connections, groups, strict=True))),
+        60,
     )
     _emit(event="ready", setup_s=time.perf_counter() - started)
     reader = asyncio.StreamReader()

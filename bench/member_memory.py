@@ -52,9 +52,7 @@ MAX_DELAYS = 10_000
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("member_memory")
     group.add_argument("--member-memory-groups", type=int, default=1_000, help="groups (default 1000)")
-    group.add_argument(
-        "--member-memory-members", type=int, default=10, help="members per group (default 10)"
-    )
+    group.add_argument("--member-memory-members", type=int, default=10, help="members per group (default 10)")
     group.add_argument(
         "--member-memory-top", type=int, default=8, help="top allocation sites printed (default 8)"
     )
@@ -171,8 +169,7 @@ def measure_once(groups: int, members: int, top: int) -> tuple[float, list[str]]
     diff = after.filter_traces(keep).compare_to(before.filter_traces(keep), "lineno")
     total = sum(stat.size_diff for stat in diff)
     sites = [
-        f"    {stat.size_diff / (groups * members):7.0f} B/member  {stat.traceback[0]}"
-        for stat in diff[:top]
+        f"    {stat.size_diff / (groups * members):7.0f} B/member  {stat.traceback[0]}" for stat in diff[:top]
     ]
     del manager, wheel
     return total / (groups * members), sites

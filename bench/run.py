@@ -20,8 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from report import format_table
 from server import running_kcoord
 
-SECTIONS = ("produce_fetch", "heartbeat_load", "timing_wheel", "member_memory")
-"""Section modules in the order they run; later: group formation, heartbeat load, timing wheel, memory."""
+SECTIONS = ("produce_fetch", "group_formation", "heartbeat_load", "timing_wheel", "member_memory")
+"""Section modules in the order they run."""
 
 
 def _load(name: str) -> ModuleType:

@@ -70,7 +70,9 @@ def correlation_of(frame: bytes) -> int:
     return int.from_bytes(frame[:4], "big")
 
 
-def call_blocking(bootstrap: str, api_key: int, version: int, body: dict[str, Any], timeout: float = 30.0) -> Any:
+def call_blocking(
+    bootstrap: str, api_key: int, version: int, body: dict[str, Any], timeout: float = 30.0
+) -> Any:
     """One request on a fresh blocking socket, for setup (creating a topic, for example)."""
     host, _, port = bootstrap.rpartition(":")
     with socket.create_connection((host, int(port)), timeout=timeout) as sock:
@@ -83,7 +85,13 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> None:
     """CreateTopics v4 for one topic; an existing topic is fine."""
     body = {
         "topics": [
-            {"name": name, "num_partitions": partitions, "replication_factor": 1, "assignments": [], "configs": []}
+            {
+                "name": name,
+                "num_partitions": partitions,
+                "replication_factor": 1,
+                "assignments": [],
+                "configs": [],
+            }
         ],
         "timeout": 10_000,
     }

@@ -24,6 +24,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from typing import Any
 
 POLL_MS = 200
@@ -116,6 +117,10 @@ def run_kafka_python(args: argparse.Namespace, commands: Commands) -> None:
                 generation=generation(),
             )
 
+    # Learn the topic's partitions before joining: a kafka-python leader that assigns before its metadata
+    # knows the topic assigns nothing, rejoins at once, and 3.0.12 then sometimes stalls after SyncGroup.
+    while not consumer.partitions_for_topic(args.topic):
+        time.sleep(0.05)
     consumer.subscribe([args.topic], listener=Listener())
     while not commands.close.is_set():
         batches = consumer.poll(timeout_ms=POLL_MS)

@@ -53,6 +53,8 @@ async function main() {
     sessionTimeout: args.sessionTimeoutMs,
     heartbeatInterval: args.heartbeatMs,
     rebalanceTimeout: 10000,
+    // kafkajs learns of a rebalance only between fetches: keep the long-poll short.
+    maxWaitTimeInMs: 500,
   });
   let owned = [];
   consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {

@@ -90,10 +90,17 @@ class ClassicGroupMember:
 
 @dataclass(slots=True)
 class InitialDelay:
-    """State of the initial delayed join (a group that was Empty waits for more members)."""
+    """State of the initial delayed join: a group that was Empty waits for more members.
+
+    The join phase ends once ``delay_ms`` passed with no new member arriving, and never after
+    ``limit_ms`` (the first join plus the rebalance timeout). Kafka extends the wait by whole
+    delays instead, so ten consumers started together wait at least two delays; a quiet period
+    gives the same single rebalance one delay after the last of them arrived.
+    """
 
     delay_ms: int
-    remaining_ms: int
+    limit_ms: int
+    last_arrival_ms: int
 
 
 @dataclass(slots=True)

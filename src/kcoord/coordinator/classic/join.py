@@ -233,6 +233,8 @@ class JoinHandler:
         )
         if group.is_in(PREPARING) and group.previous_state is EMPTY:
             group.new_member_added = True
+            if group.initial_delay is not None:
+                group.initial_delay.last_arrival_ms = step.now_ms
         group.add(member, Waiter(sink))
         # A new member cannot heartbeat while parked; KAFKA-7610 bounds how long it may wait.
         self.rebalancer.schedule_session(group, member, step, self.config.new_member_join_timeout_ms)

@@ -143,7 +143,9 @@ class Rebalancer:
         )
         if initial:
             delay = self.config.initial_rebalance_delay_ms
-            group.initial_delay = InitialDelay(delay, max(group.rebalance_timeout_ms() - delay, 0))
+            group.initial_delay = InitialDelay(
+                delay, step.now_ms + max(group.rebalance_timeout_ms(), delay), step.now_ms
+            )
             group.new_member_added = False
             self.timer.schedule(timer_keys.join_key(group.group_id), step.now_ms + delay)
         self.transition(group, PREPARING, step)
@@ -171,13 +173,13 @@ class Rebalancer:
         if not group.is_in(PREPARING):
             return
         initial = group.initial_delay
-        if initial is not None and group.new_member_added and initial.remaining_ms != 0:
-            # New members keep arriving: extend by min(delay, remaining) until the budget is spent.
+        if initial is not None and group.new_member_added:
+            # New members arrived during the wait: wait on until one delay passed with none arriving.
             group.new_member_added = False
-            new_delay = min(self.config.initial_rebalance_delay_ms, initial.remaining_ms)
-            group.initial_delay = InitialDelay(new_delay, max(initial.remaining_ms - initial.delay_ms, 0))
-            self.timer.schedule(timer_keys.join_key(group.group_id), step.now_ms + new_delay)
-            return
+            quiet_end = min(initial.last_arrival_ms + initial.delay_ms, initial.limit_ms)
+            if quiet_end > step.now_ms:
+                self.timer.schedule(timer_keys.join_key(group.group_id), quiet_end)
+                return
         self.complete_join(group, step)
 
     def complete_join(self, group: ClassicGroup, step: Step) -> None:

@@ -1,0 +1,66 @@
+"""Every consumer-group benchmark section runs end to end at tiny sizes, so the benchmark code cannot rot."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+RUN = Path(__file__).resolve().parents[2] / "bench" / "run.py"
+
+
+def run_section(*args: str, timeout: float = 240) -> str:
+    completed = subprocess.run(
+        [sys.executable, str(RUN), *args, "--runs", "1"],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return completed.stdout
+
+
+def test_timing_wheel_section_prints_both_timers_and_their_ratio() -> None:
+    """The timing-wheel section measures the wheel, the driver and call_later and prints the ratios."""
+    out = run_section("timing_wheel", "--timing-wheel-extensions", "2000", "--timing-wheel-keys", "1", "10")
+    assert "wheel.schedule, 10 keys" in out
+    assert "call_later+cancel (uvloop) / wheel, 1 keys" in out
+
+
+def test_member_memory_section_reports_bytes_per_member() -> None:
+    """The memory section builds Stable groups through the pure API and reports bytes per member."""
+    out = run_section("member_memory", "--member-memory-groups", "5", "--member-memory-members", "3")
+    assert "idle member, 15 in 5 groups" in out
+    assert "top allocation sites" in out
+
+
+def test_heartbeat_load_section_reports_rates_and_the_ratio() -> None:
+    """The load generator joins its groups, runs all three phases without bad answers and prints the ratio."""
+    out = run_section(
+        "heartbeat_load",
+        "--set",
+        "group.initial.rebalance.delay.ms=0",
+        "--heartbeat-load-connections",
+        "4",
+        "--heartbeat-load-workers",
+        "1",
+        "--heartbeat-load-seconds",
+        "0.3",
+        "--heartbeat-load-warmup",
+        "0.1",
+    )
+    assert "heartbeat / api_versions" in out
+    assert "commit (depth 1)" in out
+
+
+@pytest.mark.clients
+def test_group_formation_section_forms_groups_with_every_client() -> None:
+    """Two consumers of each Python client form a group and the section prints one row set per client."""
+    out = run_section(
+        "group_formation", "--group-formation-consumers", "2", "--group-formation-delays", "0", timeout=280
+    )
+    for client in ("kafka-python", "confluent", "aiokafka"):
+        assert f"{client}, delay 0 ms: formed" in out
