@@ -44,6 +44,8 @@ class Connection:
         self._log = log.bind(connection_id=info.connection_id, peer=f"{info.client_host}:{info.client_port}")
         self._closing = False
         self._reading: asyncio.Task[None] | None = None
+        self._in_flight = 0
+        self.last_active = asyncio.get_running_loop().time()
 
     async def run(self) -> None:
         """Serve until the peer closes, a bad frame arrives, or the server stops."""
@@ -60,8 +62,6 @@ class Connection:
             self._log.warning("connection.closed_bad_request", reason=str(exc))
         except (ConnectionError, asyncio.IncompleteReadError) as exc:
             self._log.info("connection.lost", reason=type(exc).__name__)
-        except TimeoutError:
-            self._log.info("connection.idle_closed", idle_s=self._idle_timeout_s)
         finally:
             self._closing = True
             with contextlib.suppress(asyncio.QueueFull):
@@ -80,7 +80,7 @@ class Connection:
     async def _read_requests(self) -> None:
         while not self._closing:
             try:
-                head = await asyncio.wait_for(self._reader.readexactly(4), self._idle_timeout_s)
+                head = await self._reader.readexactly(4)
             except asyncio.IncompleteReadError as exc:
                 if exc.partial:
                     raise CloseConnectionError(f"frame size cut off after {len(exc.partial)} bytes") from exc
@@ -95,6 +95,8 @@ class Connection:
                 frame = await self._reader.readexactly(size)
             except asyncio.IncompleteReadError as exc:
                 raise CloseConnectionError(f"frame cut off: {len(exc.partial)} of {size} bytes") from exc
+            self.last_active = asyncio.get_running_loop().time()
+            self._in_flight += 1
             task = asyncio.create_task(self._router.handle(frame, self.info))
             await self._responses.put(task)
 
@@ -105,6 +107,8 @@ class Connection:
                 return
             try:
                 frame = await task
+                self._in_flight -= 1
+                self.last_active = asyncio.get_running_loop().time()
             except CloseConnectionError as exc:
                 self._log.warning("connection.closed_bad_request", reason=str(exc))
                 self._abort()
@@ -113,6 +117,16 @@ class Connection:
                 continue
             self._writer.write(frame)
             await self._writer.drain()
+
+    def close_if_idle(self, now: float) -> None:
+        """Close a connection that has had no request and nothing in flight for connections.max.idle.ms.
+
+        Checked by the listener's sweeper rather than a timer per read, which would cost a timer
+        allocation on every request of the hot path.
+        """
+        if self._in_flight == 0 and now - self.last_active > self._idle_timeout_s and not self._closing:
+            self._log.info("connection.idle_closed", idle_s=self._idle_timeout_s)
+            self.begin_shutdown()
 
     def begin_shutdown(self) -> None:
         """Stop reading requests; those already read are answered, then the connection closes."""

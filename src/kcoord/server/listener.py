@@ -37,6 +37,7 @@ class Listener:
         self._ids = itertools.count(1)
         self._connections: dict[asyncio.Task[None], Connection] = {}
         self.bound: tuple[str, int] | None = None
+        self._sweeper: asyncio.Task[None] | None = None
 
     @property
     def open_connections(self) -> int:
@@ -47,11 +48,23 @@ class Listener:
         self._server = await asyncio.start_server(self._accept, self._host, self._port, reuse_address=True)
         sockname = self._server.sockets[0].getsockname()
         self.bound = (str(sockname[0]), int(sockname[1]))
+        self._sweeper = asyncio.get_running_loop().create_task(self._sweep_idle())
         return self.bound
 
     async def stop_accepting(self) -> None:
         if self._server is not None:
             self._server.close()
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+
+    async def _sweep_idle(self) -> None:
+        period = min(max(self._idle_timeout_s / 4, 0.05), 10.0)
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(period)
+            now = loop.time()
+            for connection in list(self._connections.values()):
+                connection.close_if_idle(now)
 
     def stop_reading(self) -> None:
         """Every connection stops taking requests; what it already read is still answered."""
