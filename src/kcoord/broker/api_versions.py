@@ -18,7 +18,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.codec import build, response_class
+from kcoord.protocol.codec import EncodedResponse, build, response_class
 from kcoord.protocol.registry import REGISTRY
 from kcoord.server.context import RequestContext
 
@@ -27,22 +27,24 @@ def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {"error_code": code, "api_keys": []}
 
 
-_ANSWERS: dict[int, Any] = {}
+_ANSWERS: dict[int, EncodedResponse] = {}
 """The answer per version, built once: the registry is complete before the first request."""
 
 
 @REGISTRY.api(ApiKey.API_VERSIONS, "ApiVersions", 0, 4, error_response=_error_response)
-async def handle_api_versions(ctx: RequestContext, request: Any) -> Any:
+async def handle_api_versions(ctx: RequestContext, request: Any) -> EncodedResponse:
     answer = _ANSWERS.get(ctx.api_version)
     if answer is None:
-        answer = _ANSWERS[ctx.api_version] = build(
-            response_class(ApiKey.API_VERSIONS, ctx.api_version),
-            {
-                "error_code": 0,
-                "api_keys": [
-                    {"api_key": s.key, "min_version": s.min_version, "max_version": s.max_version}
-                    for s in REGISTRY.specs()
-                ],
-            },
+        answer = _ANSWERS[ctx.api_version] = EncodedResponse.of(
+            build(
+                response_class(ApiKey.API_VERSIONS, ctx.api_version),
+                {
+                    "error_code": 0,
+                    "api_keys": [
+                        {"api_key": s.key, "min_version": s.min_version, "max_version": s.max_version}
+                        for s in REGISTRY.specs()
+                    ],
+                },
+            )
         )
     return answer

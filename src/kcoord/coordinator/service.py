@@ -39,7 +39,7 @@ OFFSETS_TOPIC = "__consumer_offsets"
 T = TypeVar("T")
 S = TypeVar("S", bound=Shard)
 
-Operation = Callable[[Any, Sink, int], CoordinatorResult]
+Operation = Callable[[Any, Any, int], CoordinatorResult]
 """``op(shard, sink, now_ms) -> result``: runs on the group's partition."""
 
 
@@ -112,6 +112,20 @@ class GroupCoordinator:
         runner.run(lambda now: operation(runner.shard, sink, now))
         return await sink
 
+    def call(self, group_id: str, operation: Operation) -> Any:
+        """Run an operation that never parks and never writes (Heartbeat) and return its answer.
+
+        The hot path of a stable group: no future, no task, no await. An operation that did
+        park or produce records would be a bug, so it is refused loudly.
+        """
+        runner = self.runner(group_id)
+        runner.check_active()
+        sink = _DirectSink()
+        result = operation(runner.shard, sink, runner.clock.now_ms())
+        if result.records or len(result.responses) != 1 or result.responses[0][0] is not sink:
+            raise RuntimeError("call() needs an operation that answers at once and writes nothing")
+        return result.responses[0][1]
+
     def read(self, group_id: str, reader: Callable[[Any], T]) -> T:
         """A synchronous look at the group's shard (raises while it is loading)."""
         runner = self.runner(group_id)
@@ -175,3 +189,9 @@ def _partitions_added(shard: Any, topic: str, now_ms: int) -> CoordinatorResult:
 def _expire_offsets(shard: Any, now_ms: int) -> CoordinatorResult:
     result: CoordinatorResult = shard.expire_offsets(now_ms)
     return result
+
+
+class _DirectSink:
+    """The sink of :meth:`GroupCoordinator.call`: only compared, never delivered to."""
+
+    __slots__ = ()

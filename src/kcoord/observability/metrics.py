@@ -67,6 +67,7 @@ class KcoordMetrics:
     ) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
         self._apis = api_registry
+        self._request_children: dict[tuple[int, int, int], tuple[Any, Any]] = {}
         r = self.registry
         self.requests = Counter(
             "kcoord_requests", "Requests answered.", ["api", "version", "error"], registry=r
@@ -119,10 +120,22 @@ class KcoordMetrics:
             return f"Api{api_key}"
 
     def observe_request(self, api_key: int, api_version: int, error: int, seconds: float) -> None:
-        """A request was answered (a :data:`kcoord.server.router.RequestObserver`)."""
-        name = self.api_name(api_key)
-        self.requests.labels(name, str(api_version), error_name(error)).inc()
-        self.request_duration.labels(name).observe(seconds)
+        """A request was answered (a :data:`kcoord.server.router.RequestObserver`).
+
+        Runs on every request, so the labelled children are looked up once per label set and kept:
+        ``labels()`` costs more than the increment itself.
+        """
+        key = (api_key, api_version, int(error))
+        children = self._request_children.get(key)
+        if children is None:
+            name = self.api_name(api_key)
+            children = self._request_children[key] = (
+                self.requests.labels(name, str(api_version), error_name(error)),
+                self.request_duration.labels(name),
+            )
+        counter, histogram = children
+        counter.inc()
+        histogram.observe(seconds)
 
     def observe_exchange(self, api_key: int, request: Any, body: Any) -> None:
         """A request and its response body: counts produced, fetched and committed data.

@@ -26,6 +26,7 @@ from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
 
 __all__ = [
+    "EncodedResponse",
     "RequestHeader",
     "build",
     "decode_request",
@@ -143,6 +144,24 @@ def encode_response(correlation_id: int, response: Any) -> bytes:
     frame = buffer.getbuffer()
     struct.pack_into(">i", frame, 0, len(frame) - 4)
     return bytes(frame)
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedResponse:
+    """A response body encoded once and sent many times (ApiVersions): only the header varies."""
+
+    body: bytes
+    flexible_header: bool
+    error_code: ErrorCode = ErrorCode.none
+
+    @classmethod
+    def of(cls, response: Any) -> EncodedResponse:
+        error = getattr(response, "error_code", ErrorCode.none)
+        return cls(encode_entity(response), bool(type(response).__header_schema__.__flexible__), error)
+
+    def frame(self, correlation_id: int) -> bytes:
+        header = _CORRELATION_ID.pack(correlation_id) + (_TAGGED_FIELDS_NONE if self.flexible_header else b"")
+        return struct.pack(">i", len(header) + len(self.body)) + header + self.body
 
 
 def encode_entity(entity: Any) -> bytes:

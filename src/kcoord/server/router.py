@@ -17,7 +17,14 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.codec import build, decode_request, encode_response, peek_api, response_class
+from kcoord.protocol.codec import (
+    EncodedResponse,
+    build,
+    decode_request,
+    encode_response,
+    peek_api,
+    response_class,
+)
 from kcoord.protocol.errors import KafkaError
 from kcoord.protocol.registry import REGISTRY, ApiRegistry, ApiSpec
 from kcoord.server.context import ConnectionInfo, RequestContext
@@ -94,6 +101,8 @@ class Router:
         _log_rejections(spec.name, ctx, body)
         if body is None:
             return None
+        if isinstance(body, EncodedResponse):
+            return body.frame(correlation_id)
         try:
             response = build(response_class(api_key, api_version), body)
             return encode_response(correlation_id, response)
@@ -180,7 +189,12 @@ def _collect_errors(value: Any, found: set[ErrorCode], depth: int = 0) -> None:
 def _log_rejections(api: str, ctx: RequestContext, body: Any) -> None:
     """One log line per request answered with an error, naming the errors (bad input is logged)."""
     found: set[ErrorCode] = set()
-    _collect_errors(body, found)
+    if isinstance(body, EncodedResponse):
+        if body.error_code == ErrorCode.none:
+            return
+        found.add(body.error_code)
+    else:
+        _collect_errors(body, found)
     if not found:
         return
     emit = log.debug if found <= _ROUTINE_ERRORS else log.info
