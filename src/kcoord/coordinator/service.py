@@ -37,7 +37,6 @@ log = structlog.get_logger(__name__)
 OFFSETS_TOPIC = "__consumer_offsets"
 
 T = TypeVar("T")
-S = TypeVar("S", bound=Shard)
 
 Operation = Callable[[Any, Any, int], CoordinatorResult]
 """``op(shard, sink, now_ms) -> result``: runs on the group's partition."""

@@ -41,9 +41,7 @@ def _fetch_one(
     return coordinator(ctx).read(group_id, lambda shard: shard.offsets.fetch(group_id, topics, stable))
 
 
-def _group_error(
-    group_id: str, topics: list[OffsetFetchTopic] | None, code: ErrorCode
-) -> OffsetFetchResponse:
+def _group_error(group_id: str, code: ErrorCode) -> OffsetFetchResponse:
     return OffsetFetchResponse(group_id=group_id, topics=[], error_code=code)
 
 
@@ -78,7 +76,7 @@ def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
         return {"groups": [{"group_id": g.group_id, "topics": [], "error_code": code} for g in groups]}
     topics = _topics(request.topics)
     body: dict[str, Any] = _legacy_body(
-        _group_error(request.group_id, topics, code), int(type(request).__version__), topics
+        _group_error(request.group_id, code), int(type(request).__version__), topics
     )
     return body
 
@@ -93,11 +91,11 @@ async def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:
             try:
                 answers.append(_fetch_one(ctx, group.group_id, topics, stable))
             except KafkaError as exc:
-                answers.append(_group_error(group.group_id, topics, exc.code))
+                answers.append(_group_error(group.group_id, exc.code))
         return {"groups": answers}
     topics = _topics(request.topics)
     try:
         response = _fetch_one(ctx, request.group_id, topics, stable)
     except KafkaError as exc:
-        response = _group_error(request.group_id, topics, exc.code)
+        response = _group_error(request.group_id, exc.code)
     return _legacy_body(response, ctx.api_version, topics)
