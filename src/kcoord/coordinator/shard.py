@@ -102,6 +102,10 @@ class GroupCoordinatorShard:
             )
         return self.classic.heartbeat(request, sink, now_ms)
 
+    def heartbeat_code(self, request: HeartbeatRequest, now_ms: int, connection_id: int) -> ErrorCode:
+        """The heartbeat's answer, computed without a result object (see the classic manager)."""
+        return self.classic.heartbeat_code(request, now_ms, connection_id)
+
     def member_disconnected(
         self, group_id: str, member_id: str, connection_id: int, now_ms: int
     ) -> CoordinatorResult:

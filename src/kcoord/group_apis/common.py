@@ -28,11 +28,11 @@ def watch_member(ctx: RequestContext, group_id: str, member_id: str) -> None:
     The close is only a hint (fast failover): the coordinator shortens the member's session if
     this was still the member's connection, and a member that reconnects keeps its place.
     """
-    if not member_id or not ctx.app.settings["kcoord.fast.failover.enable"]:
-        return
     key = (group_id, member_id)
     connection = ctx.connection
     if key in connection.watched_members:
+        return
+    if not member_id or not ctx.app.settings["kcoord.fast.failover.enable"]:
         return
     connection.watched_members.add(key)
     service = coordinator(ctx)

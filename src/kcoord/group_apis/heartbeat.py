@@ -32,22 +32,19 @@ def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
 async def handle_heartbeat(ctx: RequestContext, request: Any) -> Any:
     beat = HeartbeatRequest(
         group_id=request.group_id,
-        generation_id=int(request.generation_id),
+        generation_id=request.generation_id,
         member_id=request.member_id,
         group_instance_id=getattr(request, "group_instance_id", None),
     )
-    connection_id = ctx.connection.connection_id
     try:
-        response = coordinator(ctx).call(
-            beat.group_id, lambda shard, sink, now: shard.heartbeat(beat, sink, now, connection_id)
-        )
+        error = coordinator(ctx).heartbeat(beat, ctx.connection.connection_id)
     except KafkaError as exc:
         if exc.code == ErrorCode.coordinator_load_in_progress:
             return _encoded(ctx.api_version, ErrorCode.none)
         raise
-    if response.error_code in (ErrorCode.none, ErrorCode.rebalance_in_progress):
+    if error is ErrorCode.none or error is ErrorCode.rebalance_in_progress:
         watch_member(ctx, beat.group_id, beat.member_id)
-    return _encoded(ctx.api_version, response.error_code)
+    return _encoded(ctx.api_version, error)
 
 
 _ENCODED: dict[tuple[int, ErrorCode], EncodedResponse] = {}

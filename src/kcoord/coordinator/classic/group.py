@@ -51,6 +51,8 @@ class ClassicGroupMember:
     # Liveness hints (kcoord's fast failover): the connection that last carried this member's
     # requests, when it last heartbeat, the interval observed between heartbeats, and when that
     # connection closed without a LeaveGroup (None while connected).
+    session_timer_key: str = ""
+    """The member's session deadline key, made once: the heartbeat path moves it every few seconds."""
     connection_id: int | None = None
     last_heartbeat_ms: int | None = None
     heartbeat_interval_ms: int | None = None

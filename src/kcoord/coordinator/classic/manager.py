@@ -80,6 +80,15 @@ class ClassicGroupManager:
         self._members.heartbeat(request, sink, step)
         return step.out
 
+    def heartbeat_code(
+        self, request: HeartbeatRequest, now_ms: int, connection_id: int | None = None
+    ) -> ErrorCode:
+        """:meth:`heartbeat` without a result: a heartbeat never parks a request and never writes,
+        so the hot path of a stable group needs no sink, response object or result."""
+        if now_ms > self._last_now_ms:
+            self._last_now_ms = now_ms
+        return self._members.heartbeat_code(request, now_ms, connection_id)
+
     def leave_group(self, request: LeaveGroupRequest, sink: Any, now_ms: int) -> CoordinatorResult:
         step = self._step(now_ms)
         self._members.leave(request, sink, step)

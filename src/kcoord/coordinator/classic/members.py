@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kcoord.coordinator.classic import liveness
 from kcoord.coordinator.classic.group import ClassicGroup, Waiter
 from kcoord.coordinator.classic.messages import (
     HeartbeatRequest,
@@ -107,9 +108,15 @@ class MemberRequests:
     # -- Heartbeat ---------------------------------------------------------------------------
 
     def heartbeat(self, request: HeartbeatRequest, sink: Any, step: Step) -> None:
-        step.out.respond(sink, HeartbeatResponse(self._heartbeat(request, step)))
+        step.out.respond(sink, HeartbeatResponse(self.heartbeat_code(request, step.now_ms)))
 
-    def _heartbeat(self, request: HeartbeatRequest, step: Step) -> ErrorCode:
+    def heartbeat_code(
+        self, request: HeartbeatRequest, now_ms: int, connection_id: int | None = None
+    ) -> ErrorCode:
+        """A heartbeat's whole effect: move the session deadline and say how the group stands.
+
+        ``connection_id`` (when the shell knows it) feeds the fast-failover liveness hints.
+        """
         if not request.group_id:
             return ErrorCode.invalid_group_id
         group = self.groups.get(request.group_id)
@@ -125,7 +132,10 @@ class MemberRequests:
             return ErrorCode.illegal_generation
         if group.is_in(EMPTY):
             return ErrorCode.unknown_member_id
-        self.rebalancer.schedule_session(group, group.members[request.member_id], step)
+        member = group.members[request.member_id]
+        if connection_id is not None:
+            liveness.observe_activity(member, connection_id, now_ms, heartbeat=True)
+        self.rebalancer.schedule_session_at(group, member, now_ms)
         if group.is_in(PREPARING):
             return ErrorCode.rebalance_in_progress
         return ErrorCode.none

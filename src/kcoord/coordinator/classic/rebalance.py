@@ -62,8 +62,16 @@ class Rebalancer:
         self, group: ClassicGroup, member: ClassicGroupMember, step: Step, timeout_ms: int | None = None
     ) -> None:
         """Set or move the member's session deadline (never cancel-and-recreate)."""
+        self.schedule_session_at(group, member, step.now_ms, timeout_ms)
+
+    def schedule_session_at(
+        self, group: ClassicGroup, member: ClassicGroupMember, now_ms: int, timeout_ms: int | None = None
+    ) -> None:
         timeout = member.session_timeout_ms if timeout_ms is None else timeout_ms
-        self.timer.schedule(timer_keys.session_key(group.group_id, member.member_id), step.now_ms + timeout)
+        key = member.session_timer_key
+        if not key:
+            key = member.session_timer_key = timer_keys.session_key(group.group_id, member.member_id)
+        self.timer.schedule(key, now_ms + timeout)
 
     def cancel_session(self, group: ClassicGroup, member_id: str) -> None:
         self.timer.cancel(timer_keys.session_key(group.group_id, member_id))
