@@ -135,6 +135,12 @@ def form_kafka_python(bootstrap: str, topic: str, group: str, count: int) -> flo
         )
         for i in range(count)
     ]
+    # Connected and knowing the topic before the clock starts: a kafka-python leader that assigns
+    # before its metadata has the topic rejoins at once and then sometimes stalls after SyncGroup
+    # (tests/support/kafka_python.py); Java and librdkafka clients wait for metadata themselves.
+    for consumer in consumers:
+        while not consumer.partitions_for_topic(topic):
+            time.sleep(0.02)
 
     def poll(index: int) -> None:
         # The callbacks of kafka-python 3 were seen to miss the final generation's assignment (the

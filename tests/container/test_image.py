@@ -21,6 +21,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition  # type: ignore[i
 
 from tests.container.files import TOOLS_SCRIPT
 from tests.container.image import Buildah, RunningContainer, base_tarball, host_codename, wheelhouse
+from tests.support.kafka_python import subscribe_when_known
 
 pytestmark = [pytest.mark.container, pytest.mark.timeout(900)]
 
@@ -109,12 +110,12 @@ def _produce(bootstrap: str) -> None:
 
 def _consume_in_group(bootstrap: str) -> tuple[list[int], set[TopicPartition]]:
     consumer = KafkaConsumer(
-        TOPIC,
         bootstrap_servers=bootstrap,
         group_id=GROUP,
         auto_offset_reset="earliest",
         enable_auto_commit=False,
     )
+    subscribe_when_known(consumer, TOPIC)
     values: list[int] = []
     try:
         deadline = time.monotonic() + 60

@@ -15,6 +15,8 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.structs import OffsetAndMetadata
 
+from tests.support.kafka_python import subscribe_when_known
+
 PARTITIONS = 3
 MESSAGES_PER_PARTITION = 10
 COMMITTED = 4
@@ -54,7 +56,7 @@ class PollingConsumer:
             auto_offset_reset="earliest",
             **config,
         )
-        self.consumer.subscribe([topic])
+        subscribe_when_known(self.consumer, topic)
         self._work: queue.Queue[Callable[[KafkaConsumer], None]] = queue.Queue()
         self._stop = threading.Event()
         self.polling = threading.Event()

@@ -9,6 +9,7 @@ the coordinator when its heartbeat thread is stuck too.
 from __future__ import annotations
 
 import sys
+import time
 
 from kafka import KafkaConsumer
 
@@ -23,6 +24,9 @@ def main() -> None:
         max_poll_interval_ms=int(max_poll_interval_ms),
         session_timeout_ms=10_000,
     )
+    # Learn the topic first (see tests/support/kafka_python.py for the kafka-python stall it avoids).
+    while not consumer.partitions_for_topic(topic):
+        time.sleep(0.05)
     consumer.subscribe([topic])
     announced = False
     while True:
