@@ -16,10 +16,10 @@ from pathlib import Path
 
 import structlog
 
-from kcoord.storage.api import LogConfig, PartitionLog, StorageTimings, SystemClock
+from kcoord.storage.api import LogConfig, PartitionLog
 from kcoord.storage.file_log import FileLog
 from kcoord.storage.file_segment import fsync_directory, load_segments
-from kcoord.storage.retention import RetentionLoop
+from kcoord.storage.store_base import StoreBase
 from kcoord.timer.api import Clock
 
 __all__ = ["FileLogStore"]
@@ -31,7 +31,7 @@ _PARTITION_DIR = re.compile(r"^(?P<topic>[A-Za-z0-9._-]+)-(?P<partition>\d+)$")
 _TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 
 
-class FileLogStore:
+class FileLogStore(StoreBase[FileLog]):
     """Logs under ``root``; blocking file work runs on a small thread pool owned by the store."""
 
     def __init__(
@@ -44,15 +44,14 @@ class FileLogStore:
         log_cleaner_backoff_ms: int = 15000,
         io_threads: int = 2,
     ) -> None:
+        super().__init__(
+            default_config,
+            clock,
+            retention_check_interval_ms=retention_check_interval_ms,
+            log_cleaner_backoff_ms=log_cleaner_backoff_ms,
+        )
         self.root = root
-        self._default_config = default_config or LogConfig()
-        self.timings: StorageTimings | None = None
-        """Given to every log this store opens or creates."""
-        self._clock: Clock = clock or SystemClock()
         self._executor = ThreadPoolExecutor(max_workers=io_threads, thread_name_prefix="kcoord-log")
-        self._logs: dict[tuple[str, int], FileLog] = {}
-        self._retention = RetentionLoop(self.enforce_retention, retention_check_interval_ms)
-        self._cleaner = RetentionLoop(self.compact_logs, log_cleaner_backoff_ms, name="cleaner")
 
     async def open(self) -> None:
         loop = asyncio.get_running_loop()
@@ -70,12 +69,9 @@ class FileLogStore:
             )
             segments = await loop.run_in_executor(self._executor, load)
             log = FileLog(directory, topic, partition, config, self._clock, segments, self._executor)
-            log.timings = self.timings
-            log.start()
-            self._logs[(topic, partition)] = log
+            self._adopt(log).start()
         logger.info("log_store.opened", root=str(self.root), partitions=len(self._logs), clean_shutdown=clean)
-        self._retention.start()
-        self._cleaner.start()
+        self._start_background()
 
     def _prepare_root(self) -> bool:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -93,12 +89,6 @@ class FileLogStore:
             if entry.is_dir() and match is not None:
                 found.append((entry, match["topic"], int(match["partition"])))
         return found
-
-    def partitions(self) -> list[tuple[str, int]]:
-        return sorted(self._logs)
-
-    def get(self, topic: str, partition: int) -> PartitionLog | None:
-        return self._logs.get((topic, partition))
 
     async def create(self, topic: str, partition: int, config: LogConfig | None = None) -> PartitionLog:
         existing = self._logs.get((topic, partition))
@@ -126,35 +116,15 @@ class FileLogStore:
             return FileLog(directory, topic, partition, config, self._clock, segments, self._executor)
 
         log = await asyncio.get_running_loop().run_in_executor(self._executor, make)
-        log.timings = self.timings
-        log.start()
-        self._logs[(topic, partition)] = log
+        self._adopt(log).start()
         return log
 
     async def delete_topic(self, topic: str) -> None:
         for key in [key for key in self._logs if key[0] == topic]:
             await self._logs.pop(key).delete_files()
 
-    async def enforce_retention(self) -> int:
-        now = self._clock.now_ms()
-        deleted = 0
-        for log in list(self._logs.values()):
-            deleted += await log.enforce_retention(now)
-        return deleted
-
-    async def compact_logs(self) -> int:
-        compacted = 0
-        for log in list(self._logs.values()):
-            now = self._clock.now_ms()
-            if log.compaction_due(now) and await log.compact(now) is not None:
-                compacted += 1
-        return compacted
-
     async def close(self) -> None:
-        await self._retention.stop()
-        await self._cleaner.stop()
-        for log in self._logs.values():
-            await log.close()
+        await self._stop_and_close_logs()
         loop = asyncio.get_running_loop()
         if self.root.exists():
             await loop.run_in_executor(self._executor, self._write_marker)

@@ -6,11 +6,11 @@ engine, so unit tests of other modules see the same offsets and the same retenti
 
 from __future__ import annotations
 
-from kcoord.storage.api import LogConfig, PartitionLog, StorageTimings, SystemClock
+from kcoord.storage.api import LogConfig, PartitionLog
 from kcoord.storage.compaction import SegmentReader, Swap
 from kcoord.storage.log import SegmentedLog
-from kcoord.storage.retention import RetentionLoop
 from kcoord.storage.segment import Placement, Segment, SegmentData, scan_segment
+from kcoord.storage.store_base import StoreBase
 from kcoord.timer.api import Clock
 
 __all__ = ["MemoryLog", "MemoryLogStore"]
@@ -99,7 +99,7 @@ def _buffer_of(segment: Segment) -> bytearray:
     return data.buffer
 
 
-class MemoryLogStore:
+class MemoryLogStore(StoreBase[MemoryLog]):
     """``memory://``: logs live as long as the store object."""
 
     def __init__(
@@ -110,23 +110,15 @@ class MemoryLogStore:
         retention_check_interval_ms: int = 300000,
         log_cleaner_backoff_ms: int = 15000,
     ) -> None:
-        self._default_config = default_config or LogConfig()
-        self.timings: StorageTimings | None = None
-        """Given to every log this store opens or creates."""
-        self._clock: Clock = clock or SystemClock()
-        self._logs: dict[tuple[str, int], MemoryLog] = {}
-        self._retention = RetentionLoop(self.enforce_retention, retention_check_interval_ms)
-        self._cleaner = RetentionLoop(self.compact_logs, log_cleaner_backoff_ms, name="cleaner")
+        super().__init__(
+            default_config,
+            clock,
+            retention_check_interval_ms=retention_check_interval_ms,
+            log_cleaner_backoff_ms=log_cleaner_backoff_ms,
+        )
 
     async def open(self) -> None:
-        self._retention.start()
-        self._cleaner.start()
-
-    def partitions(self) -> list[tuple[str, int]]:
-        return sorted(self._logs)
-
-    def get(self, topic: str, partition: int) -> PartitionLog | None:
-        return self._logs.get((topic, partition))
+        self._start_background()
 
     async def create(self, topic: str, partition: int, config: LogConfig | None = None) -> PartitionLog:
         existing = self._logs.get((topic, partition))
@@ -134,29 +126,11 @@ class MemoryLogStore:
             if config is not None:
                 existing.update_config(config)
             return existing
-        log = MemoryLog(topic, partition, config or self._default_config, self._clock)
-        log.timings = self.timings
-        self._logs[(topic, partition)] = log
-        return log
+        return self._adopt(MemoryLog(topic, partition, config or self._default_config, self._clock))
 
     async def delete_topic(self, topic: str) -> None:
         for key in [key for key in self._logs if key[0] == topic]:
             await self._logs.pop(key).close()
 
-    async def enforce_retention(self) -> int:
-        now = self._clock.now_ms()
-        return sum([await log.enforce_retention(now) for log in list(self._logs.values())])
-
-    async def compact_logs(self) -> int:
-        compacted = 0
-        for log in list(self._logs.values()):
-            now = self._clock.now_ms()
-            if log.compaction_due(now) and await log.compact(now) is not None:
-                compacted += 1
-        return compacted
-
     async def close(self) -> None:
-        await self._retention.stop()
-        await self._cleaner.stop()
-        for log in self._logs.values():
-            await log.close()
+        await self._stop_and_close_logs()

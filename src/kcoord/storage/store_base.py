@@ -1,0 +1,70 @@
+"""What every log store does the same way, whatever keeps its bytes: the catalogue of open logs,
+the retention and cleaner loops, and the passes they run."""
+
+from __future__ import annotations
+
+from typing import Generic, TypeVar
+
+from kcoord.storage.api import LogConfig, PartitionLog, StorageTimings, SystemClock
+from kcoord.storage.log import SegmentedLog
+from kcoord.storage.retention import RetentionLoop
+from kcoord.timer.api import Clock
+
+L = TypeVar("L", bound=SegmentedLog)
+
+
+class StoreBase(Generic[L]):
+    def __init__(
+        self,
+        default_config: LogConfig | None,
+        clock: Clock | None,
+        *,
+        retention_check_interval_ms: int,
+        log_cleaner_backoff_ms: int,
+    ) -> None:
+        self._default_config = default_config or LogConfig()
+        self.timings: StorageTimings | None = None
+        """Given to every log this store opens or creates."""
+        self._clock: Clock = clock or SystemClock()
+        self._logs: dict[tuple[str, int], L] = {}
+        self._retention = RetentionLoop(self.enforce_retention, retention_check_interval_ms)
+        self._cleaner = RetentionLoop(self.compact_logs, log_cleaner_backoff_ms, name="cleaner")
+
+    def partitions(self) -> list[tuple[str, int]]:
+        return sorted(self._logs)
+
+    def get(self, topic: str, partition: int) -> PartitionLog | None:
+        return self._logs.get((topic, partition))
+
+    def _adopt(self, log: L) -> L:
+        """Register a log this store opened or created."""
+        log.timings = self.timings
+        self._logs[(log.topic, log.partition)] = log
+        return log
+
+    def _start_background(self) -> None:
+        self._retention.start()
+        self._cleaner.start()
+
+    async def enforce_retention(self) -> int:
+        """One retention pass over every log now; how many segments were deleted."""
+        now = self._clock.now_ms()
+        deleted = 0
+        for log in list(self._logs.values()):
+            deleted += await log.enforce_retention(now)
+        return deleted
+
+    async def compact_logs(self) -> int:
+        """One cleaner pass: compact every log that is due; how many were compacted."""
+        compacted = 0
+        for log in list(self._logs.values()):
+            now = self._clock.now_ms()
+            if log.compaction_due(now) and await log.compact(now) is not None:
+                compacted += 1
+        return compacted
+
+    async def _stop_and_close_logs(self) -> None:
+        await self._retention.stop()
+        await self._cleaner.stop()
+        for log in self._logs.values():
+            await log.close()
