@@ -9,9 +9,8 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from tests.support.clients import CODECS, PARTITIONS, Consumed, Message, make_messages, verify_round_trip
-from tests.support.raw_client import RawClient
-from tests.support.raw_ops import stored_compressions
+from tests.support.clients import CODECS, PARTITIONS, Consumed, Message, make_messages
+from tests.support.round_trip import assert_round_trip
 from tests.support.server import KcoordProcess
 
 pytestmark = pytest.mark.clients
@@ -61,17 +60,7 @@ async def consume_all(
         deadline = time.monotonic() + DEADLINE_S
         while len(received) < expected and time.monotonic() < deadline:
             for records in (await consumer.getmany(timeout_ms=500, max_records=5000)).values():
-                received.extend(
-                    Consumed(
-                        partition=r.partition,
-                        offset=r.offset,
-                        key=r.key,
-                        value=r.value,
-                        headers=tuple(r.headers),
-                        timestamp_ms=r.timestamp,
-                    )
-                    for r in records
-                )
+                received.extend(Consumed.of(r) for r in records)
     finally:
         await consumer.stop()
     return received
@@ -85,7 +74,4 @@ async def test_round_trip(shared_kcoord: KcoordProcess, topic_name: str, codec: 
     messages = make_messages("aiokafka")
     await produce_all(bootstrap, topic_name, messages, codec)
     received = await consume_all(bootstrap, topic_name, len(messages))
-    counts = verify_round_trip(messages, received)
-    assert len(counts) == PARTITIONS, counts
-    with RawClient(shared_kcoord.host, shared_kcoord.port) as raw:
-        assert stored_compressions(raw, topic_name, PARTITIONS) == {codec}
+    assert_round_trip(shared_kcoord, topic_name, codec, messages, received)

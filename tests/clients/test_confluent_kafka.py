@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.clients import CODECS, PARTITIONS, make_messages, verify_round_trip
+from tests.support.clients import CODECS, make_messages
 from tests.support.confluent_ops import consume_all, create_topic, produce_all
-from tests.support.raw_client import RawClient
-from tests.support.raw_ops import stored_compressions
+from tests.support.round_trip import assert_round_trip
 from tests.support.server import KcoordProcess
 
 pytestmark = pytest.mark.clients
@@ -21,7 +20,4 @@ def test_round_trip(shared_kcoord: KcoordProcess, topic_name: str, codec: str) -
     messages = make_messages("confluent-kafka")
     produce_all(bootstrap, topic_name, messages, codec)
     received = consume_all(bootstrap, topic_name, len(messages))
-    counts = verify_round_trip(messages, received)
-    assert len(counts) == PARTITIONS, counts
-    with RawClient(shared_kcoord.host, shared_kcoord.port) as raw:
-        assert stored_compressions(raw, topic_name, PARTITIONS) == {codec}
+    assert_round_trip(shared_kcoord, topic_name, codec, messages, received)

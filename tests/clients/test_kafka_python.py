@@ -8,9 +8,8 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient
 
-from tests.support.clients import CODECS, PARTITIONS, Consumed, Message, make_messages, verify_round_trip
-from tests.support.raw_client import RawClient
-from tests.support.raw_ops import stored_compressions
+from tests.support.clients import CODECS, PARTITIONS, Consumed, Message, make_messages
+from tests.support.round_trip import assert_round_trip
 from tests.support.server import KcoordProcess
 
 pytestmark = pytest.mark.clients
@@ -58,17 +57,7 @@ def consume_all(bootstrap: str, topic: str, expected: int, partitions: int = PAR
         deadline = time.monotonic() + DEADLINE_S
         while len(received) < expected and time.monotonic() < deadline:
             for records in consumer.poll(timeout_ms=500, max_records=5000).values():
-                received.extend(
-                    Consumed(
-                        partition=r.partition,
-                        offset=r.offset,
-                        key=r.key,
-                        value=r.value,
-                        headers=tuple(r.headers),
-                        timestamp_ms=r.timestamp,
-                    )
-                    for r in records
-                )
+                received.extend(Consumed.of(r) for r in records)
     finally:
         consumer.close()
     return received
@@ -82,7 +71,4 @@ def test_round_trip(shared_kcoord: KcoordProcess, topic_name: str, codec: str) -
     messages = make_messages("kafka-python")
     produce_all(bootstrap, topic_name, messages, codec)
     received = consume_all(bootstrap, topic_name, len(messages))
-    counts = verify_round_trip(messages, received)
-    assert len(counts) == PARTITIONS, counts
-    with RawClient(shared_kcoord.host, shared_kcoord.port) as raw:
-        assert stored_compressions(raw, topic_name, PARTITIONS) == {codec}
+    assert_round_trip(shared_kcoord, topic_name, codec, messages, received)

@@ -11,14 +11,11 @@ import pytest
 
 from tests.support.clients import (
     CODECS,
-    PARTITIONS,
     Consumed,
     base_timestamp,
     make_messages,
-    verify_round_trip,
 )
-from tests.support.raw_client import RawClient
-from tests.support.raw_ops import stored_compressions
+from tests.support.round_trip import assert_round_trip
 from tests.support.server import KcoordProcess
 
 pytestmark = pytest.mark.clients
@@ -80,7 +77,4 @@ def test_round_trip(shared_kcoord: KcoordProcess, topic_name: str, codec: str) -
         for partition, offset, key, value, headers, timestamp in result["received"]
     ]
     messages = make_messages("kafka-python-2", base_ts=base_ts)
-    counts = verify_round_trip(messages, received)
-    assert len(counts) == PARTITIONS, counts
-    with RawClient(shared_kcoord.host, shared_kcoord.port) as raw:
-        assert stored_compressions(raw, topic_name, PARTITIONS) == {codec}
+    assert_round_trip(shared_kcoord, topic_name, codec, messages, received)

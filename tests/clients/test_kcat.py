@@ -15,9 +15,10 @@ from dataclasses import replace
 
 import pytest
 
-from tests.support.clients import CODECS, PARTITIONS, Consumed, make_messages, verify_round_trip
+from tests.support.clients import CODECS, PARTITIONS, Consumed, make_messages
 from tests.support.raw_client import RawClient
-from tests.support.raw_ops import create_topic, stored_compressions
+from tests.support.raw_ops import create_topic
+from tests.support.round_trip import assert_round_trip
 from tests.support.server import KcoordProcess
 
 pytestmark = pytest.mark.clients
@@ -72,8 +73,5 @@ def test_round_trip(shared_kcoord: KcoordProcess, topic_name: str, codec: str) -
     assert produced.returncode == 0, produced.stderr[-3000:]
 
     received = kcat_consume(shared_kcoord.bootstrap, topic_name)
-    counts = verify_round_trip(messages, received, check_timestamps=False)
-    assert len(counts) == PARTITIONS, counts
+    assert_round_trip(shared_kcoord, topic_name, codec, messages, received, check_timestamps=False)
     assert all(started_ms - 1000 <= r.timestamp_ms <= finished_ms + 1000 for r in received)
-    with RawClient(shared_kcoord.host, shared_kcoord.port) as raw:
-        assert stored_compressions(raw, topic_name, PARTITIONS) == {codec}

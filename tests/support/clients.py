@@ -14,6 +14,7 @@ import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 KEYS = 97
 MESSAGES = 10_000
@@ -38,6 +39,18 @@ class Consumed:
     value: bytes | None
     headers: tuple[tuple[str, bytes | None], ...]
     timestamp_ms: int
+
+    @classmethod
+    def of(cls, record: Any) -> Consumed:
+        """From a kafka-python or aiokafka ConsumerRecord (they share these attribute names)."""
+        return cls(
+            partition=record.partition,
+            offset=record.offset,
+            key=record.key,
+            value=record.value,
+            headers=tuple(record.headers),
+            timestamp_ms=record.timestamp,
+        )
 
 
 def base_timestamp() -> int:
