@@ -9,9 +9,11 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 from tests.protocol.in_process import connected, running_app
 
+from kcoord.app import App
 from kcoord.coordinator.partitioner import partition_for
 from kcoord.coordinator.service import OFFSETS_TOPIC
 from kcoord.protocol.api_keys import ApiKey
+from kcoord.storage import PartitionLog
 
 GROUP = "compacted-group"
 TOPIC = "compacted-topic"
@@ -54,32 +56,35 @@ async def _committed(port: int) -> dict[int, int]:
     return {int(p.partition_index): int(p.committed_offset) for t in group.topics for p in t.partitions}
 
 
+async def _create_topic_and_commit(port: int) -> None:
+    """TOPIC with two partitions, then COMMITS commits of the group to both."""
+    async with connected(port) as client:
+        topic = {
+            "name": TOPIC,
+            "num_partitions": 2,
+            "replication_factor": 1,
+            "assignments": [],
+            "configs": [],
+        }
+        created = await client.call(ApiKey.CREATE_TOPICS, 4, {"topics": [topic], "timeout": 10_000})
+        assert created.topics[0].error_code == ErrorCode.none
+        for offset in range(1, COMMITS + 1):
+            response = await client.call(ApiKey.OFFSET_COMMIT, 8, _commit(offset))
+            assert {p.error_code for t in response.topics for p in t.partitions} == {ErrorCode.none}
+
+
+def _offsets_log(app: App) -> PartitionLog:
+    """The partition of __consumer_offsets that holds GROUP."""
+    log = app.store.get(OFFSETS_TOPIC, partition_for(GROUP, app.coordinator.num_partitions))
+    assert log is not None
+    return log
+
+
 async def test_commits_compact_to_the_latest_per_key_and_replay_after_restart(tmp_path: Path) -> None:
     """Hundreds of commits to two partitions shrink to the latest records, which a restart replays."""
     async with running_app(tmp_path, **SETTINGS) as (app, port):
-        async with connected(port) as client:
-            created = await client.call(
-                ApiKey.CREATE_TOPICS,
-                4,
-                {
-                    "topics": [
-                        {
-                            "name": TOPIC,
-                            "num_partitions": 2,
-                            "replication_factor": 1,
-                            "assignments": [],
-                            "configs": [],
-                        }
-                    ],
-                    "timeout": 10_000,
-                },
-            )
-            assert created.topics[0].error_code == ErrorCode.none
-            for offset in range(1, COMMITS + 1):
-                response = await client.call(ApiKey.OFFSET_COMMIT, 8, _commit(offset))
-                assert {p.error_code for t in response.topics for p in t.partitions} == {ErrorCode.none}
-        offsets_log = app.store.get(OFFSETS_TOPIC, partition_for(GROUP, app.coordinator.num_partitions))
-        assert offsets_log is not None
+        await _create_topic_and_commit(port)
+        offsets_log = _offsets_log(app)
         assert offsets_log.config.cleanup_policy == "compact"
         size_before = offsets_log.size_bytes
         result = await offsets_log.compact(app.clock.now_ms())
@@ -95,28 +100,8 @@ async def test_commits_compact_to_the_latest_per_key_and_replay_after_restart(tm
 async def test_the_background_cleaner_compacts_the_offsets_log(tmp_path: Path) -> None:
     """With the cleaner running, the offsets log shrinks on its own once enough of it is dirty."""
     async with running_app(tmp_path, **{**SETTINGS, "log.cleaner.backoff.ms": "50"}) as (app, port):
-        async with connected(port) as client:
-            created = await client.call(
-                ApiKey.CREATE_TOPICS,
-                4,
-                {
-                    "topics": [
-                        {
-                            "name": TOPIC,
-                            "num_partitions": 2,
-                            "replication_factor": 1,
-                            "assignments": [],
-                            "configs": [],
-                        }
-                    ],
-                    "timeout": 10_000,
-                },
-            )
-            assert created.topics[0].error_code == ErrorCode.none
-            for offset in range(1, COMMITS + 1):
-                await client.call(ApiKey.OFFSET_COMMIT, 8, _commit(offset))
-        offsets_log = app.store.get(OFFSETS_TOPIC, partition_for(GROUP, app.coordinator.num_partitions))
-        assert offsets_log is not None
+        await _create_topic_and_commit(port)
+        offsets_log = _offsets_log(app)
         written = offsets_log.size_bytes
         deadline = asyncio.get_running_loop().time() + 10
         while offsets_log.size_bytes > written / 4:
