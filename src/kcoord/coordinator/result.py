@@ -25,7 +25,3 @@ class CoordinatorResult:
 
     def respond(self, sink: Any, response: Any) -> None:
         self.responses.append((sink, response))
-
-    def extend(self, other: CoordinatorResult) -> None:
-        self.records.extend(other.records)
-        self.responses.extend(other.responses)

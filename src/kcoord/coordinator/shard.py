@@ -93,15 +93,6 @@ class GroupCoordinatorShard:
             )
         return self.classic.sync_group(request, sink, now_ms)
 
-    def heartbeat(
-        self, request: HeartbeatRequest, sink: Any, now_ms: int, connection_id: int | None = None
-    ) -> CoordinatorResult:
-        if connection_id is not None:
-            self.classic.note_member_connection(
-                request.group_id, request.member_id, connection_id, now_ms, heartbeat=True
-            )
-        return self.classic.heartbeat(request, sink, now_ms)
-
     def heartbeat_code(self, request: HeartbeatRequest, now_ms: int, connection_id: int) -> ErrorCode:
         """The heartbeat's answer, computed without a result object (see the classic manager)."""
         return self.classic.heartbeat_code(request, now_ms, connection_id)
