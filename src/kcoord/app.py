@@ -12,19 +12,19 @@ from pathlib import Path
 
 import structlog
 
-from kcoord.broker.growth_hints import GrowthHints
-from kcoord.broker.identity import load_or_create_identity
-from kcoord.broker.producer_state import ProducerStateManager
-from kcoord.broker.topic_configs import log_config_for
-from kcoord.broker.topic_manager import TopicChange, TopicEvent, TopicManager
+from kcoord.cluster.growth_hints import GrowthHints
+from kcoord.cluster.identity import load_or_create_identity
+from kcoord.cluster.producer_state import ProducerStateManager
+from kcoord.cluster.topic_configs import log_config_for
+from kcoord.cluster.topic_manager import TopicChange, TopicEvent, TopicManager
 from kcoord.config import Settings
 from kcoord.coordinator.classic.config import ClassicGroupConfig
-from kcoord.coordinator.service import GroupCoordinator
 from kcoord.coordinator.shard import GroupCoordinatorShard
 from kcoord.observability.endpoint import build_endpoint
 from kcoord.observability.group_events import GroupEventObserver
 from kcoord.observability.http import HttpEndpoint
 from kcoord.observability.metrics import KcoordMetrics
+from kcoord.runtime.service import GroupCoordinator
 from kcoord.server.listener import Listener
 from kcoord.server.router import Router
 from kcoord.storage import LogStore, open_store

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from kcoord.coordinator.runtime import PartitionState
 from kcoord.observability.collector import GroupCollector
 from kcoord.observability.group_views import ShardView, describe_group, list_groups
 from kcoord.observability.http import HttpEndpoint, HttpResponse, Route
 from kcoord.observability.metrics import CONTENT_TYPE_LATEST, KcoordMetrics
+from kcoord.runtime.runner import PartitionState
 
 if TYPE_CHECKING:
     from kcoord.app import App

@@ -1,0 +1,53 @@
+"""Importing this module registers every API kcoord serves."""
+
+from kcoord.apis.broker import (
+    api_versions,
+    create_partitions,
+    create_topics,
+    delete_topics,
+    describe_cluster,
+    describe_configs,
+    fetch,
+    init_producer_id,
+    list_offsets,
+    metadata,
+    produce,
+)
+from kcoord.apis.groups import (
+    delete_groups,
+    describe_groups,
+    find_coordinator,
+    heartbeat,
+    join_group,
+    leave_group,
+    list_groups,
+    offset_commit,
+    offset_delete,
+    offset_fetch,
+    sync_group,
+)
+
+__all__ = [
+    "api_versions",
+    "create_partitions",
+    "create_topics",
+    "delete_groups",
+    "delete_topics",
+    "describe_cluster",
+    "describe_configs",
+    "describe_groups",
+    "fetch",
+    "find_coordinator",
+    "heartbeat",
+    "init_producer_id",
+    "join_group",
+    "leave_group",
+    "list_groups",
+    "list_offsets",
+    "metadata",
+    "offset_commit",
+    "offset_delete",
+    "offset_fetch",
+    "produce",
+    "sync_group",
+]

@@ -1,0 +1,80 @@
+"""CreatePartitions (key 37), versions 0-3.
+
+- v0: per topic the new total partition count and optional replica assignments for the new
+  partitions; timeout; validate_only; per-topic error code and message.
+- v1: no change (throttling behaviour).  v2: flexible.  v3: no change.
+
+INVALID_PARTITIONS unless the count grows; assignments must name exactly the new partitions and
+put each on this node (INVALID_REPLICA_ASSIGNMENT otherwise). Internal topics are refused
+(INVALID_REQUEST): the coordinator places groups by ``__consumer_offsets``' partition count.
+The group coordinator hears of the growth through the topic manager's listeners; consumers see
+it in their next Metadata.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from kcoord.apis.broker.create_topics import check_assignments
+from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.protocol.registry import REGISTRY
+from kcoord.server.context import RequestContext
+
+__all__ = ["handle_create_partitions"]
+
+
+def _result(name: str, code: ErrorCode, message: str | None) -> dict[str, Any]:
+    return {"name": name, "error_code": code, "error_message": message}
+
+
+async def _grow(ctx: RequestContext, topic: Any, validate_only: bool) -> None:
+    topics = ctx.app.topics
+    info = topics.get(topic.name)
+    if info is None:
+        raise KafkaError(ErrorCode.unknown_topic_or_partition, f"Topic '{topic.name}' does not exist.")
+    if info.internal:
+        raise KafkaError(
+            ErrorCode.invalid_request,
+            f"Internal topic '{topic.name}' keeps its partition count: groups are placed by it.",
+        )
+    count = int(topic.count)
+    if topic.assignments is not None and count > info.partitions:
+        added = count - info.partitions
+        if len(topic.assignments) != added:
+            raise KafkaError(
+                ErrorCode.invalid_replica_assignment,
+                f"Increasing the number of partitions by {added} but {len(topic.assignments)} "
+                "assignments provided.",
+            )
+        check_assignments([a.broker_ids for a in topic.assignments], ctx.app.node_id)
+    await topics.add_partitions(topic.name, count, validate_only)
+
+
+def create_partitions_error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
+    return {"throttle_time": 0, "results": [_result(t.name, code, None) for t in request.topics]}
+
+
+@REGISTRY.api(
+    ApiKey.CREATE_PARTITIONS, "CreatePartitions", 0, 3, error_response=create_partitions_error_response
+)
+async def handle_create_partitions(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    validate_only = bool(request.validate_only)
+    counts = Counter(t.name for t in request.topics)
+    results: list[dict[str, Any]] = []
+    reported: set[str] = set()
+    for topic in request.topics:
+        if topic.name in reported:
+            continue
+        reported.add(topic.name)
+        if counts[topic.name] > 1:
+            results.append(_result(topic.name, ErrorCode.invalid_request, "Duplicate topic in request."))
+            continue
+        try:
+            await _grow(ctx, topic, validate_only)
+        except KafkaError as exc:
+            results.append(_result(topic.name, exc.code, exc.message))
+        else:
+            results.append(_result(topic.name, ErrorCode.none, None))
+    return {"throttle_time": 0, "results": results}

@@ -1,0 +1,122 @@
+"""CreateTopics (key 19), versions 2-7.
+
+- v2: topics with partitions, replication factor, manual assignments and configs; timeout;
+  validate_only; per-topic error code and message; throttle_time.
+- v3: no change.  v4: -1 partitions / replication factor mean the broker defaults (KIP-464).
+- v5: flexible; a created topic's result carries its partition count, replication factor and
+  every topic config with its source (KIP-525).
+- v6: no change to the body (quota errors).  v7: the result carries the topic id.
+
+kafka-python sends v7, librdkafka v4, aiokafka v3. Topics are created one after another and
+the response is sent once every log exists, so ``timeout`` never expires. A name that appears
+twice in one request gets one INVALID_REQUEST result and is not created, as in Kafka.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from kcoord.cluster.topic_configs import ConfigEntry, describe_topic_configs
+from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.protocol.registry import REGISTRY
+from kcoord.server.context import RequestContext
+
+__all__ = ["check_assignments", "config_results", "handle_create_topics"]
+
+_ZERO_UUID = uuid.UUID(int=0)
+
+
+def check_assignments(broker_ids_per_partition: Sequence[Sequence[int]], node_id: int) -> None:
+    """Manual replica assignments are legal only when every partition lives on this one node."""
+    for index, broker_ids in enumerate(broker_ids_per_partition):
+        if list(broker_ids) != [node_id]:
+            raise KafkaError(
+                ErrorCode.invalid_replica_assignment,
+                f"Partition {index} is assigned to brokers {list(broker_ids)}; the only broker is {node_id}.",
+            )
+
+
+def config_results(entries: Sequence[ConfigEntry]) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": entry.name,
+            "value": entry.value,
+            "read_only": entry.read_only,
+            "config_source": int(entry.source),
+            "is_sensitive": False,
+        }
+        for entry in entries
+    ]
+
+
+def _topic_error(name: str, code: ErrorCode, message: str | None) -> dict[str, Any]:
+    return {
+        "name": name,
+        "topic_id": _ZERO_UUID,
+        "error_code": code,
+        "error_message": message,
+        "num_partitions": -1,
+        "replication_factor": -1,
+        "configs": None,
+    }
+
+
+async def _create_one(ctx: RequestContext, topic: Any, validate_only: bool) -> dict[str, Any]:
+    partitions = int(topic.num_partitions)
+    replication_factor = int(topic.replication_factor)
+    assignments = sorted(topic.assignments, key=lambda a: int(a.partition_index))
+    if assignments:
+        if partitions != -1 or replication_factor != -1:
+            raise KafkaError(
+                ErrorCode.invalid_request,
+                "Both numPartitions or replicationFactor and replicasAssignments were set. "
+                "Both cannot be used at the same time.",
+            )
+        indexes = [int(a.partition_index) for a in assignments]
+        if indexes != list(range(len(indexes))):
+            raise KafkaError(
+                ErrorCode.invalid_replica_assignment,
+                f"Partitions must be numbered consecutively from 0, not {indexes}.",
+            )
+        check_assignments([a.broker_ids for a in assignments], ctx.app.node_id)
+        partitions, replication_factor = len(assignments), 1
+    configs = {c.name: c.value for c in topic.configs}
+    info = await ctx.app.topics.create(topic.name, partitions, replication_factor, configs, validate_only)
+    return {
+        "name": info.name,
+        "topic_id": info.topic_id,
+        "error_code": ErrorCode.none,
+        "error_message": None,
+        "num_partitions": info.partitions,
+        "replication_factor": 1,
+        "configs": config_results(describe_topic_configs(info.configs, ctx.app.settings)),
+    }
+
+
+def create_topics_error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
+    return {"throttle_time": 0, "topics": [_topic_error(t.name, code, None) for t in request.topics]}
+
+
+@REGISTRY.api(ApiKey.CREATE_TOPICS, "CreateTopics", 2, 7, error_response=create_topics_error_response)
+async def handle_create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    validate_only = bool(getattr(request, "validate_only", False))
+    counts = Counter(t.name for t in request.topics)
+    results: list[dict[str, Any]] = []
+    reported: set[str] = set()
+    for topic in request.topics:
+        if topic.name in reported:
+            continue
+        reported.add(topic.name)
+        if counts[topic.name] > 1:
+            message = f"Create topics request contains multiple entries for the topic {topic.name}."
+            results.append(_topic_error(topic.name, ErrorCode.invalid_request, message))
+            continue
+        try:
+            results.append(await _create_one(ctx, topic, validate_only))
+        except KafkaError as exc:
+            results.append(_topic_error(topic.name, exc.code, exc.message))
+    return {"throttle_time": 0, "topics": results}

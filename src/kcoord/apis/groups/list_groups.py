@@ -1,0 +1,48 @@
+"""ListGroups (key 16), versions 0-5.
+
+- v1: throttle time.
+- v3: flexible.
+- v4: ``states_filter`` (case-insensitive) and ``group_state`` per group.
+- v5: ``types_filter`` ("classic", "consumer", "share") and ``group_type`` per group.
+
+Groups on a partition that is still loading are left out and the answer carries
+COORDINATOR_LOAD_IN_PROGRESS, as Kafka's does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kcoord.apis.groups.common import coordinator
+from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.registry import REGISTRY
+from kcoord.server.context import RequestContext
+
+
+def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
+    return {"error_code": code, "groups": []}
+
+
+@REGISTRY.api(ApiKey.LIST_GROUPS, "ListGroups", 0, 5, error_response=_error_response)
+async def handle_list_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    states = list(getattr(request, "states_filter", ()) or ()) or None
+    types = {t.lower() for t in getattr(request, "types_filter", ()) or ()}
+    service = coordinator(ctx)
+    error = ErrorCode.none
+    if len(list(service.active_shards())) < service.num_partitions:
+        error = ErrorCode.coordinator_load_in_progress
+    groups = []
+    if not types or "classic" in types:
+        for shard in service.active_shards():
+            for listed in shard.classic.list_groups(states):
+                groups.append(
+                    {
+                        "group_id": listed.group_id,
+                        "protocol_type": listed.protocol_type,
+                        "group_state": listed.state,
+                        "group_type": listed.group_type,
+                    }
+                )
+    return {"error_code": error, "groups": groups}
