@@ -1,53 +1,5 @@
-"""Importing this module registers every API kcoord serves."""
+"""The edge: one module per Kafka API, each offering ``api(...)``, its handler bound to what it needs.
 
-from kcoord.apis.broker import (
-    api_versions,
-    create_partitions,
-    create_topics,
-    delete_topics,
-    describe_cluster,
-    describe_configs,
-    fetch,
-    init_producer_id,
-    list_offsets,
-    metadata,
-    produce,
-)
-from kcoord.apis.groups import (
-    delete_groups,
-    describe_groups,
-    find_coordinator,
-    heartbeat,
-    join_group,
-    leave_group,
-    list_groups,
-    offset_commit,
-    offset_delete,
-    offset_fetch,
-    sync_group,
-)
-
-__all__ = [
-    "api_versions",
-    "create_partitions",
-    "create_topics",
-    "delete_groups",
-    "delete_topics",
-    "describe_cluster",
-    "describe_configs",
-    "describe_groups",
-    "fetch",
-    "find_coordinator",
-    "heartbeat",
-    "init_producer_id",
-    "join_group",
-    "leave_group",
-    "list_groups",
-    "list_offsets",
-    "metadata",
-    "offset_commit",
-    "offset_delete",
-    "offset_fetch",
-    "produce",
-    "sync_group",
-]
+``kcoord.app`` (the composition root) calls those factories and adds the specs to its registry;
+importing this package registers nothing.
+"""

@@ -21,6 +21,19 @@ class NodeIdentity:
     cluster_id: str
 
 
+@dataclass(slots=True)
+class Node:
+    """This node as clients see it: its identity and the address it advertises.
+
+    The advertised address is only settled once the listener has bound (port 0 in tests), so the
+    composition root sets it then; until then it is the configured one.
+    """
+
+    node_id: int
+    cluster_id: str
+    advertised: tuple[str, int]
+
+
 def new_cluster_id() -> str:
     """Kafka's form: a random UUID as 22 characters of URL-safe base64."""
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")

@@ -17,7 +17,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.registry import REGISTRY, ApiRegistry
+from kcoord.protocol.registry import ApiRegistry
 
 __all__ = ["CONTENT_TYPE_LATEST", "KcoordMetrics"]
 
@@ -63,10 +63,11 @@ class KcoordMetrics:
     """The counters and histograms updated as things happen (gauges are collected at scrape)."""
 
     def __init__(
-        self, registry: CollectorRegistry | None = None, api_registry: ApiRegistry = REGISTRY
+        self, registry: CollectorRegistry | None = None, api_registry: ApiRegistry | None = None
     ) -> None:
+        """``api_registry`` names the APIs in the request metrics (by key when it has no name)."""
         self.registry = registry if registry is not None else CollectorRegistry()
-        self._apis = api_registry
+        self._apis = api_registry if api_registry is not None else ApiRegistry()
         self._request_children: dict[tuple[int, int, int], tuple[Any, Any]] = {}
         r = self.registry
         self.requests = Counter(

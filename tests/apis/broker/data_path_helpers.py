@@ -1,5 +1,5 @@
-"""A small real App for the data-path handlers (memory store, real topics and producer state),
-request builders for kio entities, and a batch builder with producer fields."""
+"""The real parts the data-path handlers are given (memory store, topics, producer state, growth
+hints), request builders for kio entities, and a batch builder with producer fields."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ TRANSACTIONAL = 0x10
 
 @dataclass
 class DataPathApp:
-    """The parts of :class:`kcoord.app.App` the data-path handlers use."""
+    """The parts of :class:`kcoord.app.App` the data-path handlers are given."""
 
     settings: Settings
     store: LogStore
@@ -48,9 +48,9 @@ async def make_app(data_dir: Path, **overrides: Any) -> DataPathApp:
     return DataPathApp(settings, store, topics, ProducerStateManager(data_dir))
 
 
-def context(app: DataPathApp, api_key: int, version: int) -> RequestContext:
+def context(api_key: int, version: int) -> RequestContext:
     header = RequestHeader(api_key=api_key, api_version=version, correlation_id=1, client_id="unit")
-    return RequestContext(header=header, connection=ConnectionInfo(1, "127.0.0.1", 1), app=app)  # type: ignore[arg-type]
+    return RequestContext(header=header, connection=ConnectionInfo(1, "127.0.0.1", 1))
 
 
 def request(api_key: int, version: int, body: dict[str, Any]) -> Any:

@@ -12,8 +12,8 @@ import pytest
 from kcoord.apis.broker.fetch import fetch_error, handle_fetch
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
-from kcoord.protocol.registry import REGISTRY
 from kcoord.storage import PartitionLog
+from tests.support.served import served_registry, served_spec
 
 from .data_path_helpers import DataPathApp, context, make_app, make_batch, on_the_wire, request
 
@@ -57,8 +57,9 @@ def fetch_body(
 async def fetch(
     app: DataPathApp, *parts: tuple[str, int, int], version: int = 12, **kw: Any
 ) -> dict[str, Any]:
-    ctx = context(app, ApiKey.FETCH, version)
-    result: dict[str, Any] = await handle_fetch(ctx, request(ApiKey.FETCH, version, fetch_body(*parts, **kw)))
+    ctx = context(ApiKey.FETCH, version)
+    req = request(ApiKey.FETCH, version, fetch_body(*parts, **kw))
+    result: dict[str, Any] = await handle_fetch(ctx, req, topics=app.topics, hints=app.growth_hints)
     return result
 
 
@@ -168,7 +169,7 @@ async def test_follower_fetch_is_refused(app: DataPathApp) -> None:
     """A replica fetch (replica_id >= 0) is NOT_LEADER_OR_FOLLOWER on every partition."""
     req = request(ApiKey.FETCH, 12, fetch_body(("t", 0, 0), replica_id=1))
     with pytest.raises(KafkaError) as raised:
-        await handle_fetch(context(app, ApiKey.FETCH, 12), req)
+        await handle_fetch(context(ApiKey.FETCH, 12), req, topics=app.topics, hints=app.growth_hints)
     shaped = fetch_error(req, raised.value.code)
     assert answers(shaped)[("t", 0)]["error_code"] == ErrorCode.not_leader_or_follower
 
@@ -188,6 +189,6 @@ async def test_every_served_version_encodes(app: DataPathApp, version: int) -> N
 
 def test_advertised_versions() -> None:
     """Fetch is advertised v4-v12: record batch v2 needs v4, v13+ name topics by id."""
-    spec = REGISTRY.get(ApiKey.FETCH)
-    assert spec is not None and (spec.min_version, spec.max_version) == (4, 12)
-    assert REGISTRY.get(ApiKey.OFFSET_FOR_LEADER_EPOCH) is None
+    spec = served_spec(ApiKey.FETCH)
+    assert (spec.min_version, spec.max_version) == (4, 12)
+    assert served_registry().get(ApiKey.OFFSET_FOR_LEADER_EPOCH) is None

@@ -10,7 +10,7 @@ import pytest
 from kcoord.apis.broker.list_offsets import handle_list_offsets, list_offsets_error
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
-from kcoord.protocol.registry import REGISTRY
+from tests.support.served import served_spec
 
 from .data_path_helpers import DataPathApp, context, make_app, make_batch, on_the_wire, request
 
@@ -41,9 +41,9 @@ def body(*parts: tuple[str, int, int]) -> dict[str, Any]:
 async def lookup(
     app: DataPathApp, topic: str, partition: int, timestamp: int, version: int = 7
 ) -> dict[str, Any]:
-    ctx = context(app, ApiKey.LIST_OFFSETS, version)
+    ctx = context(ApiKey.LIST_OFFSETS, version)
     response = await handle_list_offsets(
-        ctx, request(ApiKey.LIST_OFFSETS, version, body((topic, partition, timestamp)))
+        ctx, request(ApiKey.LIST_OFFSETS, version, body((topic, partition, timestamp))), topics=app.topics
     )
     answer: dict[str, Any] = response["topics"][0]["partitions"][0]
     return answer
@@ -98,8 +98,9 @@ def test_error_response_covers_every_partition() -> None:
 @pytest.mark.parametrize("version", [1, 2, 4, 6, 7])
 async def test_every_served_version_encodes(app: DataPathApp, version: int) -> None:
     """Answers encode at v1-v7, with leader_epoch -1 from v4."""
-    ctx = context(app, ApiKey.LIST_OFFSETS, version)
-    response = await handle_list_offsets(ctx, request(ApiKey.LIST_OFFSETS, version, body(("t", 0, -1))))
+    ctx = context(ApiKey.LIST_OFFSETS, version)
+    req = request(ApiKey.LIST_OFFSETS, version, body(("t", 0, -1)))
+    response = await handle_list_offsets(ctx, req, topics=app.topics)
     answer = on_the_wire(ApiKey.LIST_OFFSETS, version, response).topics[0].partitions[0]
     assert (answer.offset, answer.timestamp) == (6, -1)
     assert getattr(answer, "leader_epoch", -1) == -1
@@ -107,5 +108,5 @@ async def test_every_served_version_encodes(app: DataPathApp, version: int) -> N
 
 def test_advertised_versions() -> None:
     """ListOffsets is advertised v1-v7 (v7 brings MAX_TIMESTAMP)."""
-    spec = REGISTRY.get(ApiKey.LIST_OFFSETS)
-    assert spec is not None and (spec.min_version, spec.max_version) == (1, 7)
+    spec = served_spec(ApiKey.LIST_OFFSETS)
+    assert (spec.min_version, spec.max_version) == (1, 7)

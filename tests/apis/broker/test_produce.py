@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
+from kcoord.apis.broker import produce as produce_api
 from kcoord.apis.broker.produce import handle_produce, produce_error
 from kcoord.cluster.topic_names import CONSUMER_OFFSETS
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
-from kcoord.protocol.registry import REGISTRY
+from kcoord.protocol.registry import ApiRegistry
 from kcoord.server.context import ConnectionInfo
 from kcoord.server.router import CloseConnectionError, Router
 
@@ -52,8 +53,9 @@ def produce_body(
 async def produce(
     app: DataPathApp, *parts: tuple[str, int, bytes | None], version: int = 9, **kw: Any
 ) -> Any:
-    ctx = context(app, ApiKey.PRODUCE, version)
-    return await handle_produce(ctx, request(ApiKey.PRODUCE, version, produce_body(*parts, **kw)))
+    ctx = context(ApiKey.PRODUCE, version)
+    req = request(ApiKey.PRODUCE, version, produce_body(*parts, **kw))
+    return await handle_produce(ctx, req, topics=app.topics, producers=app.producers)
 
 
 def answers(response: dict[str, Any]) -> dict[tuple[str, int], dict[str, Any]]:
@@ -129,7 +131,7 @@ async def test_invalid_acks_fails_the_whole_request(app: DataPathApp) -> None:
     """acks other than 0, 1, -1 raises INVALID_REQUIRED_ACKS, answered on every partition."""
     req = request(ApiKey.PRODUCE, 9, produce_body(("t", 0, make_batch([b"a"])), acks=2))
     with pytest.raises(KafkaError) as raised:
-        await handle_produce(context(app, ApiKey.PRODUCE, 9), req)
+        await handle_produce(context(ApiKey.PRODUCE, 9), req, topics=app.topics, producers=app.producers)
     assert raised.value.code == ErrorCode.invalid_required_acks
     shaped = answers(produce_error(req, raised.value.code))
     assert shaped[("t", 0)]["error_code"] == ErrorCode.invalid_required_acks
@@ -167,17 +169,18 @@ async def test_every_served_version_encodes(app: DataPathApp, version: int) -> N
     assert getattr(ok, "log_start_offset", None) == (0 if version >= 5 else None)
 
 
-def test_advertised_versions() -> None:
+def test_advertised_versions(app: DataPathApp) -> None:
     """Produce is advertised from v0 (librdkafka compression gate) to v9."""
-    spec = REGISTRY.get(ApiKey.PRODUCE)
-    assert spec is not None and (spec.min_version, spec.max_version) == (0, 9)
+    spec = produce_api.api(app.topics, app.producers)
+    assert (spec.min_version, spec.max_version) == (0, 9)
 
 
 async def test_versions_below_3_close_the_connection(app: DataPathApp) -> None:
     """Produce v0-v2 (message sets) have no schema: the router closes the connection."""
     frame = struct.pack(">hhih", ApiKey.PRODUCE, 2, 1, 0) + b"\x00\x01" + b"\x00" * 10
     with pytest.raises(CloseConnectionError):
-        await Router(app, REGISTRY).handle(frame, ConnectionInfo(1, "127.0.0.1", 1))  # type: ignore[arg-type]
+        router = Router(ApiRegistry([produce_api.api(app.topics, app.producers)]))
+        await router.handle(frame, ConnectionInfo(1, "127.0.0.1", 1))
 
 
 def idem(seq: int, count: int = 1, *, pid: int = 7, epoch: int = 0) -> bytes:
@@ -219,10 +222,13 @@ async def test_unknown_producer_with_nonzero_sequence_is_accepted(app: DataPathA
 
 async def test_pipelined_requests_append_in_request_order(app: DataPathApp) -> None:
     """Five in-flight requests of one idempotent producer, started together, all succeed in order."""
-    ctx = context(app, ApiKey.PRODUCE, 9)
+    ctx = context(ApiKey.PRODUCE, 9)
     coros = [
         handle_produce(
-            ctx, request(ApiKey.PRODUCE, 9, produce_body(("t", 0, idem(2 * i, 2)), ("t", 1, idem(i))))
+            ctx,
+            request(ApiKey.PRODUCE, 9, produce_body(("t", 0, idem(2 * i, 2)), ("t", 1, idem(i)))),
+            topics=app.topics,
+            producers=app.producers,
         )
         for i in range(5)
     ]

@@ -20,10 +20,10 @@ from tests.protocol.request_samples import (
 async def test_offsets_and_group_generation_come_back_after_a_restart(tmp_path: Path) -> None:
     """Restarted on the same directory, offsets read back the same and the member's generation is current."""
     async with running_app(tmp_path) as (app, port), connected(port) as client:
-        scene = Scene(client, 0, port, app.node_id, topic="orders", group="survivors")
+        scene = Scene(client, 0, port, app.node.node_id, topic="orders", group="survivors")
         await create_topic(scene)
         await join_and_sync(scene)
-        await join_and_sync(Scene(client, 0, port, app.node_id, topic="orders", group="survivors-too"))
+        await join_and_sync(Scene(client, 0, port, app.node.node_id, topic="orders", group="survivors-too"))
         committed = await client.call(ApiKey.OFFSET_COMMIT, 8, commit_sample(scene, offset=1234))
         assert committed.topics[0].partitions[0].error_code == ErrorCode.none
         member_id, generation = scene.member_id, scene.generation
@@ -33,7 +33,7 @@ async def test_offsets_and_group_generation_come_back_after_a_restart(tmp_path: 
     async with running_app(tmp_path) as (app, port), connected(port) as client:
         restored = app.coordinator.read(scene.group, lambda shard: shard.classic.generation_id(scene.group))
         assert restored == generation
-        after = Scene(client, 0, port, app.node_id, topic="orders", group="survivors")
+        after = Scene(client, 0, port, app.node.node_id, topic="orders", group="survivors")
         fetched = await client.call(ApiKey.OFFSET_FETCH, 8, offset_fetch_sample(after))
         partition = fetched.groups[0].topics[0].partitions[0]
         assert (partition.committed_offset, partition.metadata) == (1234, "round trip")

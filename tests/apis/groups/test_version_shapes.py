@@ -36,7 +36,7 @@ class Server:
     port: int
 
     def scene(self, group: str, topic: str = "orders") -> Scene:
-        return Scene(self.client, 0, self.port, self.app.node_id, topic=topic, group=group)
+        return Scene(self.client, 0, self.port, self.app.node.node_id, topic=topic, group=group)
 
     @contextmanager
     def loading(self, group: str) -> Iterator[None]:

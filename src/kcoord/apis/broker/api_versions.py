@@ -13,13 +13,14 @@ kcat's librdkafka 2.0.2 cannot read them.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.codec import EncodedResponse, build, response_class
-from kcoord.protocol.registry import REGISTRY
+from kcoord.protocol.registry import ApiRegistry, ApiSpec
 from kcoord.server.context import RequestContext
 
 
@@ -27,22 +28,26 @@ def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {"error_code": code, "api_keys": []}
 
 
-_ANSWERS: dict[int, EncodedResponse] = {}
-"""The answer per version, built once: the registry is complete before the first request."""
+def api(registry: ApiRegistry) -> ApiSpec:
+    """ApiVersions answering with what ``registry`` serves (itself included, once added)."""
+    handler = functools.partial(handle_api_versions, registry=registry, answers={})
+    return ApiSpec(ApiKey.API_VERSIONS, "ApiVersions", 0, 4, handler, _error_response)
 
 
-@REGISTRY.api(ApiKey.API_VERSIONS, "ApiVersions", 0, 4, error_response=_error_response)
-async def handle_api_versions(ctx: RequestContext, request: Any) -> EncodedResponse:
-    answer = _ANSWERS.get(ctx.api_version)
+async def handle_api_versions(
+    ctx: RequestContext, request: Any, *, registry: ApiRegistry, answers: dict[int, EncodedResponse]
+) -> EncodedResponse:
+    """``answers`` caches the answer per version: the registry is complete before the first request."""
+    answer = answers.get(ctx.api_version)
     if answer is None:
-        answer = _ANSWERS[ctx.api_version] = EncodedResponse.of(
+        answer = answers[ctx.api_version] = EncodedResponse.of(
             build(
                 response_class(ApiKey.API_VERSIONS, ctx.api_version),
                 {
                     "error_code": 0,
                     "api_keys": [
                         {"api_key": s.key, "min_version": s.min_version, "max_version": s.max_version}
-                        for s in REGISTRY.specs()
+                        for s in registry.specs()
                     ],
                 },
             )

@@ -13,13 +13,15 @@ it in their next Metadata.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from typing import Any
 
 from kcoord.apis.broker.create_topics import check_assignments
+from kcoord.cluster.topic_manager import TopicManager
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
-from kcoord.protocol.registry import REGISTRY
+from kcoord.protocol.registry import ApiSpec
 from kcoord.server.context import RequestContext
 
 __all__ = ["handle_create_partitions"]
@@ -29,8 +31,7 @@ def _result(name: str, code: ErrorCode, message: str | None) -> dict[str, Any]:
     return {"name": name, "error_code": code, "error_message": message}
 
 
-async def _grow(ctx: RequestContext, topic: Any, validate_only: bool) -> None:
-    topics = ctx.app.topics
+async def _grow(topics: TopicManager, node_id: int, topic: Any, validate_only: bool) -> None:
     info = topics.get(topic.name)
     if info is None:
         raise KafkaError(ErrorCode.unknown_topic_or_partition, f"Topic '{topic.name}' does not exist.")
@@ -48,7 +49,7 @@ async def _grow(ctx: RequestContext, topic: Any, validate_only: bool) -> None:
                 f"Increasing the number of partitions by {added} but {len(topic.assignments)} "
                 "assignments provided.",
             )
-        check_assignments([a.broker_ids for a in topic.assignments], ctx.app.node_id)
+        check_assignments([a.broker_ids for a in topic.assignments], node_id)
     await topics.add_partitions(topic.name, count, validate_only)
 
 
@@ -56,10 +57,16 @@ def create_partitions_error_response(request: Any, code: ErrorCode) -> dict[str,
     return {"throttle_time": 0, "results": [_result(t.name, code, None) for t in request.topics]}
 
 
-@REGISTRY.api(
-    ApiKey.CREATE_PARTITIONS, "CreatePartitions", 0, 3, error_response=create_partitions_error_response
-)
-async def handle_create_partitions(ctx: RequestContext, request: Any) -> dict[str, Any]:
+def api(topics: TopicManager, node_id: int) -> ApiSpec:
+    handler = functools.partial(handle_create_partitions, topics=topics, node_id=node_id)
+    return ApiSpec(
+        ApiKey.CREATE_PARTITIONS, "CreatePartitions", 0, 3, handler, create_partitions_error_response
+    )
+
+
+async def handle_create_partitions(
+    ctx: RequestContext, request: Any, *, topics: TopicManager, node_id: int
+) -> dict[str, Any]:
     validate_only = bool(request.validate_only)
     counts = Counter(t.name for t in request.topics)
     results: list[dict[str, Any]] = []
@@ -72,7 +79,7 @@ async def handle_create_partitions(ctx: RequestContext, request: Any) -> dict[st
             results.append(_result(topic.name, ErrorCode.invalid_request, "Duplicate topic in request."))
             continue
         try:
-            await _grow(ctx, topic, validate_only)
+            await _grow(topics, node_id, topic, validate_only)
         except KafkaError as exc:
             results.append(_result(topic.name, exc.code, exc.message))
         else:

@@ -14,15 +14,18 @@ twice in one request gets one INVALID_REQUEST result and is not created, as in K
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 from kcoord.cluster.topic_configs import ConfigEntry, describe_topic_configs
+from kcoord.cluster.topic_manager import TopicManager
+from kcoord.config import Settings
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
-from kcoord.protocol.registry import REGISTRY
+from kcoord.protocol.registry import ApiSpec
 from kcoord.server.context import RequestContext
 
 __all__ = ["check_assignments", "config_results", "handle_create_topics"]
@@ -65,7 +68,9 @@ def _topic_error(name: str, code: ErrorCode, message: str | None) -> dict[str, A
     }
 
 
-async def _create_one(ctx: RequestContext, topic: Any, validate_only: bool) -> dict[str, Any]:
+async def _create_one(
+    topics: TopicManager, settings: Settings, node_id: int, topic: Any, validate_only: bool
+) -> dict[str, Any]:
     partitions = int(topic.num_partitions)
     replication_factor = int(topic.replication_factor)
     assignments = sorted(topic.assignments, key=lambda a: int(a.partition_index))
@@ -82,10 +87,10 @@ async def _create_one(ctx: RequestContext, topic: Any, validate_only: bool) -> d
                 ErrorCode.invalid_replica_assignment,
                 f"Partitions must be numbered consecutively from 0, not {indexes}.",
             )
-        check_assignments([a.broker_ids for a in assignments], ctx.app.node_id)
+        check_assignments([a.broker_ids for a in assignments], node_id)
         partitions, replication_factor = len(assignments), 1
     configs = {c.name: c.value for c in topic.configs}
-    info = await ctx.app.topics.create(topic.name, partitions, replication_factor, configs, validate_only)
+    info = await topics.create(topic.name, partitions, replication_factor, configs, validate_only)
     return {
         "name": info.name,
         "topic_id": info.topic_id,
@@ -93,7 +98,7 @@ async def _create_one(ctx: RequestContext, topic: Any, validate_only: bool) -> d
         "error_message": None,
         "num_partitions": info.partitions,
         "replication_factor": 1,
-        "configs": config_results(describe_topic_configs(info.configs, ctx.app.settings)),
+        "configs": config_results(describe_topic_configs(info.configs, settings)),
     }
 
 
@@ -101,8 +106,14 @@ def create_topics_error_response(request: Any, code: ErrorCode) -> dict[str, Any
     return {"throttle_time": 0, "topics": [_topic_error(t.name, code, None) for t in request.topics]}
 
 
-@REGISTRY.api(ApiKey.CREATE_TOPICS, "CreateTopics", 2, 7, error_response=create_topics_error_response)
-async def handle_create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
+def api(topics: TopicManager, settings: Settings, node_id: int) -> ApiSpec:
+    handler = functools.partial(handle_create_topics, topics=topics, settings=settings, node_id=node_id)
+    return ApiSpec(ApiKey.CREATE_TOPICS, "CreateTopics", 2, 7, handler, create_topics_error_response)
+
+
+async def handle_create_topics(
+    ctx: RequestContext, request: Any, *, topics: TopicManager, settings: Settings, node_id: int
+) -> dict[str, Any]:
     validate_only = bool(getattr(request, "validate_only", False))
     counts = Counter(t.name for t in request.topics)
     results: list[dict[str, Any]] = []
@@ -116,7 +127,7 @@ async def handle_create_topics(ctx: RequestContext, request: Any) -> dict[str, A
             results.append(_topic_error(topic.name, ErrorCode.invalid_request, message))
             continue
         try:
-            results.append(await _create_one(ctx, topic, validate_only))
+            results.append(await _create_one(topics, settings, node_id, topic, validate_only))
         except KafkaError as exc:
             results.append(_topic_error(topic.name, exc.code, exc.message))
     return {"throttle_time": 0, "topics": results}

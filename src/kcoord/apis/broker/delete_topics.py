@@ -12,12 +12,14 @@ deleted before the response is sent, so ``timeout`` never expires.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from typing import Any
 
+from kcoord.cluster.topic_manager import TopicManager
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
-from kcoord.protocol.registry import REGISTRY
+from kcoord.protocol.registry import ApiSpec
 from kcoord.server.context import RequestContext
 
 __all__ = ["handle_delete_topics"]
@@ -37,14 +39,15 @@ def _result(name: str | None, topic_id: uuid.UUID, code: ErrorCode, message: str
     return {"name": name, "topic_id": topic_id, "error_code": code, "error_message": message}
 
 
-async def _delete_one(ctx: RequestContext, name: str | None, topic_id: uuid.UUID) -> dict[str, Any]:
-    topics = ctx.app.topics
+async def _delete_one(
+    ctx: RequestContext, topics: TopicManager, enabled: bool, name: str | None, topic_id: uuid.UUID
+) -> dict[str, Any]:
     if name is None:
         info = topics.get_by_id(topic_id)
         if info is None:
             raise KafkaError(ErrorCode.unknown_topic_id, f"Topic id {topic_id} does not exist.")
         name = info.name
-    if not ctx.app.settings["delete.topic.enable"]:
+    if not enabled:
         code = ErrorCode.topic_deletion_disabled if ctx.api_version >= 3 else ErrorCode.invalid_request
         raise KafkaError(code, "Topic deletion is disabled (delete.topic.enable=false).")
     deleted = await topics.delete(name)
@@ -58,12 +61,19 @@ def delete_topics_error_response(request: Any, code: ErrorCode) -> dict[str, Any
     }
 
 
-@REGISTRY.api(ApiKey.DELETE_TOPICS, "DeleteTopics", 1, 6, error_response=delete_topics_error_response)
-async def handle_delete_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
+def api(topics: TopicManager, *, enabled: bool) -> ApiSpec:
+    """``enabled``: ``delete.topic.enable``."""
+    handler = functools.partial(handle_delete_topics, topics=topics, enabled=enabled)
+    return ApiSpec(ApiKey.DELETE_TOPICS, "DeleteTopics", 1, 6, handler, delete_topics_error_response)
+
+
+async def handle_delete_topics(
+    ctx: RequestContext, request: Any, *, topics: TopicManager, enabled: bool
+) -> dict[str, Any]:
     results: list[dict[str, Any]] = []
     for name, topic_id in _requested(request):
         try:
-            results.append(await _delete_one(ctx, name, topic_id))
+            results.append(await _delete_one(ctx, topics, enabled, name, topic_id))
         except KafkaError as exc:
             shown_name = name if name is not None or ctx.api_version >= 6 else ""
             results.append(_result(shown_name, topic_id, exc.code, exc.message))

@@ -10,12 +10,14 @@ confluent-kafka's ``AdminClient.describe_cluster`` uses it; the answer matches M
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from kcoord.apis.broker.metadata import CLUSTER_OPERATIONS, OPERATIONS_OMITTED, broker_entry
+from kcoord.cluster.identity import Node
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
-from kcoord.protocol.registry import REGISTRY
+from kcoord.protocol.registry import ApiSpec
 from kcoord.server.context import RequestContext
 
 __all__ = ["handle_describe_cluster"]
@@ -27,28 +29,30 @@ def describe_cluster_error_response(request: Any, code: ErrorCode) -> dict[str, 
     return {"throttle_time": 0, "error_code": code, "cluster_id": "", "brokers": []}
 
 
-@REGISTRY.api(
-    ApiKey.DESCRIBE_CLUSTER, "DescribeCluster", 0, 2, error_response=describe_cluster_error_response
-)
-async def handle_describe_cluster(ctx: RequestContext, request: Any) -> dict[str, Any]:
+def api(node: Node) -> ApiSpec:
+    handler = functools.partial(handle_describe_cluster, node=node)
+    return ApiSpec(ApiKey.DESCRIBE_CLUSTER, "DescribeCluster", 0, 2, handler, describe_cluster_error_response)
+
+
+async def handle_describe_cluster(ctx: RequestContext, request: Any, *, node: Node) -> dict[str, Any]:
     if getattr(request, "endpoint_type", _BROKERS_ENDPOINT) != _BROKERS_ENDPOINT:
         return {
             "throttle_time": 0,
             "error_code": ErrorCode.mismatched_endpoint_type,
             "error_message": "The request was sent to a broker endpoint, but asked for controllers.",
             "endpoint_type": request.endpoint_type,
-            "cluster_id": ctx.app.cluster_id,
+            "cluster_id": node.cluster_id,
             "brokers": [],
         }
-    broker = broker_entry(ctx)
+    broker = broker_entry(node)
     with_ops = bool(request.include_cluster_authorized_operations)
     return {
         "throttle_time": 0,
         "error_code": ErrorCode.none,
         "error_message": None,
         "endpoint_type": _BROKERS_ENDPOINT,
-        "cluster_id": ctx.app.cluster_id,
-        "controller_id": ctx.app.node_id,
+        "cluster_id": node.cluster_id,
+        "controller_id": node.node_id,
         "brokers": [
             {
                 "broker_id": broker["node_id"],

@@ -18,6 +18,7 @@ illegal topic names fail that resource only, with Kafka's error codes.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -28,12 +29,13 @@ from kcoord.cluster.topic_configs import (
     describe_topic_configs,
     render_setting,
 )
+from kcoord.cluster.topic_manager import TopicManager
 from kcoord.cluster.topic_names import topic_name_problem
 from kcoord.config import Settings
 from kcoord.config.definitions import BY_NAME
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
-from kcoord.protocol.registry import REGISTRY
+from kcoord.protocol.registry import ApiSpec
 from kcoord.server.context import RequestContext
 
 __all__ = ["RESOURCE_BROKER", "RESOURCE_TOPIC", "broker_config_entries", "handle_describe_configs"]
@@ -72,24 +74,23 @@ def broker_config_entries(settings: Settings, node_id: int) -> list[ConfigEntry]
     return entries
 
 
-def _broker_entries(ctx: RequestContext, resource_name: str) -> list[ConfigEntry]:
-    node_id = ctx.app.node_id
+def _broker_entries(settings: Settings, node_id: int, resource_name: str) -> list[ConfigEntry]:
     if resource_name not in ("", str(node_id)):
         raise KafkaError(
             ErrorCode.invalid_request,
             f"Unexpected broker id, expected {node_id} or empty string, but received {resource_name}",
         )
-    return broker_config_entries(ctx.app.settings, node_id)
+    return broker_config_entries(settings, node_id)
 
 
-def _topic_entries(ctx: RequestContext, resource_name: str) -> list[ConfigEntry]:
+def _topic_entries(topics: TopicManager, settings: Settings, resource_name: str) -> list[ConfigEntry]:
     problem = topic_name_problem(resource_name)
     if problem is not None:
         raise KafkaError(ErrorCode.invalid_topic_exception, problem)
-    info = ctx.app.topics.get(resource_name)
+    info = topics.get(resource_name)
     if info is None:
         raise KafkaError(ErrorCode.unknown_topic_or_partition, f"Topic '{resource_name}' does not exist.")
-    return describe_topic_configs(info.configs, ctx.app.settings)
+    return describe_topic_configs(info.configs, settings)
 
 
 def _config_result(entry: ConfigEntry, synonyms: bool, documentation: bool) -> dict[str, Any]:
@@ -116,7 +117,9 @@ def _selected(entries: Iterable[ConfigEntry], keys: Sequence[str] | None) -> lis
     return [entry for entry in entries if entry.name in wanted]
 
 
-def _resource_result(ctx: RequestContext, resource: Any, request: Any) -> dict[str, Any]:
+def _resource_result(
+    topics: TopicManager, settings: Settings, node_id: int, resource: Any, request: Any
+) -> dict[str, Any]:
     result: dict[str, Any] = {
         "error_code": ErrorCode.none,
         "error_message": None,
@@ -126,9 +129,9 @@ def _resource_result(ctx: RequestContext, resource: Any, request: Any) -> dict[s
     }
     try:
         if resource.resource_type == RESOURCE_TOPIC:
-            entries = _topic_entries(ctx, resource.resource_name)
+            entries = _topic_entries(topics, settings, resource.resource_name)
         elif resource.resource_type == RESOURCE_BROKER:
-            entries = _broker_entries(ctx, resource.resource_name)
+            entries = _broker_entries(settings, node_id, resource.resource_name)
         else:
             raise KafkaError(
                 ErrorCode.invalid_request, f"Resource type {resource.resource_type} is not supported."
@@ -160,8 +163,13 @@ def describe_configs_error_response(request: Any, code: ErrorCode) -> dict[str, 
     }
 
 
-@REGISTRY.api(
-    ApiKey.DESCRIBE_CONFIGS, "DescribeConfigs", 1, 4, error_response=describe_configs_error_response
-)
-async def handle_describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    return {"throttle_time": 0, "results": [_resource_result(ctx, r, request) for r in request.resources]}
+def api(topics: TopicManager, settings: Settings, node_id: int) -> ApiSpec:
+    handler = functools.partial(handle_describe_configs, topics=topics, settings=settings, node_id=node_id)
+    return ApiSpec(ApiKey.DESCRIBE_CONFIGS, "DescribeConfigs", 1, 4, handler, describe_configs_error_response)
+
+
+async def handle_describe_configs(
+    ctx: RequestContext, request: Any, *, topics: TopicManager, settings: Settings, node_id: int
+) -> dict[str, Any]:
+    results = [_resource_result(topics, settings, node_id, r, request) for r in request.resources]
+    return {"throttle_time": 0, "results": results}

@@ -34,13 +34,16 @@ What kcoord answers:
 from __future__ import annotations
 
 import asyncio
+import functools
 from dataclasses import dataclass
 from typing import Any
 
 from kcoord.cluster.fetch_waiters import AppendWatch
+from kcoord.cluster.growth_hints import GrowthHints
+from kcoord.cluster.topic_manager import TopicManager
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
-from kcoord.protocol.registry import REGISTRY
+from kcoord.protocol.registry import ApiSpec
 from kcoord.server.context import RequestContext
 from kcoord.storage.api import PartitionLog
 
@@ -74,13 +77,17 @@ class _ReadResult:
     has_error: bool
 
 
-@REGISTRY.api(ApiKey.FETCH, "Fetch", 4, 12, error_response=fetch_error)
-async def handle_fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
+def api(topics: TopicManager, hints: GrowthHints) -> ApiSpec:
+    handler = functools.partial(handle_fetch, topics=topics, hints=hints)
+    return ApiSpec(ApiKey.FETCH, "Fetch", 4, 12, handler, fetch_error)
+
+
+async def handle_fetch(
+    ctx: RequestContext, request: Any, *, topics: TopicManager, hints: GrowthHints
+) -> dict[str, Any]:
     # 1. Whole-request checks.
     if int(request.replica_id) >= 0:
         raise KafkaError(ErrorCode.not_leader_or_follower, "kcoord has no followers to serve")
-    topics = ctx.app.topics
-    hints = ctx.app.growth_hints
     connection_id = ctx.connection.connection_id
     plan = [
         (

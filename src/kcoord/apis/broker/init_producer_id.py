@@ -17,11 +17,13 @@ treat it as fatal rather than retrying. Ids and epochs come from
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
+from kcoord.cluster.producer_state import ProducerStateManager
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
-from kcoord.protocol.registry import REGISTRY
+from kcoord.protocol.registry import ApiSpec
 from kcoord.server.context import RequestContext
 
 
@@ -29,13 +31,19 @@ def init_producer_id_error(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {"error_code": code, "producer_id": -1, "producer_epoch": -1}
 
 
-@REGISTRY.api(ApiKey.INIT_PRODUCER_ID, "InitProducerId", 0, 4, error_response=init_producer_id_error)
-async def handle_init_producer_id(ctx: RequestContext, request: Any) -> dict[str, Any]:
+def api(producers: ProducerStateManager) -> ApiSpec:
+    handler = functools.partial(handle_init_producer_id, producers=producers)
+    return ApiSpec(ApiKey.INIT_PRODUCER_ID, "InitProducerId", 0, 4, handler, init_producer_id_error)
+
+
+async def handle_init_producer_id(
+    ctx: RequestContext, request: Any, *, producers: ProducerStateManager
+) -> dict[str, Any]:
     if request.transactional_id is not None:
         raise KafkaError(
             ErrorCode.transactional_id_authorization_failed, "kcoord does not support transactions"
         )
-    producer_id, epoch = ctx.app.producers.init_producer(
+    producer_id, epoch = producers.init_producer(
         int(getattr(request, "producer_id", -1)), int(getattr(request, "producer_epoch", -1))
     )
     return {"error_code": ErrorCode.none, "producer_id": producer_id, "producer_epoch": epoch}

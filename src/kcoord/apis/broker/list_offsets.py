@@ -24,11 +24,13 @@ is ignored and ``leader_epoch`` is -1. UNKNOWN_TOPIC_OR_PARTITION per partition.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
+from kcoord.cluster.topic_manager import TopicManager
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
-from kcoord.protocol.registry import REGISTRY
+from kcoord.protocol.registry import ApiSpec
 from kcoord.server.context import RequestContext
 from kcoord.storage.api import PartitionLog
 
@@ -46,9 +48,12 @@ def list_offsets_error(request: Any, code: ErrorCode) -> dict[str, Any]:
     }
 
 
-@REGISTRY.api(ApiKey.LIST_OFFSETS, "ListOffsets", 1, 7, error_response=list_offsets_error)
-async def handle_list_offsets(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    topics = ctx.app.topics
+def api(topics: TopicManager) -> ApiSpec:
+    handler = functools.partial(handle_list_offsets, topics=topics)
+    return ApiSpec(ApiKey.LIST_OFFSETS, "ListOffsets", 1, 7, handler, list_offsets_error)
+
+
+async def handle_list_offsets(ctx: RequestContext, request: Any, *, topics: TopicManager) -> dict[str, Any]:
     return {
         "topics": [
             {

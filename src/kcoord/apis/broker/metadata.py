@@ -21,14 +21,16 @@ add a metadata round trip (and librdkafka's backoff) to every first produce.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from typing import Any
 
-from kcoord.cluster.topic_manager import TopicInfo
+from kcoord.cluster.identity import Node
+from kcoord.cluster.topic_manager import TopicInfo, TopicManager
 from kcoord.cluster.topic_names import topic_name_problem
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
-from kcoord.protocol.registry import REGISTRY
+from kcoord.protocol.registry import ApiSpec
 from kcoord.server.context import RequestContext
 
 __all__ = [
@@ -56,14 +58,13 @@ TOPIC_OPERATIONS = _bits(3, 4, 5, 6, 7, 8, 10, 11)
 CLUSTER_OPERATIONS = _bits(5, 7, 8, 9, 10, 11, 12, 13, 14)
 
 
-def broker_entry(ctx: RequestContext) -> dict[str, Any]:
+def broker_entry(node: Node) -> dict[str, Any]:
     """This node as a Metadata/DescribeCluster broker entry (DescribeCluster renames node_id)."""
-    host, port = ctx.app.advertised
-    return {"node_id": ctx.app.node_id, "host": host, "port": port, "rack": None}
+    host, port = node.advertised
+    return {"node_id": node.node_id, "host": host, "port": port, "rack": None}
 
 
-def _topic_entry(ctx: RequestContext, info: TopicInfo, with_operations: bool) -> dict[str, Any]:
-    node = ctx.app.node_id
+def _topic_entry(node: int, info: TopicInfo, with_operations: bool) -> dict[str, Any]:
     return {
         "error_code": ErrorCode.none,
         "name": info.name,
@@ -96,15 +97,20 @@ def _error_entry(name: str | None, code: ErrorCode, topic_id: uuid.UUID = ZERO_U
 
 
 async def _requested_topic(
-    ctx: RequestContext, name: str | None, topic_id: uuid.UUID | None, auto_create: bool, with_ops: bool
+    ctx: RequestContext,
+    topics: TopicManager,
+    node_id: int,
+    name: str | None,
+    topic_id: uuid.UUID | None,
+    auto_create: bool,
+    with_ops: bool,
 ) -> dict[str, Any]:
-    topics = ctx.app.topics
     if name is None:
         info = topics.get_by_id(topic_id) if topic_id is not None else None
         if info is None:
             unknown = ErrorCode.unknown_topic_id
             return _error_entry(None if ctx.api_version >= 12 else "", unknown, topic_id or ZERO_UUID)
-        return _topic_entry(ctx, info, with_ops)
+        return _topic_entry(node_id, info, with_ops)
     if topic_name_problem(name) is not None:
         return _error_entry(name, ErrorCode.invalid_topic_exception)
     info = topics.get(name)
@@ -115,7 +121,7 @@ async def _requested_topic(
             return _error_entry(name, exc.code)
     if info is None:
         return _error_entry(name, ErrorCode.unknown_topic_or_partition)
-    return _topic_entry(ctx, info, with_ops)
+    return _topic_entry(node_id, info, with_ops)
 
 
 def metadata_error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
@@ -128,17 +134,23 @@ def metadata_error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     }
 
 
-@REGISTRY.api(ApiKey.METADATA, "Metadata", 0, 13, error_response=metadata_error_response)
-async def handle_metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
+def api(topics: TopicManager, node: Node, *, auto_create: bool) -> ApiSpec:
+    """``auto_create``: ``auto.create.topics.enable``."""
+    handler = functools.partial(handle_metadata, topics=topics, node=node, auto_create_enabled=auto_create)
+    return ApiSpec(ApiKey.METADATA, "Metadata", 0, 13, handler, metadata_error_response)
+
+
+async def handle_metadata(
+    ctx: RequestContext, request: Any, *, topics: TopicManager, node: Node, auto_create_enabled: bool
+) -> dict[str, Any]:
     version = ctx.api_version
-    topics = ctx.app.topics
     with_ops = bool(getattr(request, "include_topic_authorized_operations", False))
     requested = request.topics
     if requested is None or (version == 0 and not requested):
-        entries = [_topic_entry(ctx, info, with_ops) for info in topics.topics()]
+        entries = [_topic_entry(node.node_id, info, with_ops) for info in topics.topics()]
     else:
         auto_create = bool(getattr(request, "allow_auto_topic_creation", True))
-        auto_create = auto_create and ctx.app.settings["auto.create.topics.enable"]
+        auto_create = auto_create and auto_create_enabled
         entries = []
         seen: set[tuple[str | None, uuid.UUID | None]] = set()
         for topic in requested:
@@ -149,13 +161,15 @@ async def handle_metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
             if (name, topic_id) in seen:
                 continue
             seen.add((name, topic_id))
-            entries.append(await _requested_topic(ctx, name, topic_id, auto_create, with_ops))
+            entries.append(
+                await _requested_topic(ctx, topics, node.node_id, name, topic_id, auto_create, with_ops)
+            )
     include_cluster_ops = bool(getattr(request, "include_cluster_authorized_operations", False))
     return {
         "throttle_time": 0,
-        "brokers": [broker_entry(ctx)],
-        "cluster_id": ctx.app.cluster_id,
-        "controller_id": ctx.app.node_id,
+        "brokers": [broker_entry(node)],
+        "cluster_id": node.cluster_id,
+        "controller_id": node.node_id,
         "topics": entries,
         "cluster_authorized_operations": CLUSTER_OPERATIONS if include_cluster_ops else OPERATIONS_OMITTED,
         "error_code": ErrorCode.none,

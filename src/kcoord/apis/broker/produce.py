@@ -32,17 +32,19 @@ assignment. Appends of different partitions of one request run concurrently.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable
 from typing import Any
 
 import structlog
 
 from kcoord.cluster.producer_state import BatchSlot, ProducerStateManager
+from kcoord.cluster.topic_manager import TopicManager
 from kcoord.cluster.topic_names import INTERNAL_TOPICS
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.protocol.record_batch import BatchHeader, validate_produced
-from kcoord.protocol.registry import REGISTRY
+from kcoord.protocol.registry import ApiSpec
 from kcoord.server.context import RequestContext
 from kcoord.server.router import CloseConnectionError
 from kcoord.storage.api import PartitionLog
@@ -70,8 +72,14 @@ def produce_error(request: Any, code: ErrorCode) -> dict[str, Any]:
     }
 
 
-@REGISTRY.api(ApiKey.PRODUCE, "Produce", 0, 9, error_response=produce_error)
-async def handle_produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
+def api(topics: TopicManager, producers: ProducerStateManager) -> ApiSpec:
+    handler = functools.partial(handle_produce, topics=topics, producers=producers)
+    return ApiSpec(ApiKey.PRODUCE, "Produce", 0, 9, handler, produce_error)
+
+
+async def handle_produce(
+    ctx: RequestContext, request: Any, *, topics: TopicManager, producers: ProducerStateManager
+) -> dict[str, Any] | None:
     # 1. Whole-request checks.
     acks = int(request.acks)
     if acks not in _VALID_ACKS:
@@ -82,8 +90,6 @@ async def handle_produce(ctx: RequestContext, request: Any) -> dict[str, Any] | 
         )
 
     # 2. Per partition: an immediate answer, or an append started now (request order).
-    topics = ctx.app.topics
-    producers: ProducerStateManager = ctx.app.producers
     api_version = ctx.api_version
     slots: list[list[PartitionResponse | asyncio.Task[PartitionResponse]]] = []
     for topic in request.topic_data:

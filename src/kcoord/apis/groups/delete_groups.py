@@ -10,17 +10,13 @@ otherwise its offsets and then the group itself are tombstoned in the offsets lo
 from __future__ import annotations
 
 import functools
-from collections import defaultdict
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kcoord.apis.groups.common import coordinator
-from kcoord.coordinator.classic.messages import DeleteGroupResult
-from kcoord.coordinator.result import CoordinatorResult
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.errors import KafkaError
-from kcoord.protocol.registry import REGISTRY
+from kcoord.protocol.registry import ApiSpec
+from kcoord.runtime.group_service import GroupService
 from kcoord.server.context import RequestContext
 
 
@@ -28,28 +24,18 @@ def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {"results": [{"group_id": g, "error_code": code} for g in request.groups_names]}
 
 
-def _delete(group_ids: list[str], shard: Any, sink: Any, now_ms: int) -> CoordinatorResult:
-    result: CoordinatorResult = shard.delete_groups(group_ids, sink, now_ms)
-    return result
+def api(groups: GroupService) -> ApiSpec:
+    handler = functools.partial(handle_delete_groups, groups=groups)
+    return ApiSpec(ApiKey.DELETE_GROUPS, "DeleteGroups", 0, 2, handler, _error_response)
 
 
-@REGISTRY.api(ApiKey.DELETE_GROUPS, "DeleteGroups", 0, 2, error_response=_error_response)
-async def handle_delete_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    service = coordinator(ctx)
-    by_partition: dict[int, list[str]] = defaultdict(list)
+async def handle_delete_groups(ctx: RequestContext, request: Any, *, groups: GroupService) -> dict[str, Any]:
     results: dict[str, ErrorCode] = {}
+    valid: list[str] = []
     for group_id in request.groups_names:
         if not group_id:
             results[group_id] = ErrorCode.invalid_group_id
         else:
-            by_partition[service.partition_for(group_id)].append(group_id)
-    for group_ids in by_partition.values():
-        try:
-            answers: list[DeleteGroupResult] = await service.write(
-                group_ids[0], functools.partial(_delete, group_ids)
-            )
-        except KafkaError as exc:
-            results.update(dict.fromkeys(group_ids, exc.code))
-            continue
-        results.update({a.group_id: a.error_code for a in answers})
+            valid.append(group_id)
+    results.update({a.group_id: a.error_code for a in await groups.delete_groups(valid)})
     return {"results": [{"group_id": g, "error_code": results[g]} for g in request.groups_names]}

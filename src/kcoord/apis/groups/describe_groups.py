@@ -17,11 +17,11 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kcoord.apis.groups.common import coordinator
 from kcoord.coordinator.classic.messages import DescribedGroup
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import KafkaError
-from kcoord.protocol.registry import REGISTRY
+from kcoord.protocol.registry import ApiSpec
+from kcoord.runtime.group_service import GroupService
 from kcoord.server.context import RequestContext
 
 _NOT_REQUESTED = -2147483648
@@ -65,24 +65,23 @@ def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {"groups": [_failed(g, code) for g in request.groups]}
 
 
-def _describe(group_id: str, api_version: int, shard: Any) -> DescribedGroup:
-    described: DescribedGroup = shard.classic.describe_groups([group_id], api_version)[0]
-    return described
+def api(groups: GroupService) -> ApiSpec:
+    handler = functools.partial(handle_describe_groups, groups=groups)
+    return ApiSpec(ApiKey.DESCRIBE_GROUPS, "DescribeGroups", 0, 5, handler, _error_response)
 
 
-@REGISTRY.api(ApiKey.DESCRIBE_GROUPS, "DescribeGroups", 0, 5, error_response=_error_response)
-async def handle_describe_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    groups = []
+async def handle_describe_groups(
+    ctx: RequestContext, request: Any, *, groups: GroupService
+) -> dict[str, Any]:
+    described_groups = []
     for group_id in request.groups:
         if not group_id:
-            groups.append(_failed(group_id, ErrorCode.invalid_group_id))
+            described_groups.append(_failed(group_id, ErrorCode.invalid_group_id))
             continue
         try:
-            described = coordinator(ctx).read(
-                group_id, functools.partial(_describe, group_id, ctx.api_version)
-            )
+            described = groups.describe_group(group_id, ctx.api_version)
         except KafkaError as exc:
-            groups.append(_failed(group_id, exc.code))
+            described_groups.append(_failed(group_id, exc.code))
             continue
-        groups.append(_group(described))
-    return {"groups": groups}
+        described_groups.append(_group(described))
+    return {"groups": described_groups}

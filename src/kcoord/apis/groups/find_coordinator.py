@@ -14,19 +14,21 @@ INVALID_REQUEST, a fatal answer, rather than a retriable one that would make a c
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kcoord.cluster.identity import Node
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.registry import REGISTRY
+from kcoord.protocol.registry import ApiSpec
 from kcoord.server.context import RequestContext
 
 _GROUP_KEY = 0
 
 
-def _answer(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
-    host, port = ctx.app.advertised
+def _answer(node: Node, key: str, key_type: int) -> dict[str, Any]:
+    host, port = node.advertised
     if key_type != _GROUP_KEY:
         error, message = ErrorCode.invalid_request, "kcoord coordinates groups only"
     elif not key:
@@ -36,7 +38,7 @@ def _answer(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
             "key": key,
             "error_code": ErrorCode.none,
             "error_message": None,
-            "node_id": ctx.app.node_id,
+            "node_id": node.node_id,
             "host": host,
             "port": port,
         }
@@ -55,9 +57,13 @@ def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {"error_code": code, "error_message": None, "node_id": -1, "host": "", "port": -1}
 
 
-@REGISTRY.api(ApiKey.FIND_COORDINATOR, "FindCoordinator", 0, 6, error_response=_error_response)
-async def handle_find_coordinator(ctx: RequestContext, request: Any) -> dict[str, Any]:
+def api(node: Node) -> ApiSpec:
+    handler = functools.partial(handle_find_coordinator, node=node)
+    return ApiSpec(ApiKey.FIND_COORDINATOR, "FindCoordinator", 0, 6, handler, _error_response)
+
+
+async def handle_find_coordinator(ctx: RequestContext, request: Any, *, node: Node) -> dict[str, Any]:
     key_type = int(getattr(request, "key_type", _GROUP_KEY))
     if ctx.api_version >= 4:
-        return {"coordinators": [_answer(ctx, key, key_type) for key in request.coordinator_keys]}
-    return _answer(ctx, request.key, key_type)
+        return {"coordinators": [_answer(node, key, key_type) for key in request.coordinator_keys]}
+    return _answer(node, request.key, key_type)

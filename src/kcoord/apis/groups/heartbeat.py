@@ -11,16 +11,18 @@ is still loading, Kafka answers NONE rather than an error, so members do not rej
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kcoord.apis.groups.common import coordinator, watch_member
+from kcoord.apis.groups.common import MemberWatch
 from kcoord.coordinator.classic.messages import HeartbeatRequest
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.codec import EncodedResponse, build, response_class
 from kcoord.protocol.errors import KafkaError
-from kcoord.protocol.registry import REGISTRY
+from kcoord.protocol.registry import ApiSpec
+from kcoord.runtime.group_service import GroupService
 from kcoord.server.context import RequestContext
 
 
@@ -28,8 +30,14 @@ def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {"error_code": code}
 
 
-@REGISTRY.api(ApiKey.HEARTBEAT, "Heartbeat", 0, 4, error_response=_error_response)
-async def handle_heartbeat(ctx: RequestContext, request: Any) -> Any:
+def api(groups: GroupService, members: MemberWatch) -> ApiSpec:
+    handler = functools.partial(handle_heartbeat, groups=groups, members=members)
+    return ApiSpec(ApiKey.HEARTBEAT, "Heartbeat", 0, 4, handler, _error_response)
+
+
+async def handle_heartbeat(
+    ctx: RequestContext, request: Any, *, groups: GroupService, members: MemberWatch
+) -> Any:
     beat = HeartbeatRequest(
         group_id=request.group_id,
         generation_id=request.generation_id,
@@ -37,13 +45,13 @@ async def handle_heartbeat(ctx: RequestContext, request: Any) -> Any:
         group_instance_id=getattr(request, "group_instance_id", None),
     )
     try:
-        error = coordinator(ctx).heartbeat(beat, ctx.connection.connection_id)
+        error = groups.heartbeat(beat, ctx.connection.connection_id)
     except KafkaError as exc:
         if exc.code == ErrorCode.coordinator_load_in_progress:
             return _encoded(ctx.api_version, ErrorCode.none)
         raise
     if error is ErrorCode.none or error is ErrorCode.rebalance_in_progress:
-        watch_member(ctx, beat.group_id, beat.member_id)
+        members.watch(ctx.connection, beat.group_id, beat.member_id)
     return _encoded(ctx.api_version, error)
 
 

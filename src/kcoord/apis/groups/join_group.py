@@ -17,14 +17,16 @@ connection, which keeps reading (a member's Heartbeat may share it).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kcoord.apis.groups.common import coordinator, millis, watch_member
+from kcoord.apis.groups.common import MemberWatch, millis
 from kcoord.coordinator.classic.messages import JoinGroupRequest, JoinGroupResponse
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.registry import REGISTRY
+from kcoord.protocol.registry import ApiSpec
+from kcoord.runtime.group_service import GroupService
 from kcoord.server.context import RequestContext
 
 
@@ -77,13 +79,16 @@ def to_wire(response: JoinGroupResponse, api_version: int) -> dict[str, Any]:
     }
 
 
-@REGISTRY.api(ApiKey.JOIN_GROUP, "JoinGroup", 0, 9, error_response=_error_response)
-async def handle_join_group(ctx: RequestContext, request: Any) -> dict[str, Any]:
+def api(groups: GroupService, members: MemberWatch) -> ApiSpec:
+    handler = functools.partial(handle_join_group, groups=groups, members=members)
+    return ApiSpec(ApiKey.JOIN_GROUP, "JoinGroup", 0, 9, handler, _error_response)
+
+
+async def handle_join_group(
+    ctx: RequestContext, request: Any, *, groups: GroupService, members: MemberWatch
+) -> dict[str, Any]:
     join = to_core(ctx, request)
-    connection_id = ctx.connection.connection_id
-    response = await coordinator(ctx).write(
-        join.group_id, lambda shard, sink, now: shard.join_group(join, sink, now, connection_id)
-    )
+    response = await groups.join_group(join, ctx.connection.connection_id)
     if response.error_code == ErrorCode.none:
-        watch_member(ctx, join.group_id, response.member_id)
+        members.watch(ctx.connection, join.group_id, response.member_id)
     return to_wire(response, ctx.api_version)

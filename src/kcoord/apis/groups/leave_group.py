@@ -9,14 +9,15 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kcoord.apis.groups.common import coordinator
 from kcoord.coordinator.classic.messages import LeaveGroupRequest, LeaveGroupResponse, LeavingMember
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.registry import REGISTRY
+from kcoord.protocol.registry import ApiSpec
+from kcoord.runtime.group_service import GroupService
 from kcoord.server.context import RequestContext
 
 
@@ -24,8 +25,12 @@ def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {"error_code": code, "members": []}
 
 
-@REGISTRY.api(ApiKey.LEAVE_GROUP, "LeaveGroup", 0, 5, error_response=_error_response)
-async def handle_leave_group(ctx: RequestContext, request: Any) -> dict[str, Any]:
+def api(groups: GroupService) -> ApiSpec:
+    handler = functools.partial(handle_leave_group, groups=groups)
+    return ApiSpec(ApiKey.LEAVE_GROUP, "LeaveGroup", 0, 5, handler, _error_response)
+
+
+async def handle_leave_group(ctx: RequestContext, request: Any, *, groups: GroupService) -> dict[str, Any]:
     if ctx.api_version < 3:
         members: tuple[LeavingMember, ...] = (LeavingMember(member_id=request.member_id),)
     else:
@@ -34,9 +39,7 @@ async def handle_leave_group(ctx: RequestContext, request: Any) -> dict[str, Any
             for m in request.members
         )
     leave = LeaveGroupRequest(group_id=request.group_id, members=members)
-    response: LeaveGroupResponse = await coordinator(ctx).write(
-        leave.group_id, lambda shard, sink, now: shard.leave_group(leave, sink, now)
-    )
+    response: LeaveGroupResponse = await groups.leave_group(leave)
     if ctx.api_version < 3:
         error = response.error_code
         if error == ErrorCode.none and response.members:

@@ -11,13 +11,14 @@ COORDINATOR_LOAD_IN_PROGRESS, as Kafka's does.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kcoord.apis.groups.common import coordinator
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.registry import REGISTRY
+from kcoord.protocol.registry import ApiSpec
+from kcoord.runtime.group_service import GroupService
 from kcoord.server.context import RequestContext
 
 
@@ -25,24 +26,25 @@ def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {"error_code": code, "groups": []}
 
 
-@REGISTRY.api(ApiKey.LIST_GROUPS, "ListGroups", 0, 5, error_response=_error_response)
-async def handle_list_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
+def api(groups: GroupService) -> ApiSpec:
+    handler = functools.partial(handle_list_groups, groups=groups)
+    return ApiSpec(ApiKey.LIST_GROUPS, "ListGroups", 0, 5, handler, _error_response)
+
+
+async def handle_list_groups(ctx: RequestContext, request: Any, *, groups: GroupService) -> dict[str, Any]:
     states = list(getattr(request, "states_filter", ()) or ()) or None
     types = {t.lower() for t in getattr(request, "types_filter", ()) or ()}
-    service = coordinator(ctx)
-    error = ErrorCode.none
-    if len(list(service.active_shards())) < service.num_partitions:
-        error = ErrorCode.coordinator_load_in_progress
-    groups = []
+    listing = groups.list_groups(states)
+    error = ErrorCode.none if listing.complete else ErrorCode.coordinator_load_in_progress
+    listed_groups = []
     if not types or "classic" in types:
-        for shard in service.active_shards():
-            for listed in shard.classic.list_groups(states):
-                groups.append(
-                    {
-                        "group_id": listed.group_id,
-                        "protocol_type": listed.protocol_type,
-                        "group_state": listed.state,
-                        "group_type": listed.group_type,
-                    }
-                )
-    return {"error_code": error, "groups": groups}
+        listed_groups = [
+            {
+                "group_id": listed.group_id,
+                "protocol_type": listed.protocol_type,
+                "group_state": listed.state,
+                "group_type": listed.group_type,
+            }
+            for listed in listing.groups
+        ]
+    return {"error_code": error, "groups": listed_groups}

@@ -13,15 +13,17 @@ inside the group's shard; the response is released once the commit records are d
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kcoord.apis.groups.common import coordinator, millis
+from kcoord.apis.groups.common import millis
 from kcoord.coordinator.offsets import OffsetCommitPartition, OffsetCommitRequest, OffsetCommitTopic
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import KafkaError
-from kcoord.protocol.registry import REGISTRY
+from kcoord.protocol.registry import ApiSpec
+from kcoord.runtime.group_service import GroupService
 from kcoord.server.context import RequestContext
 
 
@@ -65,11 +67,13 @@ def to_core(request: Any, api_version: int) -> OffsetCommitRequest:
     )
 
 
-@REGISTRY.api(ApiKey.OFFSET_COMMIT, "OffsetCommit", 2, 8, error_response=_error_response)
-async def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
+def api(groups: GroupService) -> ApiSpec:
+    handler = functools.partial(handle_offset_commit, groups=groups)
+    return ApiSpec(ApiKey.OFFSET_COMMIT, "OffsetCommit", 2, 8, handler, _error_response)
+
+
+async def handle_offset_commit(ctx: RequestContext, request: Any, *, groups: GroupService) -> Any:
     if not request.group_id:
         raise KafkaError(ErrorCode.invalid_group_id)
     commit = to_core(request, ctx.api_version)
-    return await coordinator(ctx).write(
-        commit.group_id, lambda shard, sink, now: shard.commit_offsets(commit, sink, now)
-    )
+    return await groups.commit_offsets(commit)

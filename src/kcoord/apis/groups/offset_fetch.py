@@ -15,15 +15,16 @@ and the group's entry for v8.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kcoord.apis.groups.common import coordinator
 from kcoord.coordinator.offsets import OffsetFetchResponse, OffsetFetchTopic
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import KafkaError
-from kcoord.protocol.registry import REGISTRY
+from kcoord.protocol.registry import ApiSpec
+from kcoord.runtime.group_service import GroupService
 from kcoord.server.context import RequestContext
 
 
@@ -34,11 +35,11 @@ def _topics(raw: Any) -> list[OffsetFetchTopic] | None:
 
 
 def _fetch_one(
-    ctx: RequestContext, group_id: str, topics: list[OffsetFetchTopic] | None, stable: bool
-) -> Any:
+    groups: GroupService, group_id: str, topics: list[OffsetFetchTopic] | None, stable: bool
+) -> OffsetFetchResponse:
     if not group_id:
         raise KafkaError(ErrorCode.invalid_group_id)
-    return coordinator(ctx).read(group_id, lambda shard: shard.offsets.fetch(group_id, topics, stable))
+    return groups.fetch_offsets(group_id, topics, stable)
 
 
 def _group_error(group_id: str, code: ErrorCode) -> OffsetFetchResponse:
@@ -81,21 +82,25 @@ def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     return body
 
 
-@REGISTRY.api(ApiKey.OFFSET_FETCH, "OffsetFetch", 1, 8, error_response=_error_response)
-async def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:
+def api(groups: GroupService) -> ApiSpec:
+    handler = functools.partial(handle_offset_fetch, groups=groups)
+    return ApiSpec(ApiKey.OFFSET_FETCH, "OffsetFetch", 1, 8, handler, _error_response)
+
+
+async def handle_offset_fetch(ctx: RequestContext, request: Any, *, groups: GroupService) -> Any:
     stable = bool(getattr(request, "require_stable", False))
     if ctx.api_version >= 8:
         answers = []
         for group in request.groups:
             topics = _topics(group.topics)
             try:
-                answers.append(_fetch_one(ctx, group.group_id, topics, stable))
+                answers.append(_fetch_one(groups, group.group_id, topics, stable))
             except KafkaError as exc:
                 answers.append(_group_error(group.group_id, exc.code))
         return {"groups": answers}
     topics = _topics(request.topics)
     try:
-        response = _fetch_one(ctx, request.group_id, topics, stable)
+        response = _fetch_one(groups, request.group_id, topics, stable)
     except KafkaError as exc:
         response = _group_error(request.group_id, exc.code)
     return _legacy_body(response, ctx.api_version, topics)

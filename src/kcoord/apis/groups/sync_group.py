@@ -12,14 +12,16 @@ every waiting member is answered once it is durable.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kcoord.apis.groups.common import coordinator, watch_member
+from kcoord.apis.groups.common import MemberWatch
 from kcoord.coordinator.classic.messages import SyncGroupRequest
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.registry import REGISTRY
+from kcoord.protocol.registry import ApiSpec
+from kcoord.runtime.group_service import GroupService
 from kcoord.server.context import RequestContext
 
 
@@ -27,8 +29,14 @@ def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {"error_code": code, "assignment": b""}
 
 
-@REGISTRY.api(ApiKey.SYNC_GROUP, "SyncGroup", 0, 5, error_response=_error_response)
-async def handle_sync_group(ctx: RequestContext, request: Any) -> Any:
+def api(groups: GroupService, members: MemberWatch) -> ApiSpec:
+    handler = functools.partial(handle_sync_group, groups=groups, members=members)
+    return ApiSpec(ApiKey.SYNC_GROUP, "SyncGroup", 0, 5, handler, _error_response)
+
+
+async def handle_sync_group(
+    ctx: RequestContext, request: Any, *, groups: GroupService, members: MemberWatch
+) -> Any:
     sync = SyncGroupRequest(
         group_id=request.group_id,
         generation_id=int(request.generation_id),
@@ -39,10 +47,7 @@ async def handle_sync_group(ctx: RequestContext, request: Any) -> Any:
         assignments=tuple((a.member_id, bytes(a.assignment)) for a in request.assignments),
         api_version=ctx.api_version,
     )
-    connection_id = ctx.connection.connection_id
-    response = await coordinator(ctx).write(
-        sync.group_id, lambda shard, sink, now: shard.sync_group(sync, sink, now, connection_id)
-    )
+    response = await groups.sync_group(sync, ctx.connection.connection_id)
     if response.error_code == ErrorCode.none:
-        watch_member(ctx, sync.group_id, sync.member_id)
+        members.watch(ctx.connection, sync.group_id, sync.member_id)
     return response
