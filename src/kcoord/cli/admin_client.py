@@ -15,11 +15,11 @@ from typing import Any
 
 from kio.serial import entity_reader, entity_writer
 
-from kcoord.observability.metrics import error_name
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.codec import build, request_class, response_class
+from kcoord.protocol.errors import error_name
 
-__all__ = ["AdminClient", "AdminError", "GroupOffsets", "parse_host_port"]
+__all__ = ["AdminClient", "AdminError", "GroupOffsets"]
 
 API_VERSIONS_V = 3
 FIND_COORDINATOR_V = 3
@@ -32,13 +32,6 @@ LATEST_TIMESTAMP = -1
 
 class AdminError(Exception):
     """The server could not be reached or answered with an error."""
-
-
-def parse_host_port(value: str, default_port: int) -> tuple[str, int]:
-    host, sep, port = value.rpartition(":")
-    if not sep:
-        return value, default_port
-    return host.strip("[]") or "127.0.0.1", int(port)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
-from kcoord.cli.admin_client import AdminClient, AdminError, parse_host_port
+from kcoord.cli.admin_client import AdminClient, AdminError
+from kcoord.config import parse_host_port
 from kcoord.observability.group_views import decode_member_assignment
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
@@ -60,8 +61,17 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_FAILED
 
 
+def _address(value: str, default_port: int) -> tuple[str, int]:
+    """``HOST[:PORT]`` given on the command line; an empty host is this machine."""
+    try:
+        host, port = parse_host_port(value, default_port)
+    except ValueError as exc:
+        raise AdminError(f"bad address {value!r}: {exc}") from exc
+    return host or "127.0.0.1", port
+
+
 def _client(args: argparse.Namespace, timeout_s: float = 10.0) -> AdminClient:
-    host, port = parse_host_port(args.bootstrap, 9092)
+    host, port = _address(args.bootstrap, 9092)
     return AdminClient(host, port, timeout_s=timeout_s)
 
 
@@ -166,7 +176,7 @@ def _describe(args: argparse.Namespace) -> int:
 
 
 def _history(args: argparse.Namespace) -> int:
-    host, port = parse_host_port(args.metrics, 9644)
+    host, port = _address(args.metrics, 9644)
     url = f"http://{host}:{port}/v1/groups/{quote(args.group, safe='')}"
     try:
         with urllib.request.urlopen(url, timeout=10) as reply:

@@ -12,11 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 import structlog
-from kio.schema.errors import ErrorCode
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.errors import error_name
 from kcoord.protocol.registry import ApiRegistry
 
 __all__ = ["CONTENT_TYPE_LATEST", "KcoordMetrics"]
@@ -49,14 +49,6 @@ def _field(obj: Any, name: str, default: Any = None) -> Any:
     if isinstance(obj, dict):
         return obj.get(name, default)
     return getattr(obj, name, default)
-
-
-def error_name(code: int) -> str:
-    """The Kafka error name of ``code`` as Kafka spells it (``NONE``, ``REBALANCE_IN_PROGRESS``)."""
-    try:
-        return ErrorCode(code).name.upper()
-    except ValueError:
-        return f"UNKNOWN_{code}"
 
 
 class KcoordMetrics:
