@@ -14,10 +14,9 @@ it in their next Metadata.
 from __future__ import annotations
 
 import functools
-from collections import Counter
 from typing import Any
 
-from kcoord.apis.broker.create_topics import check_assignments
+from kcoord.apis.broker.create_topics import TopicAnswer, answer_each_topic, check_assignments
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
@@ -68,20 +67,10 @@ async def handle_create_partitions(
     ctx: RequestContext, request: Any, *, topics: TopicManager, node_id: int
 ) -> dict[str, Any]:
     validate_only = bool(request.validate_only)
-    counts = Counter(t.name for t in request.topics)
-    results: list[dict[str, Any]] = []
-    reported: set[str] = set()
-    for topic in request.topics:
-        if topic.name in reported:
-            continue
-        reported.add(topic.name)
-        if counts[topic.name] > 1:
-            results.append(_result(topic.name, ErrorCode.invalid_request, "Duplicate topic in request."))
-            continue
-        try:
-            await _grow(topics, node_id, topic, validate_only)
-        except KafkaError as exc:
-            results.append(_result(topic.name, exc.code, exc.message))
-        else:
-            results.append(_result(topic.name, ErrorCode.none, None))
+
+    async def grow(topic: Any) -> TopicAnswer:
+        await _grow(topics, node_id, topic, validate_only)
+        return _result(topic.name, ErrorCode.none, None)
+
+    results = await answer_each_topic(request.topics, grow, _result, "Duplicate topic in request.")
     return {"throttle_time": 0, "results": results}

@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from kcoord.cluster.topic_configs import ConfigEntry, describe_topic_configs
@@ -28,7 +28,7 @@ from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.protocol.registry import ApiSpec
 from kcoord.server.context import RequestContext
 
-__all__ = ["check_assignments", "config_results", "handle_create_topics"]
+__all__ = ["answer_each_topic", "check_assignments", "config_results", "handle_create_topics"]
 
 _ZERO_UUID = uuid.UUID(int=0)
 
@@ -41,6 +41,40 @@ def check_assignments(broker_ids_per_partition: Sequence[Sequence[int]], node_id
                 ErrorCode.invalid_replica_assignment,
                 f"Partition {index} is assigned to brokers {list(broker_ids)}; the only broker is {node_id}.",
             )
+
+
+TopicAnswer = dict[str, Any]
+
+
+async def answer_each_topic(
+    requested: Sequence[Any],
+    answer: Callable[[Any], Awaitable[TopicAnswer]],
+    error: Callable[[str, ErrorCode, str | None], TopicAnswer],
+    duplicate_message: str,
+) -> list[TopicAnswer]:
+    """One answer per distinct topic name, in request order, as Kafka's topic admin APIs give.
+
+    A name requested more than once is refused once with INVALID_REQUEST (``duplicate_message``,
+    ``{name}`` filled in) and not acted on; a :class:`KafkaError` from ``answer`` becomes that
+    topic's error.
+    """
+    counts = Counter(t.name for t in requested)
+    results: list[TopicAnswer] = []
+    reported: set[str] = set()
+    for topic in requested:
+        if topic.name in reported:
+            continue
+        reported.add(topic.name)
+        if counts[topic.name] > 1:
+            results.append(
+                error(topic.name, ErrorCode.invalid_request, duplicate_message.format(name=topic.name))
+            )
+            continue
+        try:
+            results.append(await answer(topic))
+        except KafkaError as exc:
+            results.append(error(topic.name, exc.code, exc.message))
+    return results
 
 
 def config_results(entries: Sequence[ConfigEntry]) -> list[dict[str, Any]]:
@@ -115,19 +149,14 @@ async def handle_create_topics(
     ctx: RequestContext, request: Any, *, topics: TopicManager, settings: Settings, node_id: int
 ) -> dict[str, Any]:
     validate_only = bool(getattr(request, "validate_only", False))
-    counts = Counter(t.name for t in request.topics)
-    results: list[dict[str, Any]] = []
-    reported: set[str] = set()
-    for topic in request.topics:
-        if topic.name in reported:
-            continue
-        reported.add(topic.name)
-        if counts[topic.name] > 1:
-            message = f"Create topics request contains multiple entries for the topic {topic.name}."
-            results.append(_topic_error(topic.name, ErrorCode.invalid_request, message))
-            continue
-        try:
-            results.append(await _create_one(topics, settings, node_id, topic, validate_only))
-        except KafkaError as exc:
-            results.append(_topic_error(topic.name, exc.code, exc.message))
+
+    async def create(topic: Any) -> TopicAnswer:
+        return await _create_one(topics, settings, node_id, topic, validate_only)
+
+    results = await answer_each_topic(
+        request.topics,
+        create,
+        _topic_error,
+        "Create topics request contains multiple entries for the topic {name}.",
+    )
     return {"throttle_time": 0, "topics": results}
