@@ -24,7 +24,7 @@ from typing import Any
 
 import uvloop
 
-from kcoord.timer.driver import TimerDriver
+from kcoord.runtime.timer_driver import TimerDriver
 from kcoord.timer.wheel import TimingWheel
 from report import Measurement
 from server import BenchServer

@@ -1,6 +1,9 @@
-"""The composition root: builds kcoord's parts in order and stops them in reverse.
+"""The composition root: builds kcoord's parts with their dependencies, starts them in order and
+stops them in reverse.
 
-Start: identity -> log store -> topics -> group coordinator -> Kafka listener -> HTTP endpoint.
+Build: identity, log store, topics, producer state, group coordinator and its service, every API
+(registered here and nowhere else), router, listener, HTTP endpoint.
+Start: log store -> topics -> group coordinator -> Kafka listener -> HTTP endpoint.
 Stop (SIGTERM): stop accepting, drain in-flight requests for a bounded time, stop the
 coordinator, flush and close the logs.
 """
@@ -12,74 +15,87 @@ from pathlib import Path
 
 import structlog
 
-from kcoord.broker.growth_hints import GrowthHints
-from kcoord.broker.identity import load_or_create_identity
-from kcoord.broker.producer_state import ProducerStateManager
-from kcoord.broker.topic_configs import log_config_for
-from kcoord.broker.topic_manager import TopicChange, TopicEvent, TopicManager
+from kcoord.apis.broker import (
+    api_versions,
+    create_partitions,
+    create_topics,
+    delete_topics,
+    describe_cluster,
+    describe_configs,
+    fetch,
+    init_producer_id,
+    list_offsets,
+    metadata,
+    produce,
+)
+from kcoord.apis.groups import (
+    delete_groups,
+    describe_groups,
+    find_coordinator,
+    heartbeat,
+    join_group,
+    leave_group,
+    list_groups,
+    offset_commit,
+    offset_delete,
+    offset_fetch,
+    sync_group,
+)
+from kcoord.apis.groups.common import MemberWatch
+from kcoord.cluster.growth_hints import GrowthHints
+from kcoord.cluster.identity import Node, load_or_create_identity
+from kcoord.cluster.producer_state import ProducerStateManager
+from kcoord.cluster.topic_configs import log_config_for
+from kcoord.cluster.topic_manager import TopicChange, TopicEvent, TopicManager
 from kcoord.config import Settings
 from kcoord.coordinator.classic.config import ClassicGroupConfig
-from kcoord.coordinator.service import GroupCoordinator
 from kcoord.coordinator.shard import GroupCoordinatorShard
 from kcoord.observability.endpoint import build_endpoint
 from kcoord.observability.group_events import GroupEventObserver
-from kcoord.observability.http import HttpEndpoint
 from kcoord.observability.metrics import KcoordMetrics
+from kcoord.protocol.registry import ApiRegistry
+from kcoord.runtime.group_service import GroupService
+from kcoord.runtime.service import GroupCoordinator
 from kcoord.server.listener import Listener
 from kcoord.server.router import Router
-from kcoord.storage import LogStore, open_store
+from kcoord.storage import open_store
 from kcoord.timer.api import Timer
 from kcoord.timer.clock import SystemClock
 
 log = structlog.get_logger(__name__)
 
-
-def _load_api_modules() -> None:
-    """Import every API module so that it registers its handler (and so ApiVersions lists it)."""
-    from kcoord import apis  # noqa: F401
+DEFAULT_ADVERTISED = ("127.0.0.1", 9092)
 
 
 class App:
-    def __init__(self, settings: Settings, *, store_url: str | None = None) -> None:
-        _load_api_modules()
-        self.settings = settings
-        self.clock = SystemClock()
-        self.data_dir = Path(settings["log.dirs"]).resolve()
-        self._store_url = store_url or f"file://{self.data_dir}"
-        self.node_id = 0
-        self.cluster_id = ""
-        self.store: LogStore
-        self.topics: TopicManager
-        self.producers: ProducerStateManager
-        self.coordinator: GroupCoordinator
-        self.growth_hints = GrowthHints(self.clock)
-        self.router = Router(self)
-        self.metrics = KcoordMetrics()
-        self.group_events = GroupEventObserver(self.metrics)
-        self.router.observers.append(self.metrics.observe_request)
-        self.router.exchange_observers.append(self.metrics.observe_exchange)
-        self.http: HttpEndpoint | None = None
-        self.listener: Listener | None = None
-        self.advertised: tuple[str, int] = ("127.0.0.1", 9092)
-        self.started = asyncio.Event()
+    """Every part of one kcoord node, built with its dependencies; :meth:`start` opens and binds them.
 
-    async def start(self) -> tuple[str, int]:
-        """Start everything; returns the Kafka address actually bound."""
-        s = self.settings
+    Construction reads (or creates) the node's identity in the data directory and wires the parts;
+    nothing listens and no log is opened until :meth:`start`.
+    """
+
+    def __init__(self, settings: Settings, *, store_url: str | None = None) -> None:
+        s = self.settings = settings
+        self.clock = SystemClock()
+        self.data_dir = Path(s["log.dirs"]).resolve()
         identity = load_or_create_identity(self.data_dir, s["node.id"])
-        self.node_id, self.cluster_id = identity.node_id, identity.cluster_id
+        self.node = Node(
+            identity.node_id, identity.cluster_id, s["advertised.listeners"] or DEFAULT_ADVERTISED
+        )
+        self.registry = ApiRegistry()
+        self.metrics = KcoordMetrics(api_registry=self.registry)
+        self.group_events = GroupEventObserver(self.metrics)
         self.store = open_store(
-            self._store_url,
+            store_url or f"file://{self.data_dir}",
             log_config_for({}, s),
             clock=self.clock,
             retention_check_interval_ms=s["log.retention.check.interval.ms"],
             log_cleaner_backoff_ms=s["log.cleaner.backoff.ms"],
         )
         self.store.timings = self.metrics
-        await self.store.open()
         self.topics = TopicManager(self.store, s, self.data_dir)
-        await self.topics.load()
         self.producers = ProducerStateManager(self.data_dir)
+        self.growth_hints = GrowthHints(self.clock)
         self.coordinator = GroupCoordinator(
             self.topics,
             self.clock,
@@ -87,8 +103,11 @@ class App:
             num_partitions=s["offsets.topic.num.partitions"],
             expiry_interval_ms=s["offsets.retention.check.interval.ms"],
         )
-        await self.coordinator.start()
-        self.topics.add_listener(self._on_topic_event)
+        self.groups = GroupService(self.coordinator)
+        self._register_apis()
+        self.router = Router(self.registry)
+        self.router.observers.append(self.metrics.observe_request)
+        self.router.exchange_observers.append(self.metrics.observe_exchange)
         host, port = s["listeners"]
         self.listener = Listener(
             self.router,
@@ -98,21 +117,67 @@ class App:
             max_in_flight=s["queued.max.requests"],
             idle_timeout_s=s["connections.max.idle.ms"] / 1000,
         )
-        bound = await self.listener.start()
-        advertised = s["advertised.listeners"]
-        if advertised is None:
-            advertised = ("127.0.0.1" if bound[0] in ("0.0.0.0", "::") else bound[0], bound[1])
-        self.advertised = advertised
         metrics_host, metrics_port = s["kcoord.metrics.listen"]
-        self.http = build_endpoint(self, self.metrics, metrics_host, metrics_port)
+        self.http = build_endpoint(
+            self.coordinator,
+            self.topics,
+            self.listener,
+            self.metrics,
+            host=metrics_host,
+            port=metrics_port,
+            max_lag_series=s["kcoord.lag.max.series"],
+        )
+        self.started = asyncio.Event()
+
+    def _register_apis(self) -> None:
+        """Every API kcoord serves, each bound to what it needs; ApiVersions answers with this list."""
+        s, topics, node, groups = self.settings, self.topics, self.node, self.groups
+        members = MemberWatch(groups, enabled=s["kcoord.fast.failover.enable"])
+        specs = [
+            api_versions.api(self.registry),
+            metadata.api(topics, node, auto_create=s["auto.create.topics.enable"]),
+            produce.api(topics, self.producers),
+            fetch.api(topics, self.growth_hints),
+            list_offsets.api(topics),
+            init_producer_id.api(self.producers),
+            create_topics.api(topics, s, node.node_id),
+            create_partitions.api(topics, node.node_id),
+            delete_topics.api(topics, enabled=s["delete.topic.enable"]),
+            describe_configs.api(topics, s, node.node_id),
+            describe_cluster.api(node),
+            find_coordinator.api(node),
+            join_group.api(groups, members),
+            sync_group.api(groups, members),
+            heartbeat.api(groups, members),
+            leave_group.api(groups),
+            offset_commit.api(groups),
+            offset_fetch.api(groups),
+            offset_delete.api(groups),
+            list_groups.api(groups),
+            describe_groups.api(groups),
+            delete_groups.api(groups),
+        ]
+        for spec in specs:
+            self.registry.add(spec)
+
+    async def start(self) -> tuple[str, int]:
+        """Start everything; returns the Kafka address actually bound."""
+        await self.store.open()
+        await self.topics.load()
+        await self.coordinator.start()
+        self.topics.add_listener(self._on_topic_event)
+        bound = await self.listener.start()
+        if self.settings["advertised.listeners"] is None:
+            self.node.advertised = ("127.0.0.1" if bound[0] in ("0.0.0.0", "::") else bound[0], bound[1])
+        advertised = self.node.advertised
         metrics_bound = await self.http.start()
         log.info(
             "kcoord.started",
             listen=f"{bound[0]}:{bound[1]}",
             metrics=f"{metrics_bound[0]}:{metrics_bound[1]}",
             advertised=f"{advertised[0]}:{advertised[1]}",
-            node_id=self.node_id,
-            cluster_id=self.cluster_id,
+            node_id=self.node.node_id,
+            cluster_id=self.node.cluster_id,
             data_dir=str(self.data_dir),
         )
         self.started.set()
@@ -146,13 +211,10 @@ class App:
 
     async def stop(self) -> None:
         """Stop accepting, drain in-flight requests (bounded), then flush and close the logs."""
-        if self.listener is not None:
-            await self.listener.stop_accepting()
-            self.listener.stop_reading()
+        await self.listener.stop_accepting()
+        self.listener.stop_reading()
         await self.coordinator.stop()
-        if self.listener is not None:
-            await self.listener.drain(self.settings["kcoord.shutdown.timeout.ms"] / 1000)
+        await self.listener.drain(self.settings["kcoord.shutdown.timeout.ms"] / 1000)
         await self.store.close()
-        if self.http is not None:
-            await self.http.stop()
+        await self.http.stop()
         log.info("kcoord.stopped")

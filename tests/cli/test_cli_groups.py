@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pytest
 
 from kcoord.cli import main
-from kcoord.cli_groups import describe_rows
+from kcoord.cli.groups import describe_rows
 from kcoord.coordinator.classic.consumer_protocol import ConsumerAssignment, encode_assignment
 
 

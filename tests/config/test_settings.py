@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kcoord.config import DEFINITIONS, Settings, SettingsError, env_name
+from kcoord.config import DEFINITIONS, Settings, SettingsError, env_name, parse_host_port
 
 
 def test_defaults_are_kafkas() -> None:
@@ -103,3 +103,12 @@ def test_config_show_prints_values_and_sources(tmp_path: Path) -> None:
     assert "env KCOORD_GROUP_MAX_SIZE" in lines["group.max.size"]
     assert "# flag" in lines["log.retention.ms"]
     assert "# default" in lines["offsets.topic.num.partitions"]
+
+
+def test_host_port_forms() -> None:
+    """Addresses: Kafka's listener form, IPv6 brackets, and a bare host only where a default port is given."""
+    assert parse_host_port("PLAINTEXT://broker:9093") == ("broker", 9093)
+    assert parse_host_port("[::1]:9092") == ("::1", 9092)
+    assert parse_host_port("broker", 9644) == ("broker", 9644)
+    with pytest.raises(ValueError):
+        parse_host_port("broker")

@@ -19,9 +19,9 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.registry import REGISTRY
 from tests.protocol.in_process import AsyncRawClient
 from tests.support.batches import build_batch
+from tests.support.served import served_apis
 
 LATEST_TIMESTAMP = -1
 TOPIC_RESOURCE = 2
@@ -466,7 +466,7 @@ async def check_list_groups(scene: Scene, response: Any) -> None:
 async def check_api_versions(scene: Scene, response: Any) -> None:
     assert response.error_code == ErrorCode.none
     advertised = {(int(k.api_key), int(k.min_version), int(k.max_version)) for k in response.api_keys}
-    assert advertised == {(s.key, s.min_version, s.max_version) for s in REGISTRY.specs()}
+    assert advertised == {(s.key, s.min_version, s.max_version) for s in served_apis()}
 
 
 async def check_create_topics(scene: Scene, response: Any) -> None:

@@ -15,19 +15,19 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
-from kcoord import apis  # noqa: F401  (registers every handler)
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.codec import build, request_class, response_class
 from kcoord.protocol.errors import KafkaError
-from kcoord.protocol.registry import REGISTRY, ApiRegistry
+from kcoord.protocol.registry import ApiRegistry
 from kcoord.server.context import ConnectionInfo, RequestContext
 from kcoord.server.router import Router
 from tests.protocol.in_process import decode_response, encode_request
 from tests.protocol.request_samples import CASES, Scene
+from tests.support.served import served_apis, served_spec
 
 WITH_SCHEMA = [
     (spec.key, version)
-    for spec in REGISTRY.specs()
+    for spec in served_apis()
     for version in range(spec.min_version, spec.max_version + 1)
     if request_class(spec.key, version) is not None
 ]
@@ -97,14 +97,11 @@ def test_build_accepts_objects_with_the_field_names() -> None:
 
 def _failing_registry(error: Exception) -> ApiRegistry:
     """Every registered API, same versions and error forms, with a handler that raises ``error``."""
-    registry = ApiRegistry()
 
     async def fail(ctx: Any, request: Any) -> Any:
         raise error
 
-    for spec in REGISTRY.specs():
-        registry.api(spec.key, spec.name, spec.min_version, spec.max_version, spec.error_response)(fail)
-    return registry
+    return ApiRegistry(dataclasses.replace(spec, handler=fail) for spec in served_apis())
 
 
 def _error_codes(entity: Any) -> list[ErrorCode]:
@@ -126,7 +123,7 @@ def _error_codes(entity: Any) -> list[ErrorCode]:
 async def _through_router(registry: ApiRegistry, api_key: int, version: int) -> Any:
     scene = Scene(client=None, version=version, port=9092, node_id=0, member_id="m-1", generation=1)  # type: ignore[arg-type]
     frame = encode_request(api_key, version, CASES[api_key].sample(scene), 5, "codec-test")[4:]
-    router = Router(None, registry)  # type: ignore[arg-type]
+    router = Router(registry)
     answer = await router.handle(frame, ConnectionInfo(1, "127.0.0.1", 1))
     assert answer is not None
     return decode_response(api_key, version, answer[4:], 5)
@@ -135,7 +132,7 @@ async def _through_router(registry: ApiRegistry, api_key: int, version: int) -> 
 @pytest.mark.parametrize(
     ("api_key", "version"),
     WITH_SCHEMA,
-    ids=[f"{REGISTRY.get(k).name}-v{v}" for k, v in WITH_SCHEMA],  # type: ignore[union-attr]
+    ids=[f"{served_spec(k).name}-v{v}" for k, v in WITH_SCHEMA],
 )
 async def test_error_form_of_every_version_reaches_the_client(api_key: int, version: int) -> None:
     """A handler's KafkaError is answered in this version's schema, the code where the version puts it."""
@@ -155,5 +152,5 @@ def test_request_context_names_the_version() -> None:
     """The context handed to handlers carries the request's version and client id (None reads as "")."""
     from kcoord.protocol.codec import RequestHeader
 
-    ctx = RequestContext(RequestHeader(12, 3, 9, None), ConnectionInfo(1, "127.0.0.1", 1), None)  # type: ignore[arg-type]
+    ctx = RequestContext(RequestHeader(12, 3, 9, None), ConnectionInfo(1, "127.0.0.1", 1))
     assert (ctx.api_version, ctx.client_id, ctx.client_host) == (3, "", "127.0.0.1")

@@ -17,21 +17,18 @@ import pytest_asyncio
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader
 
-from kcoord import apis  # noqa: F401  (registers every handler)
 from kcoord.app import App
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.codec import request_class, response_class
-from kcoord.protocol.registry import REGISTRY
 from tests.protocol.in_process import connected, legacy_header_frame, running_app
 from tests.protocol.request_samples import CASES, WITHOUT_KIO_SCHEMA, Scene
+from tests.support.served import served_apis, served_spec
 
 IN_MODULE_LOOP = pytest.mark.asyncio(loop_scope="module")
 """The async tests share the module's event loop, where the module's server runs."""
 
 ADVERTISED = [
-    (spec.key, version)
-    for spec in REGISTRY.specs()
-    for version in range(spec.min_version, spec.max_version + 1)
+    (spec.key, version) for spec in served_apis() for version in range(spec.min_version, spec.max_version + 1)
 ]
 
 
@@ -46,7 +43,7 @@ async def server(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tupl
 @pytest.mark.parametrize(
     ("api_key", "version"),
     ADVERTISED,
-    ids=[f"{REGISTRY.get(k).name}-v{v}" for k, v in ADVERTISED],  # type: ignore[union-attr]
+    ids=[f"{served_spec(k).name}-v{v}" for k, v in ADVERTISED],
 )
 async def test_advertised_version_round_trips(server: tuple[App, int], api_key: int, version: int) -> None:
     """The sample request of this advertised version is answered in the same version's schema, correctly."""
@@ -63,7 +60,7 @@ async def test_advertised_version_round_trips(server: tuple[App, int], api_key: 
             client=client,
             version=version,
             port=port,
-            node_id=app.node_id,
+            node_id=app.node.node_id,
             topic=f"round-trip-{api_key}-v{version}",
             group=f"round-trip-group-{api_key}-v{version}",
         )
@@ -75,7 +72,7 @@ async def test_advertised_version_round_trips(server: tuple[App, int], api_key: 
 
 def test_every_case_belongs_to_a_registered_api() -> None:
     """request_samples has no case for an API the registry does not serve (a removed API loses its case)."""
-    assert set(CASES) == {spec.key for spec in REGISTRY.specs()}
+    assert set(CASES) == {spec.key for spec in served_apis()}
 
 
 @IN_MODULE_LOOP
@@ -94,4 +91,4 @@ async def test_unsupported_api_versions_version_answers_error_35_in_v0_layout(
     assert body.error_code == ErrorCode.unsupported_version
     ranges = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in body.api_keys}
     assert ranges[ApiKey.API_VERSIONS] == (0, 4)
-    assert ranges == {s.key: (s.min_version, s.max_version) for s in REGISTRY.specs()}
+    assert ranges == {s.key: (s.min_version, s.max_version) for s in served_apis()}

@@ -64,12 +64,17 @@ def _list(raw: Any) -> tuple[str, ...]:
     return tuple(x.strip() for x in str(raw).split(",") if x.strip())
 
 
-def parse_host_port(raw: Any) -> tuple[str, int]:
-    """``HOST:PORT``, ``[v6]:PORT`` or ``PLAINTEXT://HOST:PORT`` (Kafka's listener form)."""
+def parse_host_port(raw: Any, default_port: int | None = None) -> tuple[str, int]:
+    """``HOST:PORT``, ``[v6]:PORT`` or ``PLAINTEXT://HOST:PORT`` (Kafka's listener form).
+
+    With ``default_port``, a bare ``HOST`` means that port (the command line's addresses).
+    """
     text = str(raw).strip()
     if "://" in text:
         text = text.split("://", 1)[1]
     host, sep, port = text.rpartition(":")
+    if not sep and default_port is not None:
+        return text.strip("[]"), default_port
     if not sep or not port.isdigit():
         raise ValueError("expected HOST:PORT")
     host = host.strip("[]")

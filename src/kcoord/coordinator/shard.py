@@ -9,7 +9,7 @@ because the classic groups change their in-memory state as they go, as in Kafka.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from kcoord.coordinator.classic.config import ClassicGroupConfig
@@ -17,12 +17,20 @@ from kcoord.coordinator.classic.history import ClassicGroupObserver
 from kcoord.coordinator.classic.manager import ClassicGroupManager
 from kcoord.coordinator.classic.messages import (
     DeleteGroupResult,
+    DescribedGroup,
     HeartbeatRequest,
     JoinGroupRequest,
     LeaveGroupRequest,
+    ListedGroup,
     SyncGroupRequest,
 )
-from kcoord.coordinator.offsets import OffsetCommitRequest, OffsetDeleteTopic, OffsetManager
+from kcoord.coordinator.offsets import (
+    OffsetCommitRequest,
+    OffsetDeleteTopic,
+    OffsetFetchResponse,
+    OffsetFetchTopic,
+    OffsetManager,
+)
 from kcoord.coordinator.records import CoordinatorRecord, OffsetCommitKey
 from kcoord.coordinator.result import CoordinatorResult
 from kcoord.protocol.errors import ErrorCode, KafkaError
@@ -118,6 +126,12 @@ class GroupCoordinatorShard:
     ) -> CoordinatorResult:
         return self.offsets.delete_offsets(group_id, topics, sink, self.classic)
 
+    def fetch_offsets(
+        self, group_id: str, topics: list[OffsetFetchTopic] | None, require_stable: bool
+    ) -> OffsetFetchResponse:
+        """A read: the group's committed offsets (``topics`` None: every partition it committed)."""
+        return self.offsets.fetch(group_id, topics, require_stable)
+
     def expire_offsets(self, now_ms: int) -> CoordinatorResult:
         """Tombstone expired offsets, and an Empty group whose offsets all expire with them."""
         records = self.offsets.expire(now_ms, self._offsets_retention_ms, self.classic)
@@ -128,6 +142,12 @@ class GroupCoordinatorShard:
         return CoordinatorResult(records=records)
 
     # -- admin
+
+    def list_groups(self, states_filter: Collection[str] | None) -> list[ListedGroup]:
+        return self.classic.list_groups(states_filter)
+
+    def describe_group(self, group_id: str, api_version: int) -> DescribedGroup:
+        return self.classic.describe_groups([group_id], api_version)[0]
 
     def delete_groups(self, group_ids: list[str], sink: Any, now_ms: int) -> CoordinatorResult:
         """Kafka's record order per group: its offsets' tombstones, then the group's."""

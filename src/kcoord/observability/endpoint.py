@@ -1,6 +1,6 @@
-"""Assembles the observability HTTP endpoint of one App: the scrape-time collector and the routes.
+"""Assembles the observability HTTP endpoint of one node: the scrape-time collector and the routes.
 
-- ``/metrics``: the Prometheus exposition of the App's own registry;
+- ``/metrics``: the Prometheus exposition of the node's own registry;
 - ``/v1/groups``: every group (state, protocol type, members, generation, rebalances);
 - ``/v1/groups/{group}``: members, assignments, offsets and lag, the last rebalances; 404 if unknown.
 """
@@ -8,45 +8,54 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from kcoord.coordinator.runtime import PartitionState
+from kcoord.cluster.topic_manager import TopicManager
 from kcoord.observability.collector import GroupCollector
 from kcoord.observability.group_views import ShardView, describe_group, list_groups
 from kcoord.observability.http import HttpEndpoint, HttpResponse, Route
 from kcoord.observability.metrics import CONTENT_TYPE_LATEST, KcoordMetrics
-
-if TYPE_CHECKING:
-    from kcoord.app import App
+from kcoord.runtime.runner import PartitionState
+from kcoord.runtime.service import GroupCoordinator
+from kcoord.server.listener import Listener
 
 GROUPS_PATH = "/v1/groups"
 
 
-def build_endpoint(app: App, metrics: KcoordMetrics, host: str, port: int) -> HttpEndpoint:
-    """The endpoint for ``app``; registers the scrape-time collector in ``metrics``' registry."""
+def build_endpoint(
+    coordinator: GroupCoordinator,
+    topics: TopicManager,
+    listener: Listener,
+    metrics: KcoordMetrics,
+    *,
+    host: str,
+    port: int,
+    max_lag_series: int,
+) -> HttpEndpoint:
+    """The endpoint over these parts; registers the scrape-time collector in ``metrics``' registry."""
 
     def shards() -> Iterable[ShardView]:
-        return list(app.coordinator.active_shards())
+        return list(coordinator.active_shards())
 
     def log_end_offset(topic: str, partition: int) -> int | None:
-        partition_log = app.topics.partition_log(topic, partition)
+        partition_log = topics.partition_log(topic, partition)
         return None if partition_log is None else partition_log.log_end_offset
 
     def load_seconds() -> list[tuple[int, float]]:
         return [
             (runner.partition, runner.load_stats.seconds)
-            for runner in app.coordinator.all_runners()
+            for runner in coordinator.all_runners()
             if runner.state is not PartitionState.LOADING
         ]
 
     def open_connections() -> int:
-        return 0 if app.listener is None else app.listener.open_connections
+        return listener.open_connections
 
     metrics.registry.register(
         GroupCollector(
             shards,
             log_end_offset,
-            max_lag_series=app.settings["kcoord.lag.max.series"],
+            max_lag_series=max_lag_series,
             load_seconds=load_seconds,
             open_connections=open_connections,
         )

@@ -12,12 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 import structlog
-from kio.schema.errors import ErrorCode
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.registry import REGISTRY, ApiRegistry
+from kcoord.protocol.errors import error_name
+from kcoord.protocol.registry import ApiRegistry
 
 __all__ = ["CONTENT_TYPE_LATEST", "KcoordMetrics"]
 
@@ -51,22 +51,15 @@ def _field(obj: Any, name: str, default: Any = None) -> Any:
     return getattr(obj, name, default)
 
 
-def error_name(code: int) -> str:
-    """The Kafka error name of ``code`` as Kafka spells it (``NONE``, ``REBALANCE_IN_PROGRESS``)."""
-    try:
-        return ErrorCode(code).name.upper()
-    except ValueError:
-        return f"UNKNOWN_{code}"
-
-
 class KcoordMetrics:
     """The counters and histograms updated as things happen (gauges are collected at scrape)."""
 
     def __init__(
-        self, registry: CollectorRegistry | None = None, api_registry: ApiRegistry = REGISTRY
+        self, registry: CollectorRegistry | None = None, api_registry: ApiRegistry | None = None
     ) -> None:
+        """``api_registry`` names the APIs in the request metrics (by key when it has no name)."""
         self.registry = registry if registry is not None else CollectorRegistry()
-        self._apis = api_registry
+        self._apis = api_registry if api_registry is not None else ApiRegistry()
         self._request_children: dict[tuple[int, int, int], tuple[Any, Any]] = {}
         r = self.registry
         self.requests = Counter(

@@ -1,4 +1,4 @@
-"""The one exception type that carries a Kafka error code.
+"""The one exception type that carries a Kafka error code, and Kafka's names for the codes.
 
 The core raises :class:`KafkaError`; one boundary (the request router) turns it into the
 error code of the response and logs anything that is not a ``KafkaError``.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-__all__ = ["ErrorCode", "KafkaError"]
+__all__ = ["ErrorCode", "KafkaError", "error_name"]
 
 
 class KafkaError(Exception):
@@ -21,3 +21,11 @@ class KafkaError(Exception):
 
     def __repr__(self) -> str:
         return f"KafkaError({self.code.name}, {self.message!r})"
+
+
+def error_name(code: int) -> str:
+    """The Kafka error name of ``code`` as Kafka spells it (``NONE``, ``REBALANCE_IN_PROGRESS``)."""
+    try:
+        return ErrorCode(code).name.upper()
+    except ValueError:
+        return f"UNKNOWN_{code}"

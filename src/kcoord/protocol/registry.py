@@ -1,13 +1,15 @@
 """Which APIs kcoord serves, at which versions, and by which handler.
 
-Each API module registers its handler with the versions it implements; that registration is
-the only source of the ApiVersions answer, so kcoord never advertises a version it does not
-serve (clients use whatever is advertised).
+Each API module offers a factory that binds its handler to the dependencies it needs and returns
+an :class:`ApiSpec` with the versions it implements; the composition root (``kcoord.app``) adds
+those specs to one :class:`ApiRegistry`. That registry is the only source of the ApiVersions
+answer, so kcoord never advertises a version it does not serve (clients use whatever is
+advertised). Nothing registers itself on import: what is served is what the root added.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,39 +29,25 @@ class ApiSpec:
     min_version: int
     max_version: int
     handler: Handler
-    error_response: ErrorResponder | None
+    error_response: ErrorResponder | None = None
 
 
 class ApiRegistry:
-    """API key -> :class:`ApiSpec`; modules fill it at import time."""
+    """API key -> :class:`ApiSpec`, filled by the composition root."""
 
-    def __init__(self) -> None:
+    def __init__(self, specs: Iterable[ApiSpec] = ()) -> None:
         self._specs: dict[int, ApiSpec] = {}
+        for spec in specs:
+            self.add(spec)
 
-    def api(
-        self,
-        key: int,
-        name: str,
-        min_version: int,
-        max_version: int,
-        error_response: ErrorResponder | None = None,
-    ) -> Callable[[Handler], Handler]:
-        """Decorator: serve ``key`` for ``min_version..max_version`` with the decorated handler."""
-
-        def register(handler: Handler) -> Handler:
-            if key in self._specs:
-                raise ValueError(f"api key {key} registered twice")
-            self._specs[key] = ApiSpec(key, name, min_version, max_version, handler, error_response)
-            return handler
-
-        return register
+    def add(self, spec: ApiSpec) -> None:
+        """Serve ``spec.key`` for ``spec.min_version..spec.max_version`` with ``spec.handler``."""
+        if spec.key in self._specs:
+            raise ValueError(f"api key {spec.key} registered twice")
+        self._specs[spec.key] = spec
 
     def get(self, key: int) -> ApiSpec | None:
         return self._specs.get(key)
 
     def specs(self) -> list[ApiSpec]:
         return sorted(self._specs.values(), key=lambda s: s.key)
-
-
-REGISTRY = ApiRegistry()
-"""The process-wide registry the API modules register into."""

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from kcoord.protocol.codec import RequestHeader
-
-if TYPE_CHECKING:
-    from kcoord.app import App
 
 
 @dataclass(slots=True)
@@ -28,9 +24,10 @@ class ConnectionInfo:
 
 @dataclass(slots=True)
 class RequestContext:
+    """The request's header and connection; a handler's other dependencies are bound at registration."""
+
     header: RequestHeader
     connection: ConnectionInfo
-    app: App
 
     @property
     def api_version(self) -> int:

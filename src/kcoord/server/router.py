@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 from kio.schema.errors import ErrorCode
@@ -26,11 +26,8 @@ from kcoord.protocol.codec import (
     response_class,
 )
 from kcoord.protocol.errors import KafkaError
-from kcoord.protocol.registry import REGISTRY, ApiRegistry, ApiSpec
+from kcoord.protocol.registry import ApiRegistry, ApiSpec
 from kcoord.server.context import ConnectionInfo, RequestContext
-
-if TYPE_CHECKING:
-    from kcoord.app import App
 
 log = structlog.get_logger(__name__)
 
@@ -60,8 +57,7 @@ def unsupported_api_versions_response(registry: ApiRegistry) -> Any:
 
 
 class Router:
-    def __init__(self, app: App, registry: ApiRegistry = REGISTRY) -> None:
-        self._app = app
+    def __init__(self, registry: ApiRegistry) -> None:
         self._registry = registry
         self.observers: list[RequestObserver] = []
         self.exchange_observers: list[ExchangeObserver] = []
@@ -93,7 +89,7 @@ class Router:
             header, request = decode_request(frame)
         except Exception as exc:  # kio raises several types for malformed bytes
             raise CloseConnectionError(f"undecodable {spec.name} v{api_version}: {exc}") from exc
-        ctx = RequestContext(header=header, connection=connection, app=self._app)
+        ctx = RequestContext(header=header, connection=connection)
         body, error = await self._call(spec, ctx, request)
         for exchange_observer in self.exchange_observers:
             exchange_observer(api_key, request, body)

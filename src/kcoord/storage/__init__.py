@@ -8,7 +8,6 @@ from kcoord.storage.api import (
     LogConfig,
     LogStore,
     PartitionLog,
-    SystemClock,
 )
 from kcoord.storage.store import open_store
 
@@ -20,6 +19,5 @@ __all__ = [
     "LogConfig",
     "LogStore",
     "PartitionLog",
-    "SystemClock",
     "open_store",
 ]

@@ -7,7 +7,6 @@ offsets assigned by the log. A :class:`LogStore` holds the logs of one node. Eng
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -21,7 +20,6 @@ __all__ = [
     "LogStore",
     "PartitionLog",
     "StorageTimings",
-    "SystemClock",
 ]
 
 FlushPolicy = Literal["always", "interval"]
@@ -92,13 +90,6 @@ class StorageTimings(Protocol):
     def on_append(self, topic: str, partition: int, size: int, seconds: float) -> None: ...
 
     def on_flush(self, topic: str, partition: int, seconds: float) -> None: ...
-
-
-class SystemClock:
-    """Wall-clock milliseconds; tests pass a manual clock instead."""
-
-    def now_ms(self) -> int:
-        return time.time_ns() // 1_000_000
 
 
 class PartitionLog(Protocol):

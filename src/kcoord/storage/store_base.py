@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Generic, TypeVar
 
-from kcoord.storage.api import LogConfig, PartitionLog, StorageTimings, SystemClock
+from kcoord.storage.api import LogConfig, PartitionLog, StorageTimings
 from kcoord.storage.log import SegmentedLog
 from kcoord.storage.retention import RetentionLoop
 from kcoord.timer.api import Clock
+from kcoord.timer.clock import SystemClock
 
 L = TypeVar("L", bound=SegmentedLog)
 

@@ -1,8 +1,7 @@
-"""Deadlines for the coordinator: clocks, a pure timing wheel and its asyncio driver."""
+"""Deadlines for the coordinator: clocks and a pure timing wheel (its asyncio driver is in kcoord.runtime)."""
 
 from kcoord.timer.api import Clock, Timer
 from kcoord.timer.clock import ManualClock, SystemClock
-from kcoord.timer.driver import TimerDriver
 from kcoord.timer.wheel import TimingWheel
 
-__all__ = ["Clock", "ManualClock", "SystemClock", "Timer", "TimerDriver", "TimingWheel"]
+__all__ = ["Clock", "ManualClock", "SystemClock", "Timer", "TimingWheel"]

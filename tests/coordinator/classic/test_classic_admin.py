@@ -79,12 +79,14 @@ def test_delete_groups() -> None:
     (_a,) = form_group(h, 1, group="busy")
     (b,) = form_group(h, 1, group="idle")
     h.leave(LeavingMember(b), group="idle")
-    results, records = h.manager.delete_groups(["busy", "idle", "ghost"])
-    assert [(r.group_id, r.error_code) for r in results] == [
-        ("busy", E.non_empty_group),
-        ("idle", E.none),
-        ("ghost", E.group_id_not_found),
-    ]
+    refused = {}
+    for group_id in ("busy", "ghost"):
+        with pytest.raises(KafkaError) as raised:
+            h.manager.validate_delete_group(group_id)
+        refused[group_id] = raised.value.code
+    assert refused == {"busy": E.non_empty_group, "ghost": E.group_id_not_found}
+    h.manager.validate_delete_group("idle")
+    records = h.manager.delete_group("idle")
     assert [(r.key, r.value) for r in records] == [(GroupMetadataKey("idle"), None)]
     assert h.manager.group_state("idle") is None
 

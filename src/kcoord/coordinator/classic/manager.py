@@ -25,7 +25,6 @@ from kcoord.coordinator.classic.history import ClassicGroupObserver, NullObserve
 from kcoord.coordinator.classic.join import JoinHandler
 from kcoord.coordinator.classic.members import MemberRequests
 from kcoord.coordinator.classic.messages import (
-    DeleteGroupResult,
     DescribedGroup,
     HeartbeatRequest,
     JoinGroupRequest,
@@ -75,16 +74,11 @@ class ClassicGroupManager:
         self._members.sync(request, sink, step)
         return step.out
 
-    def heartbeat(self, request: HeartbeatRequest, sink: Any, now_ms: int) -> CoordinatorResult:
-        step = self._step(now_ms)
-        self._members.heartbeat(request, sink, step)
-        return step.out
-
     def heartbeat_code(
         self, request: HeartbeatRequest, now_ms: int, connection_id: int | None = None
     ) -> ErrorCode:
-        """:meth:`heartbeat` without a result: a heartbeat never parks a request and never writes,
-        so the hot path of a stable group needs no sink, response object or result."""
+        """A heartbeat's answer, without a result: a heartbeat never parks a request and never
+        writes, so the hot path of a stable group needs no sink, response object or result."""
         if now_ms > self._last_now_ms:
             self._last_now_ms = now_ms
         return self._members.heartbeat_code(request, now_ms, connection_id)
@@ -175,22 +169,6 @@ class ClassicGroupManager:
         if group is not None:
             self._rebalancer.cancel_group_timers(group)
         return [CoordinatorRecord(GroupMetadataKey(group_id), None)]
-
-    def delete_groups(
-        self, group_ids: Iterable[str]
-    ) -> tuple[list[DeleteGroupResult], list[CoordinatorRecord]]:
-        """DeleteGroups for the classic side: per-group errors and the group tombstones."""
-        results: list[DeleteGroupResult] = []
-        records: list[CoordinatorRecord] = []
-        for group_id in group_ids:
-            try:
-                self.validate_delete_group(group_id)
-            except KafkaError as error:
-                results.append(DeleteGroupResult(group_id, error.code))
-                continue
-            records.extend(self.delete_group(group_id))
-            results.append(DeleteGroupResult(group_id, ErrorCode.none))
-        return results, records
 
     def maybe_delete_empty_group(self, group_id: str) -> list[CoordinatorRecord]:
         """Called when a group's last offset expired: an Empty group is deleted (tombstone)."""

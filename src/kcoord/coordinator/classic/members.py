@@ -25,7 +25,6 @@ from kcoord.coordinator.classic import liveness
 from kcoord.coordinator.classic.group import ClassicGroup, Waiter
 from kcoord.coordinator.classic.messages import (
     HeartbeatRequest,
-    HeartbeatResponse,
     LeaveGroupRequest,
     LeaveGroupResponse,
     LeftMember,
@@ -106,9 +105,6 @@ class MemberRequests:
         return None
 
     # -- Heartbeat ---------------------------------------------------------------------------
-
-    def heartbeat(self, request: HeartbeatRequest, sink: Any, step: Step) -> None:
-        step.out.respond(sink, HeartbeatResponse(self.heartbeat_code(request, step.now_ms)))
 
     def heartbeat_code(
         self, request: HeartbeatRequest, now_ms: int, connection_id: int | None = None

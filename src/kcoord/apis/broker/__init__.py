@@ -1,0 +1,1 @@
+"""The data-path APIs at the edge: metadata, produce, fetch, list offsets, topic admin."""

@@ -1,0 +1,76 @@
+"""CreatePartitions (key 37), versions 0-3.
+
+- v0: per topic the new total partition count and optional replica assignments for the new
+  partitions; timeout; validate_only; per-topic error code and message.
+- v1: no change (throttling behaviour).  v2: flexible.  v3: no change.
+
+INVALID_PARTITIONS unless the count grows; assignments must name exactly the new partitions and
+put each on this node (INVALID_REPLICA_ASSIGNMENT otherwise). Internal topics are refused
+(INVALID_REQUEST): the coordinator places groups by ``__consumer_offsets``' partition count.
+The group coordinator hears of the growth through the topic manager's listeners; consumers see
+it in their next Metadata.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from kcoord.apis.broker.create_topics import TopicAnswer, answer_each_topic, check_assignments
+from kcoord.cluster.topic_manager import TopicManager
+from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.protocol.registry import ApiSpec
+from kcoord.server.context import RequestContext
+
+__all__ = ["handle_create_partitions"]
+
+
+def _result(name: str, code: ErrorCode, message: str | None) -> dict[str, Any]:
+    return {"name": name, "error_code": code, "error_message": message}
+
+
+async def _grow(topics: TopicManager, node_id: int, topic: Any, validate_only: bool) -> None:
+    info = topics.get(topic.name)
+    if info is None:
+        raise KafkaError(ErrorCode.unknown_topic_or_partition, f"Topic '{topic.name}' does not exist.")
+    if info.internal:
+        raise KafkaError(
+            ErrorCode.invalid_request,
+            f"Internal topic '{topic.name}' keeps its partition count: groups are placed by it.",
+        )
+    count = int(topic.count)
+    if topic.assignments is not None and count > info.partitions:
+        added = count - info.partitions
+        if len(topic.assignments) != added:
+            raise KafkaError(
+                ErrorCode.invalid_replica_assignment,
+                f"Increasing the number of partitions by {added} but {len(topic.assignments)} "
+                "assignments provided.",
+            )
+        check_assignments([a.broker_ids for a in topic.assignments], node_id)
+    await topics.add_partitions(topic.name, count, validate_only)
+
+
+def create_partitions_error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
+    return {"throttle_time": 0, "results": [_result(t.name, code, None) for t in request.topics]}
+
+
+def api(topics: TopicManager, node_id: int) -> ApiSpec:
+    handler = functools.partial(handle_create_partitions, topics=topics, node_id=node_id)
+    return ApiSpec(
+        ApiKey.CREATE_PARTITIONS, "CreatePartitions", 0, 3, handler, create_partitions_error_response
+    )
+
+
+async def handle_create_partitions(
+    ctx: RequestContext, request: Any, *, topics: TopicManager, node_id: int
+) -> dict[str, Any]:
+    validate_only = bool(request.validate_only)
+
+    async def grow(topic: Any) -> TopicAnswer:
+        await _grow(topics, node_id, topic, validate_only)
+        return _result(topic.name, ErrorCode.none, None)
+
+    results = await answer_each_topic(request.topics, grow, _result, "Duplicate topic in request.")
+    return {"throttle_time": 0, "results": results}

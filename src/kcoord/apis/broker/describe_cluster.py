@@ -1,0 +1,66 @@
+"""DescribeCluster (key 60), versions 0-2.
+
+- v0: brokers, controller id, cluster id, and the cluster authorized operations when asked for.
+- v1: ``endpoint_type`` (KIP-919): 1 asks for brokers, 2 for controllers. kcoord listens as a
+  broker, so a controller request gets MISMATCHED_ENDPOINT_TYPE as from a Kafka broker.
+- v2: ``include_fenced_brokers`` and a per-broker ``is_fenced``; this node is never fenced.
+
+confluent-kafka's ``AdminClient.describe_cluster`` uses it; the answer matches Metadata's.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from kcoord.apis.broker.metadata import CLUSTER_OPERATIONS, OPERATIONS_OMITTED, broker_entry
+from kcoord.cluster.identity import Node
+from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.errors import ErrorCode
+from kcoord.protocol.registry import ApiSpec
+from kcoord.server.context import RequestContext
+
+__all__ = ["handle_describe_cluster"]
+
+_BROKERS_ENDPOINT = 1
+
+
+def describe_cluster_error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
+    return {"throttle_time": 0, "error_code": code, "cluster_id": "", "brokers": []}
+
+
+def api(node: Node) -> ApiSpec:
+    handler = functools.partial(handle_describe_cluster, node=node)
+    return ApiSpec(ApiKey.DESCRIBE_CLUSTER, "DescribeCluster", 0, 2, handler, describe_cluster_error_response)
+
+
+async def handle_describe_cluster(ctx: RequestContext, request: Any, *, node: Node) -> dict[str, Any]:
+    if getattr(request, "endpoint_type", _BROKERS_ENDPOINT) != _BROKERS_ENDPOINT:
+        return {
+            "throttle_time": 0,
+            "error_code": ErrorCode.mismatched_endpoint_type,
+            "error_message": "The request was sent to a broker endpoint, but asked for controllers.",
+            "endpoint_type": request.endpoint_type,
+            "cluster_id": node.cluster_id,
+            "brokers": [],
+        }
+    broker = broker_entry(node)
+    with_ops = bool(request.include_cluster_authorized_operations)
+    return {
+        "throttle_time": 0,
+        "error_code": ErrorCode.none,
+        "error_message": None,
+        "endpoint_type": _BROKERS_ENDPOINT,
+        "cluster_id": node.cluster_id,
+        "controller_id": node.node_id,
+        "brokers": [
+            {
+                "broker_id": broker["node_id"],
+                "host": broker["host"],
+                "port": broker["port"],
+                "rack": None,
+                "is_fenced": False,
+            }
+        ],
+        "cluster_authorized_operations": CLUSTER_OPERATIONS if with_ops else OPERATIONS_OMITTED,
+    }

@@ -1,0 +1,175 @@
+"""DescribeConfigs (key 32), versions 1-4.
+
+- v1: per resource (type, name, optional key filter) every config with value, read_only,
+  config_source and is_sensitive; synonyms when ``include_synonyms`` is set.
+- v2: no change.  v3: ``include_documentation``; each config carries its type and documentation.
+- v4: flexible.
+
+Resources served:
+- TOPIC (2): every topic config (see :mod:`kcoord.cluster.topic_configs`). An override has source
+  DYNAMIC_TOPIC_CONFIG; otherwise the node's setting of the broker synonym (STATIC_BROKER_CONFIG
+  when it was set in the file, environment or flags, DEFAULT_CONFIG when not).
+- BROKER (4), named by this node's id or ``""`` (the cluster default): every kcoord setting under
+  its Kafka name. All are read-only: kcoord has no IncrementalAlterConfigs.
+
+A null or empty key list means all configs. Other resource types, another node's id, unknown and
+illegal topic names fail that resource only, with Kafka's error codes.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from kcoord.cluster.topic_configs import (
+    ConfigEntry,
+    ConfigSource,
+    ConfigType,
+    describe_topic_configs,
+    render_setting,
+)
+from kcoord.cluster.topic_manager import TopicManager
+from kcoord.cluster.topic_names import topic_name_problem
+from kcoord.config import Settings
+from kcoord.config.definitions import BY_NAME
+from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.protocol.registry import ApiSpec
+from kcoord.server.context import RequestContext
+
+__all__ = ["RESOURCE_BROKER", "RESOURCE_TOPIC", "broker_config_entries", "handle_describe_configs"]
+
+RESOURCE_TOPIC = 2
+RESOURCE_BROKER = 4
+
+_INT32 = range(-(2**31), 2**31)
+
+
+def _kind_of(value: Any) -> ConfigType:
+    if isinstance(value, bool):
+        return ConfigType.BOOLEAN
+    if isinstance(value, int):
+        return ConfigType.INT if value in _INT32 else ConfigType.LONG
+    if isinstance(value, tuple) and all(isinstance(item, str) for item in value):
+        return ConfigType.LIST
+    return ConfigType.STRING
+
+
+def broker_config_entries(settings: Settings, node_id: int) -> list[ConfigEntry]:
+    """Every setting of this node as a read-only broker config (``node.id`` is the one in use)."""
+    entries: list[ConfigEntry] = []
+    for name, setting in settings.items():
+        value = node_id if name == "node.id" else setting.value
+        definition = BY_NAME.get(name)
+        from_default = setting.source == "default" and name != "node.id"
+        source = ConfigSource.DEFAULT_CONFIG if from_default else ConfigSource.STATIC_BROKER_CONFIG
+        rendered = None if value is None else render_setting(value)
+        synonyms: list[tuple[str, str | None, ConfigSource]] = [(name, rendered, source)]
+        if not from_default and definition is not None:
+            default = None if definition.default is None else render_setting(definition.default)
+            synonyms.append((name, default, ConfigSource.DEFAULT_CONFIG))
+        doc = definition.doc if definition is not None else ""
+        entries.append(ConfigEntry(name, rendered, source, _kind_of(value), True, doc, tuple(synonyms)))
+    return entries
+
+
+def _broker_entries(settings: Settings, node_id: int, resource_name: str) -> list[ConfigEntry]:
+    if resource_name not in ("", str(node_id)):
+        raise KafkaError(
+            ErrorCode.invalid_request,
+            f"Unexpected broker id, expected {node_id} or empty string, but received {resource_name}",
+        )
+    return broker_config_entries(settings, node_id)
+
+
+def _topic_entries(topics: TopicManager, settings: Settings, resource_name: str) -> list[ConfigEntry]:
+    problem = topic_name_problem(resource_name)
+    if problem is not None:
+        raise KafkaError(ErrorCode.invalid_topic_exception, problem)
+    info = topics.get(resource_name)
+    if info is None:
+        raise KafkaError(ErrorCode.unknown_topic_or_partition, f"Topic '{resource_name}' does not exist.")
+    return describe_topic_configs(info.configs, settings)
+
+
+def _config_result(entry: ConfigEntry, synonyms: bool, documentation: bool) -> dict[str, Any]:
+    return {
+        "name": entry.name,
+        "value": entry.value,
+        "read_only": entry.read_only,
+        "config_source": int(entry.source),
+        "is_sensitive": False,
+        "synonyms": [
+            {"name": name, "value": value, "source": int(source)} for name, value, source in entry.synonyms
+        ]
+        if synonyms
+        else [],
+        "config_type": int(entry.kind),
+        "documentation": entry.doc if documentation else None,
+    }
+
+
+def _selected(entries: Iterable[ConfigEntry], keys: Sequence[str] | None) -> list[ConfigEntry]:
+    if not keys:
+        return list(entries)
+    wanted = set(keys)
+    return [entry for entry in entries if entry.name in wanted]
+
+
+def _resource_result(
+    topics: TopicManager, settings: Settings, node_id: int, resource: Any, request: Any
+) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "error_code": ErrorCode.none,
+        "error_message": None,
+        "resource_type": resource.resource_type,
+        "resource_name": resource.resource_name,
+        "configs": [],
+    }
+    try:
+        if resource.resource_type == RESOURCE_TOPIC:
+            entries = _topic_entries(topics, settings, resource.resource_name)
+        elif resource.resource_type == RESOURCE_BROKER:
+            entries = _broker_entries(settings, node_id, resource.resource_name)
+        else:
+            raise KafkaError(
+                ErrorCode.invalid_request, f"Resource type {resource.resource_type} is not supported."
+            )
+    except KafkaError as exc:
+        return {**result, "error_code": exc.code, "error_message": exc.message}
+    synonyms = bool(getattr(request, "include_synonyms", False))
+    documentation = bool(getattr(request, "include_documentation", False))
+    result["configs"] = [
+        _config_result(entry, synonyms, documentation)
+        for entry in _selected(entries, resource.configuration_keys)
+    ]
+    return result
+
+
+def describe_configs_error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
+    return {
+        "throttle_time": 0,
+        "results": [
+            {
+                "error_code": code,
+                "error_message": None,
+                "resource_type": r.resource_type,
+                "resource_name": r.resource_name,
+                "configs": [],
+            }
+            for r in request.resources
+        ],
+    }
+
+
+def api(topics: TopicManager, settings: Settings, node_id: int) -> ApiSpec:
+    handler = functools.partial(handle_describe_configs, topics=topics, settings=settings, node_id=node_id)
+    return ApiSpec(ApiKey.DESCRIBE_CONFIGS, "DescribeConfigs", 1, 4, handler, describe_configs_error_response)
+
+
+async def handle_describe_configs(
+    ctx: RequestContext, request: Any, *, topics: TopicManager, settings: Settings, node_id: int
+) -> dict[str, Any]:
+    results = [_resource_result(topics, settings, node_id, r, request) for r in request.resources]
+    return {"throttle_time": 0, "results": results}

@@ -1,0 +1,195 @@
+"""Fetch (key 1), versions 4-12.
+
+- v4: ``isolation_level``, ``last_stable_offset`` and ``aborted_transactions``; record batch v2
+  (librdkafka needs Fetch >= 4 and Produce >= 3 to use it). kio's first schema.
+- v5: ``log_start_offset`` in the request and the response.
+- v6: no change to the body.
+- v7: fetch sessions (``session_id``, ``session_epoch``, ``forgotten_topics_data``); top-level
+  ``error_code``.
+- v8, v10: no change to the body. v9: ``current_leader_epoch`` per partition.
+- v11: ``rack_id`` in the request, ``preferred_read_replica`` in the response.
+- v12: flexible; ``last_fetched_epoch`` and diverging-epoch fields (unused: epochs are -1).
+- v13+ name topics by id; not served.
+
+What kcoord answers:
+
+- **No fetch sessions:** ``session_id`` is always 0, which tells clients to send full fetches;
+  ``forgotten_topics_data`` is ignored. ``rack_id`` and ``isolation_level`` are accepted;
+  there are no transactions, so the last stable offset is the log end and no transaction was
+  aborted.
+- **Sizes (KIP-74):** partitions are read in request order, each up to
+  min(``partition_max_bytes``, what is left of ``max_bytes``), in whole batches; the first
+  partition that has data always gets at least one whole batch, however large. A later
+  partition whose next batch does not fit gets no data this time.
+- **Long poll:** the answer goes out at once when at least ``min_bytes`` are available, a
+  partition has an error, or ``max_wait_ms`` is 0; otherwise the Fetch waits, woken by the first
+  append to any of its partitions (:mod:`kcoord.cluster.fetch_waiters`), and answers with what is
+  there when ``max_wait_ms`` passes. Waiting suspends only this request.
+- Errors per partition: UNKNOWN_TOPIC_OR_PARTITION, OFFSET_OUT_OF_RANGE (offset outside
+  [log start, log end]). ``replica_id >= 0`` (a follower) => NOT_LEADER_OR_FOLLOWER: kcoord has
+  no followers.
+- Record bytes go out exactly as stored; consumers skip records before their fetch offset.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+from kcoord.cluster.fetch_waiters import AppendWatch
+from kcoord.cluster.growth_hints import GrowthHints
+from kcoord.cluster.topic_manager import TopicManager
+from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.protocol.registry import ApiSpec
+from kcoord.server.context import RequestContext
+from kcoord.storage.api import PartitionLog
+
+PartitionResponse = dict[str, Any]
+
+
+def fetch_error(request: Any, code: ErrorCode) -> dict[str, Any]:
+    """The top-level error (v7+) and, for every version, the same error on each partition."""
+    return {
+        "error_code": code,
+        "session_id": 0,
+        "responses": [
+            {"topic": t.topic, "partitions": [_error(int(p.partition), code) for p in t.partitions]}
+            for t in request.topics
+        ],
+    }
+
+
+@dataclass(slots=True)
+class _PartitionFetch:
+    index: int
+    fetch_offset: int
+    max_bytes: int
+    log: PartitionLog | None
+
+
+@dataclass(slots=True)
+class _ReadResult:
+    responses: list[dict[str, Any]]
+    total_bytes: int
+    has_error: bool
+
+
+def api(topics: TopicManager, hints: GrowthHints) -> ApiSpec:
+    handler = functools.partial(handle_fetch, topics=topics, hints=hints)
+    return ApiSpec(ApiKey.FETCH, "Fetch", 4, 12, handler, fetch_error)
+
+
+async def handle_fetch(
+    ctx: RequestContext, request: Any, *, topics: TopicManager, hints: GrowthHints
+) -> dict[str, Any]:
+    # 1. Whole-request checks.
+    if int(request.replica_id) >= 0:
+        raise KafkaError(ErrorCode.not_leader_or_follower, "kcoord has no followers to serve")
+    connection_id = ctx.connection.connection_id
+    plan = [
+        (
+            t.topic,
+            [
+                _PartitionFetch(
+                    int(p.partition),
+                    int(p.fetch_offset),
+                    int(p.partition_max_bytes),
+                    topics.partition_log(t.topic, int(p.partition)),
+                )
+                for p in t.partitions
+            ],
+        )
+        for t in request.topics
+        if not hints.take(t.topic, connection_id)
+    ]
+    hinted = [
+        {
+            "topic": t.topic,
+            "partitions": [_error(int(p.partition), ErrorCode.not_leader_or_follower) for p in t.partitions],
+        }
+        for t in request.topics
+        if t.topic not in {topic for topic, _ in plan}
+    ]
+    max_bytes = int(request.max_bytes)
+    min_bytes = int(request.min_bytes)
+    max_wait_s = request.max_wait.total_seconds()
+
+    # 2. Read what is there; answer at once when it is enough.
+    result = _read(plan, max_bytes)
+    watched = [p.log for _, parts in plan for p in parts if p.log is not None]
+    if max_wait_s > 0 and result.total_bytes < min_bytes and not result.has_error and watched:
+        # 3. Long poll: sleep until an append to a fetched partition or the deadline.
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max_wait_s
+        with AppendWatch(watched) as watch:
+            while await watch.wait(deadline - loop.time()):
+                result = _read(plan, max_bytes)
+                if result.total_bytes >= min_bytes or result.has_error:
+                    break
+    return {"error_code": ErrorCode.none, "session_id": 0, "responses": hinted + result.responses}
+
+
+def _read(plan: list[tuple[str, list[_PartitionFetch]]], max_bytes: int) -> _ReadResult:
+    """One pass over every partition of the request under the size rules of the module docstring."""
+    remaining = max_bytes
+    total = 0
+    has_error = False
+    responses: list[dict[str, Any]] = []
+    for topic, parts in plan:
+        answers: list[PartitionResponse] = []
+        for part in parts:
+            partition_log = part.log
+            if partition_log is None:
+                answers.append(_error(part.index, ErrorCode.unknown_topic_or_partition))
+                has_error = True
+                continue
+            start = partition_log.log_start_offset
+            end = partition_log.log_end_offset
+            offset = part.fetch_offset
+            if not start <= offset <= end:
+                answers.append(_error(part.index, ErrorCode.offset_out_of_range, start))
+                has_error = True
+                continue
+            records = b""
+            limit = min(part.max_bytes, remaining)
+            if offset < end and (limit > 0 or total == 0):
+                try:
+                    records = partition_log.read(offset, max(limit, 1))
+                except KafkaError as exc:
+                    answers.append(_error(part.index, exc.code, start))
+                    has_error = True
+                    continue
+                if total > 0 and len(records) > limit:
+                    records = b""
+            total += len(records)
+            remaining -= len(records)
+            answers.append(
+                {
+                    "partition_index": part.index,
+                    "error_code": ErrorCode.none,
+                    "high_watermark": end,
+                    "last_stable_offset": end,
+                    "log_start_offset": start,
+                    "aborted_transactions": [],
+                    "preferred_read_replica": -1,
+                    "records": records,
+                }
+            )
+        responses.append({"topic": topic, "partitions": answers})
+    return _ReadResult(responses, total, has_error)
+
+
+def _error(index: int, code: ErrorCode, log_start_offset: int = -1) -> PartitionResponse:
+    return {
+        "partition_index": index,
+        "error_code": code,
+        "high_watermark": -1,
+        "last_stable_offset": -1,
+        "log_start_offset": log_start_offset,
+        "aborted_transactions": [],
+        "preferred_read_replica": -1,
+        "records": b"",
+    }

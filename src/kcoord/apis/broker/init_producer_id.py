@@ -1,0 +1,49 @@
+"""InitProducerId (key 22), versions 0-4: producer ids for idempotent producers.
+
+- v0: transactional_id, transaction_timeout_ms -> producer_id, producer_epoch.
+- v1: no change (a throttled response is sent before throttling).
+- v2: flexible.
+- v3: the request may carry the producer's current id and epoch (KIP-360); a known id at its
+  current epoch gets the epoch bumped instead of a new id.
+- v4: PRODUCER_FENCED may be returned in place of INVALID_PRODUCER_EPOCH (not used here).
+
+kafka-python's producer enables idempotence by default and aborts every batch without this API.
+
+kcoord has no transaction coordinator: a non-null ``transactional_id`` is answered with
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED, what Kafka answers a client that may not use the id; clients
+treat it as fatal rather than retrying. Ids and epochs come from
+:class:`kcoord.cluster.producer_state.ProducerStateManager`.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from kcoord.cluster.producer_state import ProducerStateManager
+from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.protocol.registry import ApiSpec
+from kcoord.server.context import RequestContext
+
+
+def init_producer_id_error(request: Any, code: ErrorCode) -> dict[str, Any]:
+    return {"error_code": code, "producer_id": -1, "producer_epoch": -1}
+
+
+def api(producers: ProducerStateManager) -> ApiSpec:
+    handler = functools.partial(handle_init_producer_id, producers=producers)
+    return ApiSpec(ApiKey.INIT_PRODUCER_ID, "InitProducerId", 0, 4, handler, init_producer_id_error)
+
+
+async def handle_init_producer_id(
+    ctx: RequestContext, request: Any, *, producers: ProducerStateManager
+) -> dict[str, Any]:
+    if request.transactional_id is not None:
+        raise KafkaError(
+            ErrorCode.transactional_id_authorization_failed, "kcoord does not support transactions"
+        )
+    producer_id, epoch = producers.init_producer(
+        int(getattr(request, "producer_id", -1)), int(getattr(request, "producer_epoch", -1))
+    )
+    return {"error_code": ErrorCode.none, "producer_id": producer_id, "producer_epoch": epoch}

@@ -1,0 +1,232 @@
+"""Produce (key 0), versions 0-9 advertised, 3-9 served.
+
+- v0-v2: message sets (magic 0/1). Advertised only because librdkafka before 2.11.1 turns
+  compression off unless Produce min 0 is advertised (KAFKA-18659). kio has no schema below v3,
+  so the router closes the connection on such a request, as Kafka 4 does for versions it dropped.
+- v3: record batch v2 only; ``transactional_id``.
+- v4: KAFKA_STORAGE_ERROR may be returned.
+- v5: ``log_start_offset`` per partition.
+- v6, v7: no change to the body (v7: zstd allowed).
+- v8: ``record_errors`` and ``error_message`` per partition.
+- v9: flexible.
+
+Per partition, in Kafka's order: unknown topic or partition => UNKNOWN_TOPIC_OR_PARTITION (no
+auto-creation here; Kafka creates topics on Metadata only); an internal topic =>
+INVALID_TOPIC_EXCEPTION; a batch over ``max.message.bytes`` => MESSAGE_TOO_LARGE; then the header
+and CRC checks of :func:`kcoord.protocol.record_batch.validate_produced` (records are never
+decoded); then the idempotent producer's epoch and sequence
+(:mod:`kcoord.cluster.producer_state`); then the append.
+
+Whole request: ``acks`` outside {0, 1, -1} => INVALID_REQUIRED_ACKS; any transactional batch =>
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED (Kafka's answer when the transactional id may not be used;
+kcoord has no transactions). ``acks=0`` sends no response; if a partition failed the connection
+is closed instead, so the producer notices (Kafka does the same). ``timeout`` is ignored: on one
+node the append is the whole acknowledgement, and durability follows the log's flush policy.
+
+Ordering: the connection runs requests concurrently, but each partition's append is started as a
+task in the handler's first (synchronous) step, so appends of one connection are started in
+request order, and the idempotence check runs in the same step as the append's offset
+assignment. Appends of different partitions of one request run concurrently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Awaitable
+from typing import Any
+
+import structlog
+
+from kcoord.cluster.producer_state import BatchSlot, ProducerStateManager
+from kcoord.cluster.topic_manager import TopicManager
+from kcoord.cluster.topic_names import INTERNAL_TOPICS
+from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.protocol.record_batch import BatchHeader, validate_produced
+from kcoord.protocol.registry import ApiSpec
+from kcoord.server.context import RequestContext
+from kcoord.server.router import CloseConnectionError
+from kcoord.storage.api import PartitionLog
+
+log = structlog.get_logger(__name__)
+
+_VALID_ACKS = (0, 1, -1)
+_ATTRIBUTES_LOW_BYTE = 22
+_TRANSACTIONAL_FLAG = 0x10
+_MAGIC_OFFSET = 16
+
+PartitionResponse = dict[str, Any]
+
+
+def produce_error(request: Any, code: ErrorCode) -> dict[str, Any]:
+    """Every partition of the request answered with ``code``."""
+    return {
+        "responses": [
+            {
+                "name": topic.name,
+                "partition_responses": [_error(p.index, code) for p in topic.partition_data],
+            }
+            for topic in request.topic_data
+        ]
+    }
+
+
+def api(topics: TopicManager, producers: ProducerStateManager) -> ApiSpec:
+    handler = functools.partial(handle_produce, topics=topics, producers=producers)
+    return ApiSpec(ApiKey.PRODUCE, "Produce", 0, 9, handler, produce_error)
+
+
+async def handle_produce(
+    ctx: RequestContext, request: Any, *, topics: TopicManager, producers: ProducerStateManager
+) -> dict[str, Any] | None:
+    # 1. Whole-request checks.
+    acks = int(request.acks)
+    if acks not in _VALID_ACKS:
+        raise KafkaError(ErrorCode.invalid_required_acks, f"acks must be 0, 1 or -1, not {acks}")
+    if _has_transactional_batch(request):
+        raise KafkaError(
+            ErrorCode.transactional_id_authorization_failed, "kcoord does not support transactions"
+        )
+
+    # 2. Per partition: an immediate answer, or an append started now (request order).
+    api_version = ctx.api_version
+    slots: list[list[PartitionResponse | asyncio.Task[PartitionResponse]]] = []
+    for topic in request.topic_data:
+        name = topic.name
+        info = topics.get(name)
+        max_bytes = topics.max_message_bytes(info) if info is not None else 0
+        internal = info is not None and (info.internal or name in INTERNAL_TOPICS)
+        answers: list[PartitionResponse | asyncio.Task[PartitionResponse]] = []
+        for part in topic.partition_data:
+            index = int(part.index)
+            partition_log = topics.partition_log(name, index) if info is not None else None
+            if partition_log is None:
+                answers.append(_error(index, ErrorCode.unknown_topic_or_partition))
+                continue
+            if internal:
+                answers.append(
+                    _error(
+                        index, ErrorCode.invalid_topic_exception, f"Cannot append to internal topic {name}"
+                    )
+                )
+                continue
+            records: bytes = part.records or b""
+            if len(records) > max_bytes:
+                answers.append(
+                    _error(
+                        index,
+                        ErrorCode.message_too_large,
+                        f"batch of {len(records)} bytes exceeds {max_bytes}",
+                    )
+                )
+                continue
+            try:
+                header = validate_produced(records, api_version=api_version)
+            except KafkaError as exc:
+                answers.append(_error(index, exc.code, exc.message))
+                continue
+            answers.append(asyncio.ensure_future(_append(producers, partition_log, records, header)))
+        slots.append(answers)
+
+    # 3. Wait for the appends; a closing connection does not cancel them.
+    pending = [a for answers in slots for a in answers if isinstance(a, asyncio.Task)]
+    if pending:
+        await asyncio.shield(asyncio.wait(pending))
+    responses = [
+        {
+            "name": topic.name,
+            "partition_responses": [a.result() if isinstance(a, asyncio.Task) else a for a in answers],
+        }
+        for topic, answers in zip(request.topic_data, slots, strict=True)
+    ]
+    if acks == 0:
+        failed = [
+            f"{t['name']}-{p['index']}: {ErrorCode(p['error_code']).name}"
+            for t in responses
+            for p in t["partition_responses"]
+            if p["error_code"] != ErrorCode.none
+        ]
+        if failed:
+            raise CloseConnectionError(f"acks=0 produce failed ({', '.join(failed)})")
+        return None
+    return {"responses": responses}
+
+
+async def _append(
+    producers: ProducerStateManager, partition_log: PartitionLog, records: bytes, header: BatchHeader
+) -> PartitionResponse:
+    """Check the producer's sequence, append, and answer; never raises (errors become codes)."""
+    index = partition_log.partition
+    slot: BatchSlot | None = None
+    try:
+        if header.producer_id >= 0:
+            slot = producers.check_and_record(
+                partition_log.topic,
+                index,
+                header.producer_id,
+                header.producer_epoch,
+                header.base_sequence,
+                header.record_count,
+            )
+            if slot.duplicate:
+                base_offset, append_time = await slot.original()
+                return _success(index, base_offset, append_time, partition_log.log_start_offset)
+        appending: Awaitable[Any] = partition_log.append(records)
+        try:
+            result = await appending
+        except BaseException as exc:
+            if slot is not None:
+                producers.forget(partition_log.topic, index, header.producer_id, slot, exc)
+            raise
+        if slot is not None:
+            slot.complete(result.base_offset, result.log_append_time_ms)
+        return _success(index, result.base_offset, result.log_append_time_ms, result.log_start_offset)
+    except KafkaError as exc:
+        return _error(index, exc.code, exc.message)
+    except OSError as exc:
+        log.error("produce.storage_error", topic=partition_log.topic, partition=index, error=repr(exc))
+        return _error(index, ErrorCode.kafka_storage_error, str(exc))
+    except Exception:
+        log.exception("produce.append_failed", topic=partition_log.topic, partition=index)
+        return _error(index, ErrorCode.unknown_server_error)
+
+
+def _has_transactional_batch(request: Any) -> bool:
+    """Whether any partition carries a batch with the transactional attribute (bit 4)."""
+    for topic in request.topic_data:
+        for part in topic.partition_data:
+            records = part.records
+            if (
+                records is not None
+                and len(records) > _ATTRIBUTES_LOW_BYTE
+                and records[_MAGIC_OFFSET] == 2
+                and records[_ATTRIBUTES_LOW_BYTE] & _TRANSACTIONAL_FLAG
+            ):
+                return True
+    return False
+
+
+def _success(
+    index: int, base_offset: int, log_append_time_ms: int, log_start_offset: int
+) -> PartitionResponse:
+    return {
+        "index": index,
+        "error_code": ErrorCode.none,
+        "base_offset": base_offset,
+        "log_append_time": log_append_time_ms if log_append_time_ms >= 0 else None,
+        "log_start_offset": log_start_offset,
+        "record_errors": [],
+    }
+
+
+def _error(index: int, code: ErrorCode, message: str | None = None) -> PartitionResponse:
+    return {
+        "index": index,
+        "error_code": code,
+        "base_offset": -1,
+        "log_append_time": None,
+        "log_start_offset": -1,
+        "record_errors": [],
+        "error_message": message,
+    }

@@ -1,0 +1,41 @@
+"""DeleteGroups (key 42), versions 0-2.
+
+- v1: no change to the layout.
+- v2: flexible.
+
+Per group: GROUP_ID_NOT_FOUND when it does not exist, NON_EMPTY_GROUP while it has members;
+otherwise its offsets and then the group itself are tombstoned in the offsets log.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.registry import ApiSpec
+from kcoord.runtime.group_service import GroupService
+from kcoord.server.context import RequestContext
+
+
+def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
+    return {"results": [{"group_id": g, "error_code": code} for g in request.groups_names]}
+
+
+def api(groups: GroupService) -> ApiSpec:
+    handler = functools.partial(handle_delete_groups, groups=groups)
+    return ApiSpec(ApiKey.DELETE_GROUPS, "DeleteGroups", 0, 2, handler, _error_response)
+
+
+async def handle_delete_groups(ctx: RequestContext, request: Any, *, groups: GroupService) -> dict[str, Any]:
+    results: dict[str, ErrorCode] = {}
+    valid: list[str] = []
+    for group_id in request.groups_names:
+        if not group_id:
+            results[group_id] = ErrorCode.invalid_group_id
+        else:
+            valid.append(group_id)
+    results.update({a.group_id: a.error_code for a in await groups.delete_groups(valid)})
+    return {"results": [{"group_id": g, "error_code": results[g]} for g in request.groups_names]}

@@ -1,0 +1,87 @@
+"""DescribeGroups (key 15), versions 0-5.
+
+- v1: throttle time.
+- v3: ``include_authorized_operations`` (answered with "not requested").
+- v4: ``group_instance_id`` per member.
+- v5: flexible.
+
+An unknown group is described as state "Dead" with no error (v6, which answers
+GROUP_ID_NOT_FOUND, is not advertised). Member metadata and assignments are shown only while the
+group is Stable, as Kafka does.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kcoord.coordinator.classic.messages import DescribedGroup
+from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.errors import KafkaError
+from kcoord.protocol.registry import ApiSpec
+from kcoord.runtime.group_service import GroupService
+from kcoord.server.context import RequestContext
+
+_NOT_REQUESTED = -2147483648
+
+
+def _group(group: DescribedGroup) -> dict[str, Any]:
+    return {
+        "error_code": group.error_code,
+        "group_id": group.group_id,
+        "group_state": group.state,
+        "protocol_type": group.protocol_type,
+        "protocol_data": group.protocol_data,
+        "authorized_operations": _NOT_REQUESTED,
+        "members": [
+            {
+                "member_id": m.member_id,
+                "group_instance_id": m.group_instance_id,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "member_metadata": m.metadata,
+                "member_assignment": m.assignment,
+            }
+            for m in group.members
+        ],
+    }
+
+
+def _failed(group_id: str, code: ErrorCode) -> dict[str, Any]:
+    return {
+        "error_code": code,
+        "group_id": group_id,
+        "group_state": "",
+        "protocol_type": "",
+        "protocol_data": "",
+        "members": [],
+        "authorized_operations": _NOT_REQUESTED,
+    }
+
+
+def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
+    return {"groups": [_failed(g, code) for g in request.groups]}
+
+
+def api(groups: GroupService) -> ApiSpec:
+    handler = functools.partial(handle_describe_groups, groups=groups)
+    return ApiSpec(ApiKey.DESCRIBE_GROUPS, "DescribeGroups", 0, 5, handler, _error_response)
+
+
+async def handle_describe_groups(
+    ctx: RequestContext, request: Any, *, groups: GroupService
+) -> dict[str, Any]:
+    described_groups = []
+    for group_id in request.groups:
+        if not group_id:
+            described_groups.append(_failed(group_id, ErrorCode.invalid_group_id))
+            continue
+        try:
+            described = groups.describe_group(group_id, ctx.api_version)
+        except KafkaError as exc:
+            described_groups.append(_failed(group_id, exc.code))
+            continue
+        described_groups.append(_group(described))
+    return {"groups": described_groups}

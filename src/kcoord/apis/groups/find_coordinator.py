@@ -1,0 +1,69 @@
+"""FindCoordinator (key 10), versions 0-6.
+
+- v0: one group key; the answer is a node.
+- v1: ``key_type`` (0 group, 1 transaction), throttle time and an error message.
+- v2: same layout (librdkafka's newest).
+- v3: flexible.
+- v4: batched: ``coordinator_keys`` in, ``coordinators[]`` out, one error per key.
+- v5/v6: new error semantics only (v6: share-group keys, type 2); layout as v4.
+
+On one node every group's coordinator is this node; its partition of ``__consumer_offsets`` is
+``partition_for(group_id)``. Transaction and share coordinators are not served: those keys get
+INVALID_REQUEST, a fatal answer, rather than a retriable one that would make a client spin.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kcoord.cluster.identity import Node
+from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.registry import ApiSpec
+from kcoord.server.context import RequestContext
+
+_GROUP_KEY = 0
+
+
+def _answer(node: Node, key: str, key_type: int) -> dict[str, Any]:
+    host, port = node.advertised
+    if key_type != _GROUP_KEY:
+        error, message = ErrorCode.invalid_request, "kcoord coordinates groups only"
+    elif not key:
+        error, message = ErrorCode.invalid_request, "empty group id"
+    else:
+        return {
+            "key": key,
+            "error_code": ErrorCode.none,
+            "error_message": None,
+            "node_id": node.node_id,
+            "host": host,
+            "port": port,
+        }
+    return {"key": key, "error_code": error, "error_message": message, "node_id": -1, "host": "", "port": -1}
+
+
+def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
+    keys = getattr(request, "coordinator_keys", None)
+    if keys is not None:
+        return {
+            "coordinators": [
+                {"key": k, "error_code": code, "error_message": None, "node_id": -1, "host": "", "port": -1}
+                for k in keys
+            ]
+        }
+    return {"error_code": code, "error_message": None, "node_id": -1, "host": "", "port": -1}
+
+
+def api(node: Node) -> ApiSpec:
+    handler = functools.partial(handle_find_coordinator, node=node)
+    return ApiSpec(ApiKey.FIND_COORDINATOR, "FindCoordinator", 0, 6, handler, _error_response)
+
+
+async def handle_find_coordinator(ctx: RequestContext, request: Any, *, node: Node) -> dict[str, Any]:
+    key_type = int(getattr(request, "key_type", _GROUP_KEY))
+    if ctx.api_version >= 4:
+        return {"coordinators": [_answer(node, key, key_type) for key in request.coordinator_keys]}
+    return _answer(node, request.key, key_type)

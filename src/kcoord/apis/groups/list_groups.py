@@ -1,0 +1,50 @@
+"""ListGroups (key 16), versions 0-5.
+
+- v1: throttle time.
+- v3: flexible.
+- v4: ``states_filter`` (case-insensitive) and ``group_state`` per group.
+- v5: ``types_filter`` ("classic", "consumer", "share") and ``group_type`` per group.
+
+Groups on a partition that is still loading are left out and the answer carries
+COORDINATOR_LOAD_IN_PROGRESS, as Kafka's does.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.registry import ApiSpec
+from kcoord.runtime.group_service import GroupService
+from kcoord.server.context import RequestContext
+
+
+def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
+    return {"error_code": code, "groups": []}
+
+
+def api(groups: GroupService) -> ApiSpec:
+    handler = functools.partial(handle_list_groups, groups=groups)
+    return ApiSpec(ApiKey.LIST_GROUPS, "ListGroups", 0, 5, handler, _error_response)
+
+
+async def handle_list_groups(ctx: RequestContext, request: Any, *, groups: GroupService) -> dict[str, Any]:
+    states = list(getattr(request, "states_filter", ()) or ()) or None
+    types = {t.lower() for t in getattr(request, "types_filter", ()) or ()}
+    listing = groups.list_groups(states)
+    error = ErrorCode.none if listing.complete else ErrorCode.coordinator_load_in_progress
+    listed_groups = []
+    if not types or "classic" in types:
+        listed_groups = [
+            {
+                "group_id": listed.group_id,
+                "protocol_type": listed.protocol_type,
+                "group_state": listed.state,
+                "group_type": listed.group_type,
+            }
+            for listed in listing.groups
+        ]
+    return {"error_code": error, "groups": listed_groups}

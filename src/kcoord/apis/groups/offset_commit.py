@@ -1,0 +1,79 @@
+"""OffsetCommit (key 8), versions 2-8.
+
+- v2: ``retention_time_ms`` (-1: the broker's offsets.retention.minutes); v0-1 are not served.
+- v3: throttle time in the response.
+- v5: ``retention_time_ms`` removed (retention is the broker's alone).
+- v6: ``committed_leader_epoch`` per partition.
+- v7: ``group_instance_id`` (static members).
+- v8: flexible.
+
+v9 (KIP-848 member epochs) is not advertised yet. Checks run in Kafka's order (PROTOCOL.md §2.8)
+inside the group's shard; the response is released once the commit records are durable.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kcoord.apis.groups.common import millis
+from kcoord.coordinator.offsets import OffsetCommitPartition, OffsetCommitRequest, OffsetCommitTopic
+from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.errors import KafkaError
+from kcoord.protocol.registry import ApiSpec
+from kcoord.runtime.group_service import GroupService
+from kcoord.server.context import RequestContext
+
+
+def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
+    return {
+        "topics": [
+            {
+                "name": topic.name,
+                "partitions": [
+                    {"partition_index": p.partition_index, "error_code": code} for p in topic.partitions
+                ],
+            }
+            for topic in request.topics
+        ]
+    }
+
+
+def to_core(request: Any, api_version: int) -> OffsetCommitRequest:
+    return OffsetCommitRequest(
+        group_id=request.group_id,
+        generation_id_or_member_epoch=int(request.generation_id_or_member_epoch),
+        member_id=request.member_id,
+        group_instance_id=getattr(request, "group_instance_id", None),
+        retention_time_ms=millis(getattr(request, "retention_time", None)),
+        api_version=api_version,
+        topics=[
+            OffsetCommitTopic(
+                name=topic.name,
+                partitions=[
+                    OffsetCommitPartition(
+                        partition_index=int(p.partition_index),
+                        committed_offset=int(p.committed_offset),
+                        committed_leader_epoch=int(getattr(p, "committed_leader_epoch", -1)),
+                        committed_metadata=p.committed_metadata,
+                    )
+                    for p in topic.partitions
+                ],
+            )
+            for topic in request.topics
+        ],
+    )
+
+
+def api(groups: GroupService) -> ApiSpec:
+    handler = functools.partial(handle_offset_commit, groups=groups)
+    return ApiSpec(ApiKey.OFFSET_COMMIT, "OffsetCommit", 2, 8, handler, _error_response)
+
+
+async def handle_offset_commit(ctx: RequestContext, request: Any, *, groups: GroupService) -> Any:
+    if not request.group_id:
+        raise KafkaError(ErrorCode.invalid_group_id)
+    commit = to_core(request, ctx.api_version)
+    return await groups.commit_offsets(commit)

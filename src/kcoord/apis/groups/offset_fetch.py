@@ -1,0 +1,106 @@
+"""OffsetFetch (key 9), versions 1-8.
+
+- v1: one group, explicit topics; errors per partition only.
+- v2: ``topics`` null = every partition the group has committed; a top-level error code.
+- v3: throttle time.
+- v5: ``committed_leader_epoch`` per partition.
+- v6: flexible.
+- v7: ``require_stable`` (no transactional offsets here, so always stable).
+- v8: several groups per request: ``groups[]`` in and out, an error per group.
+
+An unknown group is not an error: its partitions answer offset -1 (PROTOCOL.md §2.8). A group
+error (its partition is loading, say) goes into each partition for v1, the top level for v2-7
+and the group's entry for v8.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kcoord.coordinator.offsets import OffsetFetchResponse, OffsetFetchTopic
+from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.errors import KafkaError
+from kcoord.protocol.registry import ApiSpec
+from kcoord.runtime.group_service import GroupService
+from kcoord.server.context import RequestContext
+
+
+def _topics(raw: Any) -> list[OffsetFetchTopic] | None:
+    if raw is None:
+        return None
+    return [OffsetFetchTopic(t.name, [int(i) for i in t.partition_indexes]) for t in raw]
+
+
+def _fetch_one(
+    groups: GroupService, group_id: str, topics: list[OffsetFetchTopic] | None, stable: bool
+) -> OffsetFetchResponse:
+    if not group_id:
+        raise KafkaError(ErrorCode.invalid_group_id)
+    return groups.fetch_offsets(group_id, topics, stable)
+
+
+def _group_error(group_id: str, code: ErrorCode) -> OffsetFetchResponse:
+    return OffsetFetchResponse(group_id=group_id, topics=[], error_code=code)
+
+
+def _legacy_body(
+    response: OffsetFetchResponse, api_version: int, asked: list[OffsetFetchTopic] | None
+) -> Any:
+    if api_version >= 2 or response.error_code == ErrorCode.none:
+        return {"topics": response.topics, "error_code": response.error_code}
+    # v1 has no group-level error: copy it into every partition that was asked for.
+    return {
+        "topics": [
+            {
+                "name": t.name,
+                "partitions": [
+                    {
+                        "partition_index": i,
+                        "committed_offset": -1,
+                        "metadata": "",
+                        "error_code": response.error_code,
+                    }
+                    for i in t.partition_indexes
+                ],
+            }
+            for t in asked or []
+        ]
+    }
+
+
+def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
+    groups = getattr(request, "groups", None)
+    if groups is not None:
+        return {"groups": [{"group_id": g.group_id, "topics": [], "error_code": code} for g in groups]}
+    topics = _topics(request.topics)
+    body: dict[str, Any] = _legacy_body(
+        _group_error(request.group_id, code), int(type(request).__version__), topics
+    )
+    return body
+
+
+def api(groups: GroupService) -> ApiSpec:
+    handler = functools.partial(handle_offset_fetch, groups=groups)
+    return ApiSpec(ApiKey.OFFSET_FETCH, "OffsetFetch", 1, 8, handler, _error_response)
+
+
+async def handle_offset_fetch(ctx: RequestContext, request: Any, *, groups: GroupService) -> Any:
+    stable = bool(getattr(request, "require_stable", False))
+    if ctx.api_version >= 8:
+        answers = []
+        for group in request.groups:
+            topics = _topics(group.topics)
+            try:
+                answers.append(_fetch_one(groups, group.group_id, topics, stable))
+            except KafkaError as exc:
+                answers.append(_group_error(group.group_id, exc.code))
+        return {"groups": answers}
+    topics = _topics(request.topics)
+    try:
+        response = _fetch_one(groups, request.group_id, topics, stable)
+    except KafkaError as exc:
+        response = _group_error(request.group_id, exc.code)
+    return _legacy_body(response, ctx.api_version, topics)

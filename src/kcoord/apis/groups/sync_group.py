@@ -1,0 +1,53 @@
+"""SyncGroup (key 14), versions 0-5.
+
+- v1: throttle time.
+- v3: ``group_instance_id``.
+- v4: flexible.
+- v5: ``protocol_type`` and ``protocol_name`` in request and response; when given they must match
+  the group's (INCONSISTENT_GROUP_PROTOCOL).
+
+Followers wait for the leader's assignment; the leader's SyncGroup writes the group record and
+every waiting member is answered once it is durable.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kcoord.apis.groups.common import MemberWatch
+from kcoord.coordinator.classic.messages import SyncGroupRequest
+from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.registry import ApiSpec
+from kcoord.runtime.group_service import GroupService
+from kcoord.server.context import RequestContext
+
+
+def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
+    return {"error_code": code, "assignment": b""}
+
+
+def api(groups: GroupService, members: MemberWatch) -> ApiSpec:
+    handler = functools.partial(handle_sync_group, groups=groups, members=members)
+    return ApiSpec(ApiKey.SYNC_GROUP, "SyncGroup", 0, 5, handler, _error_response)
+
+
+async def handle_sync_group(
+    ctx: RequestContext, request: Any, *, groups: GroupService, members: MemberWatch
+) -> Any:
+    sync = SyncGroupRequest(
+        group_id=request.group_id,
+        generation_id=int(request.generation_id),
+        member_id=request.member_id,
+        group_instance_id=getattr(request, "group_instance_id", None),
+        protocol_type=getattr(request, "protocol_type", None),
+        protocol_name=getattr(request, "protocol_name", None),
+        assignments=tuple((a.member_id, bytes(a.assignment)) for a in request.assignments),
+        api_version=ctx.api_version,
+    )
+    response = await groups.sync_group(sync, ctx.connection.connection_id)
+    if response.error_code == ErrorCode.none:
+        members.watch(ctx.connection, sync.group_id, sync.member_id)
+    return response

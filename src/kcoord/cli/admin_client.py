@@ -1,0 +1,204 @@
+"""A small blocking Kafka-protocol client for the ``kcoord`` command line (groups, health).
+
+It speaks one fixed version of each API that kcoord serves, over one socket per broker, and
+returns kio response entities. It is for operators' one-shot commands, not for load: no
+pipelining, no retries beyond following FindCoordinator once.
+"""
+
+from __future__ import annotations
+
+import io
+import socket
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from kio.serial import entity_reader, entity_writer
+
+from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.codec import build, request_class, response_class
+from kcoord.protocol.errors import error_name
+
+__all__ = ["AdminClient", "AdminError", "GroupOffsets"]
+
+API_VERSIONS_V = 3
+FIND_COORDINATOR_V = 3
+LIST_GROUPS_V = 4
+DESCRIBE_GROUPS_V = 5
+OFFSET_FETCH_V = 7
+LIST_OFFSETS_V = 7
+LATEST_TIMESTAMP = -1
+
+
+class AdminError(Exception):
+    """The server could not be reached or answered with an error."""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupOffsets:
+    """A group's committed offsets and the partitions' log end offsets."""
+
+    committed: dict[tuple[str, int], int]
+    log_end: dict[tuple[str, int], int]
+
+
+class _Connection:
+    def __init__(self, host: str, port: int, timeout_s: float, client_id: str) -> None:
+        try:
+            self._sock = socket.create_connection((host, port), timeout=timeout_s)
+        except OSError as exc:
+            raise AdminError(f"cannot connect to {host}:{port}: {exc}") from exc
+        self._client_id = client_id
+        self._correlation = 0
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def call(self, api_key: int, version: int, body: dict[str, Any]) -> Any:
+        cls = request_class(api_key, version)
+        if cls is None:
+            raise AdminError(f"no schema for api {api_key} v{version}")
+        self._correlation += 1
+        header_cls = cls.__header_schema__
+        header = header_cls(
+            request_api_key=api_key,
+            request_api_version=version,
+            correlation_id=self._correlation,
+            client_id=self._client_id,
+        )
+        buffer = io.BytesIO()
+        entity_writer(header_cls)(buffer, header)
+        entity_writer(cls)(buffer, build(cls, body))
+        payload = buffer.getvalue()
+        try:
+            self._sock.sendall(struct.pack(">i", len(payload)) + payload)
+            frame = self._recv_exact(struct.unpack(">i", self._recv_exact(4))[0])
+        except OSError as exc:
+            raise AdminError(f"request failed: {exc}") from exc
+        response_cls = response_class(api_key, version)
+        (correlation_id,) = struct.unpack_from(">i", frame, 0)
+        if correlation_id != self._correlation:
+            raise AdminError(f"correlation id {correlation_id} != {self._correlation}")
+        offset = 4 + (1 if response_cls.__header_schema__.__flexible__ else 0)
+        response, _ = entity_reader(response_cls)(frame, offset)
+        return response
+
+    def _recv_exact(self, size: int) -> bytes:
+        chunks = []
+        while size:
+            chunk = self._sock.recv(size)
+            if not chunk:
+                raise ConnectionError("server closed the connection")
+            chunks.append(chunk)
+            size -= len(chunk)
+        return b"".join(chunks)
+
+
+class AdminClient:
+    """Group administration over the Kafka protocol against one bootstrap address."""
+
+    def __init__(
+        self, host: str, port: int, *, timeout_s: float = 10.0, client_id: str = "kcoord-cli"
+    ) -> None:
+        self._timeout_s = timeout_s
+        self._client_id = client_id
+        self._bootstrap = _Connection(host, port, timeout_s, client_id)
+        self._coordinators: dict[tuple[str, int], _Connection] = {}
+
+    def close(self) -> None:
+        self._bootstrap.close()
+        for connection in self._coordinators.values():
+            connection.close()
+
+    def __enter__(self) -> AdminClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def api_versions(self) -> Any:
+        response = self._bootstrap.call(
+            ApiKey.API_VERSIONS,
+            API_VERSIONS_V,
+            {"client_software_name": "kcoord-cli", "client_software_version": "1"},
+        )
+        if int(response.error_code) != 0:
+            raise AdminError(f"ApiVersions: {error_name(int(response.error_code))}")
+        return response
+
+    def list_groups(self) -> list[tuple[str, str, str]]:
+        """(group id, protocol type, state) of every group, sorted."""
+        response = self._bootstrap.call(ApiKey.LIST_GROUPS, LIST_GROUPS_V, {"states_filter": []})
+        if int(response.error_code) != 0:
+            raise AdminError(f"ListGroups: {error_name(int(response.error_code))}")
+        return sorted((str(g.group_id), str(g.protocol_type), str(g.group_state)) for g in response.groups)
+
+    def describe_group(self, group_id: str) -> Any:
+        response = self._coordinator(group_id).call(
+            ApiKey.DESCRIBE_GROUPS,
+            DESCRIBE_GROUPS_V,
+            {"groups": [group_id], "include_authorized_operations": False},
+        )
+        (group,) = response.groups
+        if int(group.error_code) != 0:
+            raise AdminError(f"DescribeGroups {group_id}: {error_name(int(group.error_code))}")
+        return group
+
+    def group_offsets(self, group_id: str) -> GroupOffsets:
+        """Committed offsets of every partition the group committed, with their log end offsets."""
+        response = self._coordinator(group_id).call(
+            ApiKey.OFFSET_FETCH,
+            OFFSET_FETCH_V,
+            {"group_id": group_id, "topics": None, "require_stable": False},
+        )
+        if int(response.error_code) != 0:
+            raise AdminError(f"OffsetFetch {group_id}: {error_name(int(response.error_code))}")
+        committed = {
+            (str(topic.name), int(part.partition_index)): int(part.committed_offset)
+            for topic in response.topics
+            for part in topic.partitions
+            if int(part.error_code) == 0 and int(part.committed_offset) >= 0
+        }
+        return GroupOffsets(committed, self.log_end_offsets(sorted(committed)))
+
+    def log_end_offsets(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        if not partitions:
+            return {}
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in partitions:
+            by_topic.setdefault(topic, []).append(partition)
+        response = self._bootstrap.call(
+            ApiKey.LIST_OFFSETS,
+            LIST_OFFSETS_V,
+            {
+                "replica_id": -1,
+                "isolation_level": 0,
+                "topics": [
+                    {
+                        "name": topic,
+                        "partitions": [
+                            {"partition_index": p, "current_leader_epoch": -1, "timestamp": LATEST_TIMESTAMP}
+                            for p in parts
+                        ],
+                    }
+                    for topic, parts in by_topic.items()
+                ],
+            },
+        )
+        return {
+            (str(topic.name), int(part.partition_index)): int(part.offset)
+            for topic in response.topics
+            for part in topic.partitions
+            if int(part.error_code) == 0
+        }
+
+    def _coordinator(self, group_id: str) -> _Connection:
+        response = self._bootstrap.call(
+            ApiKey.FIND_COORDINATOR, FIND_COORDINATOR_V, {"key": group_id, "key_type": 0}
+        )
+        if int(response.error_code) != 0:
+            raise AdminError(f"FindCoordinator {group_id}: {error_name(int(response.error_code))}")
+        address = (str(response.host), int(response.port))
+        if address not in self._coordinators:
+            self._coordinators[address] = _Connection(*address, self._timeout_s, self._client_id)
+        return self._coordinators[address]

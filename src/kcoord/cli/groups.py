@@ -1,0 +1,238 @@
+"""``kcoord groups list|describe|history`` and ``kcoord health``.
+
+``list`` and ``describe`` speak the Kafka protocol to ``--bootstrap`` (so they work against any
+Kafka broker too); ``history`` reads the rebalance history from kcoord's HTTP endpoint
+(``--metrics``). ``--json`` prints what the table shows as JSON. ``health`` exits 0 when an
+ApiVersions round trip succeeds, 1 otherwise (the container HEALTHCHECK uses it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import quote
+
+from kcoord.cli.admin_client import AdminClient, AdminError
+from kcoord.config import parse_host_port
+from kcoord.observability.group_views import decode_member_assignment
+
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+DEFAULT_METRICS = "127.0.0.1:9644"
+EXIT_FAILED = 1
+
+
+def add_commands(commands: Any) -> None:
+    """Add ``groups`` and ``health`` to the top-level subparsers."""
+    groups = commands.add_parser("groups", help="inspect consumer groups")
+    group_commands = groups.add_subparsers(dest="groups_command", required=True)
+    listing = group_commands.add_parser("list", help="every group with its state")
+    describe = group_commands.add_parser("describe", help="members, assignments, offsets and lag")
+    describe.add_argument("group")
+    history = group_commands.add_parser("history", help="the group's last rebalances")
+    history.add_argument("group")
+    history.add_argument(
+        "--metrics", metavar="HOST:PORT", default=DEFAULT_METRICS, help="kcoord HTTP endpoint"
+    )
+    for parser in (listing, describe, history):
+        parser.add_argument("--json", action="store_true", help="print JSON")
+    for parser in (listing, describe):
+        parser.add_argument("--bootstrap", metavar="HOST:PORT", default=DEFAULT_BOOTSTRAP)
+    health = commands.add_parser("health", help="exit 0 if the server answers ApiVersions")
+    health.add_argument("--bootstrap", metavar="HOST:PORT", default=DEFAULT_BOOTSTRAP)
+    health.add_argument("--timeout", type=float, default=5.0, help="seconds")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        if args.command == "health":
+            return _health(args)
+        if args.groups_command == "list":
+            return _list(args)
+        if args.groups_command == "describe":
+            return _describe(args)
+        return _history(args)
+    except AdminError as exc:
+        print(f"kcoord: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+def _address(value: str, default_port: int) -> tuple[str, int]:
+    """``HOST[:PORT]`` given on the command line; an empty host is this machine."""
+    try:
+        host, port = parse_host_port(value, default_port)
+    except ValueError as exc:
+        raise AdminError(f"bad address {value!r}: {exc}") from exc
+    return host or "127.0.0.1", port
+
+
+def _client(args: argparse.Namespace, timeout_s: float = 10.0) -> AdminClient:
+    host, port = _address(args.bootstrap, 9092)
+    return AdminClient(host, port, timeout_s=timeout_s)
+
+
+def _health(args: argparse.Namespace) -> int:
+    with _client(args, args.timeout) as client:
+        client.api_versions()
+    print("ok")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    with _client(args) as client:
+        groups = client.list_groups()
+    if args.json:
+        print(json.dumps([{"group": g, "protocol_type": p, "state": s} for g, p, s in groups], indent=1))
+        return 0
+    _print_table(["GROUP", "PROTOCOL-TYPE", "STATE"], [list(row) for row in groups])
+    return 0
+
+
+def describe_rows(
+    group: Any, committed: dict[tuple[str, int], int], log_end: dict[tuple[str, int], int]
+) -> list[dict[str, Any]]:
+    """One row per partition that is assigned or committed, as ``kafka-consumer-groups --describe``."""
+    owners: dict[tuple[str, int], Any] = {}
+    for member in group.members:
+        assignment = decode_member_assignment(str(group.protocol_type), bytes(member.member_assignment))
+        for topic, partitions in (assignment or {}).items():
+            for partition in partitions:
+                owners[(topic, partition)] = member
+    rows = []
+    for topic, partition in sorted(set(owners) | set(committed)):
+        member = owners.get((topic, partition))
+        current = committed.get((topic, partition))
+        end = log_end.get((topic, partition))
+        rows.append(
+            {
+                "topic": topic,
+                "partition": partition,
+                "current_offset": current,
+                "log_end_offset": end,
+                "lag": None if current is None or end is None else max(end - current, 0),
+                "consumer_id": None if member is None else str(member.member_id),
+                "host": None if member is None else str(member.client_host),
+                "client_id": None if member is None else str(member.client_id),
+            }
+        )
+    return rows
+
+
+def _describe(args: argparse.Namespace) -> int:
+    with _client(args) as client:
+        group = client.describe_group(args.group)
+        offsets = client.group_offsets(args.group)
+        assigned = [
+            (topic, partition)
+            for member in group.members
+            for topic, partitions in (
+                decode_member_assignment(str(group.protocol_type), bytes(member.member_assignment)) or {}
+            ).items()
+            for partition in partitions
+        ]
+        log_end = {**client.log_end_offsets(sorted(set(assigned) - set(offsets.log_end))), **offsets.log_end}
+    rows = describe_rows(group, offsets.committed, log_end)
+    members = [
+        {
+            "member_id": str(m.member_id),
+            "group_instance_id": m.group_instance_id,
+            "client_id": str(m.client_id),
+            "host": str(m.client_host),
+            "assignment": decode_member_assignment(str(group.protocol_type), bytes(m.member_assignment)),
+        }
+        for m in group.members
+    ]
+    if args.json:
+        summary = {
+            "group": args.group,
+            "state": str(group.group_state),
+            "protocol_type": str(group.protocol_type),
+            "protocol": str(group.protocol_data),
+            "members": members,
+            "partitions": rows,
+        }
+        print(json.dumps(summary, indent=1))
+        return 0
+    print(
+        f"Group {args.group}: {group.group_state}, protocol {group.protocol_type}/{group.protocol_data}, "
+        f"{len(members)} member(s)\n"
+    )
+    headers = [
+        "TOPIC",
+        "PARTITION",
+        "CURRENT-OFFSET",
+        "LOG-END-OFFSET",
+        "LAG",
+        "CONSUMER-ID",
+        "HOST",
+        "CLIENT-ID",
+    ]
+    _print_table(headers, [[_shown(row[key]) for key in row] for row in rows])
+    return 0
+
+
+def _history(args: argparse.Namespace) -> int:
+    host, port = _address(args.metrics, 9644)
+    url = f"http://{host}:{port}/v1/groups/{quote(args.group, safe='')}"
+    try:
+        with urllib.request.urlopen(url, timeout=10) as reply:
+            view = json.load(reply)
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:
+            raise AdminError(f"unknown group {args.group!r}") from exc
+        raise AdminError(f"{url}: HTTP {exc.code}") from exc
+    except (OSError, ValueError) as exc:
+        raise AdminError(f"{url}: {exc}") from exc
+    history = view["history"]
+    if args.json:
+        print(json.dumps(history, indent=1))
+        return 0
+    print(
+        f"Group {view['group']}: {view['state']}, generation {view['generation']}, "
+        f"{len(history)} rebalance(s)\n"
+    )
+    headers = [
+        "#",
+        "TRIGGER",
+        "OUTCOME",
+        "GEN",
+        "JOIN-MS",
+        "SYNC-MS",
+        "TOTAL-MS",
+        "BEFORE",
+        "AFTER",
+        "REMOVED",
+    ]
+    rows = [
+        [
+            str(i),
+            r["trigger"],
+            r["outcome"],
+            f"{r['generation_before']}->{_shown(r['generation_after'])}",
+            _shown(r["join_ms"]),
+            _shown(r["sync_ms"]),
+            _shown(r["total_ms"]),
+            str(len(r["members_before"])),
+            str(len(r["members_after"])),
+            ",".join(r["removed_not_rejoined"] + r["removed_not_synced"]) or "-",
+        ]
+        for i, r in enumerate(history, 1)
+    ]
+    _print_table(headers, rows)
+    for i, r in enumerate(history, 1):
+        print(f"#{i} reason: {r['reason']}" + "".join(f"\n   client: {c}" for c in r["client_reasons"]))
+    return 0
+
+
+def _shown(value: Any) -> str:
+    return "-" if value is None else str(value)
+
+
+def _print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    widths = [max([len(h), *(len(row[i]) for row in rows)]) for i, h in enumerate(headers)]
+    for row in [list(headers), *rows]:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())

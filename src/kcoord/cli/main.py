@@ -1,0 +1,138 @@
+"""The ``kcoord`` command line: ``serve``, ``config show``, ``groups list|describe|history``, ``health``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import structlog
+
+from kcoord.cli import groups as cli_groups
+from kcoord.config import Settings, SettingsError
+from kcoord.observability.logging import configure_logging
+
+EXIT_BAD_CONFIG = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kcoord", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="run the server")
+    _add_setting_flags(serve)
+
+    config = commands.add_parser("config", help="inspect settings")
+    config_commands = config.add_subparsers(dest="config_command", required=True)
+    show = config_commands.add_parser("show", help="print effective settings and where each came from")
+    _add_setting_flags(show)
+    cli_groups.add_commands(commands)
+    return parser
+
+
+def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", metavar="FILE", help="TOML file of settings (Kafka property names)")
+    parser.add_argument("--listen", metavar="HOST:PORT", help="Kafka listener (listeners); port 0 = any")
+    parser.add_argument(
+        "--advertised-listener", metavar="HOST:PORT", help="address given to clients (advertised.listeners)"
+    )
+    parser.add_argument("--data-dir", metavar="DIR", help="data directory (log.dirs)")
+    parser.add_argument(
+        "--metrics-listen", metavar="HOST:PORT", help="HTTP /metrics listener (kcoord.metrics.listen)"
+    )
+    parser.add_argument(
+        "--set",
+        metavar="NAME=VALUE",
+        action="append",
+        default=[],
+        help="any setting by its Kafka property name, e.g. --set num.partitions=3 (repeatable)",
+    )
+
+
+def _flags(args: argparse.Namespace) -> dict[str, Any]:
+    flags: dict[str, Any] = {}
+    for item in args.set:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise SettingsError(f"--set {item!r}: expected NAME=VALUE")
+        flags[name.strip()] = value
+    named = {
+        "listeners": args.listen,
+        "advertised.listeners": args.advertised_listener,
+        "log.dirs": args.data_dir,
+        "kcoord.metrics.listen": args.metrics_listen,
+    }
+    flags.update({k: v for k, v in named.items() if v is not None})
+    return flags
+
+
+def load_settings(args: argparse.Namespace) -> Settings:
+    import os
+
+    config_file = args.config or os.environ.get("KCOORD_CONFIG") or None
+    return Settings.load(config_file=config_file, flags=_flags(args))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command in ("groups", "health"):
+        return cli_groups.run(args)
+    try:
+        settings = load_settings(args)
+    except SettingsError as exc:
+        print(f"kcoord: bad setting: {exc}", file=sys.stderr)
+        return EXIT_BAD_CONFIG
+    if args.command == "config":
+        return _config_show(settings)
+    configure_logging(settings["kcoord.log.format"], settings["kcoord.log.level"])
+    if settings.unknown_environment:
+        structlog.get_logger(__name__).warning(
+            "config.unknown_environment_ignored", variables=list(settings.unknown_environment)
+        )
+    return _serve(settings)
+
+
+def _config_show(settings: Settings) -> int:
+    for name, value in settings.items():
+        shown = value.value
+        if isinstance(shown, tuple) and len(shown) == 2 and isinstance(shown[1], int):
+            shown = f"{shown[0]}:{shown[1]}"
+        elif isinstance(shown, tuple):
+            shown = ",".join(str(x) for x in shown)
+        print(f"{name} = {shown}    # {value.source}")
+    return 0
+
+
+def _serve(settings: Settings) -> int:
+    try:
+        import uvloop
+    except ImportError:
+        runner = asyncio.run
+    else:
+        runner = uvloop.run
+    with contextlib.suppress(KeyboardInterrupt):
+        runner(_run_until_signalled(settings))
+    return 0
+
+
+async def _run_until_signalled(settings: Settings) -> None:
+    from kcoord.app import App
+
+    app = App(settings)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    await app.start()
+    await stop.wait()
+    structlog.get_logger(__name__).info("kcoord.stopping")
+    await app.stop()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

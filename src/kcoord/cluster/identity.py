@@ -1,0 +1,65 @@
+"""The node id and cluster id, kept in ``meta.properties`` in the data directory.
+
+Both are fixed the first time a data directory is used and read back on every later start,
+so clients that cached the cluster id see the same cluster after a restart.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+META_FILE = "meta.properties"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeIdentity:
+    node_id: int
+    cluster_id: str
+
+
+@dataclass(slots=True)
+class Node:
+    """This node as clients see it: its identity and the address it advertises.
+
+    The advertised address is only settled once the listener has bound (port 0 in tests), so the
+    composition root sets it then; until then it is the configured one.
+    """
+
+    node_id: int
+    cluster_id: str
+    advertised: tuple[str, int]
+
+
+def new_cluster_id() -> str:
+    """Kafka's form: a random UUID as 22 characters of URL-safe base64."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def load_or_create_identity(data_dir: Path, configured_node_id: int) -> NodeIdentity:
+    path = data_dir / META_FILE
+    if path.exists():
+        props = _read_properties(path)
+        return NodeIdentity(int(props["node.id"]), props["cluster.id"])
+    identity = NodeIdentity(configured_node_id, new_cluster_id())
+    data_dir.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        fh.write(f"version=1\nnode.id={identity.node_id}\ncluster.id={identity.cluster_id}\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    tmp.replace(path)
+    return identity
+
+
+def _read_properties(path: Path) -> dict[str, str]:
+    props: dict[str, str] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if line and not line.startswith("#") and "=" in line:
+            key, _, value = line.partition("=")
+            props[key.strip()] = value.strip()
+    return props

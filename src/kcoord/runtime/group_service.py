@@ -1,0 +1,143 @@
+"""The group APIs' view of the coordinator: one typed method per API.
+
+The edge never sees a shard: each method picks the group's partition, runs the matching shard
+operation there (a write whose answer is released once its records are durable, or a read of
+the current state) and returns the core's response type. The runtime underneath
+(:class:`GroupCoordinator`) stays generic over what a shard is.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from kio.schema.errors import ErrorCode
+
+from kcoord.coordinator.classic.messages import (
+    DeleteGroupResult,
+    DescribedGroup,
+    HeartbeatRequest,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    ListedGroup,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from kcoord.coordinator.offsets import (
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetDeleteResponse,
+    OffsetDeleteTopic,
+    OffsetFetchResponse,
+    OffsetFetchTopic,
+)
+from kcoord.coordinator.result import CoordinatorResult
+from kcoord.coordinator.shard import GroupCoordinatorShard
+from kcoord.protocol.errors import KafkaError
+from kcoord.runtime.runner import Sink
+from kcoord.runtime.service import GroupCoordinator
+
+
+@dataclass(frozen=True, slots=True)
+class GroupListing:
+    """The groups of every loaded partition; ``complete`` is False while some partition loads."""
+
+    groups: list[ListedGroup]
+    complete: bool
+
+
+class GroupService:
+    def __init__(self, coordinator: GroupCoordinator) -> None:
+        self._coordinator = coordinator
+
+    # -- membership
+
+    async def join_group(self, request: JoinGroupRequest, connection_id: int) -> JoinGroupResponse:
+        def join(shard: GroupCoordinatorShard, sink: Sink, now_ms: int) -> CoordinatorResult:
+            return shard.join_group(request, sink, now_ms, connection_id)
+
+        response: JoinGroupResponse = await self._coordinator.write(request.group_id, join)
+        return response
+
+    async def sync_group(self, request: SyncGroupRequest, connection_id: int) -> SyncGroupResponse:
+        def sync(shard: GroupCoordinatorShard, sink: Sink, now_ms: int) -> CoordinatorResult:
+            return shard.sync_group(request, sink, now_ms, connection_id)
+
+        response: SyncGroupResponse = await self._coordinator.write(request.group_id, sync)
+        return response
+
+    def heartbeat(self, request: HeartbeatRequest, connection_id: int) -> ErrorCode:
+        """Answered at once (it never parks and never writes); raises while the partition loads."""
+        return self._coordinator.heartbeat(request, connection_id)
+
+    async def leave_group(self, request: LeaveGroupRequest) -> LeaveGroupResponse:
+        def leave(shard: GroupCoordinatorShard, sink: Sink, now_ms: int) -> CoordinatorResult:
+            return shard.leave_group(request, sink, now_ms)
+
+        response: LeaveGroupResponse = await self._coordinator.write(request.group_id, leave)
+        return response
+
+    def member_disconnected(self, group_id: str, member_id: str, connection_id: int) -> None:
+        """A connection that carried this member closed (a fast-failover hint)."""
+        self._coordinator.member_disconnected(group_id, member_id, connection_id)
+
+    # -- offsets
+
+    async def commit_offsets(self, request: OffsetCommitRequest) -> OffsetCommitResponse:
+        def commit(shard: GroupCoordinatorShard, sink: Sink, now_ms: int) -> CoordinatorResult:
+            return shard.commit_offsets(request, sink, now_ms)
+
+        response: OffsetCommitResponse = await self._coordinator.write(request.group_id, commit)
+        return response
+
+    def fetch_offsets(
+        self, group_id: str, topics: list[OffsetFetchTopic] | None, require_stable: bool
+    ) -> OffsetFetchResponse:
+        def fetch(shard: GroupCoordinatorShard) -> OffsetFetchResponse:
+            return shard.fetch_offsets(group_id, topics, require_stable)
+
+        return self._coordinator.read(group_id, fetch)
+
+    async def delete_offsets(self, group_id: str, topics: list[OffsetDeleteTopic]) -> OffsetDeleteResponse:
+        def delete(shard: GroupCoordinatorShard, sink: Sink, now_ms: int) -> CoordinatorResult:
+            return shard.delete_offsets(group_id, topics, sink, now_ms)
+
+        response: OffsetDeleteResponse = await self._coordinator.write(group_id, delete)
+        return response
+
+    # -- admin
+
+    def list_groups(self, states_filter: Collection[str] | None) -> GroupListing:
+        shards: list[GroupCoordinatorShard] = list(self._coordinator.active_shards())
+        groups = [listed for shard in shards for listed in shard.list_groups(states_filter)]
+        return GroupListing(groups, complete=len(shards) >= self._coordinator.num_partitions)
+
+    def describe_group(self, group_id: str, api_version: int) -> DescribedGroup:
+        def describe(shard: GroupCoordinatorShard) -> DescribedGroup:
+            return shard.describe_group(group_id, api_version)
+
+        return self._coordinator.read(group_id, describe)
+
+    async def delete_groups(self, group_ids: list[str]) -> list[DeleteGroupResult]:
+        """One write per offsets partition; a partition that fails answers its error for its groups."""
+        by_partition: dict[int, list[str]] = defaultdict(list)
+        for group_id in group_ids:
+            by_partition[self._coordinator.partition_for(group_id)].append(group_id)
+        results: list[DeleteGroupResult] = []
+        for batch in by_partition.values():
+
+            def delete(
+                shard: GroupCoordinatorShard, sink: Sink, now_ms: int, batch: list[str] = batch
+            ) -> CoordinatorResult:
+                return shard.delete_groups(batch, sink, now_ms)
+
+            try:
+                answers: list[DeleteGroupResult] = await self._coordinator.write(batch[0], delete)
+            except KafkaError as exc:
+                results.extend(DeleteGroupResult(group_id, exc.code) for group_id in batch)
+                continue
+            results.extend(answers)
+        return results

@@ -1,0 +1,190 @@
+"""The group coordinator service: routes a group to its offsets-log partition and runs it there.
+
+A group lives on partition ``partition_for(group_id)`` of ``__consumer_offsets``. This service
+creates that topic at start, starts one :class:`PartitionRunner` per partition (each loads its
+partition from the log concurrently), drives the shared timing wheel, and runs the periodic
+offset expiry. Edge modules call :meth:`write` (an operation that may append records and whose
+response is released after they are durable) or :meth:`read` (a synchronous look at the state).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol, TypeVar
+
+import structlog
+from kio.schema.errors import ErrorCode
+
+from kcoord.coordinator.classic.messages import HeartbeatRequest
+from kcoord.coordinator.partitioner import partition_for
+from kcoord.coordinator.result import CoordinatorResult
+from kcoord.runtime.runner import (
+    PartitionRunner,
+    PartitionState,
+    PrefixedTimer,
+    Shard,
+    Sink,
+    split_timer_key,
+)
+from kcoord.runtime.timer_driver import TimerDriver
+from kcoord.storage.api import PartitionLog
+from kcoord.timer.api import Clock, Timer
+from kcoord.timer.wheel import TimingWheel
+
+log = structlog.get_logger(__name__)
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+T = TypeVar("T")
+
+Operation = Callable[[Any, Any, int], CoordinatorResult]
+"""``op(shard, sink, now_ms) -> result``: runs on the group's partition."""
+
+
+class OffsetsTopic(Protocol):
+    """What the service needs of the topic catalogue."""
+
+    async def ensure_offsets_topic(self, partitions: int) -> int:
+        """Create ``__consumer_offsets`` if missing; return its real partition count."""
+
+    def partition_log(self, name: str, partition: int) -> PartitionLog | None: ...
+
+
+class GroupCoordinator:
+    def __init__(
+        self,
+        topics: OffsetsTopic,
+        clock: Clock,
+        shard_factory: Callable[[int, Timer], Shard],
+        *,
+        num_partitions: int,
+        expiry_interval_ms: int,
+    ) -> None:
+        self._topics = topics
+        self._clock = clock
+        self._shard_factory = shard_factory
+        self.num_partitions = num_partitions
+        self._expiry_interval_ms = expiry_interval_ms
+        self._runners: dict[int, PartitionRunner] = {}
+        self._driver = TimerDriver(TimingWheel(start_ms=clock.now_ms()), clock, self._on_expired)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.loaded = asyncio.Event()
+
+    async def start(self) -> None:
+        """Create the offsets topic if needed and start loading every partition."""
+        self.num_partitions = await self._topics.ensure_offsets_topic(self.num_partitions)
+        for partition in range(self.num_partitions):
+            partition_log = self._topics.partition_log(OFFSETS_TOPIC, partition)
+            if partition_log is None:
+                raise RuntimeError(f"{OFFSETS_TOPIC}-{partition} has no log")
+            shard = self._shard_factory(partition, PrefixedTimer(self._driver, partition))
+            self._runners[partition] = PartitionRunner(partition, shard, partition_log, self._clock)
+        self._driver.start()
+        self._spawn(self._load_all())
+        self._spawn(self._expire_periodically())
+
+    async def _load_all(self) -> None:
+        await asyncio.gather(*(runner.load() for runner in self._runners.values()))
+        self.loaded.set()
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        await self._driver.stop()
+        for runner in self._runners.values():
+            await runner.close()
+
+    def partition_for(self, group_id: str) -> int:
+        return partition_for(group_id, self.num_partitions)
+
+    def runner(self, group_id: str) -> PartitionRunner:
+        return self._runners[self.partition_for(group_id)]
+
+    async def write(self, group_id: str, operation: Operation) -> Any:
+        """Run ``operation`` on the group's shard; returns the response once it is released."""
+        runner = self.runner(group_id)
+        sink = Sink()
+        runner.run(lambda now: operation(runner.shard, sink, now))
+        return await sink
+
+    def heartbeat(self, request: HeartbeatRequest, connection_id: int) -> ErrorCode:
+        """A heartbeat, answered at once: it never parks and never writes.
+
+        The hot path of every stable group, so it skips what :meth:`write` needs for requests
+        that wait or append: no sink, no future, no result object.
+        """
+        runner = self.runner(request.group_id)
+        runner.check_active()
+        shard: Any = runner.shard
+        error: ErrorCode = shard.heartbeat_code(request, runner.clock.now_ms(), connection_id)
+        return error
+
+    def read(self, group_id: str, reader: Callable[[Any], T]) -> T:
+        """A synchronous look at the group's shard (raises while it is loading)."""
+        runner = self.runner(group_id)
+        runner.check_active()
+        return reader(runner.shard)
+
+    def member_disconnected(self, group_id: str, member_id: str, connection_id: int) -> None:
+        """A connection that carried this member closed (fast-failover hint; see classic/liveness.py)."""
+        runner = self.runner(group_id)
+        shard: Any = runner.shard
+        if runner.state is PartitionState.ACTIVE:
+            runner.run(lambda now: shard.member_disconnected(group_id, member_id, connection_id, now))
+
+    def partitions_added(self, topic: str) -> None:
+        """A topic grew: every shard rebalances the groups subscribed to it."""
+        for runner in self._runners.values():
+            if runner.state is PartitionState.ACTIVE:
+                runner.run(functools.partial(_partitions_added, runner.shard, topic))
+
+    def active_shards(self) -> Iterator[Any]:
+        for runner in self._runners.values():
+            if runner.state is PartitionState.ACTIVE:
+                yield runner.shard
+
+    def all_runners(self) -> list[PartitionRunner]:
+        return list(self._runners.values())
+
+    def _on_expired(self, keys: list[str]) -> None:
+        for full_key in keys:
+            partition, key = split_timer_key(full_key)
+            runner = self._runners.get(partition)
+            if runner is None or runner.state is not PartitionState.ACTIVE:
+                continue
+            try:
+                runner.run(functools.partial(runner.shard.on_timer, key))
+            except Exception:
+                log.exception("coordinator.timer_failed", partition=partition, key=key)
+
+    async def _expire_periodically(self) -> None:
+        await self.loaded.wait()
+        while True:
+            await asyncio.sleep(self._expiry_interval_ms / 1000)
+            for runner in self._runners.values():
+                if runner.state is PartitionState.ACTIVE:
+                    try:
+                        runner.run(functools.partial(_expire_offsets, runner.shard))
+                    except Exception:
+                        log.exception("coordinator.offset_expiry_failed", partition=runner.partition)
+
+    def _spawn(self, coroutine: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+
+def _partitions_added(shard: Any, topic: str, now_ms: int) -> CoordinatorResult:
+    result: CoordinatorResult = shard.on_partitions_added(topic, now_ms)
+    return result
+
+
+def _expire_offsets(shard: Any, now_ms: int) -> CoordinatorResult:
+    result: CoordinatorResult = shard.expire_offsets(now_ms)
+    return result

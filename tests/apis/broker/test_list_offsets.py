@@ -1,0 +1,112 @@
+"""ListOffsets handler: earliest, latest, max timestamp and lookups by time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kcoord.apis.broker.list_offsets import handle_list_offsets, list_offsets_error
+from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.errors import ErrorCode
+from tests.support.served import served_spec
+
+from .data_path_helpers import DataPathApp, context, make_app, make_batch, on_the_wire, request
+
+T0 = 1_700_000_000_000
+
+
+@pytest.fixture
+async def app(tmp_path: Path) -> DataPathApp:
+    app = await make_app(tmp_path / "data")
+    await app.topics.create("t", 2)
+    partition_log = app.topics.partition_log("t", 0)
+    assert partition_log is not None
+    for i, ts in enumerate((T0, T0 + 5000, T0 + 1000)):
+        await partition_log.append(make_batch([b"%d" % i, b"x"], timestamp_ms=ts))
+    return app
+
+
+def body(*parts: tuple[str, int, int]) -> dict[str, Any]:
+    return {
+        "replica_id": -1,
+        "isolation_level": 0,
+        "topics": [
+            {"name": topic, "partitions": [{"partition_index": p, "timestamp": ts}]} for topic, p, ts in parts
+        ],
+    }
+
+
+async def lookup(
+    app: DataPathApp, topic: str, partition: int, timestamp: int, version: int = 7
+) -> dict[str, Any]:
+    ctx = context(ApiKey.LIST_OFFSETS, version)
+    response = await handle_list_offsets(
+        ctx, request(ApiKey.LIST_OFFSETS, version, body((topic, partition, timestamp))), topics=app.topics
+    )
+    answer: dict[str, Any] = response["topics"][0]["partitions"][0]
+    return answer
+
+
+async def test_latest_and_earliest(app: DataPathApp) -> None:
+    """-1 answers the log end offset and -2 the log start offset, both with timestamp -1."""
+    latest = await lookup(app, "t", 0, -1)
+    earliest = await lookup(app, "t", 0, -2)
+    assert (latest["offset"], latest["timestamp"], latest["leader_epoch"]) == (6, -1, -1)
+    assert (earliest["offset"], earliest["timestamp"]) == (0, -1)
+
+
+async def test_max_timestamp(app: DataPathApp) -> None:
+    """-3 answers the batch holding the largest timestamp."""
+    found = await lookup(app, "t", 0, -3)
+    assert (found["offset"], found["timestamp"]) == (2, T0 + 5000)
+
+
+async def test_by_timestamp(app: DataPathApp) -> None:
+    """A timestamp finds the first batch whose max timestamp is at or after it."""
+    found = await lookup(app, "t", 0, T0 + 500)
+    assert (found["offset"], found["timestamp"]) == (2, T0 + 5000)
+    exact = await lookup(app, "t", 0, T0, version=1)
+    assert (exact["offset"], exact["timestamp"]) == (0, T0)
+
+
+async def test_not_found_and_empty(app: DataPathApp) -> None:
+    """A timestamp after every batch, or any lookup on an empty log, answers offset -1 timestamp -1."""
+    late = await lookup(app, "t", 0, T0 + 10_000)
+    empty_max = await lookup(app, "t", 1, -3)
+    empty_latest = await lookup(app, "t", 1, -1)
+    assert (late["offset"], late["timestamp"], late["error_code"]) == (-1, -1, ErrorCode.none)
+    assert (empty_max["offset"], empty_max["timestamp"]) == (-1, -1)
+    assert empty_latest["offset"] == 0
+
+
+async def test_unknown_topic(app: DataPathApp) -> None:
+    """Unknown topics and partitions answer UNKNOWN_TOPIC_OR_PARTITION per partition."""
+    assert (await lookup(app, "nope", 0, -1))["error_code"] == ErrorCode.unknown_topic_or_partition
+    assert (await lookup(app, "t", 9, -1))["error_code"] == ErrorCode.unknown_topic_or_partition
+
+
+def test_error_response_covers_every_partition() -> None:
+    """The whole-request error form repeats the code on each requested partition."""
+    req = request(ApiKey.LIST_OFFSETS, 7, body(("a", 0, -1), ("b", 3, -2)))
+    shaped = list_offsets_error(req, ErrorCode.unknown_server_error)
+    codes = [p["error_code"] for t in shaped["topics"] for p in t["partitions"]]
+    assert codes == [ErrorCode.unknown_server_error] * 2
+
+
+@pytest.mark.parametrize("version", [1, 2, 4, 6, 7])
+async def test_every_served_version_encodes(app: DataPathApp, version: int) -> None:
+    """Answers encode at v1-v7, with leader_epoch -1 from v4."""
+    ctx = context(ApiKey.LIST_OFFSETS, version)
+    req = request(ApiKey.LIST_OFFSETS, version, body(("t", 0, -1)))
+    response = await handle_list_offsets(ctx, req, topics=app.topics)
+    answer = on_the_wire(ApiKey.LIST_OFFSETS, version, response).topics[0].partitions[0]
+    assert (answer.offset, answer.timestamp) == (6, -1)
+    assert getattr(answer, "leader_epoch", -1) == -1
+
+
+def test_advertised_versions() -> None:
+    """ListOffsets is advertised v1-v7 (v7 brings MAX_TIMESTAMP)."""
+    spec = served_spec(ApiKey.LIST_OFFSETS)
+    assert (spec.min_version, spec.max_version) == (1, 7)

@@ -1,0 +1,104 @@
+"""ProducerStateManager: id blocks that survive restarts, epochs and sequence rules."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from kcoord.cluster.producer_state import ID_BLOCK_FILE, ProducerStateManager
+from kcoord.protocol.errors import ErrorCode, KafkaError
+
+
+def test_ids_are_unique_across_restarts(tmp_path: Path) -> None:
+    """A restarted manager never hands out an id given before, even from a partly used block."""
+    first = ProducerStateManager(tmp_path, id_block_size=10)
+    before = {first.init_producer()[0] for _ in range(13)}
+    second = ProducerStateManager(tmp_path, id_block_size=10)
+    after = {second.init_producer()[0] for _ in range(5)}
+    assert len(before) == 13
+    assert not before & after
+    assert int((tmp_path / ID_BLOCK_FILE).read_text()) == 30
+
+
+def test_reinit_with_current_epoch_bumps_it(tmp_path: Path) -> None:
+    """KIP-360: re-init with the current id and epoch bumps the epoch; a stale epoch gets a new id."""
+    manager = ProducerStateManager(tmp_path)
+    pid, epoch = manager.init_producer()
+    assert manager.init_producer(pid, epoch) == (pid, epoch + 1)
+    new_pid, new_epoch = manager.init_producer(pid, epoch)
+    assert new_pid != pid and new_epoch == 0
+
+
+def test_unknown_id_reinit_gets_new_id(tmp_path: Path) -> None:
+    """An id the manager did not issue since it started (e.g. before a restart) gets a fresh id."""
+    manager = ProducerStateManager(tmp_path)
+    pid, epoch = manager.init_producer(12345, 3)
+    assert pid != 12345 and epoch == 0
+
+
+def test_sequence_rules(tmp_path: Path) -> None:
+    """Next sequence is accepted, a gap is OUT_OF_ORDER, an old epoch INVALID_PRODUCER_EPOCH."""
+    manager = ProducerStateManager(tmp_path)
+    manager.check_and_record("t", 0, 1, 0, 0, 5).complete(0, -1)
+    manager.check_and_record("t", 0, 1, 0, 5, 1).complete(5, -1)
+    with pytest.raises(KafkaError) as gap:
+        manager.check_and_record("t", 0, 1, 0, 9, 1)
+    assert gap.value.code == ErrorCode.out_of_order_sequence_number
+    with pytest.raises(KafkaError) as new_epoch_gap:
+        manager.check_and_record("t", 0, 1, 1, 3, 1)
+    assert new_epoch_gap.value.code == ErrorCode.out_of_order_sequence_number
+    manager.check_and_record("t", 0, 1, 1, 0, 1).complete(6, -1)
+    with pytest.raises(KafkaError) as fenced:
+        manager.check_and_record("t", 0, 1, 0, 6, 1)
+    assert fenced.value.code == ErrorCode.invalid_producer_epoch
+
+
+def test_sequence_wraps_at_int32_max(tmp_path: Path) -> None:
+    """After sequence 2**31-1 the next batch starts at 0."""
+    manager = ProducerStateManager(tmp_path)
+    manager.check_and_record("t", 0, 1, 0, 2**31 - 2, 2).complete(0, -1)
+    assert not manager.check_and_record("t", 0, 1, 0, 0, 1).duplicate
+
+
+async def test_duplicate_of_one_of_the_last_five(tmp_path: Path) -> None:
+    """Any of the last five batches is recognised as a duplicate; older ones are out of order."""
+    manager = ProducerStateManager(tmp_path)
+    for i in range(6):
+        manager.check_and_record("t", 0, 1, 0, i, 1).complete(100 + i, -1)
+    dup = manager.check_and_record("t", 0, 1, 0, 2, 1)
+    assert dup.duplicate
+    assert await dup.original() == (102, -1)
+    with pytest.raises(KafkaError):
+        manager.check_and_record("t", 0, 1, 0, 0, 1)
+
+
+async def test_duplicate_of_pending_append_waits_for_it(tmp_path: Path) -> None:
+    """A duplicate of a batch still being appended answers once the original has its offset."""
+    manager = ProducerStateManager(tmp_path)
+    original = manager.check_and_record("t", 0, 1, 0, 0, 1)
+    dup = manager.check_and_record("t", 0, 1, 0, 0, 1)
+    waiting = asyncio.ensure_future(dup.original())
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    original.complete(40, 1234)
+    assert await waiting == (40, 1234)
+
+
+def test_failed_append_can_be_retried(tmp_path: Path) -> None:
+    """Forgetting a failed batch restores the expected sequence so the retry is not out of order."""
+    manager = ProducerStateManager(tmp_path)
+    manager.check_and_record("t", 0, 1, 0, 0, 1).complete(0, -1)
+    slot = manager.check_and_record("t", 0, 1, 0, 1, 3)
+    manager.forget("t", 0, 1, slot, OSError("disk"))
+    retry = manager.check_and_record("t", 0, 1, 0, 1, 3)
+    assert not retry.duplicate
+
+
+def test_partitions_are_independent(tmp_path: Path) -> None:
+    """Sequences are tracked per partition of each producer."""
+    manager = ProducerStateManager(tmp_path)
+    manager.check_and_record("t", 0, 1, 0, 0, 3).complete(0, -1)
+    assert not manager.check_and_record("t", 1, 1, 0, 0, 1).duplicate
+    assert manager.producer_count() == 1
