@@ -95,7 +95,6 @@ class App:
             host,
             port,
             max_request_bytes=s["socket.request.max.bytes"],
-            max_in_flight=s["queued.max.requests"],
             idle_timeout_s=s["connections.max.idle.ms"] / 1000,
         )
         bound = await self.listener.start()

@@ -99,7 +99,6 @@ DEFINITIONS: tuple[Definition, ...] = (
     Definition("node.id", 1, _int(0), "Node id used when the data directory is new (then read from it)."),
     Definition("socket.request.max.bytes", 104857600, _int(1024), "Largest request frame accepted."),
     Definition("connections.max.idle.ms", 600000, _int(1000), "Idle connections are closed after this."),
-    Definition("queued.max.requests", 500, _int(1), "Requests in flight per connection before reads pause."),
     # topics
     Definition(
         "auto.create.topics.enable", True, _bool, "Create topics on Metadata/Produce for unknown names."
