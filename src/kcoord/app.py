@@ -1,8 +1,9 @@
 """The composition root: builds kcoord's parts in order and stops them in reverse.
 
-Start: identity -> log store -> topics -> group coordinator -> Kafka listener -> HTTP endpoint.
+Start: identity -> log store -> topics -> producer state (rebuilt from the logs) -> group
+coordinator -> Kafka listener -> HTTP endpoint.
 Stop (SIGTERM): stop accepting, drain in-flight requests for a bounded time, stop the
-coordinator, flush and close the logs.
+coordinator, snapshot producer state, flush and close the logs.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ import structlog
 
 from kcoord.broker.growth_hints import GrowthHints
 from kcoord.broker.identity import load_or_create_identity
+from kcoord.broker.producer_snapshots import ProducerSnapshots
 from kcoord.broker.producer_state import ProducerStateManager
 from kcoord.broker.topic_configs import log_config_for
 from kcoord.broker.topic_manager import TopicChange, TopicEvent, TopicManager
+from kcoord.broker.topic_names import INTERNAL_TOPICS
 from kcoord.config import Settings
 from kcoord.coordinator.classic.config import ClassicGroupConfig
 from kcoord.coordinator.service import GroupCoordinator
@@ -51,6 +54,7 @@ class App:
         self.store: LogStore
         self.topics: TopicManager
         self.producers: ProducerStateManager
+        self.producer_snapshots: ProducerSnapshots
         self.coordinator: GroupCoordinator
         self.growth_hints = GrowthHints(self.clock)
         self.router = Router(self)
@@ -80,6 +84,11 @@ class App:
         self.topics = TopicManager(self.store, s, self.data_dir)
         await self.topics.load()
         self.producers = ProducerStateManager(self.data_dir)
+        self.producer_snapshots = ProducerSnapshots(
+            self.data_dir, self.store, self.producers, internal_topics=INTERNAL_TOPICS
+        )
+        await self.producer_snapshots.restore()
+        self.producer_snapshots.start()
         self.coordinator = GroupCoordinator(
             self.topics,
             self.clock,
@@ -151,6 +160,7 @@ class App:
         await self.coordinator.stop()
         if self.listener is not None:
             await self.listener.drain(self.settings["kcoord.shutdown.timeout.ms"] / 1000)
+        await self.producer_snapshots.stop()
         await self.store.close()
         if self.http is not None:
             await self.http.stop()
