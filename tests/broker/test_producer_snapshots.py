@@ -119,3 +119,14 @@ def test_rescanning_a_batch_changes_nothing() -> None:
         (0, 4, 0),
         (5, 9, 5),
     ]
+
+
+async def test_snapshot_of_a_partition_gone_is_removed(tmp_path: Path) -> None:
+    """A snapshot whose partition no longer exists (its topic was deleted) is removed at start."""
+    (tmp_path / SNAPSHOT_DIR).mkdir(parents=True)
+    orphan = tmp_path / SNAPSHOT_DIR / "gone-0.json"
+    orphan.write_text(json.dumps({"version": 1, "offset": 0, "producers": []}))
+    store, _, snapshots = await restored(tmp_path)
+    assert not orphan.exists()
+    await snapshots.stop()
+    await store.close()

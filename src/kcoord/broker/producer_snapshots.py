@@ -179,6 +179,8 @@ class ProducerSnapshots:
             self._producers.restore(topic, partition, scan.producers)
             restored += len(scan.producers)
             await asyncio.sleep(0)
+        for name in set(saved) - {f"{topic}-{partition}" for topic, partition in self._scans}:
+            await loop.run_in_executor(self._executor, self._remove, name)
         log.info("producer_state.restored", partitions=len(self._scans), producers=restored)
 
     def start(self) -> None:
