@@ -3,9 +3,10 @@ stops them in reverse.
 
 Build: identity, log store, topics, producer state, group coordinator and its service, every API
 (registered here and nowhere else), router, listener, HTTP endpoint.
-Start: log store -> topics -> group coordinator -> Kafka listener -> HTTP endpoint.
+Start: log store -> topics -> producer state (rebuilt from the logs) -> group coordinator -> Kafka
+listener -> HTTP endpoint.
 Stop (SIGTERM): stop accepting, drain in-flight requests for a bounded time, stop the
-coordinator, flush and close the logs.
+coordinator, snapshot producer state, flush and close the logs.
 """
 
 from __future__ import annotations
@@ -44,9 +45,11 @@ from kcoord.apis.groups import (
 from kcoord.apis.groups.common import MemberWatch
 from kcoord.cluster.growth_hints import GrowthHints
 from kcoord.cluster.identity import Node, load_or_create_identity
+from kcoord.cluster.producer_snapshots import ProducerSnapshots
 from kcoord.cluster.producer_state import ProducerStateManager
 from kcoord.cluster.topic_configs import log_config_for
 from kcoord.cluster.topic_manager import TopicChange, TopicEvent, TopicManager
+from kcoord.cluster.topic_names import INTERNAL_TOPICS
 from kcoord.config import Settings
 from kcoord.coordinator.classic.config import ClassicGroupConfig
 from kcoord.coordinator.shard import GroupCoordinatorShard
@@ -95,6 +98,9 @@ class App:
         self.store.timings = self.metrics
         self.topics = TopicManager(self.store, s, self.data_dir)
         self.producers = ProducerStateManager(self.data_dir)
+        self.producer_snapshots = ProducerSnapshots(
+            self.data_dir, self.store, self.producers, internal_topics=INTERNAL_TOPICS
+        )
         self.growth_hints = GrowthHints(self.clock)
         self.coordinator = GroupCoordinator(
             self.topics,
@@ -114,7 +120,6 @@ class App:
             host,
             port,
             max_request_bytes=s["socket.request.max.bytes"],
-            max_in_flight=s["queued.max.requests"],
             idle_timeout_s=s["connections.max.idle.ms"] / 1000,
         )
         metrics_host, metrics_port = s["kcoord.metrics.listen"]
@@ -164,6 +169,8 @@ class App:
         """Start everything; returns the Kafka address actually bound."""
         await self.store.open()
         await self.topics.load()
+        await self.producer_snapshots.restore()
+        self.producer_snapshots.start()
         await self.coordinator.start()
         self.topics.add_listener(self._on_topic_event)
         bound = await self.listener.start()
@@ -215,6 +222,7 @@ class App:
         self.listener.stop_reading()
         await self.coordinator.stop()
         await self.listener.drain(self.settings["kcoord.shutdown.timeout.ms"] / 1000)
+        await self.producer_snapshots.stop()
         await self.store.close()
         await self.http.stop()
         log.info("kcoord.stopped")

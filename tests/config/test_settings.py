@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -112,3 +113,31 @@ def test_host_port_forms() -> None:
     assert parse_host_port("broker", 9644) == ("broker", 9644)
     with pytest.raises(ValueError):
         parse_host_port("broker")
+
+
+SETTINGS_BEING_WIRED = frozenset({"offsets.commit.timeout.ms"})
+"""Defined settings another change is wiring now; allowed unread only while they are unread."""
+
+
+def _reads_of(name: str, sources: list[str]) -> bool:
+    quoted = re.escape(f'"{name}"')
+    subscript = re.compile(rf"\[\s*{quoted}\s*\]")
+    topic_config_synonym = re.compile(rf'_def\(\s*"[^"]+",[^,]+,[^,]+,\s*{quoted}')
+    return any(subscript.search(text) or topic_config_synonym.search(text) for text in sources)
+
+
+def test_every_defined_setting_is_read() -> None:
+    """Each setting in the definitions is read somewhere in src (``settings["name"]`` or as a topic
+    config's broker synonym): a setting that configures nothing must not be offered."""
+    package = Path(__file__).resolve().parents[2] / "src" / "kcoord"
+    definitions = package / "config" / "definitions.py"
+    sources = [p.read_text() for p in package.rglob("*.py") if p != definitions]
+    unread = {d.name for d in DEFINITIONS if not _reads_of(d.name, sources)}
+    assert unread - SETTINGS_BEING_WIRED == set()
+
+
+def test_offsets_topic_replication_factor_is_one_node() -> None:
+    """One node holds one replica of __consumer_offsets: 1 is the default and the only value accepted."""
+    assert Settings.load(environ={})["offsets.topic.replication.factor"] == 1
+    with pytest.raises(SettingsError, match=re.escape("offsets.topic.replication.factor")):
+        Settings.load(environ={}, flags={"offsets.topic.replication.factor": "3"})

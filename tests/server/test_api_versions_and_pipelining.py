@@ -73,8 +73,8 @@ def test_fifty_pipelined_requests_answered_in_order(shared_kcoord: KcoordProcess
             assert decode_body(version, frame).error_code == ErrorCode.none
 
 
-def test_slow_request_holds_back_later_answers(shared_kcoord: KcoordProcess, topic_name: str) -> None:
-    """A long-polling Fetch sent first is answered first, though the 49 requests behind it finish sooner."""
+def test_slow_request_holds_back_later_requests(shared_kcoord: KcoordProcess, topic_name: str) -> None:
+    """A long-polling Fetch sent first is answered first; the 49 behind it wait for it, as in Kafka."""
     with RawClient(shared_kcoord.host, shared_kcoord.port) as client:
         assert create_topic(client, topic_name) == 0
         started = time.monotonic()

@@ -66,6 +66,8 @@ def build_batch(
     timestamp_ms: int,
     headers: Sequence[tuple[str, bytes]] = (),
     producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
 ) -> bytes:
     """One uncompressed batch of (key, value) records, all with ``timestamp_ms`` and ``headers``."""
     assert records, "a batch holds at least one record"
@@ -87,8 +89,8 @@ def build_batch(
             timestamp_ms,
             timestamp_ms,
             producer_id,
-            -1,
-            -1,
+            producer_epoch,
+            base_sequence,
             len(records),
         )
         + body

@@ -18,9 +18,10 @@ Two jobs, both on the event loop (no locks):
    - otherwise the first sequence must follow the last one (sequences wrap at 2**31), else
      OUT_OF_ORDER_SEQUENCE_NUMBER.
 
-   **Not persisted**: after a restart every producer is unknown, and a batch of an unknown
-   producer is accepted whatever its sequence (as Kafka does when the producer's state has
-   expired). A retry that spans a restart may therefore be appended twice.
+   A batch of an unknown producer is accepted whatever its sequence (as Kafka does when the
+   producer's state has expired). Across restarts the state is rebuilt from the log and its
+   snapshots (:mod:`kcoord.broker.producer_snapshots`) and loaded with :meth:`restore` before
+   the listener opens, so a retry that spans a restart is still recognised as a duplicate.
 
 The check and the bookkeeping happen in one synchronous step that the caller runs immediately
 before starting the log append (whose offsets are assigned before its first suspension), so two
@@ -38,6 +39,7 @@ import asyncio
 import os
 import time
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,6 +52,8 @@ __all__ = [
     "PRODUCER_EXPIRATION_MS",
     "BatchSlot",
     "ProducerStateManager",
+    "StoredBatch",
+    "StoredProducer",
 ]
 
 ID_BLOCK_FILE = "producer_ids"
@@ -108,6 +112,25 @@ class BatchSlot:
     def _settle(self) -> None:
         if self._settled is not None and not self._settled.done():
             self._settled.set_result(None)
+
+
+@dataclass(slots=True)
+class StoredBatch:
+    """A batch of an idempotent producer as the log holds it."""
+
+    first_sequence: int
+    last_sequence: int
+    base_offset: int
+    log_append_time_ms: int
+
+
+@dataclass(slots=True)
+class StoredProducer:
+    """One producer's state on one partition as the log holds it: its epoch and newest batches."""
+
+    epoch: int
+    batches: list[StoredBatch]
+    """Oldest first, at most :data:`BATCHES_KEPT`."""
 
 
 @dataclass(slots=True, eq=False)
@@ -173,6 +196,31 @@ class ProducerStateManager:
             fh.flush()
             os.fsync(fh.fileno())
         tmp.replace(self._id_file)
+
+    def restore(self, topic: str, partition: int, producers: Mapping[int, StoredProducer]) -> None:
+        """Load the state the log holds for ``topic``-``partition`` (at start, before any Produce).
+
+        Each restored batch is a completed slot, so a retry of it is answered with its stored
+        offset; the producer's epoch is current again for an InitProducerId epoch bump (KIP-360).
+        """
+        now = time.monotonic()
+        for producer_id, stored in producers.items():
+            if not stored.batches:
+                continue
+            state = _PartitionProducer(stored.epoch, stored.batches[-1].last_sequence, now)
+            for batch in stored.batches:
+                state.batches.append(
+                    BatchSlot(
+                        batch.first_sequence,
+                        batch.last_sequence,
+                        base_offset=batch.base_offset,
+                        log_append_time_ms=batch.log_append_time_ms,
+                    )
+                )
+            self._partitions[(producer_id, topic, partition)] = state
+            known = self._epochs.get(producer_id)
+            if known is None or known[0] < stored.epoch:
+                self._epochs[producer_id] = (stored.epoch, now)
 
     # Produce
 

@@ -194,7 +194,11 @@ class TopicManager:
             return existing.partitions
         try:
             info = await self.create(
-                CONSUMER_OFFSETS, partitions, 1, self._offsets_topic_configs(), internal=True
+                CONSUMER_OFFSETS,
+                partitions,
+                self._settings["offsets.topic.replication.factor"],
+                self._offsets_topic_configs(),
+                internal=True,
             )
         except KafkaError as exc:
             if exc.code != ErrorCode.topic_already_exists:

@@ -104,7 +104,6 @@ DEFINITIONS: tuple[Definition, ...] = (
     Definition("node.id", 1, _int(0), "Node id used when the data directory is new (then read from it)."),
     Definition("socket.request.max.bytes", 104857600, _int(1024), "Largest request frame accepted."),
     Definition("connections.max.idle.ms", 600000, _int(1000), "Idle connections are closed after this."),
-    Definition("queued.max.requests", 500, _int(1), "Requests in flight per connection before reads pause."),
     # topics
     Definition(
         "auto.create.topics.enable", True, _bool, "Create topics on Metadata/Produce for unknown names."
@@ -135,7 +134,9 @@ DEFINITIONS: tuple[Definition, ...] = (
     ),
     # offsets log and groups
     Definition("offsets.topic.num.partitions", 50, _int(1, 1000), "Partitions of __consumer_offsets."),
-    Definition("offsets.topic.replication.factor", 3, _int(1), "Accepted for compatibility (one node)."),
+    Definition(
+        "offsets.topic.replication.factor", 1, _int(1, 1), "Replicas of __consumer_offsets (one node: 1)."
+    ),
     Definition("offsets.topic.segment.bytes", 104857600, _int(14), "Segment size of __consumer_offsets."),
     Definition("offsets.retention.minutes", 10080, _int(1), "Offsets of an empty group expire after this."),
     Definition("offsets.retention.check.interval.ms", 600000, _int(1), "How often offsets expire."),
@@ -145,12 +146,6 @@ DEFINITIONS: tuple[Definition, ...] = (
     Definition("group.max.session.timeout.ms", 1800000, _int(1), "Largest session timeout a member may ask."),
     Definition("group.initial.rebalance.delay.ms", 3000, _int(0), "Wait for more members of a new group."),
     Definition("group.max.size", 2147483647, _int(1), "Most members a group may have."),
-    Definition("group.consumer.session.timeout.ms", 45000, _int(1), "KIP-848 member session timeout."),
-    Definition("group.consumer.heartbeat.interval.ms", 5000, _int(1), "KIP-848 heartbeat interval."),
-    Definition("group.consumer.assignors", ("uniform", "range"), _list, "KIP-848 server assignors."),
-    Definition(
-        "group.coordinator.rebalance.protocols", ("classic", "consumer"), _list, "Group protocols served."
-    ),
     # kcoord's own
     Definition(
         "kcoord.metrics.listen", "127.0.0.1:9644", parse_host_port, "HTTP listener for /metrics and /v1."

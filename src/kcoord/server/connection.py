@@ -1,9 +1,16 @@
-"""One client connection: size-prefixed frames in, responses out in request order.
+"""One client connection: size-prefixed frames in, one request at a time, responses out in order.
 
-Requests are handled concurrently (a Fetch long-poll or a parked JoinGroup never stops the
-connection from reading), but responses leave in the order the requests arrived, as Kafka's
-protocol requires. At most ``queued.max.requests`` requests are in flight; past that the
-connection stops reading, which pushes back on the client through TCP.
+As in Apache Kafka (whose network layer mutes a channel until its response is sent), a
+connection's next request is processed only once the previous one's response is decided and
+written to the transport. So an OffsetFetch pipelined behind an OffsetCommit reads the committed
+offset, and a Fetch pipelined behind a Produce sees the produced records. A parked JoinGroup or a
+long-polling Fetch holds its own connection and no other.
+
+Back-pressure needs no request queue: while a request is processed nothing is parsed, the stream
+reader buffers at most its byte limit before the transport stops reading from the socket, and a
+client that does not read its responses stops being served once the transport's write buffer
+passes its high-water mark (``drain``). This is why kcoord has no ``queued.max.requests``: with
+one request at a time per connection there is no per-connection queue to bound.
 """
 
 from __future__ import annotations
@@ -31,7 +38,6 @@ class Connection:
         info: ConnectionInfo,
         *,
         max_request_bytes: int,
-        max_in_flight: int,
         idle_timeout_s: float,
     ) -> None:
         self._reader = reader
@@ -40,36 +46,33 @@ class Connection:
         self.info = info
         self._max_request_bytes = max_request_bytes
         self._idle_timeout_s = idle_timeout_s
-        self._responses: asyncio.Queue[asyncio.Task[bytes | None] | None] = asyncio.Queue(max_in_flight)
         self._log = log.bind(connection_id=info.connection_id, peer=f"{info.client_host}:{info.client_port}")
         self._closing = False
-        self._reading: asyncio.Task[None] | None = None
-        self._in_flight = 0
+        self._task: asyncio.Task[None] | None = None
+        self._waiting_for_request = False
+        """True while the connection reads its next frame: the one moment shutdown may cancel it."""
+        self._shutdown_cancelled = False
+        self._handling = False
         self.last_active = asyncio.get_running_loop().time()
 
     async def run(self) -> None:
         """Serve until the peer closes, a bad frame arrives, or the server stops."""
-        sender = asyncio.create_task(self._send_responses())
-        reading = asyncio.create_task(self._read_requests())
-        self._reading = reading
+        self._task = asyncio.current_task()
         try:
-            await reading
+            await self._serve()
         except asyncio.CancelledError:
-            if not self._closing:
-                reading.cancel()
+            if not self._shutdown_cancelled:
                 raise
+            if self._task is not None:
+                self._task.uncancel()
         except CloseConnectionError as exc:
             self._log.warning("connection.closed_bad_request", reason=str(exc))
         except (ConnectionError, asyncio.IncompleteReadError) as exc:
             self._log.info("connection.lost", reason=type(exc).__name__)
+        except Exception:
+            self._log.exception("connection.failed")
         finally:
             self._closing = True
-            with contextlib.suppress(asyncio.QueueFull):
-                self._responses.put_nowait(None)
-            if self._responses.full():
-                sender.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await sender
             await self._close_transport()
             for callback in self.info.close_callbacks:
                 try:
@@ -77,76 +80,76 @@ class Connection:
                 except Exception:
                     self._log.exception("connection.close_callback_failed")
 
-    async def _read_requests(self) -> None:
+    async def _serve(self) -> None:
+        loop = asyncio.get_running_loop()
+        writer = self._writer
+        transport = writer.transport
+        handle = self._router.handle
         while not self._closing:
-            try:
-                head = await self._reader.readexactly(4)
-            except asyncio.IncompleteReadError as exc:
-                if exc.partial:
-                    raise CloseConnectionError(f"frame size cut off after {len(exc.partial)} bytes") from exc
-                self._log.debug("connection.closed_by_peer")
-                return
-            (size,) = _SIZE.unpack(head)
-            if size < 0:
-                raise CloseConnectionError(f"negative frame size {size}")
-            if size > self._max_request_bytes:
-                raise CloseConnectionError(f"frame of {size} bytes exceeds socket.request.max.bytes")
-            try:
-                frame = await self._reader.readexactly(size)
-            except asyncio.IncompleteReadError as exc:
-                raise CloseConnectionError(f"frame cut off: {len(exc.partial)} of {size} bytes") from exc
-            self.last_active = asyncio.get_running_loop().time()
-            self._in_flight += 1
-            task = asyncio.create_task(self._router.handle(frame, self.info))
-            await self._responses.put(task)
-
-    async def _send_responses(self) -> None:
-        while True:
-            task = await self._responses.get()
-            if task is None:
-                return
-            try:
-                frame = await task
-                self._in_flight -= 1
-                self.last_active = asyncio.get_running_loop().time()
-            except CloseConnectionError as exc:
-                self._log.warning("connection.closed_bad_request", reason=str(exc))
-                self._abort()
-                return
+            frame = await self._next_frame()
             if frame is None:
+                return
+            self._handling = True
+            self.last_active = loop.time()
+            try:
+                response = await handle(frame, self.info)
+            finally:
+                self._handling = False
+            self.last_active = loop.time()
+            if response is None:
                 continue
-            self._writer.write(frame)
-            await self._writer.drain()
+            writer.write(response)
+            if transport.get_write_buffer_size() > 0:
+                await writer.drain()
+
+    async def _next_frame(self) -> bytes | None:
+        """The next request frame; None when the peer closed cleanly between frames."""
+        self._waiting_for_request = True
+        try:
+            return await self._read_frame()
+        finally:
+            self._waiting_for_request = False
+
+    async def _read_frame(self) -> bytes | None:
+        try:
+            head = await self._reader.readexactly(4)
+        except asyncio.IncompleteReadError as exc:
+            if exc.partial:
+                raise CloseConnectionError(f"frame size cut off after {len(exc.partial)} bytes") from exc
+            self._log.debug("connection.closed_by_peer")
+            return None
+        (size,) = _SIZE.unpack(head)
+        if size < 0:
+            raise CloseConnectionError(f"negative frame size {size}")
+        if size > self._max_request_bytes:
+            raise CloseConnectionError(f"frame of {size} bytes exceeds socket.request.max.bytes")
+        try:
+            return await self._reader.readexactly(size)
+        except asyncio.IncompleteReadError as exc:
+            raise CloseConnectionError(f"frame cut off: {len(exc.partial)} of {size} bytes") from exc
 
     def close_if_idle(self, now: float) -> None:
-        """Close a connection that has had no request and nothing in flight for connections.max.idle.ms.
+        """Close a connection that has had no request and none in progress for connections.max.idle.ms.
 
         Checked by the listener's sweeper rather than a timer per read, which would cost a timer
         allocation on every request of the hot path.
         """
-        if self._in_flight == 0 and now - self.last_active > self._idle_timeout_s and not self._closing:
+        if not self._handling and now - self.last_active > self._idle_timeout_s and not self._closing:
             self._log.info("connection.idle_closed", idle_s=self._idle_timeout_s)
             self.begin_shutdown()
 
     def begin_shutdown(self) -> None:
-        """Stop reading requests; those already read are answered, then the connection closes."""
-        self._closing = True
-        if self._reading is not None:
-            self._reading.cancel()
+        """Stop taking requests: a request in progress is still answered, then the connection closes.
 
-    def _abort(self) -> None:
+        Only a connection waiting for its next frame is cancelled; one in the middle of a request
+        finishes it (bounded by the listener's drain deadline) and then leaves its loop.
+        """
         self._closing = True
-        if self._reading is not None:
-            self._reading.cancel()
-        transport = self._writer.transport
-        if not transport.is_closing():
-            transport.close()
+        if self._waiting_for_request and self._task is not None and not self._shutdown_cancelled:
+            self._shutdown_cancelled = True
+            self._task.cancel()
 
     async def _close_transport(self) -> None:
-        while not self._responses.empty():
-            pending = self._responses.get_nowait()
-            if pending is not None:
-                pending.cancel()
         self._writer.close()
         with contextlib.suppress(Exception):
             await self._writer.wait_closed()

@@ -24,14 +24,12 @@ class Listener:
         port: int,
         *,
         max_request_bytes: int,
-        max_in_flight: int,
         idle_timeout_s: float,
     ) -> None:
         self._router = router
         self._host = host
         self._port = port
         self._max_request_bytes = max_request_bytes
-        self._max_in_flight = max_in_flight
         self._idle_timeout_s = idle_timeout_s
         self._server: asyncio.Server | None = None
         self._ids = itertools.count(1)
@@ -95,7 +93,6 @@ class Listener:
             self._router,
             info,
             max_request_bytes=self._max_request_bytes,
-            max_in_flight=self._max_in_flight,
             idle_timeout_s=self._idle_timeout_s,
         )
         task = asyncio.current_task()

@@ -88,6 +88,8 @@ class FileLog(SegmentedLog):
         self._queue: list[_Op] = []
         self._drainer: asyncio.Task[None] | None = None
         self._dirty = False
+        self.synced_at_close = False
+        """True once :meth:`close` made everything written durable; the clean-shutdown marker needs it."""
         self._flusher: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -208,8 +210,16 @@ class FileLog(SegmentedLog):
         if self._flusher is not None:
             self._flusher.cancel()
             self._flusher = None
-        if self._failure is None:
-            await self._run(_sync_all, self._segments)
+        if self._failure is not None:
+            logger.error("log.final_sync_skipped", topic=self._topic, partition=self._partition)
+        else:
+            try:
+                await self._run(_sync_all, self._segments)
+                self.synced_at_close = True
+            except OSError as exc:
+                logger.error(
+                    "log.final_sync_failed", topic=self._topic, partition=self._partition, error=repr(exc)
+                )
         await self._run(_close_all, self._segments)
 
     # Compaction: staging and discarding run in the cleaner's thread, the rest on the writer pool.

@@ -3,7 +3,8 @@
 At open every ``<topic>-<partition>`` directory is loaded in a worker thread (the active
 segment is rescanned, so a torn tail left by a crash is cut off). A ``.kcoord_clean_shutdown``
 marker written by :meth:`FileLogStore.close` and removed at open tells the next start whether
-the CRCs of the active segments must be checked.
+the CRCs of the active segments must be checked. It is written only when every log synced at
+close: a log whose write failed, or whose final sync failed, leaves the next start to verify.
 """
 
 from __future__ import annotations
@@ -126,7 +127,12 @@ class FileLogStore(StoreBase[FileLog]):
     async def close(self) -> None:
         await self._stop_and_close_logs()
         loop = asyncio.get_running_loop()
-        if self.root.exists():
+        unsynced = sorted(
+            f"{log.topic}-{log.partition}" for log in self._logs.values() if not log.synced_at_close
+        )
+        if unsynced:
+            logger.warning("log_store.unclean_close", unsynced=unsynced[:20], count=len(unsynced))
+        elif self.root.exists():
             await loop.run_in_executor(self._executor, self._write_marker)
         self._logs.clear()
         self._executor.shutdown(wait=True)

@@ -1,0 +1,256 @@
+"""Idempotent producers' state across restarts: rebuilt from the log, snapshotted per partition.
+
+As in Kafka's ``ProducerStateManager``, what a partition knows of its idempotent producers is a
+function of the batches in its log: every batch header carries the producer id, epoch, base
+sequence and offsets. So kcoord *derives* that state by scanning batch headers:
+
+- at start, from the partition's snapshot (the state up to an offset) to the log end, before the
+  listener opens; the result is loaded into :class:`ProducerStateManager`, so a batch retried
+  across a restart is recognised as a duplicate and answered with its original offset;
+- while running, every :data:`SNAPSHOT_INTERVAL_S`, each partition's scan moves on from where it
+  stopped by at most :data:`SCAN_BYTES_PER_PASS` (reads from the page cache, headers only
+  parsed), and a changed state is written to ``<data dir>/producer-snapshots/<topic>-<partition>``
+  in a worker thread (temporary file, fsync, rename): the event loop never waits for the disk;
+- at a clean stop, every scan runs to the log end and every snapshot is written.
+
+A snapshot only bounds the scan at the next start; correctness never depends on it. Its offset
+is checked against the log: a snapshot past the log end (the log lost its tail) is ignored and the
+partition is scanned from its start. Batches the scan meets at or below a producer's newest known
+batch offset are skipped, so rescanning is harmless. A snapshot left behind by a deleted topic may
+only hold producer ids that are never issued again (ids are reserved on disk before use).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from kcoord.cluster.producer_state import BATCHES_KEPT, ProducerStateManager, StoredBatch, StoredProducer
+from kcoord.protocol.errors import KafkaError
+from kcoord.protocol.record_batch import BatchHeader, iter_batches
+from kcoord.storage import LogStore, PartitionLog
+
+__all__ = ["SNAPSHOT_DIR", "PartitionScan", "ProducerSnapshots"]
+
+log = structlog.get_logger(__name__)
+
+SNAPSHOT_DIR = "producer-snapshots"
+SNAPSHOT_INTERVAL_S = 5.0
+SCAN_BYTES_PER_PASS = 8 << 20
+_READ_BYTES = 1 << 20
+_SEQUENCE_MODULUS = 1 << 31
+_FORMAT_VERSION = 1
+
+
+class PartitionScan:
+    """The producer state a partition's log holds below ``offset``."""
+
+    def __init__(self, offset: int = 0, producers: dict[int, StoredProducer] | None = None) -> None:
+        self.offset = offset
+        self.producers: dict[int, StoredProducer] = producers or {}
+        self.changed = False
+
+    def apply(self, header: BatchHeader) -> None:
+        """Take one batch into the state (a batch without a producer id changes nothing)."""
+        producer_id = header.producer_id
+        if producer_id < 0 or header.base_sequence < 0:
+            return
+        known = self.producers.get(producer_id)
+        if known is not None:
+            if known.batches and header.base_offset <= known.batches[-1].base_offset:
+                return
+            if header.producer_epoch < known.epoch:
+                return
+        if known is None or header.producer_epoch > known.epoch:
+            known = StoredProducer(header.producer_epoch, [])
+            self.producers[producer_id] = known
+        last_sequence = (header.base_sequence + header.last_offset_delta) % _SEQUENCE_MODULUS
+        append_time = header.max_timestamp if header.is_log_append_time else -1
+        known.batches.append(
+            StoredBatch(header.base_sequence, last_sequence, header.base_offset, append_time)
+        )
+        if len(known.batches) > BATCHES_KEPT:
+            del known.batches[0]
+        self.changed = True
+
+    def advance(self, partition_log: PartitionLog, max_bytes: int | None) -> bool:
+        """Scan from ``offset`` towards the log end, reading at most ``max_bytes`` (None: no bound).
+
+        Returns True when the scan reached the end of the log.
+        """
+        if self.offset > partition_log.log_end_offset:
+            self.offset, self.producers, self.changed = 0, {}, True
+        offset = max(self.offset, partition_log.log_start_offset)
+        read = 0
+        while offset < partition_log.log_end_offset and (max_bytes is None or read < max_bytes):
+            data = partition_log.read(offset, _READ_BYTES)
+            after = offset
+            for _, header in iter_batches(data):
+                self.apply(header)
+                after = header.next_offset
+            if after <= offset:
+                break
+            offset, read = after, read + len(data)
+        if offset != self.offset:
+            self.offset, self.changed = offset, True
+        return offset >= partition_log.log_end_offset
+
+
+def encode_snapshot(scan: PartitionScan) -> bytes:
+    producers = [
+        [
+            pid,
+            p.epoch,
+            [[b.first_sequence, b.last_sequence, b.base_offset, b.log_append_time_ms] for b in p.batches],
+        ]
+        for pid, p in scan.producers.items()
+    ]
+    return json.dumps({"version": _FORMAT_VERSION, "offset": scan.offset, "producers": producers}).encode()
+
+
+def decode_snapshot(data: bytes) -> PartitionScan:
+    """The scan a snapshot holds; ValueError when it is not a snapshot this version wrote."""
+    document: Any = json.loads(data)
+    if not isinstance(document, dict) or document.get("version") != _FORMAT_VERSION:
+        raise ValueError("unknown snapshot format")
+    producers: dict[int, StoredProducer] = {}
+    for pid, epoch, batches in document["producers"]:
+        producers[int(pid)] = StoredProducer(
+            int(epoch), [StoredBatch(int(f), int(s), int(o), int(t)) for f, s, o, t in batches]
+        )
+    return PartitionScan(int(document["offset"]), producers)
+
+
+class ProducerSnapshots:
+    """Keeps a :class:`PartitionScan` per data partition, restores it at start, snapshots it."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        store: LogStore,
+        producers: ProducerStateManager,
+        *,
+        internal_topics: Iterable[str] = (),
+        interval_s: float = SNAPSHOT_INTERVAL_S,
+    ) -> None:
+        self._dir = Path(data_dir) / SNAPSHOT_DIR
+        self._store = store
+        self._producers = producers
+        self._internal = frozenset(internal_topics)
+        self._interval_s = interval_s
+        self._scans: dict[tuple[str, int], PartitionScan] = {}
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kcoord-producer-snapshots")
+        self._task: asyncio.Task[None] | None = None
+
+    def _partitions(self) -> list[tuple[str, int, PartitionLog]]:
+        found = []
+        for topic, partition in self._store.partitions():
+            partition_log = self._store.get(topic, partition)
+            if partition_log is not None and topic not in self._internal:
+                found.append((topic, partition, partition_log))
+        return found
+
+    async def restore(self) -> None:
+        """Rebuild every partition's producer state (snapshot + log tail) into the state manager."""
+        loop = asyncio.get_running_loop()
+        saved = await loop.run_in_executor(self._executor, self._read_snapshots)
+        restored = 0
+        for topic, partition, partition_log in self._partitions():
+            scan = saved.get(f"{topic}-{partition}") or PartitionScan()
+            if scan.offset > partition_log.log_end_offset:
+                log.warning(
+                    "producer_snapshot.past_log_end",
+                    topic=topic,
+                    partition=partition,
+                    snapshot_offset=scan.offset,
+                    log_end_offset=partition_log.log_end_offset,
+                )
+                scan = PartitionScan()
+            scan.advance(partition_log, None)
+            self._scans[(topic, partition)] = scan
+            self._producers.restore(topic, partition, scan.producers)
+            restored += len(scan.producers)
+            await asyncio.sleep(0)
+        for name in set(saved) - {f"{topic}-{partition}" for topic, partition in self._scans}:
+            await loop.run_in_executor(self._executor, self._remove, name)
+        log.info("producer_state.restored", partitions=len(self._scans), producers=restored)
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        """Stop the periodic pass, then scan every partition to its end and write its snapshot."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        try:
+            await self.snapshot_all(max_bytes=None)
+        finally:
+            self._executor.shutdown(wait=True)
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self._interval_s)
+            try:
+                await self.snapshot_all(max_bytes=SCAN_BYTES_PER_PASS)
+            except Exception:
+                log.exception("producer_snapshot.pass_failed")
+
+    async def snapshot_all(self, *, max_bytes: int | None) -> int:
+        """One pass: advance every scan (each by at most ``max_bytes``) and write the changed ones."""
+        loop = asyncio.get_running_loop()
+        live = set()
+        written = 0
+        for topic, partition, partition_log in self._partitions():
+            key = (topic, partition)
+            live.add(key)
+            scan = self._scans.setdefault(key, PartitionScan())
+            try:
+                scan.advance(partition_log, max_bytes)
+            except KafkaError:
+                continue
+            if scan.changed:
+                scan.changed = False
+                await loop.run_in_executor(
+                    self._executor, self._write, f"{topic}-{partition}", encode_snapshot(scan)
+                )
+                written += 1
+            await asyncio.sleep(0)
+        for key in set(self._scans) - live:
+            del self._scans[key]
+            await loop.run_in_executor(self._executor, self._remove, f"{key[0]}-{key[1]}")
+        return written
+
+    def _read_snapshots(self) -> dict[str, PartitionScan]:
+        found: dict[str, PartitionScan] = {}
+        if not self._dir.is_dir():
+            return found
+        for path in self._dir.glob("*.json"):
+            try:
+                found[path.stem] = decode_snapshot(path.read_bytes())
+            except (OSError, ValueError, TypeError, KeyError) as exc:
+                log.warning("producer_snapshot.unreadable", path=str(path), error=repr(exc))
+        return found
+
+    def _write(self, name: str, data: bytes) -> None:
+        self._dir.mkdir(parents=True, exist_ok=True)
+        final = self._dir / f"{name}.json"
+        tmp = final.with_suffix(".tmp")
+        with tmp.open("wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        tmp.replace(final)
+
+    def _remove(self, name: str) -> None:
+        (self._dir / f"{name}.json").unlink(missing_ok=True)
