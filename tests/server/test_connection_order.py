@@ -41,7 +41,7 @@ async def send_together(client: AsyncRawClient, requests: list[Request]) -> list
 async def test_pipelined_commit_then_fetch_reads_the_commit(tmp_path: Path) -> None:
     """Each OffsetFetch pipelined right behind an OffsetCommit on one connection returns that commit."""
     async with running_app(tmp_path) as (app, port), connected(port) as client:
-        scene = Scene(client, 0, port, app.node_id, topic="ordered", group="ordered-group")
+        scene = Scene(client, 0, port, app.node.node_id, topic="ordered", group="ordered-group")
         await create_topic(scene)
         requests: list[Request] = []
         for offset in range(1, PAIRS + 1):
@@ -58,7 +58,7 @@ async def test_pipelined_commit_then_fetch_reads_the_commit(tmp_path: Path) -> N
 async def test_pipelined_produce_then_fetch_returns_the_records(tmp_path: Path) -> None:
     """Each Fetch pipelined right behind a Produce on one connection returns the batch just produced."""
     async with running_app(tmp_path) as (app, port), connected(port) as client:
-        scene = Scene(client, 0, port, app.node_id, topic="ordered-data")
+        scene = Scene(client, 0, port, app.node.node_id, topic="ordered-data")
         await create_topic(scene)
         requests: list[Request] = []
         for offset in range(PAIRS):
@@ -86,7 +86,7 @@ async def test_parked_join_holds_its_own_connection_only(tmp_path: Path) -> None
         connected(port) as parked,
         connected(port) as bystander,
     ):
-        scene = Scene(parked, 0, port, app.node_id, topic="parked-topic", group="parked-group")
+        scene = Scene(parked, 0, port, app.node.node_id, topic="parked-topic", group="parked-group")
         first = await parked.call(ApiKey.JOIN_GROUP, 5, join_sample(scene))
         assert first.error_code == ErrorCode.member_id_required
         scene.member_id = first.member_id
@@ -97,7 +97,7 @@ async def test_parked_join_holds_its_own_connection_only(tmp_path: Path) -> None
         for _ in range(20):
             answered = await bystander.call(ApiKey.API_VERSIONS, 3, _api_versions(), within_s=0.5)
             assert answered.error_code == ErrorCode.none
-        other = Scene(bystander, 0, port, app.node_id, topic="parked-topic", group="bystander-group")
+        other = Scene(bystander, 0, port, app.node.node_id, topic="parked-topic", group="bystander-group")
         await create_topic(other)
         committed = await bystander.call(ApiKey.OFFSET_COMMIT, 8, commit_sample(other), within_s=0.5)
         assert committed.topics[0].partitions[0].error_code == ErrorCode.none

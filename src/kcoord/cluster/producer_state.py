@@ -20,7 +20,7 @@ Two jobs, both on the event loop (no locks):
 
    A batch of an unknown producer is accepted whatever its sequence (as Kafka does when the
    producer's state has expired). Across restarts the state is rebuilt from the log and its
-   snapshots (:mod:`kcoord.broker.producer_snapshots`) and loaded with :meth:`restore` before
+   snapshots (:mod:`kcoord.cluster.producer_snapshots`) and loaded with :meth:`restore` before
    the listener opens, so a retry that spans a restart is still recognised as a duplicate.
 
 The check and the bookkeeping happen in one synchronous step that the caller runs immediately
