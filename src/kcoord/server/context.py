@@ -6,15 +6,21 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kcoord.protocol.codec import RequestHeader
+from kcoord.security.principal import ANONYMOUS, KafkaPrincipal
 
 
 @dataclass(slots=True)
 class ConnectionInfo:
-    """One client connection: its id, peer address and the callbacks to run when it closes."""
+    """One client connection: its id, peer address, who it proved to be, and the callbacks to run when
+    it closes. ``principal`` is ANONYMOUS until authentication (TLS client certificate or SASL) sets it;
+    ``listener_name`` and ``security_protocol`` are those of the listener that accepted it."""
 
     connection_id: int
     client_host: str
     client_port: int
+    principal: KafkaPrincipal = ANONYMOUS
+    listener_name: str = "PLAINTEXT"
+    security_protocol: str = "PLAINTEXT"
     close_callbacks: list[Callable[[], None]] = field(default_factory=list)
     watched_members: set[tuple[str, str]] = field(default_factory=set)
 
@@ -40,3 +46,7 @@ class RequestContext:
     @property
     def client_host(self) -> str:
         return self.connection.client_host
+
+    @property
+    def principal(self) -> KafkaPrincipal:
+        return self.connection.principal
