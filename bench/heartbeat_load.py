@@ -3,16 +3,18 @@
 ``--heartbeat-load-connections`` (200) connections are spread over ``--heartbeat-load-workers``
 (2) worker processes (``load_worker.py``, uvloop, no client library). Every connection first
 becomes the only member of its own group (JoinGroup v5 with a member id after MEMBER_ID_REQUIRED,
-SyncGroup v3 as leader; session 120 s), so 200 connections are 200 groups. Then each run has three
+SyncGroup v3 as leader; session 120 s), so 200 connections are 200 groups. Then each run has four
 phases on the same connections, back to back: Heartbeat v4, ApiVersions v3, OffsetCommit v8 (one
 partition, the same offset every time; every commit is a record appended to the offsets log, and
-with the default ``log.flush.policy=always`` it is flushed before the answer). In a phase every
+with the default ``log.flush.policy=always`` it is flushed before the answer) and OffsetFetch v8
+(one group, the partition just committed). In a phase every
 connection keeps ``--heartbeat-load-depth`` (1: no pipelining) requests in flight; a phase warms
 up for ``--heartbeat-load-warmup`` s and then counts answers for ``--heartbeat-load-seconds`` s.
 
 Reported per phase: requests/s (all workers), p50/p99 latency (send to answer, in the worker), the
 server's CPU (its /proc utime+stime over the window, 100% = one core) and the generator's CPU
-(sum over workers). The heartbeat/ApiVersions ratio is computed within each run. Every answer is
+(sum over workers). The heartbeat/ApiVersions and OffsetFetch/heartbeat ratios are computed within
+each run. Every answer is
 checked (first decoded, the rest compared by bytes), and any error fails the section.
 """
 
@@ -32,11 +34,11 @@ import wire
 from report import Measurement
 from server import BenchServer
 
-DESCRIPTION = "200 connections in 200 groups: Heartbeat, ApiVersions and OffsetCommit rates and latencies"
+DESCRIPTION = "a group per connection: Heartbeat, ApiVersions, OffsetCommit, OffsetFetch rates, latencies"
 WORKER = Path(__file__).resolve().parent / "load_worker.py"
 TOPIC = "bench-load"
 READY_TIMEOUT_S = 120.0
-PHASES = ("heartbeat", "api_versions", "commit")
+PHASES = ("heartbeat", "api_versions", "commit", "fetch")
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -190,4 +192,8 @@ def run(server: BenchServer, options: argparse.Namespace) -> list[Measurement]:
         h.rate / a.rate for h, a in zip(per_phase["heartbeat"], per_phase["api_versions"], strict=True)
     )
     measurements.append(Measurement("heartbeat / api_versions (target >= 0.8)", "ratio", ratios))
+    fetch_ratios = tuple(
+        f.rate / h.rate for f, h in zip(per_phase["fetch"], per_phase["heartbeat"], strict=True)
+    )
+    measurements.append(Measurement("fetch / heartbeat (target >= 0.8)", "ratio", fetch_ratios))
     return measurements
