@@ -19,6 +19,7 @@ import structlog
 from kcoord.storage.api import LogConfig, PartitionLog
 from kcoord.storage.file_log import FileLog
 from kcoord.storage.file_segment import fsync_directory, load_segments
+from kcoord.storage.group_commit import GroupCommitter
 from kcoord.storage.store_base import StoreBase
 from kcoord.timer.api import Clock
 
@@ -52,6 +53,7 @@ class FileLogStore(StoreBase[FileLog]):
         )
         self.root = root
         self._executor = ThreadPoolExecutor(max_workers=io_threads, thread_name_prefix="kcoord-log")
+        self._committer = GroupCommitter(self._executor)
 
     async def open(self) -> None:
         loop = asyncio.get_running_loop()
@@ -68,7 +70,9 @@ class FileLogStore(StoreBase[FileLog]):
                 clean_shutdown=clean,
             )
             segments = await loop.run_in_executor(self._executor, load)
-            log = FileLog(directory, topic, partition, config, self._clock, segments, self._executor)
+            log = FileLog(
+                directory, topic, partition, config, self._clock, segments, self._executor, self._committer
+            )
             self._adopt(log).start()
         logger.info("log_store.opened", root=str(self.root), partitions=len(self._logs), clean_shutdown=clean)
         self._start_background()
@@ -113,7 +117,9 @@ class FileLogStore(StoreBase[FileLog]):
                 now_ms=now,
                 clean_shutdown=False,
             )
-            return FileLog(directory, topic, partition, config, self._clock, segments, self._executor)
+            return FileLog(
+                directory, topic, partition, config, self._clock, segments, self._executor, self._committer
+            )
 
         log = await asyncio.get_running_loop().run_in_executor(self._executor, make)
         self._adopt(log).start()
@@ -129,6 +135,7 @@ class FileLogStore(StoreBase[FileLog]):
         if self.root.exists():
             await loop.run_in_executor(self._executor, self._write_marker)
         self._logs.clear()
+        self._committer.close()
         self._executor.shutdown(wait=True)
 
     def _write_marker(self) -> None:
