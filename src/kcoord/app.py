@@ -86,6 +86,8 @@ class App:
             self._new_shard,
             num_partitions=s["offsets.topic.num.partitions"],
             expiry_interval_ms=s["offsets.retention.check.interval.ms"],
+            append_timeout_ms=s["offsets.commit.timeout.ms"],
+            observer=self.metrics,
         )
         await self.coordinator.start()
         self.topics.add_listener(self._on_topic_event)

@@ -22,6 +22,7 @@ from kcoord.coordinator.classic.messages import HeartbeatRequest
 from kcoord.coordinator.partitioner import partition_for
 from kcoord.coordinator.result import CoordinatorResult
 from kcoord.coordinator.runtime import (
+    DEFAULT_APPEND_TIMEOUT_MS,
     PartitionRunner,
     PartitionState,
     PrefixedTimer,
@@ -29,6 +30,7 @@ from kcoord.coordinator.runtime import (
     Sink,
     split_timer_key,
 )
+from kcoord.runtime.observer import NO_OBSERVER, RuntimeObserver
 from kcoord.storage.api import PartitionLog
 from kcoord.timer.api import Clock, Timer
 from kcoord.timer.driver import TimerDriver
@@ -62,12 +64,16 @@ class GroupCoordinator:
         *,
         num_partitions: int,
         expiry_interval_ms: int,
+        append_timeout_ms: int = DEFAULT_APPEND_TIMEOUT_MS,
+        observer: RuntimeObserver = NO_OBSERVER,
     ) -> None:
         self._topics = topics
         self._clock = clock
         self._shard_factory = shard_factory
         self.num_partitions = num_partitions
         self._expiry_interval_ms = expiry_interval_ms
+        self._append_timeout_ms = append_timeout_ms
+        self._observer = observer
         self._runners: dict[int, PartitionRunner] = {}
         self._driver = TimerDriver(TimingWheel(start_ms=clock.now_ms()), clock, self._on_expired)
         self._tasks: set[asyncio.Task[None]] = set()
@@ -80,11 +86,22 @@ class GroupCoordinator:
             partition_log = self._topics.partition_log(OFFSETS_TOPIC, partition)
             if partition_log is None:
                 raise RuntimeError(f"{OFFSETS_TOPIC}-{partition} has no log")
-            shard = self._shard_factory(partition, PrefixedTimer(self._driver, partition))
-            self._runners[partition] = PartitionRunner(partition, shard, partition_log, self._clock)
+            new_shard = functools.partial(self._new_shard, partition)
+            self._runners[partition] = PartitionRunner(
+                partition,
+                new_shard(),
+                partition_log,
+                self._clock,
+                shard_factory=new_shard,
+                observer=self._observer,
+                append_timeout_ms=self._append_timeout_ms,
+            )
         self._driver.start()
         self._spawn(self._load_all())
         self._spawn(self._expire_periodically())
+
+    def _new_shard(self, partition: int) -> Shard:
+        return self._shard_factory(partition, PrefixedTimer(self._driver, partition))
 
     async def _load_all(self) -> None:
         await asyncio.gather(*(runner.load() for runner in self._runners.values()))
