@@ -77,9 +77,9 @@ class _Job:
     ops: list[_Op]
     fsync: bool
 
-    def write(self) -> list[Callable[[], None]]:
+    def write(self) -> list[int]:
         to_sync = _write_ops(self.ops)
-        return [data.sync_log for data in to_sync.values()] if self.fsync else []
+        return [data.fd for data in to_sync.values() if data.fd >= 0] if self.fsync else []
 
 
 class FileLog(SegmentedLog):

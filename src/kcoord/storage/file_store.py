@@ -17,6 +17,7 @@ from pathlib import Path
 import structlog
 
 from kcoord.storage.api import LogConfig, PartitionLog
+from kcoord.storage.durable_sync import SyncFiles, sync_files
 from kcoord.storage.file_log import FileLog
 from kcoord.storage.file_segment import fsync_directory, load_segments
 from kcoord.storage.group_commit import GroupCommitter
@@ -44,6 +45,7 @@ class FileLogStore(StoreBase[FileLog]):
         retention_check_interval_ms: int = 300000,
         log_cleaner_backoff_ms: int = 15000,
         io_threads: int = 2,
+        sync: SyncFiles = sync_files,
     ) -> None:
         super().__init__(
             default_config,
@@ -53,7 +55,7 @@ class FileLogStore(StoreBase[FileLog]):
         )
         self.root = root
         self._executor = ThreadPoolExecutor(max_workers=io_threads, thread_name_prefix="kcoord-log")
-        self._committer = GroupCommitter(self._executor)
+        self._committer = GroupCommitter(self._executor, sync=sync)
 
     async def open(self) -> None:
         loop = asyncio.get_running_loop()
@@ -135,7 +137,6 @@ class FileLogStore(StoreBase[FileLog]):
         if self.root.exists():
             await loop.run_in_executor(self._executor, self._write_marker)
         self._logs.clear()
-        self._committer.close()
         self._executor.shutdown(wait=True)
 
     def _write_marker(self) -> None:

@@ -7,23 +7,23 @@ on disk the loop keeps accepting appends, which form the next round: under load 
 every request that arrived during the previous one (group commit across requests and across
 partitions), and an idle store still writes a lone append at once.
 
-A round writes each log's batches with one ``writev`` per segment and then fsyncs every log that
-needs it (flush policy ``always``) concurrently on a small pool of sync threads, so the kernel can
-fold the fdatasyncs of many partitions into one journal commit instead of paying for each in turn.
-A log's failure fails only that log's appends; the others of the round complete.
+A round writes each log's batches with one ``writev`` per segment and then makes every file that
+needs it (flush policy ``always``) durable at once: one ``syncfs`` per filesystem when the round
+touched several files, ``fdatasync`` for a lone one (:mod:`kcoord.storage.durable_sync`). A log
+whose write fails fails only its own appends; a failed sync fails every log it covered.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor
+from collections.abc import Sequence
+from concurrent.futures import Executor
 from typing import Protocol
 
-__all__ = ["CommitJob", "GroupCommitter", "JobOutcome", "RoundWriter"]
+from kcoord.storage.durable_sync import SyncFiles, sync_files
 
-_SYNC_THREADS = 8
+__all__ = ["CommitJob", "GroupCommitter", "JobOutcome", "RoundWriter"]
 
 JobOutcome = BaseException | float | None
 """What a log's part of a round did: its exception, the seconds its fsync took, or None (no fsync)."""
@@ -32,8 +32,8 @@ JobOutcome = BaseException | float | None
 class CommitJob(Protocol):
     """A log's part of one round, run in the writer thread."""
 
-    def write(self) -> list[Callable[[], None]]:
-        """Write the queued bytes; return the syncs the round must still run (empty: nothing to sync)."""
+    def write(self) -> list[int]:
+        """Write the queued bytes; return the descriptors the round must make durable (may be empty)."""
 
 
 class RoundWriter(Protocol):
@@ -49,10 +49,9 @@ class RoundWriter(Protocol):
 class GroupCommitter:
     """The store's single writer: rounds of writes and fsyncs across all of its logs."""
 
-    def __init__(self, executor: Executor, *, sync_threads: int = _SYNC_THREADS) -> None:
+    def __init__(self, executor: Executor, *, sync: SyncFiles = sync_files) -> None:
         self._executor = executor
-        self._sync_threads = sync_threads
-        self._sync_pool: ThreadPoolExecutor | None = None
+        self._sync = sync
         self._waiting: dict[RoundWriter, None] = {}
         self._drainer: asyncio.Task[None] | None = None
         self.rounds = 0
@@ -93,44 +92,29 @@ class GroupCommitter:
             self._drainer = None
 
     def _write_round(self, jobs: Sequence[CommitJob]) -> list[JobOutcome]:
-        """In the writer thread: every job's writes in order, then every needed fsync concurrently."""
+        """In the writer thread: every job's writes in order, then one sync for all of them."""
         outcomes: list[JobOutcome] = [None] * len(jobs)
-        pending: list[tuple[int, list[Callable[[], None]]]] = []
+        synced: list[int] = []
+        fds: list[int] = []
         for index, job in enumerate(jobs):
             try:
-                syncs = job.write()
+                job_fds = job.write()
             except Exception as exc:
                 outcomes[index] = exc
                 continue
-            if syncs:
-                pending.append((index, syncs))
-        if len(pending) == 1 or self._sync_threads <= 1:
-            for index, syncs in pending:
-                outcomes[index] = _run_syncs(syncs)
-        elif pending:
-            pool = self._pool()
-            futures = [(index, pool.submit(_run_syncs, syncs)) for index, syncs in pending]
-            for index, future in futures:
-                outcomes[index] = future.result()
+            if job_fds:
+                synced.append(index)
+                fds.extend(job_fds)
+        if not fds:
+            return outcomes
+        started = time.perf_counter()
+        try:
+            self._sync(fds)
+        except Exception as exc:
+            for index in synced:
+                outcomes[index] = exc
+            return outcomes
+        seconds = time.perf_counter() - started
+        for index in synced:
+            outcomes[index] = seconds
         return outcomes
-
-    def _pool(self) -> ThreadPoolExecutor:
-        if self._sync_pool is None:
-            self._sync_pool = ThreadPoolExecutor(self._sync_threads, thread_name_prefix="kcoord-fsync")
-        return self._sync_pool
-
-    def close(self) -> None:
-        """Release the sync threads (the store's executor is the store's to shut down)."""
-        if self._sync_pool is not None:
-            self._sync_pool.shutdown(wait=True)
-            self._sync_pool = None
-
-
-def _run_syncs(syncs: list[Callable[[], None]]) -> BaseException | float:
-    started = time.perf_counter()
-    try:
-        for sync in syncs:
-            sync()
-    except Exception as exc:
-        return exc
-    return time.perf_counter() - started
