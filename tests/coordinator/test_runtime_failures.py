@@ -149,3 +149,20 @@ async def test_an_append_slower_than_the_commit_timeout_answers_request_timed_ou
     log.gate.set()
     await runner.close()
     assert shards[0].appended == [[offset_record("g", 0, 1)]], "records that land late still count"
+
+
+async def test_records_that_cannot_be_encoded_are_answered_and_the_partition_reloads() -> None:
+    """A group id too long for the record's string: UNKNOWN_SERVER_ERROR, never silence, and a reload."""
+    log = FakeLog()
+    runner, shards, _ = runner_with_factory(log)
+    await runner.load()
+    sink = Sink()
+    too_long = offset_record("g" * 40_000, 0, 1)
+    with capture_logs() as logs:
+        runner.run(lambda now: CoordinatorResult(records=[too_long], responses=[(sink, "ok")]))
+        with pytest.raises(KafkaError) as raised:
+            await asyncio.wait_for(sink, 1)
+    assert raised.value.code == ErrorCode.unknown_server_error
+    assert any(entry["event"] == "offsets_log.record_encoding_failed" for entry in logs)
+    await wait_for_state(runner, PartitionState.ACTIVE)
+    assert len(shards) == 2 and log.batches == []

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import functools
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -114,9 +115,13 @@ def split_timer_key(key: str) -> tuple[int, str]:
     return int(partition), inner
 
 
+_encoded_key = functools.lru_cache(maxsize=1 << 16)(encode_key)
+"""A group commits the same partitions again and again: their key bytes are worth keeping."""
+
+
 def encode_batch(records: list[CoordinatorRecord], now_ms: int) -> bytes:
     """One uncompressed batch holding ``records`` (offsets relative; the log assigns the base)."""
-    return encode_plain_batch([(encode_key(r.key), encode_value(r.value)) for r in records], now_ms)
+    return encode_plain_batch([(_encoded_key(r.key), encode_value(r.value)) for r in records], now_ms)
 
 
 class _Pending:
@@ -201,15 +206,29 @@ class PartitionRunner:
         if pending is None:
             return
         records = [record for result in pending.results for record in result.records]
-        append = asyncio.ensure_future(self._append(records))
+        try:
+            batch = encode_batch(records, self.clock.now_ms())
+        except Exception as exc:
+            self._encoding_failed(pending, exc)
+            return
+        append = asyncio.ensure_future(self.log.append(batch))
         self._in_flight.add(append)
         epoch = self._epoch
         append.add_done_callback(lambda done: self._appended(done, pending, epoch))
 
-    async def _append(self, records: list[CoordinatorRecord]) -> None:
-        await self.log.append(encode_batch(records, self.clock.now_ms()))
+    def _encoding_failed(self, pending: _Pending, error: Exception) -> None:
+        """Records that cannot be written: answer UNKNOWN_SERVER_ERROR and drop what the shard assumed."""
+        if pending.timer is not None:
+            pending.timer.cancel()
+        self._log.error("offsets_log.record_encoding_failed", error=repr(error), exc_info=error)
+        failure = KafkaError(ErrorCode.unknown_server_error)
+        for result in pending.results:
+            for sink, _ in result.responses:
+                sink.fail(failure)
+        self._epoch += 1
+        self._start_reload()
 
-    def _appended(self, append: asyncio.Future[None], pending: _Pending, epoch: int) -> None:
+    def _appended(self, append: asyncio.Future[Any], pending: _Pending, epoch: int) -> None:
         self._in_flight.discard(append)
         if pending.timer is not None:
             pending.timer.cancel()

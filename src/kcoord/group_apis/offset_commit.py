@@ -17,11 +17,18 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kcoord.coordinator.offsets import OffsetCommitPartition, OffsetCommitRequest, OffsetCommitTopic
+from kcoord.coordinator.offsets import (
+    OffsetCommitPartition,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitTopic,
+)
 from kcoord.group_apis.common import coordinator, millis
 from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.codec import EncodedResponse
 from kcoord.protocol.errors import KafkaError
 from kcoord.protocol.registry import REGISTRY
+from kcoord.protocol.response_cache import ResponseCache
 from kcoord.server.context import RequestContext
 
 
@@ -70,6 +77,23 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
     if not request.group_id:
         raise KafkaError(ErrorCode.invalid_group_id)
     commit = to_core(request, ctx.api_version)
-    return await coordinator(ctx).write(
+    response: OffsetCommitResponse = await coordinator(ctx).write(
         commit.group_id, lambda shard, sink, now: shard.commit_offsets(commit, sink, now)
     )
+    return _encoded(ctx.api_version, response)
+
+
+_ANSWERS = ResponseCache(ApiKey.OFFSET_COMMIT)
+
+
+def _encoded(api_version: int, response: OffsetCommitResponse) -> EncodedResponse:
+    """An answer is only topic names, partition indexes and error codes: each distinct one is encoded once."""
+    key = tuple(
+        (topic.name, tuple((p.partition_index, p.error_code) for p in topic.partitions))
+        for topic in response.topics
+    )
+    first_error = next(
+        (p.error_code for t in response.topics for p in t.partitions if p.error_code != ErrorCode.none),
+        ErrorCode.none,
+    )
+    return _ANSWERS.encoded(api_version, key, response, first_error)

@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.codec import EncodedResponse
 from kcoord.protocol.registry import REGISTRY, ApiRegistry
 
 __all__ = ["CONTENT_TYPE_LATEST", "KcoordMetrics"]
@@ -160,6 +161,8 @@ class KcoordMetrics:
 
         A shape it does not expect is logged and skipped: metrics never fail a request.
         """
+        if isinstance(body, EncodedResponse):
+            body = body.source
         try:
             if api_key == ApiKey.PRODUCE:
                 self.produce_bytes.inc(_accepted_produce_bytes(request, body))
