@@ -16,11 +16,12 @@ import asyncio
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from kio.records.readers import read_batch
 
-from kcoord.coordinator.record_codec import RecordDecodeError, decode_record
+from kcoord.coordinator.offsets import CommittedOffset
+from kcoord.coordinator.record_codec import RecordDecodeError, decode_offset_commit_fields, decode_record
 from kcoord.coordinator.records import CoordinatorRecord
 from kcoord.protocol.plain_batch import CorruptBatchError, iter_plain_records
 from kcoord.protocol.record_batch import parse_header
@@ -35,6 +36,15 @@ READ_CHUNK = 1 << 20
 
 class Replayer(Protocol):
     def replay(self, record: CoordinatorRecord) -> None: ...
+
+
+@runtime_checkable
+class OffsetReplayer(Protocol):
+    """A shard that can take an offset commit's fields without its record objects (the load's hot path)."""
+
+    def replay_offset(
+        self, group: str, topic: str, partition: int, committed: CommittedOffset | None
+    ) -> None: ...
 
 
 @dataclass(slots=True)
@@ -53,6 +63,7 @@ async def replay_log(partition_log: PartitionLog, shard: Replayer, stats: LoadSt
     offset = partition_log.log_start_offset
     end = partition_log.log_end_offset
     since_yield = 0
+    fast_replay = shard.replay_offset if isinstance(shard, OffsetReplayer) else None
     while offset < end:
         chunk = partition_log.read(offset, READ_CHUNK)
         if not chunk:
@@ -69,7 +80,15 @@ async def replay_log(partition_log: PartitionLog, shard: Replayer, stats: LoadSt
             position += header.size
             stats.batches += 1
             for record_offset, key, value in records:
-                _replay_one(shard, stats, key, value, log)
+                fields = None if key is None else decode_offset_commit_fields(key, value)
+                if fields is None or fast_replay is None:
+                    _replay_one(shard, stats, key, value, log)
+                else:
+                    group, topic, partition, committed = fields
+                    fast_replay(
+                        group, topic, partition, None if committed is None else CommittedOffset(*committed)
+                    )
+                    stats.records += 1
                 offset = record_offset + 1
             since_yield += header.record_count
             offset = max(offset, header.next_offset)
@@ -79,7 +98,7 @@ async def replay_log(partition_log: PartitionLog, shard: Replayer, stats: LoadSt
             now = time.perf_counter()
             if now - last_progress >= PROGRESS_EVERY_S:
                 last_progress = now
-                log.info("offsets_partition.loading", offset=offset, end_offset=end, records=stats.records)
+                log.debug("offsets_partition.loading", offset=offset, end_offset=end, records=stats.records)
     stats.seconds = time.perf_counter() - started
     emit = log.info if stats.batches else log.debug
     emit(
