@@ -12,7 +12,8 @@ connection keeps ``--heartbeat-load-depth`` (1: no pipelining) requests in fligh
 up for ``--heartbeat-load-warmup`` s and then counts answers for ``--heartbeat-load-seconds`` s.
 
 Reported per phase: requests/s (all workers), p50/p99 latency (send to answer, in the worker), the
-server's CPU (its /proc utime+stime over the window, 100% = one core) and the generator's CPU
+server's CPU (its /proc utime+stime over the window, 100% = one core), requests per second of
+server CPU (steadier than the rate when other processes take the cores) and the generator's CPU
 (sum over workers). The heartbeat/ApiVersions and OffsetFetch/heartbeat ratios are computed within
 each run. Every answer is
 checked (first decoded, the rest compared by bytes), and any error fails the section.
@@ -195,6 +196,11 @@ def run(server: BenchServer, options: argparse.Namespace) -> list[Measurement]:
             Measurement(label, "p50 ms", tuple(r.p50_ms for r in results)),
             Measurement(label, "p99 ms", tuple(r.p99_ms for r in results)),
             Measurement(label, "server CPU %", tuple(r.server_cpu for r in results)),
+            Measurement(
+                label,
+                "requests per server CPU-s",
+                tuple(r.rate / max(r.server_cpu / 100, 1e-9) for r in results),
+            ),
             Measurement(label, "generator CPU %", tuple(r.generator_cpu for r in results)),
         ]
     for top, bottom in (("heartbeat", "api_versions"), ("fetch", "heartbeat")):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import time
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol, TypeVar
 
@@ -39,6 +40,7 @@ from kcoord.timer.wheel import TimingWheel
 log = structlog.get_logger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"
+_LOAD_PROGRESS_EVERY_S = 2.0
 
 T = TypeVar("T")
 
@@ -104,8 +106,31 @@ class GroupCoordinator:
         return self._shard_factory(partition, PrefixedTimer(self._driver, partition))
 
     async def _load_all(self) -> None:
-        await asyncio.gather(*(runner.load() for runner in self._runners.values()))
+        started = time.perf_counter()
+        progress = asyncio.get_running_loop().create_task(self._report_loading())
+        try:
+            await asyncio.gather(*(runner.load() for runner in self._runners.values()))
+        finally:
+            progress.cancel()
         self.loaded.set()
+        log.info(
+            "offsets_partitions.loaded",
+            partitions=len(self._runners),
+            records=sum(runner.load_stats.records for runner in self._runners.values()),
+            duration_ms=round((time.perf_counter() - started) * 1000, 1),
+        )
+
+    async def _report_loading(self) -> None:
+        """While the partitions load, log every few seconds how far they are."""
+        while True:
+            await asyncio.sleep(_LOAD_PROGRESS_EVERY_S)
+            runners = self._runners.values()
+            log.info(
+                "offsets_partitions.loading",
+                active=sum(runner.state is PartitionState.ACTIVE for runner in runners),
+                partitions=len(self._runners),
+                records=sum(runner.load_stats.records for runner in runners),
+            )
 
     async def stop(self) -> None:
         for task in self._tasks:
