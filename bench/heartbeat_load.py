@@ -3,16 +3,19 @@
 ``--heartbeat-load-connections`` (200) connections are spread over ``--heartbeat-load-workers``
 (2) worker processes (``load_worker.py``, uvloop, no client library). Every connection first
 becomes the only member of its own group (JoinGroup v5 with a member id after MEMBER_ID_REQUIRED,
-SyncGroup v3 as leader; session 120 s), so 200 connections are 200 groups. Then each run has three
+SyncGroup v3 as leader; session 120 s), so 200 connections are 200 groups. Then each run has four
 phases on the same connections, back to back: Heartbeat v4, ApiVersions v3, OffsetCommit v8 (one
 partition, the same offset every time; every commit is a record appended to the offsets log, and
-with the default ``log.flush.policy=always`` it is flushed before the answer). In a phase every
+with the default ``log.flush.policy=always`` it is flushed before the answer) and OffsetFetch v8
+(one group, the partition just committed). In a phase every
 connection keeps ``--heartbeat-load-depth`` (1: no pipelining) requests in flight; a phase warms
 up for ``--heartbeat-load-warmup`` s and then counts answers for ``--heartbeat-load-seconds`` s.
 
 Reported per phase: requests/s (all workers), p50/p99 latency (send to answer, in the worker), the
-server's CPU (its /proc utime+stime over the window, 100% = one core) and the generator's CPU
-(sum over workers). The heartbeat/ApiVersions ratio is computed within each run. Every answer is
+server's CPU (its /proc utime+stime over the window, 100% = one core), requests per second of
+server CPU (steadier than the rate when other processes take the cores) and the generator's CPU
+(sum over workers). The heartbeat/ApiVersions and OffsetFetch/heartbeat ratios are computed within
+each run. Every answer is
 checked (first decoded, the rest compared by bytes), and any error fails the section.
 """
 
@@ -32,11 +35,11 @@ import wire
 from report import Measurement
 from server import BenchServer
 
-DESCRIPTION = "200 connections in 200 groups: Heartbeat, ApiVersions and OffsetCommit rates and latencies"
+DESCRIPTION = "a group per connection: Heartbeat, ApiVersions, OffsetCommit, OffsetFetch rates, latencies"
 WORKER = Path(__file__).resolve().parent / "load_worker.py"
 TOPIC = "bench-load"
 READY_TIMEOUT_S = 120.0
-PHASES = ("heartbeat", "api_versions", "commit")
+PHASES = ("heartbeat", "api_versions", "commit", "fetch")
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -53,6 +56,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--heartbeat-load-seconds", type=float, default=3.0, help="measured window per phase (3)"
     )
     group.add_argument("--heartbeat-load-warmup", type=float, default=0.5, help="warm-up per phase (0.5)")
+    group.add_argument(
+        "--heartbeat-load-phases",
+        default=",".join(PHASES),
+        help=f"comma-separated phases to run, in this order ({','.join(PHASES)})",
+    )
 
 
 @dataclass(frozen=True)
@@ -155,13 +163,17 @@ def run(server: BenchServer, options: argparse.Namespace) -> list[Measurement]:
         options.heartbeat_load_workers,
         options.heartbeat_load_depth,
     )
-    per_phase: dict[str, list[PhaseResult]] = {phase: [] for phase in PHASES}
+    phases = [phase for phase in options.heartbeat_load_phases.split(",") if phase]
+    unknown = set(phases) - set(PHASES)
+    if unknown:
+        raise SystemExit(f"unknown heartbeat_load phases: {', '.join(sorted(unknown))}")
+    per_phase: dict[str, list[PhaseResult]] = {phase: [] for phase in phases}
     try:
         print(
             f"  {options.heartbeat_load_connections} groups joined and synced in {workers.wait_ready():.1f} s"
         )
         for run_number in range(options.runs):
-            for phase in PHASES:
+            for phase in phases:
                 result = workers.run_phase(
                     phase, options.heartbeat_load_warmup, options.heartbeat_load_seconds, server.pid
                 )
@@ -176,7 +188,7 @@ def run(server: BenchServer, options: argparse.Namespace) -> list[Measurement]:
         workers.close()
     depth = options.heartbeat_load_depth
     measurements: list[Measurement] = []
-    for phase in PHASES:
+    for phase in phases:
         results = per_phase[phase]
         label = f"{phase} (depth {depth})"
         measurements += [
@@ -184,10 +196,15 @@ def run(server: BenchServer, options: argparse.Namespace) -> list[Measurement]:
             Measurement(label, "p50 ms", tuple(r.p50_ms for r in results)),
             Measurement(label, "p99 ms", tuple(r.p99_ms for r in results)),
             Measurement(label, "server CPU %", tuple(r.server_cpu for r in results)),
+            Measurement(
+                label,
+                "requests per server CPU-s",
+                tuple(r.rate / max(r.server_cpu / 100, 1e-9) for r in results),
+            ),
             Measurement(label, "generator CPU %", tuple(r.generator_cpu for r in results)),
         ]
-    ratios = tuple(
-        h.rate / a.rate for h, a in zip(per_phase["heartbeat"], per_phase["api_versions"], strict=True)
-    )
-    measurements.append(Measurement("heartbeat / api_versions (target >= 0.8)", "ratio", ratios))
+    for top, bottom in (("heartbeat", "api_versions"), ("fetch", "heartbeat")):
+        if top in per_phase and bottom in per_phase:
+            ratios = tuple(t.rate / b.rate for t, b in zip(per_phase[top], per_phase[bottom], strict=True))
+            measurements.append(Measurement(f"{top} / {bottom} (target >= 0.8)", "ratio", ratios))
     return measurements

@@ -3,7 +3,7 @@
 Run by ``heartbeat_load`` as ``python load_worker.py --bootstrap H:P --first N --connections K ...``.
 Each connection joins its own group ``bench-hb-<index>`` (JoinGroup v5: MEMBER_ID_REQUIRED, then
 again with the member id), syncs as leader (SyncGroup v3), and prints ``{"event": "ready"}``.
-Then every stdin line is a phase, ``{"phase": "heartbeat"|"commit"|"api_versions", "warmup_s":
+Then every stdin line is a phase, ``{"phase": "heartbeat"|"commit"|"fetch"|"api_versions", "warmup_s":
 w, "duration_s": d}`` (or ``{"phase": "quit"}``): every connection keeps ``--depth`` requests in
 flight, re-sending as each answer arrives (a closed loop, driven from ``data_received``: no task
 per request). Answers during the window after the warm-up are counted and their latencies kept;
@@ -166,7 +166,9 @@ def _check(api_key: int, version: int) -> Callable[[bytes], None]:
     def check(frame: bytes) -> None:
         response = wire.decode_response(api_key, version, frame)
         codes = [int(response.error_code)] if hasattr(response, "error_code") else []
-        for topic in getattr(response, "topics", ()):
+        groups = getattr(response, "groups", ())
+        codes += [int(g.error_code) for g in groups]
+        for topic in [t for g in groups for t in g.topics] + list(getattr(response, "topics", ())):
             codes += [int(p.error_code) for p in topic.partitions]
         assert codes and all(code == 0 for code in codes), f"api {api_key}: error codes {codes}"
 
@@ -192,6 +194,10 @@ def phase_frame(kind: str, connection: LoadConnection, group_id: str, topic: str
             "topics": [{"name": topic, "partitions": [partition]}],
         }
         return wire.encode_request(wire.OFFSET_COMMIT, 8, body), _check(wire.OFFSET_COMMIT, 8)
+    if kind == "fetch":
+        group = {"group_id": group_id, "topics": [{"name": topic, "partition_indexes": [0]}]}
+        body = {"groups": [group], "require_stable": False}
+        return wire.encode_request(wire.OFFSET_FETCH, 8, body), _check(wire.OFFSET_FETCH, 8)
     if kind == "api_versions":
         body = {"client_software_name": "kcoord-bench", "client_software_version": "0.1"}
         return wire.encode_request(wire.API_VERSIONS, 3, body), _check(wire.API_VERSIONS, 3)

@@ -9,28 +9,74 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 START_TIMEOUT_S = 30.0
+
+
+class WatchedEvents:
+    """Log events of chosen names, as the server's log reader thread sees them, with their arrival time."""
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self.names = frozenset(names)
+        self._seen: dict[str, tuple[float, dict[str, Any]]] = {}
+        self._changed = threading.Condition()
+
+    def saw(self, event: dict[str, Any]) -> None:
+        name = event.get("event")
+        if name in self.names:
+            with self._changed:
+                self._seen[str(name)] = (time.monotonic(), event)
+                self._changed.notify_all()
+
+    def wait(self, name: str, timeout_s: float) -> tuple[float, dict[str, Any]] | None:
+        """(monotonic arrival time, event) of the first ``name`` event, or None after ``timeout_s``."""
+        with self._changed:
+            self._changed.wait_for(lambda: name in self._seen, timeout_s)
+            return self._seen.get(name)
 
 
 class BenchServer:
     """A running ``kcoord serve``; ``bootstrap`` is the address it bound."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], bootstrap: str, data_dir: Path) -> None:
+    def __init__(
+        self,
+        proc: subprocess.Popen[bytes],
+        bootstrap: str,
+        data_dir: Path,
+        settings: dict[str, str],
+        events: WatchedEvents,
+        spawned_at: float,
+    ) -> None:
         self.proc = proc
         self.bootstrap = bootstrap
         self.data_dir = data_dir
+        self.settings = settings
+        self.events = events
+        self.spawned_at = spawned_at
+        """``time.monotonic()`` when the process was started."""
 
     @property
     def pid(self) -> int:
         return self.proc.pid
 
+    def stop(self) -> None:
+        """SIGTERM and wait for a clean shutdown (killed after 15 s)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
 
-def _wait_for_start(proc: subprocess.Popen[bytes], tail: list[str]) -> str | None:
-    """Read the log until ``kcoord.started``; keep reading (and dropping) in a thread afterwards."""
+
+def _wait_for_start(proc: subprocess.Popen[bytes], tail: list[str], events: WatchedEvents) -> str | None:
+    """Read the log until ``kcoord.started``; keep reading in a thread afterwards (for watched events)."""
     assert proc.stderr is not None
     found: list[str] = []
     started = threading.Event()
@@ -40,14 +86,18 @@ def _wait_for_start(proc: subprocess.Popen[bytes], tail: list[str]) -> str | Non
         for raw in proc.stderr:
             line = raw.decode("utf-8", "replace").rstrip("\n")
             tail[:] = [*tail[-40:], line]
-            if not started.is_set():
-                try:
-                    event = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(event, dict) and event.get("event") == "kcoord.started":
-                    found.append(str(event["listen"]))
-                    started.set()
+            if started.is_set() and not events.names:
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(event, dict):
+                continue
+            events.saw(event)
+            if not started.is_set() and event.get("event") == "kcoord.started":
+                found.append(str(event["listen"]))
+                started.set()
         started.set()
 
     threading.Thread(target=read, daemon=True).start()
@@ -56,10 +106,15 @@ def _wait_for_start(proc: subprocess.Popen[bytes], tail: list[str]) -> str | Non
 
 
 @contextmanager
-def running_kcoord(settings: dict[str, str]) -> Iterator[BenchServer]:
-    """A kcoord subprocess with its own temporary data directory, killed on exit."""
+def running_kcoord(
+    settings: dict[str, str], *, data_dir: Path | None = None, watch: Iterable[str] = ()
+) -> Iterator[BenchServer]:
+    """A kcoord subprocess with its own temporary data directory (or ``data_dir``), stopped on exit.
+
+    ``watch``: names of log events to keep (see :meth:`BenchServer.events`).
+    """
     with tempfile.TemporaryDirectory(prefix="kcoord-bench-") as tmp:
-        data_dir = Path(tmp) / "data"
+        data_dir = data_dir or Path(tmp) / "data"
         command = [
             sys.executable,
             "-m",
@@ -74,18 +129,20 @@ def running_kcoord(settings: dict[str, str]) -> Iterator[BenchServer]:
         for name, value in settings.items():
             command += ["--set", f"{name}={value}"]
         env = {k: v for k, v in os.environ.items() if not k.startswith("KCOORD_")}
+        spawned_at = time.monotonic()
         proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
         tail: list[str] = []
+        events = WatchedEvents(watch)
+        server = None
         try:
-            listen = _wait_for_start(proc, tail)
+            listen = _wait_for_start(proc, tail, events)
             if listen is None:
                 raise RuntimeError("kcoord did not start:\n" + "\n".join(tail))
-            yield BenchServer(proc, listen, data_dir)
+            server = BenchServer(proc, listen, data_dir, settings, events, spawned_at)
+            yield server
         finally:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(15)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(5)
+            if server is not None:
+                server.stop()
+            elif proc.poll() is None:
+                proc.kill()
+                proc.wait(5)

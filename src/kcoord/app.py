@@ -108,6 +108,8 @@ class App:
             self._new_shard,
             num_partitions=s["offsets.topic.num.partitions"],
             expiry_interval_ms=s["offsets.retention.check.interval.ms"],
+            append_timeout_ms=s["offsets.commit.timeout.ms"],
+            observer=self.metrics,
         )
         self.groups = GroupService(self.coordinator)
         self._register_apis()

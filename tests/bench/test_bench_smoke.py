@@ -54,6 +54,16 @@ def test_heartbeat_load_section_reports_rates_and_the_ratio() -> None:
     )
     assert "heartbeat / api_versions" in out
     assert "commit (depth 1)" in out
+    assert "fetch / heartbeat" in out
+    assert "requests per server CPU-s" in out
+
+
+def test_offsets_replay_section_writes_commits_restarts_and_times_the_load() -> None:
+    """The replay section commits through a server, restarts it on the same data and reports the load."""
+    out = run_section("offsets_replay", "--offsets-replay-groups", "20", "--offsets-replay-partitions", "5")
+    assert "100 offset commits written" in out
+    assert "100 records in 50 partitions loaded" in out
+    assert "load s (target <= 5)" in out
 
 
 @pytest.mark.clients

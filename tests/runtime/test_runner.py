@@ -62,6 +62,8 @@ class FakeLog:
         self.gate: asyncio.Event | None = None
         self.fail_with: Exception | None = None
         self.reads = 0
+        self.read_failures = 0
+        """How many of the next reads raise (a load that fails)."""
         self._one_batch_per_read = one_batch_per_read
 
     @property
@@ -100,6 +102,9 @@ class FakeLog:
 
     def read(self, offset: int, max_bytes: int) -> bytes:
         self.reads += 1
+        if self.read_failures:
+            self.read_failures -= 1
+            raise OSError("read failed")
         out = b""
         for base, data in self.batches:
             count = struct.unpack_from(">i", data, 57)[0]
@@ -109,6 +114,10 @@ class FakeLog:
             if self._one_batch_per_read or len(out) >= max_bytes:
                 break
         return out
+
+    async def truncate_to(self, offset: int) -> None:
+        self.batches = [(base, data) for base, data in self.batches if base < offset]
+        self.end = offset
 
     def appended_records(self) -> list[CoordinatorRecord]:
         records = []
@@ -268,14 +277,14 @@ async def test_appends_keep_operation_order() -> None:
 
 
 async def test_failed_append_fails_the_waiting_requests() -> None:
-    """A failed append fails the waiting requests with COORDINATOR_NOT_AVAILABLE and applies nothing."""
+    """A failed append answers NOT_COORDINATOR (Kafka's answer to a storage error) and applies nothing."""
     runner, shard, log = await loaded_runner()
     log.fail_with = OSError("disk full")
     sink = Sink()
     runner.run(lambda now: CoordinatorResult(records=[offset_record("g", 0, 1)], responses=[(sink, "ok")]))
     with pytest.raises(KafkaError) as raised:
         await asyncio.wait_for(sink, 1)
-    assert raised.value.code == ErrorCode.coordinator_not_available
+    assert raised.value.code == ErrorCode.not_coordinator
     assert shard.appended == []
 
 

@@ -77,10 +77,10 @@ async def test_no_marker_after_a_failed_write(
     await healthy.append(make_batch([b"a"]))
     broken = await store.create("t", 1)
 
-    def failing_execute(*_: Any) -> float | None:
+    def failing_write(*_: Any) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(file_log, "_execute", failing_execute)
+    monkeypatch.setattr(file_log, "_write_ops", failing_write)
     with pytest.raises(KafkaError):
         await broken.append(make_batch([b"b"]))
     monkeypatch.undo()

@@ -214,25 +214,45 @@ async def test_retention_removes_segment_files(tmp_path: Path, make_batch: Batch
     await again.close()
 
 
-class FailingExecutor(Executor):
-    """An executor whose every job fails as a full disk would."""
+class FaultyExecutor(Executor):
+    """Runs jobs inline, except that every job fails as a full disk would while ``broken`` is set."""
+
+    def __init__(self) -> None:
+        self.broken = True
 
     def submit(self, fn: Callable[..., _T], /, *args: object, **kwargs: object) -> Future[_T]:
         future: Future[_T] = Future()
-        future.set_exception(OSError(errno.ENOSPC, "No space left on device"))
+        if self.broken:
+            future.set_exception(OSError(errno.ENOSPC, "No space left on device"))
+        else:
+            future.set_result(fn(*args, **kwargs))
         return future
 
 
-async def test_a_failed_write_fails_the_log(tmp_path: Path, make_batch: BatchBuilder) -> None:
-    """When the disk write fails the append gets KAFKA_STORAGE_ERROR and the log refuses later appends."""
+async def test_a_failed_write_fails_its_appends_and_the_log_recovers(
+    tmp_path: Path, make_batch: BatchBuilder
+) -> None:
+    """A failed write answers KAFKA_STORAGE_ERROR; once the disk works again the next append succeeds."""
     directory = tmp_path / "t-0"
     directory.mkdir()
     segments = load_segments(directory, "t", 0, index_interval_bytes=100, now_ms=T0_MS, clean_shutdown=False)
-    log = FileLog(directory, "t", 0, LogConfig(), ManualClock(), segments, FailingExecutor())
+    executor = FaultyExecutor()
+    executor.broken = False
+    log = FileLog(directory, "t", 0, LogConfig(), ManualClock(), segments, executor)
+    await log.append(make_batch([b"kept"]))
+    executor.broken = True
     with capture_logs() as logs, pytest.raises(KafkaError) as caught:
         await log.append(make_batch([b"a"]))
     assert caught.value.code == ErrorCode.kafka_storage_error
     assert any(entry["event"] == "log.write_failed" for entry in logs)
     with pytest.raises(KafkaError):
-        await log.append(make_batch([b"b"]))
-    assert log.log_end_offset == 0
+        await log.append(make_batch([b"b"]))  # the repair itself still fails
+    assert log.log_end_offset == 1
+    executor.broken = False
+    with capture_logs() as logs:
+        result = await log.append(make_batch([b"c"]))
+    assert any(entry["event"] == "log.recovered" for entry in logs)
+    assert result.base_offset == 1 and log.log_end_offset == 2
+    await log.close()
+    reopened = load_segments(directory, "t", 0, index_interval_bytes=100, now_ms=T0_MS, clean_shutdown=False)
+    assert reopened[-1].next_offset == 2

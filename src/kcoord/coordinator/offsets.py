@@ -396,22 +396,36 @@ class OffsetManager:
             return
         value = record.value
         if value is None:
-            group_offsets = self._offsets.get(key.group)
-            if group_offsets is None:
-                return
-            group_offsets.pop((key.topic, key.partition), None)
-            if not group_offsets:
-                del self._offsets[key.group]
+            self.replay_offset(key.group, key.topic, key.partition, None)
             return
         if not isinstance(value, OffsetCommitValue):
             raise TypeError(f"OffsetCommit key with a {type(value).__name__} value")
-        self._offsets.setdefault(key.group, {})[(key.topic, key.partition)] = CommittedOffset(
+        committed = CommittedOffset(
             offset=value.offset,
             leader_epoch=value.leader_epoch,
             metadata=value.metadata,
             commit_timestamp_ms=value.commit_timestamp,
             expire_timestamp_ms=value.expire_timestamp,
         )
+        self.replay_offset(key.group, key.topic, key.partition, committed)
+
+    def replay_offset(
+        self, group: str, topic: str, partition: int, committed: CommittedOffset | None
+    ) -> None:
+        """What replaying one OffsetCommit record does (None: a tombstone).
+
+        :meth:`replay` ends here; loading a partition calls it directly with the record's fields,
+        sparing the record objects that a profile of the load showed costing more than the rest.
+        """
+        if committed is None:
+            group_offsets = self._offsets.get(group)
+            if group_offsets is None:
+                return
+            group_offsets.pop((topic, partition), None)
+            if not group_offsets:
+                del self._offsets[group]
+            return
+        self._offsets.setdefault(group, {})[(topic, partition)] = committed
 
     # ------------------------------------------------------------ reads
 

@@ -16,6 +16,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.codec import EncodedResponse
 from kcoord.protocol.errors import error_name
 from kcoord.protocol.registry import ApiRegistry
 
@@ -96,6 +97,24 @@ class KcoordMetrics:
             "kcoord_produce_bytes", "Record-batch bytes accepted by Produce.", registry=r
         )
         self.fetch_bytes = Counter("kcoord_fetch_bytes", "Record bytes returned by Fetch.", registry=r)
+        self.offsets_load_failures = Counter(
+            "kcoord_offsets_partition_load_failures",
+            "Loads of an offsets partition that failed (each is retried).",
+            ["partition"],
+            registry=r,
+        )
+        self.offsets_append_failures = Counter(
+            "kcoord_offsets_append_failures",
+            "Appends to an offsets partition that failed (the partition reloads from its log).",
+            ["partition"],
+            registry=r,
+        )
+        self.offsets_load_duration = Histogram(
+            "kcoord_offsets_partition_load_duration_seconds",
+            "Time to replay an offsets partition at start.",
+            buckets=_REBALANCE_BUCKETS,
+            registry=r,
+        )
 
     def exposition(self) -> bytes:
         """The text exposition of everything in the registry (collectors run now)."""
@@ -135,6 +154,8 @@ class KcoordMetrics:
 
         A shape it does not expect is logged and skipped: metrics never fail a request.
         """
+        if isinstance(body, EncodedResponse):
+            body = body.source
         try:
             if api_key == ApiKey.PRODUCE:
                 self.produce_bytes.inc(_accepted_produce_bytes(request, body))
@@ -152,6 +173,17 @@ class KcoordMetrics:
 
     def on_flush(self, topic: str, partition: int, seconds: float) -> None:
         self.log_flush_duration.observe(seconds)
+
+    # -- runtime hooks (a kcoord.runtime.observer.RuntimeObserver) -------------------------------
+
+    def partition_loaded(self, partition: int, records: int, seconds: float) -> None:
+        self.offsets_load_duration.observe(seconds)
+
+    def load_failed(self, partition: int) -> None:
+        self.offsets_load_failures.labels(partition=str(partition)).inc()
+
+    def append_failed(self, partition: int) -> None:
+        self.offsets_append_failures.labels(partition=str(partition)).inc()
 
 
 def _accepted_produce_bytes(request: Any, body: Any) -> int:

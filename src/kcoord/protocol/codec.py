@@ -17,7 +17,7 @@ import struct
 import types
 import typing
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
@@ -153,6 +153,9 @@ class EncodedResponse:
     body: bytes
     flexible_header: bool
     error_code: ErrorCode = ErrorCode.none
+    """The first error the body carries (what the router logs); NONE when it carries none."""
+    source: Any = field(default=None, compare=False)
+    """The body this was encoded from, for observers that read responses (None for fixed answers)."""
 
     @classmethod
     def of(cls, response: Any) -> EncodedResponse:

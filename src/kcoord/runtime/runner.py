@@ -18,33 +18,30 @@ The contract with a shard, after Kafka's ``CoordinatorRuntime``:
 from __future__ import annotations
 
 import asyncio
-import datetime
 import enum
-import io
-import time
+import functools
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import structlog
-from kio.records.readers import read_batch
-from kio.records.schema import NewRecordBatch, Record
-from kio.records.writers import write_new_batch
 from kio.schema.errors import ErrorCode
-from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
 
-from kcoord.coordinator.record_codec import RecordDecodeError, decode_record, encode_key, encode_value
+from kcoord.coordinator.record_codec import encode_key, encode_value
 from kcoord.coordinator.records import CoordinatorRecord
 from kcoord.coordinator.result import CoordinatorResult
 from kcoord.protocol.errors import KafkaError
+from kcoord.protocol.plain_batch import encode_plain_batch
+from kcoord.runtime.loading import LoadStats, replay_log
+from kcoord.runtime.observer import NO_OBSERVER, RuntimeObserver
 from kcoord.storage.api import PartitionLog
 from kcoord.timer.api import Clock, Timer
 
 log = structlog.get_logger(__name__)
 
-_REPLAY_YIELD_EVERY = 2000
-_REPLAY_PROGRESS_EVERY_S = 2.0
-_READ_CHUNK = 1 << 20
+DEFAULT_APPEND_TIMEOUT_MS = 5000
+"""``offsets.commit.timeout.ms``'s default."""
+_LOAD_RETRY_MIN_S = 0.1
+_LOAD_RETRY_MAX_S = 10.0
 
 
 class Shard(Protocol):
@@ -118,57 +115,74 @@ def split_timer_key(key: str) -> tuple[int, str]:
     return int(partition), inner
 
 
-@dataclass(slots=True)
-class LoadStats:
-    records: int = 0
-    batches: int = 0
-    skipped: int = 0
-    seconds: float = 0.0
+_encoded_key = functools.lru_cache(maxsize=1 << 16)(encode_key)
+"""A group commits the same partitions again and again: their key bytes are worth keeping."""
 
 
 def encode_batch(records: list[CoordinatorRecord], now_ms: int) -> bytes:
     """One uncompressed batch holding ``records`` (offsets relative; the log assigns the base)."""
-    timestamp = TZAwareMicros.parse(datetime.datetime.fromtimestamp(now_ms / 1000, tz=datetime.UTC))
-    kio_records = tuple(
-        Record(
-            attributes=i8(0),
-            timestamp=timestamp,
-            offset=i64(i),
-            key=encode_key(r.key),
-            value=encode_value(r.value),
-            headers=(),
-        )
-        for i, r in enumerate(records)
-    )
-    batch = NewRecordBatch(
-        producer_id=i64(-1),
-        producer_epoch=i16(-1),
-        partition_leader_epoch=i32(-1),
-        base_sequence=i32(-1),
-        records=kio_records,
-        attributes=i16(0),
-    )
-    buffer = io.BytesIO()
-    write_new_batch(buffer, batch)
-    return buffer.getvalue()
+    return encode_plain_batch([(_encoded_key(r.key), encode_value(r.value)) for r in records], now_ms)
+
+
+class _Pending:
+    """The results of one partition that go into its next batch, and their answer deadline."""
+
+    __slots__ = ("results", "timer")
+
+    def __init__(self) -> None:
+        self.results: list[CoordinatorResult] = []
+        self.timer: asyncio.TimerHandle | None = None
 
 
 class PartitionRunner:
-    def __init__(self, partition: int, shard: Shard, partition_log: PartitionLog, clock: Clock) -> None:
+    """Runs one offsets partition's shard: loads it, appends its results, answers after durability.
+
+    Results of operations that run in the same loop iteration go to the log as one batch (one
+    append, one task); the log's group commit then writes the batches of every partition together.
+    A batch that is not on disk within ``append_timeout_ms`` answers REQUEST_TIMED_OUT (its records
+    still count once they land). A batch that fails answers NOT_COORDINATOR (Kafka's answer to a
+    storage error), fails every batch of the partition still in flight, and reloads the partition
+    from its log, so the shard holds exactly what the log does. A load that fails leaves the
+    partition FAILED (COORDINATOR_NOT_AVAILABLE) and is retried with a growing backoff.
+    """
+
+    def __init__(
+        self,
+        partition: int,
+        shard: Shard,
+        partition_log: PartitionLog,
+        clock: Clock,
+        *,
+        shard_factory: Callable[[], Shard] | None = None,
+        observer: RuntimeObserver = NO_OBSERVER,
+        append_timeout_ms: int = DEFAULT_APPEND_TIMEOUT_MS,
+    ) -> None:
         self.partition = partition
         self.shard = shard
         self.log = partition_log
         self.clock = clock
         self.state = PartitionState.LOADING
         self.load_stats = LoadStats()
-        self._in_flight: set[asyncio.Task[None]] = set()
+        self.load_attempts = 0
+        self._shard_factory = shard_factory
+        self._observer = observer
+        self._append_timeout_s = append_timeout_ms / 1000
+        self._pending: _Pending | None = None
+        self._epoch = 0
+        """Bumped by a failed append: batches in flight from before it are not applied."""
+        self._in_flight: set[asyncio.Future[Any]] = set()
+        self._reloading: asyncio.Task[None] | None = None
         self._log = log.bind(partition=partition)
 
     def check_active(self) -> None:
-        if self.state is PartitionState.LOADING:
+        state = self.state
+        if state is PartitionState.ACTIVE:
+            return
+        if state is PartitionState.LOADING:
             raise KafkaError(ErrorCode.coordinator_load_in_progress)
-        if self.state is not PartitionState.ACTIVE:
-            raise KafkaError(ErrorCode.not_coordinator)
+        if state is PartitionState.FAILED:
+            raise KafkaError(ErrorCode.coordinator_not_available)
+        raise KafkaError(ErrorCode.not_coordinator)
 
     def run(self, operation: Callable[[int], CoordinatorResult]) -> None:
         """Run one operation now and hand its result on (append, then release)."""
@@ -179,95 +193,140 @@ class PartitionRunner:
         if not result.records:
             _release(result)
             return
-        task = asyncio.get_running_loop().create_task(self._append_then_release(result))
-        self._in_flight.add(task)
-        task.add_done_callback(self._in_flight.discard)
+        pending = self._pending
+        if pending is None:
+            pending = self._pending = _Pending()
+            loop = asyncio.get_running_loop()
+            loop.call_soon(self._append_pending)
+            pending.timer = loop.call_later(self._append_timeout_s, _time_out, pending.results)
+        pending.results.append(result)
 
-    async def _append_then_release(self, result: CoordinatorResult) -> None:
-        batch = encode_batch(result.records, self.clock.now_ms())
-        try:
-            await self.log.append(batch)
-        except Exception:
-            self._log.exception("offsets_log.append_failed", records=len(result.records))
-            error = KafkaError(ErrorCode.coordinator_not_available)
-            for sink, _ in result.responses:
-                sink.fail(error)
+    def _append_pending(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is None:
             return
-        self.shard.on_appended(result.records)
-        _release(result)
+        records = [record for result in pending.results for record in result.records]
+        try:
+            batch = encode_batch(records, self.clock.now_ms())
+        except Exception as exc:
+            self._encoding_failed(pending, exc)
+            return
+        append = asyncio.ensure_future(self.log.append(batch))
+        self._in_flight.add(append)
+        epoch = self._epoch
+        append.add_done_callback(lambda done: self._appended(done, pending, epoch))
+
+    def _encoding_failed(self, pending: _Pending, error: Exception) -> None:
+        """Records that cannot be written: answer UNKNOWN_SERVER_ERROR and drop what the shard assumed."""
+        if pending.timer is not None:
+            pending.timer.cancel()
+        self._log.error("offsets_log.record_encoding_failed", error=repr(error), exc_info=error)
+        failure = KafkaError(ErrorCode.unknown_server_error)
+        for result in pending.results:
+            for sink, _ in result.responses:
+                sink.fail(failure)
+        self._epoch += 1
+        self._start_reload()
+
+    def _appended(self, append: asyncio.Future[Any], pending: _Pending, epoch: int) -> None:
+        self._in_flight.discard(append)
+        if pending.timer is not None:
+            pending.timer.cancel()
+        error = append.exception() if not append.cancelled() else asyncio.CancelledError()
+        if error is None and epoch == self._epoch:
+            for result in pending.results:
+                self.shard.on_appended(result.records)
+                _release(result)
+            return
+        failure = KafkaError(ErrorCode.not_coordinator)
+        for result in pending.results:
+            for sink, _ in result.responses:
+                sink.fail(failure)
+        if error is None or epoch != self._epoch:
+            return  # an earlier batch failed: the reload replays whatever of this one is durable
+        records = sum(len(result.records) for result in pending.results)
+        self._log.error("offsets_log.append_failed", records=records, error=repr(error))
+        self._observer.append_failed(self.partition)
+        self._epoch += 1
+        self._start_reload()
+
+    def _start_reload(self) -> None:
+        """Drop the shard's unconfirmed state: a fresh shard replays the log (or the partition fails)."""
+        if self.state is not PartitionState.ACTIVE:
+            return
+        _release(self.shard.unload())
+        if self._shard_factory is None:
+            self.state = PartitionState.FAILED
+            return
+        self.state = PartitionState.LOADING
+        self._reloading = asyncio.get_running_loop().create_task(self._reload())
+
+    async def _reload(self) -> None:
+        if self._in_flight:
+            await asyncio.wait(set(self._in_flight))
+        if self.state is not PartitionState.LOADING or self._shard_factory is None:
+            return
+        self.shard = self._shard_factory()
+        self.load_stats = LoadStats()
+        await self.load()
 
     async def load(self) -> None:
-        """Replay the partition from its log start; yields to the loop as it goes."""
-        started = time.perf_counter()
-        last_progress = started
-        offset = self.log.log_start_offset
-        end = self.log.log_end_offset
-        stats = self.load_stats
-        since_yield = 0
-        while offset < end:
-            chunk = self.log.read(offset, _READ_CHUNK)
-            if not chunk:
-                break
-            position = 0
-            while position < len(chunk):
-                try:
-                    batch, size = read_batch(chunk, position)
-                except Exception:
-                    break  # a batch cut by the chunk limit: read again from its offset
-                position += size
-                stats.batches += 1
-                for record in batch.records:
-                    since_yield += 1
-                    offset = int(record.offset) + 1
-                    self._replay_one(record.key, record.value)
-                offset = max(offset, int(batch.base_offset) + int(batch.last_offset_delta) + 1)
-            if position == 0:
-                self._log.error("offsets_log.unreadable_batch", offset=offset)
-                break
-            if since_yield >= _REPLAY_YIELD_EVERY:
-                since_yield = 0
-                await asyncio.sleep(0)
-                now = time.perf_counter()
-                if now - last_progress >= _REPLAY_PROGRESS_EVERY_S:
-                    last_progress = now
-                    self._log.info(
-                        "offsets_partition.loading", offset=offset, end_offset=end, records=stats.records
-                    )
-        stats.seconds = time.perf_counter() - started
-        self.state = PartitionState.ACTIVE
-        self.submit(self.shard.on_loaded(self.clock.now_ms()))
-        emit = self._log.info if stats.batches else self._log.debug
-        emit(
-            "offsets_partition.loaded",
-            records=stats.records,
-            batches=stats.batches,
-            skipped=stats.skipped,
-            duration_ms=round(stats.seconds * 1000, 1),
-        )
+        """Replay the partition from its log start (yielding to the loop), retrying a failure with backoff."""
+        delay = _LOAD_RETRY_MIN_S
+        while self.state is not PartitionState.CLOSED:
+            self.load_attempts += 1
+            try:
+                await replay_log(self.log, self.shard, self.load_stats, self._log)
+            except Exception as exc:
+                self._load_failed(exc, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, _LOAD_RETRY_MAX_S)
+                if self._closed() or self._shard_factory is None:
+                    return
+                self.shard = self._shard_factory()
+                self.load_stats = LoadStats()
+                self.state = PartitionState.LOADING
+                continue
+            if self._closed():
+                return
+            self.state = PartitionState.ACTIVE
+            self._observer.partition_loaded(self.partition, self.load_stats.records, self.load_stats.seconds)
+            self.submit(self.shard.on_loaded(self.clock.now_ms()))
+            return
 
-    def _replay_one(self, key: bytes | None, value: bytes | None) -> None:
-        if key is None:
-            self.load_stats.skipped += 1
-            return
-        try:
-            record = decode_record(key, value)
-        except RecordDecodeError as exc:
-            self.load_stats.skipped += 1
-            self._log.warning("offsets_log.bad_record", error=str(exc))
-            return
-        if record is None:
-            self.load_stats.skipped += 1
-            return
-        self.load_stats.records += 1
-        self.shard.replay(record)
+    def _closed(self) -> bool:
+        """Whether :meth:`close` ran (a separate call, so type narrowing does not outlive an await)."""
+        return self.state is PartitionState.CLOSED
+
+    def _load_failed(self, error: Exception, delay_s: float) -> None:
+        self.state = PartitionState.FAILED
+        self._observer.load_failed(self.partition)
+        self._log.error(
+            "offsets_partition.load_failed",
+            attempt=self.load_attempts,
+            retry_in_ms=round(delay_s * 1000) if self._shard_factory is not None else None,
+            error=repr(error),
+            exc_info=error,
+        )
 
     async def close(self) -> None:
         """Fail parked requests, wait for in-flight appends."""
         if self.state is PartitionState.ACTIVE:
             _release(self.shard.unload())
         self.state = PartitionState.CLOSED
+        self._append_pending()
+        if self._reloading is not None:
+            self._reloading.cancel()
         if self._in_flight:
             await asyncio.wait(set(self._in_flight), timeout=5)
+
+
+def _time_out(results: list[CoordinatorResult]) -> None:
+    """``offsets.commit.timeout.ms`` passed before the batch was durable: answer REQUEST_TIMED_OUT."""
+    error = KafkaError(ErrorCode.request_timed_out)
+    for result in results:
+        for sink, _ in result.responses:
+            sink.fail(error)
 
 
 def _release(result: CoordinatorResult) -> None:

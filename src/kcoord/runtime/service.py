@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import time
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol, TypeVar
 
@@ -21,7 +22,9 @@ from kio.schema.errors import ErrorCode
 from kcoord.coordinator.classic.messages import HeartbeatRequest
 from kcoord.coordinator.partitioner import partition_for
 from kcoord.coordinator.result import CoordinatorResult
+from kcoord.runtime.observer import NO_OBSERVER, RuntimeObserver
 from kcoord.runtime.runner import (
+    DEFAULT_APPEND_TIMEOUT_MS,
     PartitionRunner,
     PartitionState,
     PrefixedTimer,
@@ -37,6 +40,7 @@ from kcoord.timer.wheel import TimingWheel
 log = structlog.get_logger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"
+_LOAD_PROGRESS_EVERY_S = 2.0
 
 T = TypeVar("T")
 
@@ -62,12 +66,16 @@ class GroupCoordinator:
         *,
         num_partitions: int,
         expiry_interval_ms: int,
+        append_timeout_ms: int = DEFAULT_APPEND_TIMEOUT_MS,
+        observer: RuntimeObserver = NO_OBSERVER,
     ) -> None:
         self._topics = topics
         self._clock = clock
         self._shard_factory = shard_factory
         self.num_partitions = num_partitions
         self._expiry_interval_ms = expiry_interval_ms
+        self._append_timeout_ms = append_timeout_ms
+        self._observer = observer
         self._runners: dict[int, PartitionRunner] = {}
         self._driver = TimerDriver(TimingWheel(start_ms=clock.now_ms()), clock, self._on_expired)
         self._tasks: set[asyncio.Task[None]] = set()
@@ -80,15 +88,49 @@ class GroupCoordinator:
             partition_log = self._topics.partition_log(OFFSETS_TOPIC, partition)
             if partition_log is None:
                 raise RuntimeError(f"{OFFSETS_TOPIC}-{partition} has no log")
-            shard = self._shard_factory(partition, PrefixedTimer(self._driver, partition))
-            self._runners[partition] = PartitionRunner(partition, shard, partition_log, self._clock)
+            new_shard = functools.partial(self._new_shard, partition)
+            self._runners[partition] = PartitionRunner(
+                partition,
+                new_shard(),
+                partition_log,
+                self._clock,
+                shard_factory=new_shard,
+                observer=self._observer,
+                append_timeout_ms=self._append_timeout_ms,
+            )
         self._driver.start()
         self._spawn(self._load_all())
         self._spawn(self._expire_periodically())
 
+    def _new_shard(self, partition: int) -> Shard:
+        return self._shard_factory(partition, PrefixedTimer(self._driver, partition))
+
     async def _load_all(self) -> None:
-        await asyncio.gather(*(runner.load() for runner in self._runners.values()))
+        started = time.perf_counter()
+        progress = asyncio.get_running_loop().create_task(self._report_loading())
+        try:
+            await asyncio.gather(*(runner.load() for runner in self._runners.values()))
+        finally:
+            progress.cancel()
         self.loaded.set()
+        log.info(
+            "offsets_partitions.loaded",
+            partitions=len(self._runners),
+            records=sum(runner.load_stats.records for runner in self._runners.values()),
+            duration_ms=round((time.perf_counter() - started) * 1000, 1),
+        )
+
+    async def _report_loading(self) -> None:
+        """While the partitions load, log every few seconds how far they are."""
+        while True:
+            await asyncio.sleep(_LOAD_PROGRESS_EVERY_S)
+            runners = self._runners.values()
+            log.info(
+                "offsets_partitions.loading",
+                active=sum(runner.state is PartitionState.ACTIVE for runner in runners),
+                partitions=len(self._runners),
+                records=sum(runner.load_stats.records for runner in runners),
+            )
 
     async def stop(self) -> None:
         for task in self._tasks:

@@ -1,9 +1,10 @@
-"""The ``file://`` engine's partition log: one writer per log, group commit, never blocking the loop.
+"""The ``file://`` engine's partition log: group commit, never blocking the loop.
 
 Appends assign offsets and positions on the event loop (in call order) and queue the bytes.
-One drain task per log hands everything queued to an executor thread, which writes it with
-``writev`` (one call per segment) and, under flush policy "always", fsyncs once for the whole
-group; then, back on the loop, the batches become visible in order and their appends return.
+The store's :class:`~kcoord.storage.group_commit.GroupCommitter` takes everything queued by all
+its logs as one round to an executor thread, which writes each log's part with ``writev`` (one
+call per segment) and, under flush policy "always", fsyncs each log once for the whole round;
+then, back on the loop, the batches become visible in order and their appends return.
 Reads ``pread`` the page cache directly on the loop. Compaction's file work is in
 :mod:`kcoord.storage.file_compaction`.
 """
@@ -13,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import time
 from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
@@ -33,6 +33,7 @@ from kcoord.storage.file_compaction import (
     stage_cleaned_files,
 )
 from kcoord.storage.file_segment import FileSegmentData, fsync_directory
+from kcoord.storage.group_commit import CommitJob, GroupCommitter, JobOutcome
 from kcoord.storage.log import SegmentedLog
 from kcoord.storage.segment import Placement, Segment, SegmentData, scan_segment
 from kcoord.timer.api import Clock
@@ -69,6 +70,18 @@ class _Flush:
 _Op = _Write | _Roll | _Flush
 
 
+@dataclass(slots=True)
+class _Job:
+    """A log's queued operations as one part of a group-commit round."""
+
+    ops: list[_Op]
+    fsync: bool
+
+    def write(self) -> list[int]:
+        to_sync = _write_ops(self.ops)
+        return [data.fd for data in to_sync.values() if data.fd >= 0] if self.fsync else []
+
+
 class FileLog(SegmentedLog):
     """A partition log stored in ``directory`` (see :mod:`kcoord.storage.file_segment`)."""
 
@@ -81,12 +94,15 @@ class FileLog(SegmentedLog):
         clock: Clock,
         segments: list[Segment],
         executor: Executor,
+        committer: GroupCommitter | None = None,
     ) -> None:
         super().__init__(topic, partition, config, clock, segments)
         self.directory = directory
         self._executor = executor
+        self._committer = committer or GroupCommitter(executor)
         self._queue: list[_Op] = []
-        self._drainer: asyncio.Task[None] | None = None
+        self._jobs_in_flight = 0
+        self._idle_waiters: list[asyncio.Future[None]] = []
         self._dirty = False
         self.synced_at_close = False
         """True once :meth:`close` made everything written durable; the clean-shutdown marker needs it."""
@@ -124,28 +140,31 @@ class FileLog(SegmentedLog):
 
     def _enqueue(self, op: _Op) -> None:
         self._queue.append(op)
-        if self._drainer is None:
-            self._drainer = asyncio.get_running_loop().create_task(self._drain())
+        self._committer.request(self)
 
-    async def _drain(self) -> None:
-        loop = asyncio.get_running_loop()
-        try:
-            while self._queue:
-                ops, self._queue = self._queue, []
-                fsync = self._config.flush_policy == "always"
-                try:
-                    fsync_seconds = await loop.run_in_executor(self._executor, _execute, ops, fsync)
-                except BaseException as exc:
-                    self._fail(ops + self._queue, exc)
-                    self._queue = []
-                    if not isinstance(exc, Exception):
-                        raise
-                    return
-                if fsync_seconds is not None and self.timings is not None:
-                    self.timings.on_flush(self.topic, self.partition, fsync_seconds)
-                self._complete(ops, fsync)
-        finally:
-            self._drainer = None
+    def take_job(self) -> _Job | None:
+        if not self._queue:
+            return None
+        ops, self._queue = self._queue, []
+        self._jobs_in_flight += 1
+        return _Job(ops, self._config.flush_policy == "always")
+
+    def finish_job(self, job: CommitJob, outcome: JobOutcome) -> None:
+        if not isinstance(job, _Job):
+            raise TypeError("a file log finishes its own jobs")
+        self._jobs_in_flight -= 1
+        if isinstance(outcome, BaseException):
+            self._fail(job.ops + self._queue, outcome)
+            self._queue = []
+        else:
+            if outcome is not None and self.timings is not None:
+                self.timings.on_flush(self.topic, self.partition, outcome)
+            self._complete(job.ops, job.fsync)
+        if not self._jobs_in_flight and not self._queue:
+            waiters, self._idle_waiters = self._idle_waiters, []
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
 
     def _complete(self, ops: list[_Op], fsynced: bool) -> None:
         for op in ops:
@@ -176,8 +195,10 @@ class FileLog(SegmentedLog):
                     )
 
     async def _idle(self) -> None:
-        while self._drainer is not None:
-            await asyncio.shield(self._drainer)
+        while self._queue or self._jobs_in_flight:
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._idle_waiters.append(waiter)
+            await asyncio.shield(waiter)
 
     async def _flush_periodically(self) -> None:
         while True:
@@ -257,10 +278,10 @@ def _file_swaps(swaps: list[Swap]) -> list[FileSwap]:
     return [(_file_data(old), None if new is None else _file_data(new)) for old, new in swaps]
 
 
-def _execute(ops: list[_Op], fsync: bool) -> float | None:
-    """Run queued writes in order (in a thread): one writev per segment run, one fsync per group.
+def _write_ops(ops: list[_Op]) -> dict[int, FileSegmentData]:
+    """Run queued writes in order (in a thread): one writev per segment run.
 
-    Returns how long the group's fsync took, or None when there was none.
+    Returns the segment files written since their last sync (the round fsyncs them).
     """
     run: list[_Write] = []
     to_sync: dict[int, FileSegmentData] = {}
@@ -296,12 +317,7 @@ def _execute(ops: list[_Op], fsync: bool) -> float | None:
                     data.sync_log()
             to_sync.clear()
     flush_run()
-    if not fsync or not to_sync:
-        return None
-    started = time.perf_counter()
-    for data in to_sync.values():
-        data.sync_log()
-    return time.perf_counter() - started
+    return to_sync
 
 
 def _create_files(segment: Segment) -> None:

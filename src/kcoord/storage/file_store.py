@@ -18,8 +18,10 @@ from pathlib import Path
 import structlog
 
 from kcoord.storage.api import LogConfig, PartitionLog
+from kcoord.storage.durable_sync import SyncFiles, sync_files
 from kcoord.storage.file_log import FileLog
 from kcoord.storage.file_segment import fsync_directory, load_segments
+from kcoord.storage.group_commit import GroupCommitter
 from kcoord.storage.store_base import StoreBase
 from kcoord.timer.api import Clock
 
@@ -44,6 +46,7 @@ class FileLogStore(StoreBase[FileLog]):
         retention_check_interval_ms: int = 300000,
         log_cleaner_backoff_ms: int = 15000,
         io_threads: int = 2,
+        sync: SyncFiles = sync_files,
     ) -> None:
         super().__init__(
             default_config,
@@ -53,6 +56,7 @@ class FileLogStore(StoreBase[FileLog]):
         )
         self.root = root
         self._executor = ThreadPoolExecutor(max_workers=io_threads, thread_name_prefix="kcoord-log")
+        self._committer = GroupCommitter(self._executor, sync=sync)
 
     async def open(self) -> None:
         loop = asyncio.get_running_loop()
@@ -69,7 +73,9 @@ class FileLogStore(StoreBase[FileLog]):
                 clean_shutdown=clean,
             )
             segments = await loop.run_in_executor(self._executor, load)
-            log = FileLog(directory, topic, partition, config, self._clock, segments, self._executor)
+            log = FileLog(
+                directory, topic, partition, config, self._clock, segments, self._executor, self._committer
+            )
             self._adopt(log).start()
         logger.info("log_store.opened", root=str(self.root), partitions=len(self._logs), clean_shutdown=clean)
         self._start_background()
@@ -114,7 +120,9 @@ class FileLogStore(StoreBase[FileLog]):
                 now_ms=now,
                 clean_shutdown=False,
             )
-            return FileLog(directory, topic, partition, config, self._clock, segments, self._executor)
+            return FileLog(
+                directory, topic, partition, config, self._clock, segments, self._executor, self._committer
+            )
 
         log = await asyncio.get_running_loop().run_in_executor(self._executor, make)
         self._adopt(log).start()

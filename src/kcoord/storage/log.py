@@ -117,8 +117,12 @@ class SegmentedLog(ABC):
     # Appending.
 
     async def append(self, batch: bytes) -> AppendResult:
-        while self._gate is not None:
-            await asyncio.shield(self._gate)
+        while True:
+            while self._gate is not None:
+                await asyncio.shield(self._gate)
+            if self._failure is None or self._closed:
+                break
+            await self._recover()
         self._ensure_usable()
         header = parse_header(batch)
         if header.size != len(batch):
@@ -172,6 +176,44 @@ class SegmentedLog(ABC):
                 listener(self._end_offset)
             except Exception:
                 logger.exception("log.append_listener_failed", topic=self._topic, partition=self._partition)
+
+    async def _recover(self) -> None:
+        """After a failed write: cut the log back to what is durable and visible, then accept appends again.
+
+        A write that fails leaves the log where its last completed append left it: whatever the
+        failed round planned (offsets, positions, rolled segments) is forgotten and any bytes it
+        wrote are truncated away. When the storage still fails, the append that asked gets
+        KAFKA_STORAGE_ERROR and the next one tries again: one fault never blocks a log for good.
+        """
+        async with self._exclusive():
+            if self._failure is None or self._closed:
+                return
+            try:
+                await self._repair()
+            except Exception as exc:
+                self._failure = exc
+                logger.error(
+                    "log.recovery_failed", topic=self._topic, partition=self._partition, error=repr(exc)
+                )
+                raise KafkaError(ErrorCode.kafka_storage_error, f"log recovery failed: {exc!r}") from exc
+            self._failure = None
+            logger.info(
+                "log.recovered", topic=self._topic, partition=self._partition, end_offset=self._end_offset
+            )
+
+    async def _repair(self) -> None:
+        self._next_offset = self._end_offset
+        doomed: list[Segment] = []
+        while (
+            len(self._segments) > 1
+            and self._segments[-1].size == 0
+            and self._segments[-1].base_offset >= self._end_offset
+        ):
+            doomed.append(self._segments.pop())
+        if doomed:
+            await self._delete_segments(doomed)
+        active = self._segments[-1]
+        self._segments[-1] = await self._truncate_segment(active, active.size)
 
     def _ensure_usable(self) -> None:
         if self._closed:

@@ -19,10 +19,17 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kcoord.apis.groups.common import millis
-from kcoord.coordinator.offsets import OffsetCommitPartition, OffsetCommitRequest, OffsetCommitTopic
+from kcoord.coordinator.offsets import (
+    OffsetCommitPartition,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitTopic,
+)
 from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.codec import EncodedResponse
 from kcoord.protocol.errors import KafkaError
 from kcoord.protocol.registry import ApiSpec
+from kcoord.protocol.response_cache import ResponseCache
 from kcoord.runtime.group_service import GroupService
 from kcoord.server.context import RequestContext
 
@@ -76,4 +83,21 @@ async def handle_offset_commit(ctx: RequestContext, request: Any, *, groups: Gro
     if not request.group_id:
         raise KafkaError(ErrorCode.invalid_group_id)
     commit = to_core(request, ctx.api_version)
-    return await groups.commit_offsets(commit)
+    response = await groups.commit_offsets(commit)
+    return _encoded(ctx.api_version, response)
+
+
+_ANSWERS = ResponseCache(ApiKey.OFFSET_COMMIT)
+
+
+def _encoded(api_version: int, response: OffsetCommitResponse) -> EncodedResponse:
+    """An answer is only topic names, partition indexes and error codes: each distinct one is encoded once."""
+    key = tuple(
+        (topic.name, tuple((p.partition_index, p.error_code) for p in topic.partitions))
+        for topic in response.topics
+    )
+    first_error = next(
+        (p.error_code for t in response.topics for p in t.partitions if p.error_code != ErrorCode.none),
+        ErrorCode.none,
+    )
+    return _ANSWERS.encoded(api_version, key, response, first_error)

@@ -20,10 +20,12 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kcoord.coordinator.offsets import OffsetFetchResponse, OffsetFetchTopic
+from kcoord.coordinator.offsets import OffsetFetchResponse, OffsetFetchTopic, OffsetFetchTopicResult
 from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.codec import EncodedResponse
 from kcoord.protocol.errors import KafkaError
 from kcoord.protocol.registry import ApiSpec
+from kcoord.protocol.response_cache import ResponseCache
 from kcoord.runtime.group_service import GroupService
 from kcoord.server.context import RequestContext
 
@@ -97,10 +99,44 @@ async def handle_offset_fetch(ctx: RequestContext, request: Any, *, groups: Grou
                 answers.append(_fetch_one(groups, group.group_id, topics, stable))
             except KafkaError as exc:
                 answers.append(_group_error(group.group_id, exc.code))
-        return {"groups": answers}
+        return _encoded(ctx.api_version, answers, {"groups": answers})
     topics = _topics(request.topics)
     try:
         response = _fetch_one(groups, request.group_id, topics, stable)
     except KafkaError as exc:
         response = _group_error(request.group_id, exc.code)
+    if ctx.api_version >= 2:
+        return _encoded(ctx.api_version, [response], _legacy_body(response, ctx.api_version, topics))
     return _legacy_body(response, ctx.api_version, topics)
+
+
+_ANSWERS = ResponseCache(ApiKey.OFFSET_FETCH)
+
+
+def _encoded(api_version: int, answers: list[OffsetFetchResponse], body: Any) -> EncodedResponse:
+    """Answers repeat until the group commits again: each distinct one is encoded once.
+
+    v2+ only, where the body is exactly the groups' answers (v1 copies errors into partitions).
+    """
+    key = tuple((a.group_id, a.error_code, _topics_key(a.topics)) for a in answers)
+    codes = (
+        code
+        for a in answers
+        for code in (a.error_code, *(p.error_code for t in a.topics for p in t.partitions))
+        if code != ErrorCode.none
+    )
+    first_error = next(codes, ErrorCode.none)
+    return _ANSWERS.encoded(api_version, key, body, first_error)
+
+
+def _topics_key(topics: list[OffsetFetchTopicResult]) -> tuple[Any, ...]:
+    return tuple(
+        (
+            topic.name,
+            tuple(
+                (p.partition_index, p.committed_offset, p.committed_leader_epoch, p.metadata, p.error_code)
+                for p in topic.partitions
+            ),
+        )
+        for topic in topics
+    )

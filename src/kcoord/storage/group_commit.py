@@ -1,0 +1,120 @@
+"""Group commit across the logs of one store: one write round, and its fsyncs together, for many appends.
+
+Every :class:`~kcoord.storage.file_log.FileLog` of a store queues its writes here instead of
+running its own writer. One drain task takes what *every* log has queued, hands the whole round
+to one executor job, and completes each log's appends back on the event loop. While a round is
+on disk the loop keeps accepting appends, which form the next round: under load a round holds
+every request that arrived during the previous one (group commit across requests and across
+partitions), and an idle store still writes a lone append at once.
+
+A round writes each log's batches with one ``writev`` per segment and then makes every file that
+needs it (flush policy ``always``) durable at once: one ``syncfs`` per filesystem when the round
+touched several files, ``fdatasync`` for a lone one (:mod:`kcoord.storage.durable_sync`). A log
+whose write fails fails only its own appends; a failed sync fails every log it covered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from concurrent.futures import Executor
+from typing import Protocol
+
+from kcoord.storage.durable_sync import SyncFiles, sync_files
+
+__all__ = ["CommitJob", "GroupCommitter", "JobOutcome", "RoundWriter"]
+
+JobOutcome = BaseException | float | None
+"""What a log's part of a round did: its exception, the seconds its fsync took, or None (no fsync)."""
+
+
+class CommitJob(Protocol):
+    """A log's part of one round, run in the writer thread."""
+
+    def write(self) -> list[int]:
+        """Write the queued bytes; return the descriptors the round must make durable (may be empty)."""
+
+
+class RoundWriter(Protocol):
+    """A log as the committer sees it."""
+
+    def take_job(self) -> CommitJob | None:
+        """Everything queued so far as one job (None: nothing queued); later appends wait for the next."""
+
+    def finish_job(self, job: CommitJob, outcome: JobOutcome) -> None:
+        """Back on the loop: complete (or fail) the job's appends."""
+
+
+class GroupCommitter:
+    """The store's single writer: rounds of writes and fsyncs across all of its logs."""
+
+    def __init__(self, executor: Executor, *, sync: SyncFiles = sync_files) -> None:
+        self._executor = executor
+        self._sync = sync
+        self._waiting: dict[RoundWriter, None] = {}
+        self._drainer: asyncio.Task[None] | None = None
+        self.rounds = 0
+        """Rounds written so far (tests and the bench read it)."""
+
+    def request(self, writer: RoundWriter) -> None:
+        """``writer`` has queued work: it joins the next round (a round starts at once when idle)."""
+        self._waiting[writer] = None
+        if self._drainer is None:
+            self._drainer = asyncio.get_running_loop().create_task(self._drain())
+
+    async def _drain(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while self._waiting:
+                writers, self._waiting = list(self._waiting), {}
+                jobs: list[tuple[RoundWriter, CommitJob]] = []
+                for writer in writers:
+                    job = writer.take_job()
+                    if job is not None:
+                        jobs.append((writer, job))
+                if not jobs:
+                    continue
+                try:
+                    outcomes = await loop.run_in_executor(
+                        self._executor, self._write_round, [job for _, job in jobs]
+                    )
+                except BaseException as exc:
+                    for writer, job in jobs:
+                        writer.finish_job(job, exc if isinstance(exc, Exception) else RuntimeError(repr(exc)))
+                    if not isinstance(exc, Exception):
+                        raise
+                    continue
+                self.rounds += 1
+                for (writer, job), outcome in zip(jobs, outcomes, strict=True):
+                    writer.finish_job(job, outcome)
+        finally:
+            self._drainer = None
+
+    def _write_round(self, jobs: Sequence[CommitJob]) -> list[JobOutcome]:
+        """In the writer thread: every job's writes in order, then one sync for all of them."""
+        outcomes: list[JobOutcome] = [None] * len(jobs)
+        synced: list[int] = []
+        fds: list[int] = []
+        for index, job in enumerate(jobs):
+            try:
+                job_fds = job.write()
+            except Exception as exc:
+                outcomes[index] = exc
+                continue
+            if job_fds:
+                synced.append(index)
+                fds.extend(job_fds)
+        if not fds:
+            return outcomes
+        started = time.perf_counter()
+        try:
+            self._sync(fds)
+        except Exception as exc:
+            for index in synced:
+                outcomes[index] = exc
+            return outcomes
+        seconds = time.perf_counter() - started
+        for index in synced:
+            outcomes[index] = seconds
+        return outcomes
