@@ -118,3 +118,13 @@ def test_whatever_passes_the_guard_decodes_or_raises(
         decode_request(payload)
     except Exception as exc:  # kio's own errors for bytes it can bound (bad UTF-8, unknown tags)
         assert not isinstance(exc, MemoryError)
+
+
+def test_strings_longer_than_kafka_allows_are_refused() -> None:
+    """A compact string of 32768 bytes is refused as Kafka's readers do and 32767 passes."""
+    group = b"g" * 32767
+    fits = b"\x80\x80\x02" + group + b"\x00\x00\x00\x01\x02m\x00\x00"
+    check_request(_cls(12, 4), request_payload(12, 4, fits))
+    too_long = b"\x81\x80\x02" + group + b"g\x00\x00\x00\x01\x02m\x00\x00"
+    with pytest.raises(MalformedRequestError, match="string of 32768 bytes"):
+        check_request(_cls(12, 4), request_payload(12, 4, too_long))

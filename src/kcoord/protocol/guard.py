@@ -9,6 +9,7 @@ request's kio schema and refuses it when
 - an array declares more items than the bytes left could hold (every item takes at least a byte),
 - a string, bytes or records field, or a tagged field, declares more bytes than are left,
 - a varint runs past five bytes or past 2^32 - 1 (Kafka's own readers refuse those too),
+- a string is longer than 32767 bytes (as Kafka's readers refuse: ids must fit the records),
 - a null arrives where the schema does not allow one (kio would hand the handler a ``None`` for a
   non-nullable array, and handlers rightly expect a tuple).
 
@@ -26,7 +27,7 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["MalformedRequestError", "check_request", "compile_request"]
+__all__ = ["MAX_STRING_BYTES", "MalformedRequestError", "check_request", "compile_request"]
 
 Frame = bytes | memoryview
 Step = Callable[[Frame, int, int], int]
@@ -51,6 +52,10 @@ _FIXED_WIDTHS = {
 }
 
 _MAX_VARINT_BYTES = 5
+MAX_STRING_BYTES = 0x7FFF
+"""Kafka's generated readers refuse a longer string (``had invalid length``) even where the compact
+encoding could carry one; so does the guard, which also keeps every id short enough for the int16
+string lengths of the offsets-log records."""
 _MAX_UVARINT = 0xFFFFFFFF
 
 
@@ -120,8 +125,8 @@ def _legacy_string(field: str, nullable: bool, length_bytes: int) -> Step:
     return step
 
 
-def _compact_string(field: str, nullable: bool) -> Step:
-    """uvarint length + 1; 0 is null."""
+def _compact_string(field: str, nullable: bool, longest: int) -> Step:
+    """uvarint length + 1; 0 is null. ``longest`` is 32767 for strings, as Kafka's readers check."""
 
     def step(frame: Frame, pos: int, end: int) -> int:
         size = frame[pos]
@@ -129,6 +134,8 @@ def _compact_string(field: str, nullable: bool) -> Step:
             pos += 1
         else:
             size, pos = _uvarint(frame, pos, field)
+            if size - 1 > longest:
+                _fail(field, f"string of {size - 1} bytes, longer than {longest}")
         if size == 0:
             if nullable:
                 return pos
@@ -251,11 +258,11 @@ def _primitive(name: str, kafka_type: Any, nullable: bool, flexible: bool) -> _C
         return _Compiled((_fixed(width),), width, fixed=True)
     if kafka_type == "string":
         if flexible:
-            return _Compiled((_compact_string(name, nullable),), 1)
+            return _Compiled((_compact_string(name, nullable, MAX_STRING_BYTES),), 1)
         return _Compiled((_legacy_string(name, nullable, 2),), 2)
     if kafka_type in ("bytes", "records"):
         if flexible:
-            return _Compiled((_compact_string(name, nullable),), 1)
+            return _Compiled((_compact_string(name, nullable, _MAX_UVARINT),), 1)
         return _Compiled((_legacy_string(name, nullable, 4),), 4)
     raise TypeError(f"{name}: no guard for kafka_type {kafka_type!r}")
 
