@@ -184,9 +184,8 @@ class PartitionRunner:
         task.add_done_callback(self._in_flight.discard)
 
     async def _append_then_release(self, result: CoordinatorResult) -> None:
-        batch = encode_batch(result.records, self.clock.now_ms())
-        try:
-            await self.log.append(batch)
+        try:  # encoding inside: a record that cannot be written must still answer its callers
+            await self.log.append(encode_batch(result.records, self.clock.now_ms()))
         except Exception:
             self._log.exception("offsets_log.append_failed", records=len(result.records))
             error = KafkaError(ErrorCode.coordinator_not_available)
