@@ -113,6 +113,10 @@ class Connection:
                 self._log.warning("connection.closed_bad_request", reason=str(exc))
                 self._abort()
                 return
+            except Exception:  # never die silently with the connection open and unanswered
+                self._log.exception("connection.request_failed")
+                self._abort()
+                return
             if frame is None:
                 continue
             self._writer.write(frame)
