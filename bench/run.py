@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from report import format_table
 from server import running_kcoord
 
-SECTIONS = ("produce_fetch", "group_formation", "heartbeat_load", "timing_wheel", "member_memory")
+SECTIONS = ("produce_fetch", "group_formation", "heartbeat_load", "timing_wheel", "member_memory", "fuzz")
 """Section modules in the order they run."""
 
 

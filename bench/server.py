@@ -16,20 +16,33 @@ from pathlib import Path
 START_TIMEOUT_S = 30.0
 
 
+class LogTally:
+    """What the server's log said: tracebacks, warnings and errors (the fuzz section reads it)."""
+
+    def __init__(self) -> None:
+        self.tracebacks = 0
+        self.warnings = 0
+        self.errors = 0
+        self.last_traceback: list[str] = []
+
+
 class BenchServer:
     """A running ``kcoord serve``; ``bootstrap`` is the address it bound."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], bootstrap: str, data_dir: Path) -> None:
+    def __init__(
+        self, proc: subprocess.Popen[bytes], bootstrap: str, data_dir: Path, tally: LogTally | None = None
+    ) -> None:
         self.proc = proc
         self.bootstrap = bootstrap
         self.data_dir = data_dir
+        self.tally = tally or LogTally()
 
     @property
     def pid(self) -> int:
         return self.proc.pid
 
 
-def _wait_for_start(proc: subprocess.Popen[bytes], tail: list[str]) -> str | None:
+def _wait_for_start(proc: subprocess.Popen[bytes], tail: list[str], tally: LogTally) -> str | None:
     """Read the log until ``kcoord.started``; keep reading (and dropping) in a thread afterwards."""
     assert proc.stderr is not None
     found: list[str] = []
@@ -40,6 +53,13 @@ def _wait_for_start(proc: subprocess.Popen[bytes], tail: list[str]) -> str | Non
         for raw in proc.stderr:
             line = raw.decode("utf-8", "replace").rstrip("\n")
             tail[:] = [*tail[-40:], line]
+            if "Traceback" in line:
+                tally.tracebacks += 1
+                tally.last_traceback = list(tail)
+            if '"level": "warning"' in line:
+                tally.warnings += 1
+            elif '"level": "error"' in line:
+                tally.errors += 1
             if not started.is_set():
                 try:
                     event = json.loads(line)
@@ -77,10 +97,11 @@ def running_kcoord(settings: dict[str, str]) -> Iterator[BenchServer]:
         proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
         tail: list[str] = []
         try:
-            listen = _wait_for_start(proc, tail)
+            tally = LogTally()
+            listen = _wait_for_start(proc, tail, tally)
             if listen is None:
                 raise RuntimeError("kcoord did not start:\n" + "\n".join(tail))
-            yield BenchServer(proc, listen, data_dir)
+            yield BenchServer(proc, listen, data_dir, tally)
         finally:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
