@@ -96,7 +96,7 @@ def test_known_tagged_field_is_walked_within_its_size() -> None:
     valid = request_payload(1, 12, encode_entity(request))
     assert valid.endswith(b"\x00"), "the top-level tagged fields close the body"
     tagged = valid[:-1] + b"\x01\x00\x02\x05abcd"
-    with pytest.raises(MalformedRequestError, match=r"cluster_id: declares 4 bytes, 1 left"):
+    with pytest.raises(MalformedRequestError, match="tag 0: payload overruns its declared size"):
         check_request(_cls(1, 12), tagged)
     fitting = valid[:-1] + b"\x01\x00\x05\x05abcd"
     check_request(_cls(1, 12), fitting)
@@ -128,3 +128,15 @@ def test_strings_longer_than_kafka_allows_are_refused() -> None:
     too_long = b"\x81\x80\x02" + group + b"g\x00\x00\x00\x01\x02m\x00\x00"
     with pytest.raises(MalformedRequestError, match="string of 32768 bytes"):
         check_request(_cls(12, 4), request_payload(12, 4, too_long))
+
+
+def test_struct_fields_are_walked_in_place() -> None:
+    """Fetch v15 (not served, but in kio) carries a tagged struct: valid requests pass, prefixes do not."""
+    cls = _cls(1, 15)
+    rng = random.Random(15)
+    for _ in range(20):
+        payload = request_payload(1, 15, valid_body(1, 15, rng))
+        check_request(cls, payload)
+        for cut in range(len(payload)):
+            with pytest.raises(MalformedRequestError):
+                check_request(cls, payload[:cut])

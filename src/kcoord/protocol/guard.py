@@ -15,8 +15,13 @@ request's kio schema and refuses it when
 
 The walk allocates nothing in proportion to a declared length: it only moves an offset, and loops
 over array items only after their count has been bounded by the frame's size, so its cost is linear
-in the frame. Each schema is compiled once into a tuple of small step functions (consecutive fixed
-width fields folded into one step), cached per request class.
+in the frame.
+
+Every request is checked, so the walk is on the heartbeat hot path. A loop over one small function
+per field cost about as much as kio's own decoding; instead each entity is compiled once, from its
+schema, into one straight-line Python function (:mod:`kcoord.protocol.guard_source` writes its
+source): fixed-width fields fold into one addition, one-byte lengths need no call, and only arrays,
+nullable structs and non-empty tagged-field sections call out. The functions are cached per class.
 """
 
 from __future__ import annotations
@@ -27,11 +32,21 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["MAX_STRING_BYTES", "MalformedRequestError", "check_request", "compile_request"]
+from kcoord.protocol.guard_source import (
+    MAX_STRING_BYTES,
+    MAX_UVARINT,
+    Frame,
+    MalformedRequestError,
+    Namespace,
+    Step,
+    compact_length,
+    fail,
+    legacy_length,
+    short,
+    uvarint,
+)
 
-Frame = bytes | memoryview
-Step = Callable[[Frame, int, int], int]
-"""``step(frame, offset, end) -> offset after the field``; raises :class:`MalformedRequestError`."""
+__all__ = ["MAX_STRING_BYTES", "MalformedRequestError", "check_request", "compile_request"]
 
 _FIXED_WIDTHS = {
     "bool": 1,
@@ -51,160 +66,69 @@ _FIXED_WIDTHS = {
     "uuid": 16,
 }
 
-_MAX_VARINT_BYTES = 5
-MAX_STRING_BYTES = 0x7FFF
-"""Kafka's generated readers refuse a longer string (``had invalid length``) even where the compact
-encoding could carry one; so does the guard, which also keeps every id short enough for the int16
-string lengths of the offsets-log records."""
-_MAX_UVARINT = 0xFFFFFFFF
+_NAMESPACE = Namespace()
 
 
-class MalformedRequestError(ValueError):
-    """The frame declares more than it holds, or breaks its schema's rules; nothing was allocated."""
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Field:
+    """Source lines that move ``pos`` past one field, and the fewest bytes the field takes."""
+
+    lines: tuple[str, ...]
+    min_size: int
+    fixed: bool = False
 
 
-def _fail(field: str, message: str) -> typing.NoReturn:
-    raise MalformedRequestError(f"{field}: {message}")
-
-
-def _uvarint(frame: Frame, pos: int, field: str) -> tuple[int, int]:
-    """An unsigned varint of at most five bytes and 32 bits, as Kafka's ``readUnsignedVarint``."""
-    value = 0
-    shift = 0
-    for _ in range(_MAX_VARINT_BYTES):
-        byte = frame[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            if value > _MAX_UVARINT:
-                _fail(field, f"varint {value} exceeds 32 bits")
-            return value, pos
-        shift += 7
-    _fail(field, "varint longer than five bytes")
-
-
-def _int16(frame: Frame, pos: int) -> int:
-    return int.from_bytes(frame[pos : pos + 2], "big", signed=True) if pos + 2 <= len(frame) else _short()
-
-
-def _int32(frame: Frame, pos: int) -> int:
-    return int.from_bytes(frame[pos : pos + 4], "big", signed=True) if pos + 4 <= len(frame) else _short()
-
-
-def _short() -> typing.NoReturn:
-    raise IndexError("frame ends inside a length")
-
-
-def _fixed(width: int) -> Step:
-    def step(frame: Frame, pos: int, end: int) -> int:
-        return pos + width
-
-    return step
-
-
-def _sized(field: str, size: int, pos: int, end: int) -> int:
-    """``pos`` moved past ``size`` bytes, refused when the frame does not hold them."""
-    if size > end - pos:
-        _fail(field, f"declares {size} bytes, {max(end - pos, 0)} left in the frame")
-    return pos + size
-
-
-def _legacy_string(field: str, nullable: bool, length_bytes: int) -> Step:
-    """int16 (strings) or int32 (bytes, records) length; -1 is null."""
-    read_length = _int16 if length_bytes == 2 else _int32
-
-    def step(frame: Frame, pos: int, end: int) -> int:
-        size = read_length(frame, pos)
-        pos += length_bytes
-        if size < 0:
-            if size == -1 and nullable:
-                return pos
-            _fail(field, f"length {size}" if size != -1 else "null in a non-nullable field")
-        return _sized(field, size, pos, end)
-
-    return step
-
-
-def _compact_string(field: str, nullable: bool, longest: int) -> Step:
-    """uvarint length + 1; 0 is null. ``longest`` is 32767 for strings, as Kafka's readers check."""
-
-    def step(frame: Frame, pos: int, end: int) -> int:
-        size = frame[pos]
-        if size < 0x80:  # one-byte lengths are the common case: no varint call
-            pos += 1
-        else:
-            size, pos = _uvarint(frame, pos, field)
-            if size - 1 > longest:
-                _fail(field, f"string of {size - 1} bytes, longer than {longest}")
-        if size == 0:
-            if nullable:
-                return pos
-            _fail(field, "null in a non-nullable field")
-        if size - 1 > end - pos:
-            _fail(field, f"declares {size - 1} bytes, {max(end - pos, 0)} left in the frame")
-        return pos + size - 1
-
-    return step
-
-
-def _array(field: str, nullable: bool, flexible: bool, item_steps: tuple[Step, ...], min_item: int) -> Step:
+def _array(field: str, nullable: bool, flexible: bool, item: Step, min_item: int) -> Step:
     def step(frame: Frame, pos: int, end: int) -> int:
         if flexible:
-            count, pos = _uvarint(frame, pos, field)
+            count, pos = uvarint(frame, pos, field)
             count -= 1
         else:
-            count = _int32(frame, pos)
+            count = (
+                int.from_bytes(frame[pos : pos + 4], "big", signed=True) if pos + 4 <= len(frame) else short()
+            )
             pos += 4
         if count < 0:
             if count == -1 and nullable:
                 return pos
-            _fail(field, f"item count {count}" if count != -1 else "null in a non-nullable array")
+            fail(field, f"item count {count}" if count != -1 else "null in a non-nullable array")
         if count * min_item > end - pos:
-            _fail(field, f"declares {count} items, {max(end - pos, 0)} bytes left in the frame")
+            fail(field, f"declares {count} items, {max(end - pos, 0)} bytes left in the frame")
         for _ in range(count):
-            for item_step in item_steps:
-                pos = item_step(frame, pos, end)
+            pos = item(frame, pos, end)
             if pos > end:
-                _fail(field, "items overrun the frame")
+                fail(field, "items overrun the frame")
         return pos
 
     return step
 
 
-def _nullable_entity(field: str, nullable: bool, steps: tuple[Step, ...]) -> Step:
-    """A struct field: an int8 marker (-1 null, 1 present) then the struct."""
+def _nullable_struct(walk: Step) -> Step:
+    """A nullable struct field: an int8 marker (-1 null, 1 present) then the struct when present."""
 
     def step(frame: Frame, pos: int, end: int) -> int:
         marker = frame[pos]
-        pos += 1
-        if marker == 0xFF:
-            if nullable:
-                return pos
-            _fail(field, "null in a non-nullable struct")
-        for inner in steps:
-            pos = inner(frame, pos, end)
-        return pos
+        return pos + 1 if marker == 0xFF else walk(frame, pos + 1, end)
 
     return step
 
 
-def _tagged_fields(owner: str, known: dict[int, tuple[Step, ...]]) -> Step:
-    """The tagged-field section: count, then (tag, size, payload); a known tag's payload is walked too."""
+def _tagged_fields(owner: str, known: dict[int, Step]) -> Step:
+    """A non-empty tagged-field section: count, then (tag, size, payload); known payloads walked too."""
 
     def step(frame: Frame, pos: int, end: int) -> int:
-        if frame[pos] == 0:  # no tagged fields: the common case
-            return pos + 1
-        count, pos = _uvarint(frame, pos, owner)
+        count, pos = uvarint(frame, pos, owner)
         if count * 2 > end - pos:
-            _fail(owner, f"declares {count} tagged fields, {max(end - pos, 0)} bytes left in the frame")
+            fail(owner, f"declares {count} tagged fields, {max(end - pos, 0)} bytes left in the frame")
         for _ in range(count):
-            tag, pos = _uvarint(frame, pos, owner)
-            size, pos = _uvarint(frame, pos, owner)
-            stop = _sized(f"{owner} tag {tag}", size, pos, end)
-            for inner in known.get(tag, ()):
-                pos = inner(frame, pos, stop)
-            if pos > stop:
-                _fail(f"{owner} tag {tag}", "payload overruns its declared size")
+            tag, pos = uvarint(frame, pos, owner)
+            size, pos = uvarint(frame, pos, owner)
+            if size > end - pos:
+                fail(f"{owner} tag {tag}", f"declares {size} bytes, {max(end - pos, 0)} left in the frame")
+            stop = pos + size
+            walk = known.get(tag)
+            if walk is not None and walk(frame, pos, stop) > stop:
+                fail(f"{owner} tag {tag}", "payload overruns its declared size")
             pos = stop
         return pos
 
@@ -223,116 +147,119 @@ def _strip_none(annotation: Any) -> Any:
     return annotation
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Compiled:
-    steps: tuple[Step, ...]
-    min_size: int
-    fixed: bool = False
+def _call(step: Step) -> tuple[str, ...]:
+    return (f"pos = {_NAMESPACE.name(step)}(frame, pos, end)",)
 
 
-def _field_steps(owner: str, field: dataclasses.Field[Any], annotation: Any, flexible: bool) -> _Compiled:
-    """Steps for one field and the fewest bytes it can take on the wire."""
+def _field(owner: str, field: dataclasses.Field[Any], annotation: Any, flexible: bool) -> _Field:
     name = f"{owner}.{field.name}"
     nullable = _is_nullable(annotation)
     inner = _strip_none(annotation)
     kafka_type = field.metadata.get("kafka_type")
     if typing.get_origin(inner) is tuple:
         (item_type, _ellipsis) = typing.get_args(inner)
-        item = _item_steps(name, item_type, kafka_type, flexible)
-        return _Compiled((_array(name, nullable, flexible, item.steps, max(item.min_size, 1)),), 1)
+        if dataclasses.is_dataclass(item_type):
+            item_walk, item_min = _entity(typing.cast(type[Any], item_type))
+        else:
+            item = _primitive(f"{name}[]", kafka_type, _is_nullable(item_type), flexible)
+            item_walk, item_min = _NAMESPACE.function(f"item of {name}", item.lines), item.min_size
+        return _Field(_call(_array(name, nullable, flexible, item_walk, max(item_min, 1))), 1)
     if dataclasses.is_dataclass(inner):
-        nested = _entity(typing.cast(type[Any], inner))
-        return _Compiled((_nullable_entity(name, nullable, nested.steps),), 1 + nested.min_size)
+        walk, min_size = _entity(typing.cast(type[Any], inner))
+        if nullable:
+            return _Field(_call(_nullable_struct(walk)), 1)
+        return _Field(_call(walk), min_size)  # a struct that cannot be null has no marker
     return _primitive(name, kafka_type, nullable, flexible)
 
 
-def _item_steps(name: str, item_type: Any, kafka_type: Any, flexible: bool) -> _Compiled:
-    if dataclasses.is_dataclass(item_type):
-        return _entity(typing.cast(type[Any], item_type))
-    return _primitive(f"{name}[]", kafka_type, _is_nullable(item_type), flexible)
-
-
-def _primitive(name: str, kafka_type: Any, nullable: bool, flexible: bool) -> _Compiled:
+def _primitive(name: str, kafka_type: Any, nullable: bool, flexible: bool) -> _Field:
     width = _FIXED_WIDTHS.get(kafka_type) if isinstance(kafka_type, str) else None
     if width is not None:
-        return _Compiled((_fixed(width),), width, fixed=True)
+        return _Field((f"pos += {width}",), width, fixed=True)
     if kafka_type == "string":
         if flexible:
-            return _Compiled((_compact_string(name, nullable, MAX_STRING_BYTES),), 1)
-        return _Compiled((_legacy_string(name, nullable, 2),), 2)
+            return _Field(compact_length(name, nullable, MAX_STRING_BYTES), 1)
+        return _Field(legacy_length(name, nullable, 2), 2)
     if kafka_type in ("bytes", "records"):
         if flexible:
-            return _Compiled((_compact_string(name, nullable, _MAX_UVARINT),), 1)
-        return _Compiled((_legacy_string(name, nullable, 4),), 4)
+            return _Field(compact_length(name, nullable, MAX_UVARINT), 1)
+        return _Field(legacy_length(name, nullable, 4), 4)
     raise TypeError(f"{name}: no guard for kafka_type {kafka_type!r}")
 
 
-def _fold_fixed(compiled: list[_Compiled]) -> tuple[Step, ...]:
-    """Consecutive fixed-width fields become one step (fewer calls on the hot path)."""
-    steps: list[Step] = []
+def _tagged_section(owner: str, known: dict[int, Step]) -> _Field:
+    """An empty section (the usual case) is one byte and no call."""
+    section = _NAMESPACE.name(_tagged_fields(owner, known))
+    return _Field(("if frame[pos]:", f"    pos = {section}(frame, pos, end)", "else:", "    pos += 1"), 1)
+
+
+def _fold(fields: list[_Field]) -> tuple[str, ...]:
+    """The fields' lines in order, consecutive fixed-width fields folded into one addition."""
+    lines: list[str] = []
     run = 0
-    for part in compiled:
+    for part in fields:
         if part.fixed:
             run += part.min_size
             continue
         if run:
-            steps.append(_fixed(run))
+            lines.append(f"pos += {run}")
             run = 0
-        steps.extend(part.steps)
+        lines.extend(part.lines)
     if run:
-        steps.append(_fixed(run))
-    return tuple(steps)
+        lines.append(f"pos += {run}")
+    return tuple(lines)
 
 
-_ENTITIES: dict[type[Any], _Compiled] = {}
-_REQUESTS: dict[type[Any], tuple[Step, ...]] = {}
-
-
-def _entity(cls: type[Any]) -> _Compiled:
-    compiled = _ENTITIES.get(cls)
-    if compiled is None:
-        compiled = _ENTITIES[cls] = _compile_entity(cls)
-    return compiled
-
-
-def _compile_entity(cls: type[Any]) -> _Compiled:
-    """Steps for every field of a kio entity in wire order, then its tagged fields when flexible."""
+def _entity_lines(cls: type[Any]) -> tuple[tuple[str, ...], int]:
+    """Lines for every field of a kio entity in wire order, then its tagged fields when flexible."""
     owner = cls.__qualname__
     flexible = bool(getattr(cls, "__flexible__", False))
     hints = typing.get_type_hints(cls)
-    parts: list[_Compiled] = []
-    tagged: dict[int, tuple[Step, ...]] = {}
+    fields: list[_Field] = []
+    tagged: dict[int, Step] = {}
     for field in dataclasses.fields(cls):
-        compiled = _field_steps(owner, field, hints[field.name], flexible)
+        compiled = _field(owner, field, hints[field.name], flexible)
         tag = field.metadata.get("tag")
         if tag is None:
-            parts.append(compiled)
+            fields.append(compiled)
         else:
-            tagged[int(tag)] = compiled.steps
-    steps = _fold_fixed(parts)
-    min_size = sum(part.min_size for part in parts)
+            tagged[int(tag)] = _NAMESPACE.function(f"{owner} tag {tag}", compiled.lines)
     if flexible:
-        steps = (*steps, _tagged_fields(owner, tagged))
-        min_size += 1
-    return _Compiled(steps, min_size)
+        fields.append(_tagged_section(owner, tagged))
+    return _fold(fields), sum(part.min_size for part in fields)
 
 
-def _header_steps(flexible: bool) -> tuple[Step, ...]:
+_ENTITIES: dict[type[Any], tuple[Step, int]] = {}
+_REQUESTS: dict[type[Any], Callable[[Frame], int]] = {}
+
+
+def _entity(cls: type[Any]) -> tuple[Step, int]:
+    """The walk of a nested entity (array items, structs) and its smallest size."""
+    compiled = _ENTITIES.get(cls)
+    if compiled is None:
+        lines, min_size = _entity_lines(cls)
+        compiled = _ENTITIES[cls] = (_NAMESPACE.function(cls.__qualname__, lines), min_size)
+    return compiled
+
+
+def _header_lines(flexible: bool) -> tuple[str, ...]:
     """Request header v1/v2: key, version, correlation id, then a nullable int16-length client id.
 
     The client id keeps its int16 length even in the flexible v2 header, as Kafka specifies.
     """
-    steps: tuple[Step, ...] = (_fixed(8), _legacy_string("RequestHeader.client_id", True, 2))
-    return (*steps, _tagged_fields("RequestHeader", {})) if flexible else steps
+    lines = legacy_length("RequestHeader.client_id", True, 2)
+    return (*lines, *_tagged_section("RequestHeader", {}).lines) if flexible else lines
 
 
-def compile_request(cls: type[Any]) -> tuple[Step, ...]:
-    """The header and body steps of a kio request class (cached: one compilation per api and version)."""
-    steps = _REQUESTS.get(cls)
-    if steps is None:
+def compile_request(cls: type[Any]) -> Callable[[Frame], int]:
+    """``walk(frame) -> offset after the body`` for a kio request class (compiled once per class)."""
+    walk = _REQUESTS.get(cls)
+    if walk is None:
         header_flexible = bool(getattr(cls.__header_schema__, "__flexible__", False))
-        steps = _REQUESTS[cls] = (*_header_steps(header_flexible), *_entity(cls).steps)
-    return steps
+        body, _ = _entity_lines(cls)
+        lines = (*_header_lines(header_flexible), *body)
+        walk = _REQUESTS[cls] = _NAMESPACE.request(cls.__qualname__, lines)
+    return walk
 
 
 def check_request(cls: type[Any], frame: Frame) -> None:
@@ -341,12 +268,10 @@ def check_request(cls: type[Any], frame: Frame) -> None:
     Raises :class:`MalformedRequestError` naming the field; bytes after the body are allowed, as
     Kafka's readers allow them.
     """
-    end = len(frame)
-    pos = 0
+    walk = _REQUESTS.get(cls) or compile_request(cls)
     try:
-        for step in compile_request(cls):
-            pos = step(frame, pos, end)
+        pos = walk(frame)
     except IndexError:
         raise MalformedRequestError(f"{cls.__qualname__}: frame ends inside a field") from None
-    if pos > end:
-        raise MalformedRequestError(f"{cls.__qualname__}: fields overrun the frame ({pos} > {end})")
+    if pos > len(frame):
+        raise MalformedRequestError(f"{cls.__qualname__}: fields overrun the frame ({pos} > {len(frame)})")
