@@ -10,6 +10,7 @@ The module runs in well under a minute (bounded example counts; each wait is 50 
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -87,7 +88,9 @@ def test_every_version_gets_its_share(watch: Watch, api_key: int, version: int) 
 
 
 def test_the_server_came_through(watch: Watch) -> None:
-    """After all of it: up, memory bounded, the bystander answered throughout and quickly enough."""
+    """After all of it (and a second for short timers the fuzz armed): up, memory bounded, no error
+    logged, and the bystander answered throughout and quickly enough."""
+    time.sleep(1)
     watch.assert_healthy()
     assert watch.stats.sent > 3000
     assert watch.stats.closed and watch.stats.answered, "both answers and closes were seen"
