@@ -40,6 +40,25 @@ class WatchedEvents:
             return self._seen.get(name)
 
 
+class LogTally:
+    """What the server's log said: tracebacks, warnings and errors (the fuzz section reads it)."""
+
+    def __init__(self) -> None:
+        self.tracebacks = 0
+        self.warnings = 0
+        self.errors = 0
+        self.last_traceback: list[str] = []
+
+    def count(self, line: str, tail: list[str]) -> None:
+        if "Traceback" in line:
+            self.tracebacks += 1
+            self.last_traceback = list(tail)
+        if '"level": "warning"' in line:
+            self.warnings += 1
+        elif '"level": "error"' in line:
+            self.errors += 1
+
+
 class BenchServer:
     """A running ``kcoord serve``; ``bootstrap`` is the address it bound."""
 
@@ -51,6 +70,7 @@ class BenchServer:
         settings: dict[str, str],
         events: WatchedEvents,
         spawned_at: float,
+        tally: LogTally,
     ) -> None:
         self.proc = proc
         self.bootstrap = bootstrap
@@ -59,6 +79,7 @@ class BenchServer:
         self.events = events
         self.spawned_at = spawned_at
         """``time.monotonic()`` when the process was started."""
+        self.tally = tally
 
     @property
     def pid(self) -> int:
@@ -75,7 +96,9 @@ class BenchServer:
                 self.proc.wait(5)
 
 
-def _wait_for_start(proc: subprocess.Popen[bytes], tail: list[str], events: WatchedEvents) -> str | None:
+def _wait_for_start(
+    proc: subprocess.Popen[bytes], tail: list[str], events: WatchedEvents, tally: LogTally
+) -> str | None:
     """Read the log until ``kcoord.started``; keep reading in a thread afterwards (for watched events)."""
     assert proc.stderr is not None
     found: list[str] = []
@@ -86,6 +109,7 @@ def _wait_for_start(proc: subprocess.Popen[bytes], tail: list[str], events: Watc
         for raw in proc.stderr:
             line = raw.decode("utf-8", "replace").rstrip("\n")
             tail[:] = [*tail[-40:], line]
+            tally.count(line, tail)
             if started.is_set() and not events.names:
                 continue
             try:
@@ -135,10 +159,11 @@ def running_kcoord(
         events = WatchedEvents(watch)
         server = None
         try:
-            listen = _wait_for_start(proc, tail, events)
+            tally = LogTally()
+            listen = _wait_for_start(proc, tail, events, tally)
             if listen is None:
                 raise RuntimeError("kcoord did not start:\n" + "\n".join(tail))
-            server = BenchServer(proc, listen, data_dir, settings, events, spawned_at)
+            server = BenchServer(proc, listen, data_dir, settings, events, spawned_at, tally)
             yield server
         finally:
             if server is not None:

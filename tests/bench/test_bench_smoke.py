@@ -74,3 +74,11 @@ def test_group_formation_section_forms_groups_with_every_client() -> None:
     )
     for client in ("kafka-python", "confluent", "aiokafka"):
         assert f"{client}, delay 0 ms: formed" in out
+
+
+def test_fuzz_section_reports_requests_bystander_and_rss() -> None:
+    """The fuzz section sends its frames for a second and prints counts, bystander latency and RSS."""
+    out = run_section("fuzz", "--fuzz-seconds", "1")
+    assert "requests per API:" in out
+    assert "bystander worst" in out
+    assert "rss max" in out

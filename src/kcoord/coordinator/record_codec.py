@@ -41,6 +41,7 @@ from kcoord.coordinator.records import (
 )
 
 __all__ = [
+    "MAX_RECORD_STRING_BYTES",
     "RecordDecodeError",
     "RecordEncodeError",
     "UnsupportedRecordVersionError",
@@ -49,6 +50,7 @@ __all__ = [
     "decode_value",
     "encode_key",
     "encode_value",
+    "fits_record_string",
 ]
 
 _log = structlog.get_logger(__name__)
@@ -79,6 +81,19 @@ class UnsupportedRecordVersionError(RecordDecodeError):
 
 class RecordEncodeError(ValueError):
     """A record has a field that does not fit Kafka's layout (out of range or too long)."""
+
+
+MAX_RECORD_STRING_BYTES = 0x7FFF
+"""Record strings have int16 lengths: an id longer than this cannot be written to the log."""
+
+
+def fits_record_string(value: str | None, extra_bytes: int = 0) -> bool:
+    """Whether ``value`` (plus ``extra_bytes`` the core will add to it) fits a record string."""
+    if value is None:
+        return True
+    if len(value) * 4 + extra_bytes <= MAX_RECORD_STRING_BYTES:  # no encoding needed for short ids
+        return True
+    return len(value.encode("utf-8")) + extra_bytes <= MAX_RECORD_STRING_BYTES
 
 
 # --------------------------------------------------------------------------- reading
@@ -373,7 +388,7 @@ class _Writer:
 
     def _length(self, length: int | None, field: str, *, wide: bool) -> None:
         """A length prefix; None means null."""
-        if not wide and length is not None and length > 0x7FFF:
+        if not wide and length is not None and length > MAX_RECORD_STRING_BYTES:
             raise RecordEncodeError(f"{self._what}.{field} is {length} bytes, more than 32767")
         if self._flexible:
             self.uvarint(0 if length is None else length + 1)

@@ -63,7 +63,21 @@ class Router:
         self.exchange_observers: list[ExchangeObserver] = []
 
     async def handle(self, frame: bytes, connection: ConnectionInfo) -> bytes | None:
-        """The response frame for ``frame``, None when the API sends none (acks=0)."""
+        """The response frame for ``frame``, None when the API sends none (acks=0).
+
+        Raises only :class:`CloseConnectionError`: whatever else fails on the way (an observer, the
+        error form itself) is logged once and closes the connection, so no request goes unanswered
+        on a connection left open.
+        """
+        try:
+            return await self._answer(frame, connection)
+        except CloseConnectionError:
+            raise
+        except Exception as exc:
+            log.exception("request.unanswerable", peer=connection.client_host)
+            raise CloseConnectionError(f"no answer could be made: {exc!r}") from exc
+
+    async def _answer(self, frame: bytes, connection: ConnectionInfo) -> bytes | None:
         started = time.perf_counter()
         try:
             api_key, api_version, correlation_id = peek_api(frame)
@@ -128,7 +142,13 @@ class Router:
 
     def _error_body(self, spec: ApiSpec, ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
         if spec.error_response is not None:
-            return spec.error_response(request, code)
+            try:
+                return spec.error_response(request, code)
+            except Exception as exc:
+                raise CloseConnectionError(
+                    f"{spec.name} v{ctx.api_version} failed with {code.name} and its error form "
+                    f"could not be built ({exc!r})"
+                ) from exc
         if any(
             f == "error_code" for f in getattr(response_class(spec.key, ctx.api_version), "__slots__", ())
         ):

@@ -285,7 +285,8 @@ class ClassicGroup:
     # -- protocols ---------------------------------------------------------------------------
 
     def _count_protocols(self, member: ClassicGroupMember, delta: int) -> None:
-        for name, _ in member.protocols:
+        # Once per name: a member listing a protocol twice must not count as two supporters.
+        for name in {name for name, _ in member.protocols}:
             self.supported_protocol_counts[name] = self.supported_protocol_counts.get(name, 0) + delta
 
     def supports_protocols(self, protocol_type: str, protocol_names: set[str]) -> bool:

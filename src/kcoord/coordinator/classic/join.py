@@ -8,6 +8,8 @@ that rejoined without changing anything.
 Order of checks:
 
 1. empty group id ⇒ INVALID_GROUP_ID; session timeout outside [min, max] ⇒ INVALID_SESSION_TIMEOUT;
+   a group id, or another id or name, too long for the group's records ⇒ INVALID_GROUP_ID or
+   INVALID_REQUEST (refused here: once the group had changed, the append could not be written);
 2. a member id but no group ⇒ UNKNOWN_MEMBER_ID (only an empty member id creates a group);
 3. group full ⇒ GROUP_MAX_SIZE_REACHED (PreparingRebalance counts parked joiners);
 4. unknown (empty) member id ⇒ :meth:`JoinHandler.join_new_member`;
@@ -35,11 +37,28 @@ from kcoord.coordinator.classic.rebalance import (
     Rebalancer,
     Step,
 )
+from kcoord.coordinator.record_codec import fits_record_string
 from kcoord.coordinator.records import CoordinatorRecord, GroupMetadataKey, GroupMetadataValue
 from kcoord.protocol.errors import ErrorCode, KafkaError
 
 MEMBER_ID_REQUIRED_SINCE = 4
 SKIP_ASSIGNMENT_SINCE = 9
+
+
+_UUID_SUFFIX_BYTES = 37
+"""``-`` and a UUID: what a new member's id adds to its instance or client id."""
+
+
+def _ids_fit_records(request: JoinGroupRequest) -> bool:
+    """Every id and name this join may write into the group's metadata record fits its int16 length."""
+    prefix = request.group_instance_id if request.group_instance_id is not None else request.client_id
+    return (
+        fits_record_string(request.member_id)
+        and fits_record_string(prefix, _UUID_SUFFIX_BYTES)
+        and fits_record_string(request.client_host)
+        and fits_record_string(request.protocol_type)
+        and all(fits_record_string(name) for name, _ in request.protocols)
+    )
 
 
 def _reason(request: JoinGroupRequest) -> str:
@@ -59,8 +78,11 @@ class JoinHandler:
         self.new_uuid = new_uuid
 
     def handle(self, request: JoinGroupRequest, sink: Any, step: Step) -> None:
-        if not request.group_id:
+        if not request.group_id or not fits_record_string(request.group_id):
             step.out.respond(sink, JoinGroupResponse(ErrorCode.invalid_group_id, member_id=request.member_id))
+            return
+        if not _ids_fit_records(request):
+            step.out.respond(sink, JoinGroupResponse(ErrorCode.invalid_request, member_id=request.member_id))
             return
         if not (
             self.config.min_session_timeout_ms
