@@ -31,7 +31,7 @@ log = structlog.get_logger(__name__)
 
 # A ``_created`` sample per counter and histogram child doubles the series for no dashboard
 # that reads them (Prometheus ignores them); prometheus_client's switch is process-wide.
-disable_created_metrics()
+disable_created_metrics()  # type: ignore[no-untyped-call]
 
 _REQUEST_BUCKETS = (
     0.0005,
