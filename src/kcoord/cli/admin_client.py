@@ -169,6 +169,10 @@ class AdminClient:
         """One request to the bootstrap broker (kcoord is one node: it leads every partition)."""
         return self._bootstrap.call(api_key, version, body)
 
+    def coordinator_call(self, group_id: str, api_key: int, version: int, body: dict[str, Any]) -> Any:
+        """One request to the group's coordinator (found once, then its connection is kept)."""
+        return self._coordinator(group_id).call(api_key, version, body)
+
     def delete_group(self, group_id: str) -> None:
         """DeleteGroups; GROUP_ID_NOT_FOUND and NON_EMPTY_GROUP come back as :class:`AdminError`."""
         response = self._coordinator(group_id).call(

@@ -86,25 +86,26 @@ def _address(value: str, default_port: int) -> tuple[str, int]:
     return host or "127.0.0.1", port
 
 
-def _client(args: argparse.Namespace, timeout_s: float = 10.0) -> AdminClient:
+def client_for(args: argparse.Namespace, timeout_s: float = 10.0) -> AdminClient:
+    """An admin client for ``--bootstrap``."""
     host, port = _address(args.bootstrap, 9092)
     return AdminClient(host, port, timeout_s=timeout_s)
 
 
 def _health(args: argparse.Namespace) -> int:
-    with _client(args, args.timeout) as client:
+    with client_for(args, args.timeout) as client:
         client.api_versions()
     print("ok")
     return 0
 
 
 def _list(args: argparse.Namespace) -> int:
-    with _client(args) as client:
+    with client_for(args) as client:
         groups = client.list_groups()
     if args.json:
         print(json.dumps([{"group": g, "protocol_type": p, "state": s} for g, p, s in groups], indent=1))
         return 0
-    _print_table(["GROUP", "PROTOCOL-TYPE", "STATE"], [list(row) for row in groups])
+    print_table(["GROUP", "PROTOCOL-TYPE", "STATE"], [list(row) for row in groups])
     return 0
 
 
@@ -139,7 +140,7 @@ def describe_rows(
 
 
 def _delete(args: argparse.Namespace) -> int:
-    with _client(args) as client:
+    with client_for(args) as client:
         try:
             client.delete_group(args.group)
         except AdminError as exc:
@@ -155,14 +156,14 @@ def _delete(args: argparse.Namespace) -> int:
 
 
 def _reset_offsets(args: argparse.Namespace) -> int:
-    with _client(args) as client:
+    with client_for(args) as client:
         plan = reset_offsets.run(args, client)
     rows = reset_offsets.plan_rows(args.group, plan)
     if args.json:
         print(json.dumps({"executed": args.execute, "partitions": rows}, indent=1))
         return 0
     headers = ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET"]
-    _print_table(headers, [[_shown(row[key]) for key in row] for row in rows])
+    print_table(headers, [[_shown(row[key]) for key in row] for row in rows])
     if args.execute:
         print(f"\nCommitted {len(rows)} offset(s) for group {args.group}.")
     else:
@@ -171,7 +172,7 @@ def _reset_offsets(args: argparse.Namespace) -> int:
 
 
 def _describe(args: argparse.Namespace) -> int:
-    with _client(args) as client:
+    with client_for(args) as client:
         group = client.describe_group(args.group)
         offsets = client.group_offsets(args.group)
         if str(group.group_state) == "Dead" and not group.members and not offsets.committed:
@@ -221,7 +222,7 @@ def _describe(args: argparse.Namespace) -> int:
         "HOST",
         "CLIENT-ID",
     ]
-    _print_table(headers, [[_shown(row[key]) for key in row] for row in rows])
+    print_table(headers, [[_shown(row[key]) for key in row] for row in rows])
     return 0
 
 
@@ -272,7 +273,7 @@ def _history(args: argparse.Namespace) -> int:
         ]
         for i, r in enumerate(history, 1)
     ]
-    _print_table(headers, rows)
+    print_table(headers, rows)
     for i, r in enumerate(history, 1):
         print(f"#{i} reason: {r['reason']}" + "".join(f"\n   client: {c}" for c in r["client_reasons"]))
     return 0
@@ -282,7 +283,7 @@ def _shown(value: Any) -> str:
     return "-" if value is None else str(value)
 
 
-def _print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
     widths = [max([len(h), *(len(row[i]) for row in rows)]) for i, h in enumerate(headers)]
     for row in [list(headers), *rows]:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())

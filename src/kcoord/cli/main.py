@@ -12,6 +12,7 @@ from typing import Any
 import structlog
 
 from kcoord.cli import groups as cli_groups
+from kcoord.cli import topics as cli_topics
 from kcoord.cli.startup import serve
 from kcoord.config import Settings, SettingsError
 from kcoord.config.definitions import BY_NAME
@@ -35,6 +36,7 @@ def _parser() -> argparse.ArgumentParser:
     show = config_commands.add_parser("show", help="print effective settings and where each came from")
     _add_setting_flags(show)
     cli_groups.add_commands(commands)
+    cli_topics.add_commands(commands)
     return parser
 
 
@@ -108,6 +110,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command in ("groups", "health"):
         return cli_groups.run(args)
+    if args.command in ("topics", "produce", "consume"):
+        return cli_topics.run(args)
     try:
         settings = load_settings(args)
     except SettingsError as exc:
