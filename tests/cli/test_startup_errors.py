@@ -130,7 +130,17 @@ def test_version_and_help_with_defaults_and_no_backticks() -> None:
     serve_help = " ".join(kcoord("serve", "--help").stdout.split())
     assert "default: 127.0.0.1:9092" in serve_help and "default: ./data" in serve_help
     assert "default: 127.0.0.1:9644" in serve_help
-    for args in (["--help"], ["serve", "--help"], ["groups", "--help"], ["config", "show", "--help"]):
+    every = [
+        "serve",
+        "config show",
+        "groups",
+        "groups reset-offsets",
+        "topics",
+        "topics create",
+        "produce",
+        "consume",
+    ]
+    for args in [["--help"], *([*command.split(), "--help"] for command in every)]:
         assert "``" not in kcoord(*args).stdout
 
 

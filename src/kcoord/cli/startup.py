@@ -98,7 +98,7 @@ async def _run_until_signalled(settings: Settings) -> None:
     try:
         await app.start()
     except OSError as exc:
-        if exc.errno in _BIND_ERRNOS and (app.listener.bound is None or app.http.bound is None):
+        if _is_bind_error(exc) and (app.listener.bound is None or app.http.bound is None):
             raise StartupError(
                 _bind_message(settings, app.listener.bound is None, exc), EXIT_ADDRESS
             ) from None
@@ -108,6 +108,11 @@ async def _run_until_signalled(settings: Settings) -> None:
     await stop.wait()
     structlog.get_logger(__name__).info("kcoord.stopping")
     await app.stop()
+
+
+def _is_bind_error(exc: OSError) -> bool:
+    """A socket that could not bind; file errors (the data directory) carry a file name."""
+    return exc.errno in _BIND_ERRNOS and exc.filename is None
 
 
 def _bind_message(settings: Settings, kafka_listener: bool, exc: OSError) -> str:
