@@ -12,6 +12,7 @@ coordinator, snapshot producer state, flush and close the logs.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 
 import structlog
@@ -168,8 +169,20 @@ class App:
             self.registry.add(spec)
 
     async def start(self) -> tuple[str, int]:
-        """Start everything; returns the Kafka address actually bound."""
+        """Start everything; returns the Kafka address actually bound.
+
+        A start that fails after the log store opened (a port in use, say) closes what it opened,
+        so the data directory is left marked clean, as it was found, for the next start.
+        """
         await self.store.open()
+        try:
+            return await self._start_after_store()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await self.stop()
+            raise
+
+    async def _start_after_store(self) -> tuple[str, int]:
         await self.topics.load()
         await self.producer_snapshots.restore()
         self.producer_snapshots.start()

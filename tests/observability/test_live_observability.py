@@ -70,6 +70,7 @@ def test_metrics_views_and_cli_match_what_the_clients_see(kcoord: KcoordProcess)
         assert found[("kcoord_connections_open", ())] >= 2
         requests = [labels for name, labels in found if name == "kcoord_requests_total"]
         assert any(("api", "SyncGroup") in labels for labels in requests)
+        assert [name for name, _ in found if name.endswith("_created")] == []
 
         # 2. The JSON views.
         (summary,) = [g for g in http_get_json(address, "/v1/groups") if g["group"] == GROUP]

@@ -19,15 +19,19 @@ from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.codec import build, request_class, response_class
 from kcoord.protocol.errors import error_name
 
-__all__ = ["AdminClient", "AdminError", "GroupOffsets"]
+__all__ = ["EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "AdminClient", "AdminError", "GroupOffsets"]
 
 API_VERSIONS_V = 3
 FIND_COORDINATOR_V = 3
 LIST_GROUPS_V = 4
 DESCRIBE_GROUPS_V = 5
 OFFSET_FETCH_V = 7
+OFFSET_COMMIT_V = 8
+DELETE_GROUPS_V = 2
+METADATA_V = 12
 LIST_OFFSETS_V = 7
 LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
 
 
 class AdminError(Exception):
@@ -161,7 +165,86 @@ class AdminClient:
         }
         return GroupOffsets(committed, self.log_end_offsets(sorted(committed)))
 
+    def call(self, api_key: int, version: int, body: dict[str, Any]) -> Any:
+        """One request to the bootstrap broker (kcoord is one node: it leads every partition)."""
+        return self._bootstrap.call(api_key, version, body)
+
+    def coordinator_call(self, group_id: str, api_key: int, version: int, body: dict[str, Any]) -> Any:
+        """One request to the group's coordinator (found once, then its connection is kept)."""
+        return self._coordinator(group_id).call(api_key, version, body)
+
+    def delete_group(self, group_id: str) -> None:
+        """DeleteGroups; GROUP_ID_NOT_FOUND and NON_EMPTY_GROUP come back as :class:`AdminError`."""
+        response = self._coordinator(group_id).call(
+            ApiKey.DELETE_GROUPS, DELETE_GROUPS_V, {"groups_names": [group_id]}
+        )
+        (result,) = response.results
+        if int(result.error_code) != 0:
+            raise AdminError(f"DeleteGroups {group_id}: {error_name(int(result.error_code))}")
+
+    def commit_offsets(self, group_id: str, offsets: dict[tuple[str, int], int]) -> None:
+        """Commit as a non-member (generation -1), as ``kafka-consumer-groups --reset-offsets`` does.
+
+        The coordinator accepts it only while the group is Empty; otherwise the first partition's
+        error (UNKNOWN_MEMBER_ID, as Kafka) is raised.
+        """
+        by_topic: dict[str, list[tuple[int, int]]] = {}
+        for (topic, partition), offset in sorted(offsets.items()):
+            by_topic.setdefault(topic, []).append((partition, offset))
+        body = {
+            "group_id": group_id,
+            "generation_id_or_member_epoch": -1,
+            "member_id": "",
+            "group_instance_id": None,
+            "topics": [
+                {
+                    "name": topic,
+                    "partitions": [
+                        {
+                            "partition_index": partition,
+                            "committed_offset": offset,
+                            "committed_leader_epoch": -1,
+                            "committed_metadata": "",
+                        }
+                        for partition, offset in parts
+                    ],
+                }
+                for topic, parts in by_topic.items()
+            ],
+        }
+        response = self._coordinator(group_id).call(ApiKey.OFFSET_COMMIT, OFFSET_COMMIT_V, body)
+        for topic in response.topics:
+            for part in topic.partitions:
+                if int(part.error_code) != 0:
+                    raise AdminError(
+                        f"OffsetCommit {group_id} {topic.name}-{part.partition_index}: "
+                        f"{error_name(int(part.error_code))}"
+                    )
+
+    def partition_counts(self, topics: list[str] | None = None) -> dict[str, int]:
+        """Partitions of each named topic (every topic when ``None``); unknown names raise."""
+        response = self.metadata(topics)
+        counts = {}
+        for topic in response.topics:
+            if int(topic.error_code) != 0:
+                raise AdminError(f"topic {topic.name!r}: {error_name(int(topic.error_code))}")
+            counts[str(topic.name)] = len(topic.partitions)
+        return counts
+
+    def metadata(self, topics: list[str] | None = None) -> Any:
+        """Metadata without auto-creation: ``None`` lists every topic."""
+        body = {
+            "topics": None if topics is None else [{"name": name, "topic_id": None} for name in topics],
+            "allow_auto_topic_creation": False,
+            "include_topic_authorized_operations": False,
+        }
+        return self._bootstrap.call(ApiKey.METADATA, METADATA_V, body)
+
     def log_end_offsets(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        return self.list_offsets(partitions, LATEST_TIMESTAMP)
+
+    def list_offsets(self, partitions: list[tuple[str, int]], timestamp: int) -> dict[tuple[str, int], int]:
+        """ListOffsets for one timestamp (or -1 latest, -2 earliest); -1 where no record is that late."""
         if not partitions:
             return {}
         by_topic: dict[str, list[int]] = {}
@@ -177,7 +260,7 @@ class AdminClient:
                     {
                         "name": topic,
                         "partitions": [
-                            {"partition_index": p, "current_leader_epoch": -1, "timestamp": LATEST_TIMESTAMP}
+                            {"partition_index": p, "current_leader_epoch": -1, "timestamp": timestamp}
                             for p in parts
                         ],
                     }

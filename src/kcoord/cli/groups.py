@@ -1,8 +1,8 @@
-"""``kcoord groups list|describe|history`` and ``kcoord health``.
+"""``kcoord groups list|describe|history|delete|reset-offsets`` and ``kcoord health``.
 
-``list`` and ``describe`` speak the Kafka protocol to ``--bootstrap`` (so they work against any
-Kafka broker too); ``history`` reads the rebalance history from kcoord's HTTP endpoint
-(``--metrics``). ``--json`` prints what the table shows as JSON. ``health`` exits 0 when an
+``list``, ``describe``, ``delete`` and ``reset-offsets`` speak the Kafka protocol to ``--bootstrap``
+(so they work against any Kafka broker too); ``history`` reads the rebalance history from kcoord's
+HTTP endpoint (``--metrics``). ``--json`` prints what the table shows as JSON. ``health`` exits 0 when an
 ApiVersions round trip succeeds, 1 otherwise (the container HEALTHCHECK uses it).
 """
 
@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
+from kcoord.cli import reset_offsets
 from kcoord.cli.admin_client import AdminClient, AdminError
 from kcoord.config import parse_host_port
 from kcoord.observability.group_views import decode_member_assignment
@@ -38,10 +39,21 @@ def add_commands(commands: Any) -> None:
     history.add_argument(
         "--metrics", metavar="HOST:PORT", default=DEFAULT_METRICS, help="kcoord HTTP endpoint"
     )
-    for parser in (listing, describe, history):
+    delete = group_commands.add_parser("delete", help="delete an empty group and its committed offsets")
+    delete.add_argument("group")
+    reset = group_commands.add_parser(
+        "reset-offsets",
+        help="move an inactive group's committed offsets (prints the plan; --execute applies it)",
+        description=(reset_offsets.__doc__ or "").replace("``", ""),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    reset_offsets.add_arguments(reset)
+    for parser in (listing, describe, history, reset):
         parser.add_argument("--json", action="store_true", help="print JSON")
-    for parser in (listing, describe):
-        parser.add_argument("--bootstrap", metavar="HOST:PORT", default=DEFAULT_BOOTSTRAP)
+    for parser in (listing, describe, delete, reset):
+        parser.add_argument(
+            "--bootstrap", metavar="HOST:PORT", default=DEFAULT_BOOTSTRAP, help="default: %(default)s"
+        )
     health = commands.add_parser("health", help="exit 0 if the server answers ApiVersions")
     health.add_argument("--bootstrap", metavar="HOST:PORT", default=DEFAULT_BOOTSTRAP)
     health.add_argument("--timeout", type=float, default=5.0, help="seconds")
@@ -55,6 +67,10 @@ def run(args: argparse.Namespace) -> int:
             return _list(args)
         if args.groups_command == "describe":
             return _describe(args)
+        if args.groups_command == "delete":
+            return _delete(args)
+        if args.groups_command == "reset-offsets":
+            return _reset_offsets(args)
         return _history(args)
     except AdminError as exc:
         print(f"kcoord: {exc}", file=sys.stderr)
@@ -70,25 +86,26 @@ def _address(value: str, default_port: int) -> tuple[str, int]:
     return host or "127.0.0.1", port
 
 
-def _client(args: argparse.Namespace, timeout_s: float = 10.0) -> AdminClient:
+def client_for(args: argparse.Namespace, timeout_s: float = 10.0) -> AdminClient:
+    """An admin client for ``--bootstrap``."""
     host, port = _address(args.bootstrap, 9092)
     return AdminClient(host, port, timeout_s=timeout_s)
 
 
 def _health(args: argparse.Namespace) -> int:
-    with _client(args, args.timeout) as client:
+    with client_for(args, args.timeout) as client:
         client.api_versions()
     print("ok")
     return 0
 
 
 def _list(args: argparse.Namespace) -> int:
-    with _client(args) as client:
+    with client_for(args) as client:
         groups = client.list_groups()
     if args.json:
         print(json.dumps([{"group": g, "protocol_type": p, "state": s} for g, p, s in groups], indent=1))
         return 0
-    _print_table(["GROUP", "PROTOCOL-TYPE", "STATE"], [list(row) for row in groups])
+    print_table(["GROUP", "PROTOCOL-TYPE", "STATE"], [list(row) for row in groups])
     return 0
 
 
@@ -122,10 +139,44 @@ def describe_rows(
     return rows
 
 
+def _delete(args: argparse.Namespace) -> int:
+    with client_for(args) as client:
+        try:
+            client.delete_group(args.group)
+        except AdminError as exc:
+            if "GROUP_ID_NOT_FOUND" in str(exc):
+                raise AdminError(f"unknown group {args.group!r}") from exc
+            if "NON_EMPTY_GROUP" in str(exc):
+                raise AdminError(
+                    f"group {args.group!r} still has members (NON_EMPTY_GROUP); stop its consumers first"
+                ) from exc
+            raise
+    print(f"Deleted group {args.group}")
+    return 0
+
+
+def _reset_offsets(args: argparse.Namespace) -> int:
+    with client_for(args) as client:
+        plan = reset_offsets.run(args, client)
+    rows = reset_offsets.plan_rows(args.group, plan)
+    if args.json:
+        print(json.dumps({"executed": args.execute, "partitions": rows}, indent=1))
+        return 0
+    headers = ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET"]
+    print_table(headers, [[_shown(row[key]) for key in row] for row in rows])
+    if args.execute:
+        print(f"\nCommitted {len(rows)} offset(s) for group {args.group}.")
+    else:
+        print("\nDry run: nothing was changed; add --execute to commit these offsets.")
+    return 0
+
+
 def _describe(args: argparse.Namespace) -> int:
-    with _client(args) as client:
+    with client_for(args) as client:
         group = client.describe_group(args.group)
         offsets = client.group_offsets(args.group)
+        if str(group.group_state) == "Dead" and not group.members and not offsets.committed:
+            raise AdminError(f"unknown group {args.group!r}")
         assigned = [
             (topic, partition)
             for member in group.members
@@ -171,7 +222,7 @@ def _describe(args: argparse.Namespace) -> int:
         "HOST",
         "CLIENT-ID",
     ]
-    _print_table(headers, [[_shown(row[key]) for key in row] for row in rows])
+    print_table(headers, [[_shown(row[key]) for key in row] for row in rows])
     return 0
 
 
@@ -222,7 +273,7 @@ def _history(args: argparse.Namespace) -> int:
         ]
         for i, r in enumerate(history, 1)
     ]
-    _print_table(headers, rows)
+    print_table(headers, rows)
     for i, r in enumerate(history, 1):
         print(f"#{i} reason: {r['reason']}" + "".join(f"\n   client: {c}" for c in r["client_reasons"]))
     return 0
@@ -232,7 +283,7 @@ def _shown(value: Any) -> str:
     return "-" if value is None else str(value)
 
 
-def _print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
     widths = [max([len(h), *(len(row[i]) for row in rows)]) for i, h in enumerate(headers)]
     for row in [list(headers), *rows]:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())

@@ -1,48 +1,77 @@
-"""The ``kcoord`` command line: ``serve``, ``config show``, ``groups list|describe|history``, ``health``."""
+"""The ``kcoord`` command line: ``serve``, ``config show``, ``groups``, ``topics``, ``produce``, ``consume``,
+``health``."""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
-import signal
 import sys
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import structlog
 
 from kcoord.cli import groups as cli_groups
+from kcoord.cli import topics as cli_topics
+from kcoord.cli.startup import serve
 from kcoord.config import Settings, SettingsError
+from kcoord.config.definitions import BY_NAME
 from kcoord.observability.logging import configure_logging
 
 EXIT_BAD_CONFIG = 2
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kcoord", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="kcoord", description="A Kafka-protocol server built around its consumer-group coordinator."
+    )
+    parser.add_argument("--version", action="version", version=f"kcoord {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    serve = commands.add_parser("serve", help="run the server")
-    _add_setting_flags(serve)
+    serve_parser = commands.add_parser("serve", help="run the server")
+    _add_setting_flags(serve_parser)
 
     config = commands.add_parser("config", help="inspect settings")
     config_commands = config.add_subparsers(dest="config_command", required=True)
     show = config_commands.add_parser("show", help="print effective settings and where each came from")
     _add_setting_flags(show)
     cli_groups.add_commands(commands)
+    cli_topics.add_commands(commands)
     return parser
+
+
+def _version() -> str:
+    try:
+        return version("kcoord")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _default(name: str, fallback: str = "") -> str:
+    """A setting's default as help text shows it (the flags default to None so the layers apply)."""
+    value = BY_NAME[name].default
+    return f"default: {value}" if value is not None else fallback
 
 
 def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE", help="TOML file of settings (Kafka property names)")
-    parser.add_argument("--listen", metavar="HOST:PORT", help="Kafka listener (listeners); port 0 = any")
     parser.add_argument(
-        "--advertised-listener", metavar="HOST:PORT", help="address given to clients (advertised.listeners)"
+        "--listen",
+        metavar="HOST:PORT",
+        help=f"Kafka listener (listeners); port 0 = any; {_default('listeners')}",
     )
-    parser.add_argument("--data-dir", metavar="DIR", help="data directory (log.dirs)")
     parser.add_argument(
-        "--metrics-listen", metavar="HOST:PORT", help="HTTP /metrics listener (kcoord.metrics.listen)"
+        "--advertised-listener",
+        metavar="HOST:PORT",
+        help="address given to clients (advertised.listeners); default: the bound address",
+    )
+    parser.add_argument(
+        "--data-dir", metavar="DIR", help=f"data directory (log.dirs); {_default('log.dirs')}"
+    )
+    parser.add_argument(
+        "--metrics-listen",
+        metavar="HOST:PORT",
+        help=f"HTTP /metrics and /v1 listener (kcoord.metrics.listen); {_default('kcoord.metrics.listen')}",
     )
     parser.add_argument(
         "--set",
@@ -81,6 +110,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command in ("groups", "health"):
         return cli_groups.run(args)
+    if args.command in ("topics", "produce", "consume"):
+        return cli_topics.run(args)
     try:
         settings = load_settings(args)
     except SettingsError as exc:
@@ -93,7 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         structlog.get_logger(__name__).warning(
             "config.unknown_environment_ignored", variables=list(settings.unknown_environment)
         )
-    return _serve(settings)
+    return serve(settings)
 
 
 def _config_show(settings: Settings) -> int:
@@ -105,33 +136,6 @@ def _config_show(settings: Settings) -> int:
             shown = ",".join(str(x) for x in shown)
         print(f"{name} = {shown}    # {value.source}")
     return 0
-
-
-def _serve(settings: Settings) -> int:
-    try:
-        import uvloop
-    except ImportError:
-        runner = asyncio.run
-    else:
-        runner = uvloop.run
-    with contextlib.suppress(KeyboardInterrupt):
-        runner(_run_until_signalled(settings))
-    return 0
-
-
-async def _run_until_signalled(settings: Settings) -> None:
-    from kcoord.app import App
-
-    app = App(settings)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
-    await app.start()
-    await stop.wait()
-    structlog.get_logger(__name__).info("kcoord.stopping")
-    await app.stop()
 
 
 if __name__ == "__main__":

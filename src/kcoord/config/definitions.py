@@ -22,7 +22,10 @@ def _int(low: int | None = None, high: int | None = None) -> Callable[[Any], int
     def parse(raw: Any) -> int:
         if isinstance(raw, bool):
             raise ValueError("expected an integer, got a boolean")
-        value = int(raw, 0) if isinstance(raw, str) else int(raw)
+        try:
+            value = int(raw, 0) if isinstance(raw, str) else int(raw)
+        except (TypeError, ValueError):
+            raise ValueError(f"expected an integer{_range_text(low, high)}") from None
         if low is not None and value < low:
             raise ValueError(f"must be at least {low}")
         if high is not None and value > high:
@@ -30,6 +33,14 @@ def _int(low: int | None = None, high: int | None = None) -> Callable[[Any], int
         return value
 
     return parse
+
+
+def _range_text(low: int | None, high: int | None) -> str:
+    if low is not None and high is not None:
+        return f" from {low} to {high}"
+    if low is not None:
+        return f" of at least {low}"
+    return "" if high is None else f" of at most {high}"
 
 
 def _bool(raw: Any) -> bool:

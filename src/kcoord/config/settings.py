@@ -6,6 +6,7 @@ has the value it has, and a bad value stops the start with a message naming the 
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -94,7 +95,9 @@ class Settings:
 def _parse(name: str, raw: Any, source: str) -> Any:
     definition = BY_NAME.get(name)
     if definition is None:
-        raise SettingsError(f"{name}: no such setting ({source})")
+        close = difflib.get_close_matches(name, BY_NAME, n=3, cutoff=0.6)
+        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        raise SettingsError(f"{name}: no such setting ({source}){hint}")
     try:
         return definition.parse(raw)
     except (TypeError, ValueError) as exc:

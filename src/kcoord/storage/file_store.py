@@ -83,11 +83,12 @@ class FileLogStore(StoreBase[FileLog]):
     def _prepare_root(self) -> bool:
         self.root.mkdir(parents=True, exist_ok=True)
         marker = self.root / CLEAN_SHUTDOWN_MARKER
-        clean = marker.exists()
-        if clean:
+        if marker.exists():
             marker.unlink()
             fsync_directory(self.root)
-        return clean
+            return True
+        # A directory that holds no partition yet has nothing a crash could have torn.
+        return not self._partition_dirs()
 
     def _partition_dirs(self) -> list[tuple[Path, str, int]]:
         found = []

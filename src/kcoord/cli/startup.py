@@ -1,0 +1,131 @@
+"""``kcoord serve``: start the server, or end a start that cannot work in one line and an exit code.
+
+Every mistake an operator can be expected to make before the first request is served ends with
+``kcoord: ...`` on stderr instead of a traceback: exit 2 for a bad setting (``kcoord.cli.main``),
+3 for a data directory that cannot be used, 4 for an address that cannot be bound. A start that
+fails after the log store opened closes it again (``App.start``), so the directory stays clean.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import os
+import signal
+import sys
+import tempfile
+from pathlib import Path
+
+import structlog
+
+from kcoord.config import Settings
+
+EXIT_DATA_DIR = 3
+EXIT_ADDRESS = 4
+
+_BIND_ERRNOS = {errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES}
+
+
+class StartupError(Exception):
+    """A start that cannot succeed; the message is the one line the operator sees."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def serve(settings: Settings) -> int:
+    """Run until SIGTERM/SIGINT; 0 after a clean stop, an ``EXIT_*`` code when the start fails."""
+    try:
+        import uvloop
+    except ImportError:
+        runner = asyncio.run
+    else:
+        runner = uvloop.run
+    try:
+        check_data_dir(Path(settings["log.dirs"]))
+        with contextlib.suppress(KeyboardInterrupt):
+            runner(_run_until_signalled(settings))
+    except StartupError as exc:
+        print(f"kcoord: {exc}", file=sys.stderr)
+        return exc.exit_code
+    return 0
+
+
+def check_data_dir(path: Path) -> None:
+    """The data directory exists (or can be made), is a directory, and takes a new file."""
+    shown = str(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise StartupError(f"data directory {shown} is a file, not a directory", EXIT_DATA_DIR) from None
+    except NotADirectoryError:
+        raise StartupError(
+            f"data directory {shown} cannot be created: a parent is a file", EXIT_DATA_DIR
+        ) from None
+    except OSError as exc:
+        raise StartupError(
+            f"data directory {shown} cannot be created: {_reason(exc)}", EXIT_DATA_DIR
+        ) from None
+    if not path.is_dir():
+        raise StartupError(f"data directory {shown} is not a directory", EXIT_DATA_DIR)
+    try:
+        os.listdir(path)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        raise StartupError(
+            f"data directory {shown} is not readable and writable: {_reason(exc)}", EXIT_DATA_DIR
+        ) from None
+
+
+async def _run_until_signalled(settings: Settings) -> None:
+    from kcoord.app import App
+
+    data_dir = settings["log.dirs"]
+    try:
+        app = App(settings)
+    except (OSError, KeyError, ValueError) as exc:
+        raise StartupError(
+            f"data directory {data_dir} cannot be used: {_reason(exc)}", EXIT_DATA_DIR
+        ) from None
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        await app.start()
+    except OSError as exc:
+        if _is_bind_error(exc) and (app.listener.bound is None or app.http.bound is None):
+            raise StartupError(
+                _bind_message(settings, app.listener.bound is None, exc), EXIT_ADDRESS
+            ) from None
+        raise StartupError(
+            f"data directory {data_dir} cannot be used: {_reason(exc)}", EXIT_DATA_DIR
+        ) from None
+    await stop.wait()
+    structlog.get_logger(__name__).info("kcoord.stopping")
+    await app.stop()
+
+
+def _is_bind_error(exc: OSError) -> bool:
+    """A socket that could not bind; file errors (the data directory) carry a file name."""
+    return exc.errno in _BIND_ERRNOS and exc.filename is None
+
+
+def _bind_message(settings: Settings, kafka_listener: bool, exc: OSError) -> str:
+    name, flag = (
+        ("listeners", "--listen") if kafka_listener else ("kcoord.metrics.listen", "--metrics-listen")
+    )
+    host, port = settings[name]
+    return f"cannot listen on {host}:{port} ({name}, {flag}): {_reason(exc)}"
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.errno is not None:
+        return os.strerror(exc.errno).lower()
+    if isinstance(exc, KeyError):
+        return f"missing {exc.args[0]} in meta.properties"
+    return str(exc)

@@ -1,0 +1,153 @@
+"""``kcoord serve`` start-up mistakes end in one line and an exit code, and leave the data clean."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kcoord.storage.file_store import CLEAN_SHUTDOWN_MARKER
+from tests.support.server import KcoordProcess
+
+
+def kcoord(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kcoord", *args], capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def serve(
+    data_dir: Path, listen: str = "127.0.0.1:0", metrics: str = "127.0.0.1:0", *extra: str
+) -> subprocess.CompletedProcess[str]:
+    return kcoord(
+        "serve", "--data-dir", str(data_dir), "--listen", listen, "--metrics-listen", metrics, *extra
+    )
+
+
+def last_line(stderr: str) -> str:
+    """The one human line after the JSON log lines."""
+    return [line for line in stderr.splitlines() if not line.startswith("{")][-1]
+
+
+def no_traceback(stderr: str) -> bool:
+    return "Traceback" not in stderr
+
+
+@pytest.fixture
+def busy_port() -> Iterator[int]:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield int(sock.getsockname()[1])
+
+
+def opened_clean(stderr: str) -> bool:
+    events = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
+    (opened,) = [e for e in events if e["event"] == "log_store.opened"]
+    return bool(opened["clean_shutdown"])
+
+
+def test_kafka_port_in_use_exits_4_and_leaves_the_store_clean(tmp_path: Path, busy_port: int) -> None:
+    """A busy Kafka port: exit 4 naming the address and flag; the marker stays for the next start."""
+    result = serve(tmp_path / "data", f"127.0.0.1:{busy_port}")
+    assert result.returncode == 4 and no_traceback(result.stderr)
+    assert last_line(result.stderr) == (
+        f"kcoord: cannot listen on 127.0.0.1:{busy_port} (listeners, --listen): address already in use"
+    )
+    assert (tmp_path / "data" / CLEAN_SHUTDOWN_MARKER).exists()
+    again = serve(tmp_path / "data", f"127.0.0.1:{busy_port}")
+    assert again.returncode == 4 and opened_clean(again.stderr)
+
+
+def test_metrics_port_in_use_exits_4_naming_the_metrics_listener(tmp_path: Path, busy_port: int) -> None:
+    """A busy metrics port: exit 4 naming kcoord.metrics.listen, and the store closed clean."""
+    result = serve(tmp_path / "data", "127.0.0.1:0", f"127.0.0.1:{busy_port}")
+    assert result.returncode == 4 and no_traceback(result.stderr)
+    assert "(kcoord.metrics.listen, --metrics-listen): address already in use" in last_line(result.stderr)
+    assert (tmp_path / "data" / CLEAN_SHUTDOWN_MARKER).exists()
+
+
+def test_data_dir_under_a_file_exits_3(tmp_path: Path) -> None:
+    """A data directory whose parent is a file is refused before anything starts."""
+    (tmp_path / "plain").write_text("x")
+    result = serve(tmp_path / "plain" / "data")
+    assert result.returncode == 3 and no_traceback(result.stderr)
+    assert (
+        result.stderr.strip()
+        == f"kcoord: data directory {tmp_path}/plain/data cannot be created: a parent is a file"
+    )
+
+
+def test_data_dir_that_is_a_file_exits_3(tmp_path: Path) -> None:
+    """A data directory that is a file is refused with exit 3."""
+    (tmp_path / "plain").write_text("x")
+    result = serve(tmp_path / "plain")
+    assert result.returncode == 3
+    assert result.stderr.strip() == f"kcoord: data directory {tmp_path}/plain is a file, not a directory"
+
+
+def test_corrupt_identity_file_exits_3(tmp_path: Path) -> None:
+    """A meta.properties without its keys is a data directory kcoord cannot use: exit 3, one line."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "meta.properties").write_text("version=1\n")
+    result = serve(tmp_path / "data")
+    assert result.returncode == 3 and no_traceback(result.stderr)
+    assert "cannot be used: missing node.id in meta.properties" in last_line(result.stderr)
+
+
+def test_bad_integer_value_names_the_expected_form(tmp_path: Path) -> None:
+    """``--set num.partitions=abc`` says an integer in range is expected, not Python's int() message."""
+    result = serve(tmp_path / "data", "127.0.0.1:0", "127.0.0.1:0", "--set", "num.partitions=abc")
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "kcoord: bad setting: num.partitions: bad value 'abc' (flag): expected an integer from 1 to 100000"
+    )
+    assert not (tmp_path / "data").exists()
+
+
+def test_unknown_setting_suggests_the_closest_names(tmp_path: Path) -> None:
+    """A misspelt setting exits 2 and names the settings it probably meant."""
+    result = serve(tmp_path / "data", "127.0.0.1:0", "127.0.0.1:0", "--set", "num.partitons=3")
+    assert result.returncode == 2
+    assert "num.partitons: no such setting (flag); did you mean num.partitions" in result.stderr
+
+
+def test_bad_listener_address_exits_2(tmp_path: Path) -> None:
+    """``--listen`` without a port says HOST:PORT is expected."""
+    result = serve(tmp_path / "data", "localhost")
+    assert result.returncode == 2 and "expected HOST:PORT" in result.stderr
+
+
+def test_version_and_help_with_defaults_and_no_backticks() -> None:
+    """``--version`` prints the package version; help shows defaults and no reStructuredText markup."""
+    version = kcoord("--version")
+    assert version.returncode == 0 and version.stdout.startswith("kcoord 0.")
+    serve_help = " ".join(kcoord("serve", "--help").stdout.split())
+    assert "default: 127.0.0.1:9092" in serve_help and "default: ./data" in serve_help
+    assert "default: 127.0.0.1:9644" in serve_help
+    every = [
+        "serve",
+        "config show",
+        "groups",
+        "groups reset-offsets",
+        "topics",
+        "topics create",
+        "produce",
+        "consume",
+    ]
+    for args in [["--help"], *([*command.split(), "--help"] for command in every)]:
+        assert "``" not in kcoord(*args).stdout
+
+
+def test_a_brand_new_data_dir_starts_clean(tmp_path: Path) -> None:
+    """A first start on an empty directory has nothing to verify, so it logs clean_shutdown true."""
+    server = KcoordProcess(tmp_path / "fresh").start()
+    try:
+        assert server.events("log_store.opened")[0]["clean_shutdown"] is True
+    finally:
+        assert server.terminate() == 0
