@@ -42,6 +42,9 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--data-dir", metavar="DIR", help="data directory (log.dirs)")
     parser.add_argument(
+        "--storage", metavar="URL", help="log engine URL, e.g. postgresql://... (kcoord.storage.url)"
+    )
+    parser.add_argument(
         "--metrics-listen", metavar="HOST:PORT", help="HTTP /metrics listener (kcoord.metrics.listen)"
     )
     parser.add_argument(
@@ -64,6 +67,7 @@ def _flags(args: argparse.Namespace) -> dict[str, Any]:
         "listeners": args.listen,
         "advertised.listeners": args.advertised_listener,
         "log.dirs": args.data_dir,
+        "kcoord.storage.url": args.storage,
         "kcoord.metrics.listen": args.metrics_listen,
     }
     flags.update({k: v for k, v in named.items() if v is not None})
