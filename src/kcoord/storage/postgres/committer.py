@@ -2,21 +2,24 @@
 
 Every :class:`~kcoord.storage.postgres.log.PostgresLog` of a store queues its rows here. One
 drain task takes what every log has queued and writes the whole round in one transaction on one
-connection (new segments, then the batches, each with one pipelined ``executemany``). While a
+connection: one statement (:data:`COMMIT_ROUND`) inserting its new segments and batches, which
+PostgreSQL runs as one transaction in one round trip. While a
 round is in flight the loop keeps accepting appends, which form the next round: under load one
 commit (one WAL flush) carries every append that arrived during the previous one.
 
 A failed round fails every append in it (nothing of it was committed); each log then cuts itself
 back to what is durable before it takes appends again (see ``SegmentedLog._recover``).
 
-Fencing, later: each round will lock the rows of ``log_partitions`` it writes (``SELECT ...
-FOR SHARE``) and compare their ``owner_epoch`` with the epoch the node was granted; a mismatch
-aborts only that log's part (NOT_LEADER_OR_FOLLOWER / NOT_COORDINATOR) before the commit.
+Fencing, later: the round will carry each partition's granted epoch as one more array and insert
+only rows whose ``log_partitions.owner_epoch`` still matches (a join in the same statement, under
+the row lock an ownership change takes with ``UPDATE``); the rows returned tell which logs were
+fenced, and those answer NOT_LEADER_OR_FOLLOWER / NOT_COORDINATOR.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -29,6 +32,19 @@ SegmentRow = tuple[str, int, int, int]
 
 BatchRow = tuple[str, int, int, int, int, int, bytes]
 """(topic, partition, base offset, last offset, max timestamp, size, data)."""
+
+
+COMMIT_ROUND = """
+WITH new_segments AS (
+    INSERT INTO log_segments (topic, partition_id, base_offset, created_ms)
+    SELECT * FROM unnest($1::text[], $2::integer[], $3::bigint[], $4::bigint[])
+    ON CONFLICT DO NOTHING
+)
+INSERT INTO log_batches (topic, partition_id, base_offset, last_offset, max_timestamp, size, data)
+SELECT * FROM unnest($5::text[], $6::integer[], $7::bigint[], $8::bigint[], $9::bigint[], $10::integer[],
+                     $11::bytea[])
+"""
+"""A whole round as one statement, so one transaction and one round trip however many appends it holds."""
 
 
 @dataclass(slots=True)
@@ -85,19 +101,12 @@ class PostgresCommitter:
             self._drainer = None
 
     async def _commit(self, jobs: list[RoundJob]) -> None:
-        segments = [row for job in jobs for row in job.segments]
-        batches = [row for job in jobs for row in job.batches]
-        async with self._pool.acquire() as connection, connection.transaction():
-            if segments:
-                await connection.executemany(
-                    "INSERT INTO log_segments (topic, partition_id, base_offset, created_ms)"
-                    " VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-                    segments,
-                )
-            if batches:
-                await connection.executemany(
-                    "INSERT INTO log_batches"
-                    " (topic, partition_id, base_offset, last_offset, max_timestamp, size, data)"
-                    " VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                    batches,
-                )
+        segments = _columns([row for job in jobs for row in job.segments], 4)
+        batches = _columns([row for job in jobs for row in job.batches], 7)
+        async with self._pool.acquire() as connection:
+            await connection.execute(COMMIT_ROUND, *segments, *batches)
+
+
+def _columns(rows: Sequence[tuple[object, ...]], width: int) -> list[list[object]]:
+    """Rows as one list per column (what ``unnest`` takes), ``width`` empty lists for no rows."""
+    return [list(column) for column in zip(*rows, strict=True)] if rows else [[] for _ in range(width)]
