@@ -74,3 +74,23 @@ def test_group_formation_section_forms_groups_with_every_client() -> None:
     )
     for client in ("kafka-python", "confluent", "aiokafka"):
         assert f"{client}, delay 0 ms: formed" in out
+
+
+def test_storage_engines_section_compares_postgresql_with_file() -> None:
+    """The section runs the same load on file:// and on a throwaway PostgreSQL and prints the ratios."""
+    out = run_section(
+        "storage_engines",
+        "--set",
+        "group.initial.rebalance.delay.ms=0",
+        "--storage-engines-connections",
+        "4",
+        "--storage-engines-workers",
+        "1",
+        "--storage-engines-seconds",
+        "0.3",
+        "--storage-engines-warmup",
+        "0.1",
+    )
+    assert "commit on postgresql" in out
+    assert "heartbeat on file" in out
+    assert "commit postgresql / file" in out
