@@ -74,21 +74,17 @@ class PostgresCluster:
 
     def start_server(self) -> None:
         """Start the initialised server; returns once it accepts connections."""
+        self._pg_ctl("start")
+
+    def _pg_ctl(self, action: str) -> None:
+        """``pg_ctl start`` or ``restart`` with this cluster's options, logging to a file (a server
+        writing to our pipe would keep ``pg_ctl`` from returning)."""
         options = (
             f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.socket_dir}"
             " -c max_connections=200 -c shared_buffers=32MB"
         )
-        self._run(
-            "pg_ctl",
-            "-D",
-            str(self.data_dir),
-            "-l",
-            str(self.root / "server.log"),
-            "-o",
-            options,
-            "-w",
-            "start",
-        )
+        log = str(self.root / "server.log")
+        self._run("pg_ctl", "-D", str(self.data_dir), "-l", log, "-o", options, "-m", "fast", "-w", action)
 
     def stop_server(self) -> None:
         """Stop the server (fast shutdown), keeping its data for :meth:`start_server`."""
@@ -103,7 +99,7 @@ class PostgresCluster:
 
     def restart(self) -> None:
         """``pg_ctl restart``: every connection is cut, the data stays."""
-        self._run("pg_ctl", "-D", str(self.data_dir), "-m", "fast", "-w", "restart")
+        self._pg_ctl("restart")
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://{SUPERUSER}@127.0.0.1:{self.port}/{database}"
