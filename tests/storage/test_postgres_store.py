@@ -155,3 +155,22 @@ async def test_an_outage_gives_retriable_errors_and_recovers(
         assert acknowledged[1] == log.log_end_offset - 1
     finally:
         await again.close()
+
+
+async def test_opening_waits_for_a_database_that_is_starting(
+    postgres_cluster: PostgresCluster, database: str, make_batch: BatchBuilder
+) -> None:
+    """A node started before its database connects once the database accepts connections."""
+    postgres_cluster.stop_server()
+    try:
+        opening = asyncio.ensure_future(opened(database))
+        await asyncio.sleep(1.0)
+        assert not opening.done()
+    finally:
+        await asyncio.to_thread(postgres_cluster.start_server)
+    store = await asyncio.wait_for(opening, 30)
+    try:
+        log = await store.create("t", 0)
+        assert (await log.append(make_batch([b"up"]))).base_offset == 0
+    finally:
+        await store.close()

@@ -8,11 +8,14 @@ pool reconnects by itself: while the database is down, appends fail with KAFKA_S
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections import defaultdict
 
 import asyncpg
 import structlog
 
+from kcoord.protocol.errors import KafkaError
 from kcoord.storage.api import LogConfig, PartitionLog
 from kcoord.storage.memory import MemorySegmentData
 from kcoord.storage.postgres.committer import PostgresCommitter
@@ -31,6 +34,8 @@ CONNECT_TIMEOUT_S = 5.0
 """How long a connection attempt may take before the append that needed it fails (retriably)."""
 COMMAND_TIMEOUT_S = 15.0
 POOL_SIZE = 4
+START_WAIT_S = 30.0
+"""How long opening the store waits for the database to accept connections."""
 
 
 class PostgresLogStore(StoreBase[PostgresLog]):
@@ -62,15 +67,7 @@ class PostgresLogStore(StoreBase[PostgresLog]):
         return self._committer
 
     async def open(self) -> None:
-        with storage_errors("connect"):
-            pool = await asyncpg.create_pool(
-                self._dsn,
-                min_size=1,
-                max_size=POOL_SIZE,
-                timeout=CONNECT_TIMEOUT_S,
-                command_timeout=COMMAND_TIMEOUT_S,
-            )
-        self._pool = pool
+        pool = self._pool = await self._connect()
         self._committer = PostgresCommitter(pool)
         with storage_errors("load"):
             async with pool.acquire() as connection:
@@ -80,6 +77,28 @@ class PostgresLogStore(StoreBase[PostgresLog]):
             "log_store.opened", engine="postgresql", schema_version=version, partitions=len(self._logs)
         )
         self._start_background()
+
+    async def _connect(self) -> asyncpg.Pool:
+        """The pool, retrying for up to ``START_WAIT_S`` while the database is not up yet (a node and
+        its database often start together)."""
+        deadline = time.monotonic() + START_WAIT_S
+        delay = 0.25
+        while True:
+            try:
+                with storage_errors("connect"):
+                    return await asyncpg.create_pool(
+                        self._dsn,
+                        min_size=1,
+                        max_size=POOL_SIZE,
+                        timeout=CONNECT_TIMEOUT_S,
+                        command_timeout=COMMAND_TIMEOUT_S,
+                    )
+            except KafkaError as exc:
+                if time.monotonic() + delay > deadline:
+                    raise
+                logger.warning("postgres.unavailable", retry_in_s=delay, error=str(exc))
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
 
     async def _load(self, connection: Connection) -> None:
         segments: dict[tuple[str, int], list[tuple[int, int]]] = defaultdict(list)
