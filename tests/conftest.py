@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.postgres import postgres_cluster
 from tests.support.server import KcoordProcess
+
+__all__ = ["postgres_cluster"]
 
 
 @pytest.fixture

@@ -90,7 +90,7 @@ class App:
         self.metrics = KcoordMetrics(api_registry=self.registry)
         self.group_events = GroupEventObserver(self.metrics)
         self.store = open_store(
-            store_url or f"file://{self.data_dir}",
+            store_url or s["kcoord.storage.url"] or f"file://{self.data_dir}",
             log_config_for({}, s),
             clock=self.clock,
             retention_check_interval_ms=s["log.retention.check.interval.ms"],

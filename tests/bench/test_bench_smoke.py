@@ -82,3 +82,23 @@ def test_fuzz_section_reports_requests_bystander_and_rss() -> None:
     assert "requests per API:" in out
     assert "bystander worst" in out
     assert "rss max" in out
+
+
+def test_storage_engines_section_compares_postgresql_with_file() -> None:
+    """The section runs the same load on file:// and on a throwaway PostgreSQL and prints the ratios."""
+    out = run_section(
+        "storage_engines",
+        "--set",
+        "group.initial.rebalance.delay.ms=0",
+        "--storage-engines-connections",
+        "4",
+        "--storage-engines-workers",
+        "1",
+        "--storage-engines-seconds",
+        "0.3",
+        "--storage-engines-warmup",
+        "0.1",
+    )
+    assert "commit on postgresql" in out
+    assert "heartbeat on file" in out
+    assert "commit postgresql / file" in out

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from kcoord.storage import LogConfig, LogStore, open_store
+from tests.support.postgres import PostgresCluster
 
 from .helpers import BatchBuilder, ManualClock, StoreFactory, build_batch
 
@@ -17,13 +18,20 @@ def clock() -> ManualClock:
     return ManualClock()
 
 
-@pytest.fixture(params=["memory", "file"])
+@pytest.fixture(params=["memory", "file", "postgresql"])
 async def open_engine(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[StoreFactory]:
-    """Opens stores of the parametrised engine (file stores under tmp_path); closes them afterwards."""
+    """Opens stores of the parametrised engine (file stores under tmp_path, postgresql ones in a
+    fresh database of the session's cluster); closes them afterwards."""
     opened: list[LogStore] = []
+    if request.param == "memory":
+        url = "memory://"
+    elif request.param == "file":
+        url = (tmp_path / "data").as_uri()
+    else:
+        cluster: PostgresCluster = request.getfixturevalue("postgres_cluster")
+        url = cluster.create_database()
 
     async def factory(config: LogConfig | None = None, clock: ManualClock | None = None) -> LogStore:
-        url = "memory://" if request.param == "memory" else (tmp_path / "data").as_uri()
         store = open_store(url, config, clock=clock, retention_check_interval_ms=0)
         await store.open()
         opened.append(store)

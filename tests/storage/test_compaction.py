@@ -128,15 +128,18 @@ def key_batches(rounds: int, keys: int = 4) -> list[list[Record]]:
     return [[(f"k{k}".encode(), f"r{r}".encode())] for r in range(rounds) for k in range(keys)]
 
 
-@pytest.fixture(params=["memory", "file"])
+@pytest.fixture(params=["memory", "file", "postgresql"])
 async def engine(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Opener]:
     """Opens stores of the parametrised engine with no background cleaner; closes them afterwards."""
     opened: list[LogStore] = []
+    if request.param == "postgresql":
+        url = request.getfixturevalue("postgres_cluster").create_database()
+    else:
+        url = "memory://" if request.param == "memory" else (tmp_path / "data").as_uri()
 
     async def factory(
         config: LogConfig = COMPACT, clock: ManualClock | None = None, **kwargs: int
     ) -> LogStore:
-        url = "memory://" if request.param == "memory" else (tmp_path / "data").as_uri()
         kwargs.setdefault("log_cleaner_backoff_ms", 0)
         store = open_store(url, config, clock=clock, retention_check_interval_ms=0, **kwargs)
         await store.open()

@@ -69,6 +69,11 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
         "--data-dir", metavar="DIR", help=f"data directory (log.dirs); {_default('log.dirs')}"
     )
     parser.add_argument(
+        "--storage",
+        metavar="URL",
+        help="log engine URL, e.g. postgresql://... (kcoord.storage.url); default: file:// under --data-dir",
+    )
+    parser.add_argument(
         "--metrics-listen",
         metavar="HOST:PORT",
         help=f"HTTP /metrics and /v1 listener (kcoord.metrics.listen); {_default('kcoord.metrics.listen')}",
@@ -93,6 +98,7 @@ def _flags(args: argparse.Namespace) -> dict[str, Any]:
         "listeners": args.listen,
         "advertised.listeners": args.advertised_listener,
         "log.dirs": args.data_dir,
+        "kcoord.storage.url": args.storage,
         "kcoord.metrics.listen": args.metrics_listen,
     }
     flags.update({k: v for k, v in named.items() if v is not None})

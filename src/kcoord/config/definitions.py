@@ -170,6 +170,13 @@ DEFINITIONS: tuple[Definition, ...] = (
         "kcoord.fast.failover.enable", True, _bool, "Shorten a dead dynamic member's session on disconnect."
     ),
     Definition("kcoord.lag.max.series", 10000, _int(0), "Cap on consumer-lag metric series."),
+    Definition(
+        "kcoord.storage.url",
+        "",
+        _str,
+        "Log engine: file:///path, memory:// or postgresql://user:password@host:port/db;"
+        " empty: file:// under log.dirs.",
+    ),
 )
 
 BY_NAME: dict[str, Definition] = {d.name: d for d in DEFINITIONS}

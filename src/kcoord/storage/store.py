@@ -1,4 +1,4 @@
-"""Choosing a log engine by URL: ``file:///path/to/data`` or ``memory://``."""
+"""Choosing a log engine by URL: ``file:///path/to/data``, ``memory://`` or ``postgresql://...``."""
 
 from __future__ import annotations
 
@@ -46,4 +46,14 @@ def open_store(
             retention_check_interval_ms=retention_check_interval_ms,
             log_cleaner_backoff_ms=log_cleaner_backoff_ms,
         )
-    raise ValueError(f"no log engine for {url!r} (use file:///path or memory://)")
+    if parts.scheme in ("postgresql", "postgres"):
+        from kcoord.storage.postgres import PostgresLogStore
+
+        return PostgresLogStore(
+            url,
+            default_config,
+            clock,
+            retention_check_interval_ms=retention_check_interval_ms,
+            log_cleaner_backoff_ms=log_cleaner_backoff_ms,
+        )
+    raise ValueError(f"no log engine for {url!r} (use file:///path, memory:// or postgresql://...)")

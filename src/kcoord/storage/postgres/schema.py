@@ -1,0 +1,87 @@
+"""The engine's tables, created and migrated at start from versioned steps in ``schema_migrations``.
+
+A migration is applied once, in its own transaction, under an advisory lock, so several nodes
+starting together against one database migrate it exactly once. New steps are appended to
+:data:`MIGRATIONS`; a step already applied is never edited.
+
+``log_partitions.owner_epoch`` is where fencing will live: a node writes a partition only while
+the epoch it was granted still matches, checked inside the append transaction (see
+:mod:`kcoord.storage.postgres.committer`).
+"""
+
+from __future__ import annotations
+
+from typing import TypeAlias
+
+import asyncpg
+import asyncpg.pool
+import structlog
+
+__all__ = ["MIGRATIONS", "Connection", "migrate"]
+
+Connection: TypeAlias = "asyncpg.Connection | asyncpg.pool.PoolConnectionProxy"
+"""A connection of its own or one borrowed from the pool."""
+
+logger = structlog.get_logger(__name__)
+
+_LOCK_KEY = 0x6B636F6F7264  # "kcoord": the advisory lock serialising migrations
+
+MIGRATIONS: list[tuple[int, str, str]] = [
+    (
+        1,
+        "partition logs: partitions, segments, batches",
+        """
+        CREATE TABLE log_partitions (
+            topic text NOT NULL,
+            partition_id integer NOT NULL,
+            owner_epoch bigint NOT NULL DEFAULT 0,
+            PRIMARY KEY (topic, partition_id)
+        );
+        CREATE TABLE log_segments (
+            topic text NOT NULL,
+            partition_id integer NOT NULL,
+            base_offset bigint NOT NULL,
+            created_ms bigint NOT NULL,
+            PRIMARY KEY (topic, partition_id, base_offset),
+            FOREIGN KEY (topic, partition_id) REFERENCES log_partitions ON DELETE CASCADE
+        );
+        CREATE TABLE log_batches (
+            topic text NOT NULL,
+            partition_id integer NOT NULL,
+            base_offset bigint NOT NULL,
+            last_offset bigint NOT NULL,
+            max_timestamp bigint NOT NULL,
+            size integer NOT NULL,
+            data bytea NOT NULL,
+            PRIMARY KEY (topic, partition_id, base_offset),
+            FOREIGN KEY (topic, partition_id) REFERENCES log_partitions ON DELETE CASCADE
+        );
+        ALTER TABLE log_batches ALTER COLUMN data SET STORAGE EXTERNAL;
+        """,
+    ),
+]
+
+
+async def migrate(connection: Connection) -> int:
+    """Apply every migration not yet recorded; return the schema version now in place."""
+    async with connection.transaction():
+        await connection.execute("SELECT pg_advisory_xact_lock($1)", _LOCK_KEY)
+        await connection.execute(
+            """
+            CREATE TABLE IF NOT EXISTS schema_migrations (
+                version integer PRIMARY KEY,
+                description text NOT NULL,
+                applied_at timestamptz NOT NULL DEFAULT now()
+            )
+            """
+        )
+        applied = {row["version"] for row in await connection.fetch("SELECT version FROM schema_migrations")}
+        for version, description, sql in MIGRATIONS:
+            if version in applied:
+                continue
+            await connection.execute(sql)
+            await connection.execute(
+                "INSERT INTO schema_migrations (version, description) VALUES ($1, $2)", version, description
+            )
+            logger.info("postgres.migrated", version=version, description=description)
+    return max(version for version, _, _ in MIGRATIONS)
