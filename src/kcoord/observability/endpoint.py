@@ -17,7 +17,7 @@ from kcoord.observability.http import HttpEndpoint, HttpResponse, Route
 from kcoord.observability.metrics import CONTENT_TYPE_LATEST, KcoordMetrics
 from kcoord.runtime.runner import PartitionState
 from kcoord.runtime.service import GroupCoordinator
-from kcoord.server.listener import Listener
+from kcoord.server.listener_set import ListenerSet
 
 GROUPS_PATH = "/v1/groups"
 
@@ -25,7 +25,7 @@ GROUPS_PATH = "/v1/groups"
 def build_endpoint(
     coordinator: GroupCoordinator,
     topics: TopicManager,
-    listener: Listener,
+    listener: ListenerSet,
     metrics: KcoordMetrics,
     *,
     host: str,
