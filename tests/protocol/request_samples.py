@@ -600,7 +600,9 @@ CASES: dict[int, Case] = {
     ApiKey.SASL_HANDSHAKE: Case(sasl_handshake_sample, check_sasl_on_plaintext_listener),
     ApiKey.SASL_AUTHENTICATE: Case(sasl_authenticate_sample, check_sasl_on_plaintext_listener),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: Case(alter_scram_sample, check_alter_scram),
-    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: Case(describe_scram_sample, check_describe_scram, upsert_scram_user),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: Case(
+        describe_scram_sample, check_describe_scram, upsert_scram_user
+    ),
 }
 """API key -> its round-trip case; every key ApiVersions advertises must have one."""
 

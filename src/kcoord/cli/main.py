@@ -1,4 +1,5 @@
-"""The ``kcoord`` command line: ``serve``, ``config show``, ``groups list|describe|history``, ``health``."""
+"""The ``kcoord`` command line: ``serve``, ``config show``, ``groups list|describe|history``, ``health``,
+``users add|list|delete``."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 import structlog
 
 from kcoord.cli import groups as cli_groups
+from kcoord.cli import users as cli_users
 from kcoord.config import Settings, SettingsError
 from kcoord.observability.logging import configure_logging
 
@@ -31,6 +33,7 @@ def _parser() -> argparse.ArgumentParser:
     show = config_commands.add_parser("show", help="print effective settings and where each came from")
     _add_setting_flags(show)
     cli_groups.add_commands(commands)
+    cli_users.add_commands(commands)
     return parser
 
 
@@ -81,6 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command in ("groups", "health"):
         return cli_groups.run(args)
+    if args.command == "users":
+        return cli_users.run(args)
     try:
         settings = load_settings(args)
     except SettingsError as exc:

@@ -135,8 +135,14 @@ class ScramServer:
     whether the user exists; the exchange then fails at the proof like a wrong password.
     """
 
-    def __init__(self, mechanism: ScramMechanism, lookup: CredentialLookup) -> None:
+    def __init__(
+        self,
+        mechanism: ScramMechanism,
+        lookup: CredentialLookup,
+        server_nonce: Callable[[], str] = lambda: secrets.token_urlsafe(24),
+    ) -> None:
         self.mechanism = mechanism
+        self._server_nonce = server_nonce
         self._lookup = lookup
         self.username: str | None = None
         self._credential: ScramCredential | None = None
@@ -180,7 +186,7 @@ class ScramServer:
             if self._credential is not None
             else (hashlib.sha256(b"kcoord-unknown-user:" + username.encode()).digest(), 4096)
         )
-        self._nonce = attributes["r"] + secrets.token_urlsafe(24)
+        self._nonce = attributes["r"] + self._server_nonce()
         self._server_first = f"r={self._nonce},s={base64.b64encode(salt).decode()},i={iterations}"
         return self._server_first
 
