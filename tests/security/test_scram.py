@@ -102,3 +102,20 @@ def test_plain_password_check_uses_the_stored_keys() -> None:
     assert b"s3cret" not in credential.stored_key + credential.server_key + credential.salt
     assert credential.password_matches(ScramMechanism.SCRAM_SHA_512, "s3cret")
     assert not credential.password_matches(ScramMechanism.SCRAM_SHA_512, "s3cre")
+
+
+def test_final_nonce_may_repeat_the_client_nonce_as_librdkafka_2_0_sends_it() -> None:
+    """librdkafka 2.0.x (kcat on Debian) repeats the client nonce in its final nonce; Kafka accepts it too."""
+    mechanism = ScramMechanism.SCRAM_SHA_512
+    credential = ScramCredential.from_password(mechanism, "s3cret", 4096)
+    server = ScramServer(mechanism, _lookup_for("alice", credential))
+    first = server.evaluate(b"n,,n=alice,r=cnonce").decode()
+    attributes = dict(part.split("=", 1) for part in first.split(","))
+    without_proof = f"c=biws,r=cnonce{attributes['r']}"
+    auth = f"n=alice,r=cnonce,{first},{without_proof}".encode()
+    proof = _client_proof(mechanism, "s3cret", base64.b64decode(attributes["s"]), 4096, auth)
+    assert server.evaluate(f"{without_proof},p={base64.b64encode(proof).decode()}".encode()).startswith(b"v=")
+    other = ScramServer(mechanism, _lookup_for("alice", credential))
+    other.evaluate(b"n,,n=alice,r=cnonce")
+    with pytest.raises(ScramError, match="nonce"):
+        other.evaluate(b"c=biws,r=cnonce,p=AAAA")

@@ -195,7 +195,9 @@ class ScramServer:
         if not sep:
             raise ScramError("client-final message lacks a proof")
         attributes = _attributes(without_proof)
-        if attributes.get("r") != self._nonce:
+        # Kafka accepts a final nonce that ends with the server-first one, and librdkafka 2.0.x
+        # relies on that (it sends the client nonce twice); a shorter or different nonce is refused.
+        if not attributes.get("r", "").endswith(self._nonce):
             raise ScramError("nonce mismatch")
         channel_binding = attributes.get("c", "")
         if channel_binding not in ("biws", "eSws"):

@@ -40,10 +40,12 @@ def _pem_file(text: str) -> Iterator[str]:
         os.unlink(path)
 
 
-def server_context(settings: Settings) -> ssl.SSLContext:
+def server_context(settings: Settings, *, sasl: bool = False) -> ssl.SSLContext:
     """An SSLContext for a TLS listener; raises TlsConfigError naming what is missing or broken.
 
-    Blocking file reads: called once while the app is built, before the event loop serves.
+    On a SASL_SSL listener (``sasl``) clients prove who they are with SASL and no certificate is
+    asked for: Kafka applies ``ssl.client.auth`` there only when set per listener (KIP-684), which
+    kcoord does not offer. Blocking file reads: called once while the app is built.
     """
     if settings["ssl.keystore.type"] != "PEM" or settings["ssl.truststore.type"] != "PEM":
         raise TlsConfigError("ssl.keystore.type and ssl.truststore.type: only PEM is supported")
@@ -67,7 +69,7 @@ def server_context(settings: Settings) -> ssl.SSLContext:
             )
     except (OSError, ssl.SSLError) as exc:
         raise TlsConfigError(f"ssl.keystore: cannot load the key and certificate chain: {exc}") from exc
-    client_auth = settings["ssl.client.auth"]
+    client_auth = "none" if sasl else settings["ssl.client.auth"]
     try:
         if settings["ssl.truststore.location"]:
             context.load_verify_locations(cafile=settings["ssl.truststore.location"])

@@ -1,8 +1,8 @@
 """Every listener of the node (``listeners``), each on its own port with its own security protocol.
 
 Built from the settings: the listener's name gives its security protocol (directly or through
-``listener.security.protocol.map``); SSL and SASL_SSL listeners share one TLS context, SASL
-listeners put a SASL gate in front of the router for each connection.
+``listener.security.protocol.map``); SSL listeners share one TLS context and SASL_SSL listeners
+another (no client certificate asked), SASL listeners put a SASL gate in front of the router.
 """
 
 from __future__ import annotations
@@ -39,16 +39,16 @@ class ListenerSet:
         """One Listener per entry of ``listeners``; raises SettingsError for what cannot be served."""
         addresses: tuple[ListenerAddress, ...] = settings["listeners"]
         protocol_map = settings["listener.security.protocol.map"]
-        tls: ssl.SSLContext | None = None
+        tls: dict[str, ssl.SSLContext] = {}
         listeners = []
         for address in addresses:
             try:
                 protocol = security_protocol_of(address.name, protocol_map)
             except ValueError as exc:
                 raise SettingsError(f"listeners: {exc}") from exc
-            if protocol in _TLS_PROTOCOLS and tls is None:
+            if protocol in _TLS_PROTOCOLS and protocol not in tls:
                 try:
-                    tls = server_context(settings)
+                    tls[protocol] = server_context(settings, sasl=protocol in _SASL_PROTOCOLS)
                 except TlsConfigError as exc:
                     raise SettingsError(f"listener {address.name} ({protocol}): {exc}") from exc
             listeners.append(
@@ -60,7 +60,7 @@ class ListenerSet:
                     idle_timeout_s=settings["connections.max.idle.ms"] / 1000,
                     name=address.name,
                     security_protocol=protocol,
-                    ssl_context=tls if protocol in _TLS_PROTOCOLS else None,
+                    ssl_context=tls.get(protocol),
                     sasl=sasl_for(address.name) if protocol in _SASL_PROTOCOLS else None,
                 )
             )
