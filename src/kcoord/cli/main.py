@@ -108,6 +108,8 @@ def _config_show(settings: Settings) -> int:
             shown = f"{shown[0]}:{shown[1]}"
         elif isinstance(shown, tuple):
             shown = ",".join(str(x) for x in shown)
+        elif isinstance(shown, dict):
+            shown = ",".join(f"{k}:{v}" for k, v in shown.items())
         print(f"{name} = {shown}    # {value.source}")
     return 0
 
