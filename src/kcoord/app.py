@@ -59,6 +59,7 @@ from kcoord.coordinator.shard import GroupCoordinatorShard
 from kcoord.observability.auth_metrics import AuthMetrics
 from kcoord.observability.endpoint import build_endpoint
 from kcoord.observability.group_events import GroupEventObserver
+from kcoord.observability.http_security import http_security
 from kcoord.observability.metrics import KcoordMetrics
 from kcoord.protocol.registry import ApiRegistry
 from kcoord.runtime.group_service import GroupService
@@ -134,6 +135,7 @@ class App:
             host=metrics_host,
             port=metrics_port,
             max_lag_series=s["kcoord.lag.max.series"],
+            **http_security(s, self.credentials, self.auth_metrics),
         )
         self.started = asyncio.Event()
 

@@ -190,6 +190,15 @@ DEFINITIONS: tuple[Definition, ...] = (
     Definition(
         "kcoord.metrics.listen", "127.0.0.1:9644", parse_host_port, "HTTP listener for /metrics and /v1."
     ),
+    Definition(
+        "kcoord.metrics.ssl.enable", False, _bool, "Serve /metrics and /v1 over TLS (the ssl.keystore.* key)."
+    ),
+    Definition(
+        "kcoord.metrics.auth.users",
+        "",
+        _list,
+        "Users (SCRAM credentials) allowed on /metrics and /v1 with HTTP Basic auth; empty: no auth.",
+    ),
     Definition("kcoord.log.format", "json", _choice("json", "console"), "Log renderer."),
     Definition("kcoord.log.level", "info", _choice("debug", "info", "warning", "error"), "Log level."),
     Definition(

@@ -40,12 +40,13 @@ def _pem_file(text: str) -> Iterator[str]:
         os.unlink(path)
 
 
-def server_context(settings: Settings, *, sasl: bool = False) -> ssl.SSLContext:
+def server_context(settings: Settings, *, with_client_auth: bool = True) -> ssl.SSLContext:
     """An SSLContext for a TLS listener; raises TlsConfigError naming what is missing or broken.
 
-    On a SASL_SSL listener (``sasl``) clients prove who they are with SASL and no certificate is
-    asked for: Kafka applies ``ssl.client.auth`` there only when set per listener (KIP-684), which
-    kcoord does not offer. Blocking file reads: called once while the app is built.
+    ``with_client_auth=False`` asks for no client certificate whatever ``ssl.client.auth`` says: on
+    a SASL_SSL listener clients prove who they are with SASL (Kafka applies ``ssl.client.auth``
+    there only when set per listener, KIP-684, which kcoord does not offer), and the HTTP endpoint
+    uses Basic credentials. Blocking file reads: called once while the app is built.
     """
     if settings["ssl.keystore.type"] != "PEM" or settings["ssl.truststore.type"] != "PEM":
         raise TlsConfigError("ssl.keystore.type and ssl.truststore.type: only PEM is supported")
@@ -69,7 +70,7 @@ def server_context(settings: Settings, *, sasl: bool = False) -> ssl.SSLContext:
             )
     except (OSError, ssl.SSLError) as exc:
         raise TlsConfigError(f"ssl.keystore: cannot load the key and certificate chain: {exc}") from exc
-    client_auth = "none" if sasl else settings["ssl.client.auth"]
+    client_auth = settings["ssl.client.auth"] if with_client_auth else "none"
     try:
         if settings["ssl.truststore.location"]:
             context.load_verify_locations(cafile=settings["ssl.truststore.location"])

@@ -48,7 +48,7 @@ class ListenerSet:
                 raise SettingsError(f"listeners: {exc}") from exc
             if protocol in _TLS_PROTOCOLS and protocol not in tls:
                 try:
-                    tls[protocol] = server_context(settings, sasl=protocol in _SASL_PROTOCOLS)
+                    tls[protocol] = server_context(settings, with_client_auth=protocol not in _SASL_PROTOCOLS)
                 except TlsConfigError as exc:
                     raise SettingsError(f"listener {address.name} ({protocol}): {exc}") from exc
             listeners.append(
