@@ -27,6 +27,7 @@ SECTIONS = (
     "offsets_replay",
     "timing_wheel",
     "member_memory",
+    "secure_load",
 )
 """Section modules in the order they run."""
 

@@ -107,7 +107,11 @@ def _wait_for_start(proc: subprocess.Popen[bytes], tail: list[str], events: Watc
 
 @contextmanager
 def running_kcoord(
-    settings: dict[str, str], *, data_dir: Path | None = None, watch: Iterable[str] = ()
+    settings: dict[str, str],
+    *,
+    data_dir: Path | None = None,
+    watch: Iterable[str] = (),
+    listen: str = "127.0.0.1:0",
 ) -> Iterator[BenchServer]:
     """A kcoord subprocess with its own temporary data directory (or ``data_dir``), stopped on exit.
 
@@ -121,7 +125,7 @@ def running_kcoord(
             "kcoord",
             "serve",
             "--listen",
-            "127.0.0.1:0",
+            listen,
             "--data-dir",
             str(data_dir),
         ]
