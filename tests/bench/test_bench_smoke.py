@@ -74,3 +74,21 @@ def test_group_formation_section_forms_groups_with_every_client() -> None:
     )
     for client in ("kafka-python", "confluent", "aiokafka"):
         assert f"{client}, delay 0 ms: formed" in out
+
+
+def test_secure_load_section_compares_sasl_ssl_with_plaintext() -> None:
+    """The secure section logs in over SASL_SSL, runs heartbeat and commit on both listeners, prints ratios."""
+    out = run_section(
+        "secure_load",
+        "--set",
+        "group.initial.rebalance.delay.ms=0",
+        "--secure-load-connections",
+        "3",
+        "--heartbeat-load-seconds",
+        "0.3",
+        "--heartbeat-load-warmup",
+        "0.1",
+    )
+    assert "heartbeat SASL_SSL / PLAINTEXT" in out
+    assert "commit SASL_SSL / PLAINTEXT" in out
+    assert "ratio per server CPU-s" in out
