@@ -77,7 +77,7 @@ def test_group_formation_section_forms_groups_with_every_client() -> None:
 
 
 def test_secure_load_section_compares_sasl_ssl_with_plaintext() -> None:
-    """The secure section logs in over SASL_SSL, runs heartbeat and commit on both listeners, prints ratios."""
+    """The secure section logs in over SASL_SSL, runs heartbeat and commit on each listener, prints ratios."""
     out = run_section(
         "secure_load",
         "--set",
