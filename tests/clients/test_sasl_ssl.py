@@ -317,3 +317,28 @@ def test_confluent_admin_manages_scram_users(secure: SecureKcoord) -> None:
         future.result(10)
     with pytest.raises(KafkaException):
         admin.describe_user_scram_credentials(["carol"])["carol"].result(10)
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-512"])
+def test_kafka_python_2_uses_bare_tokens_after_a_v0_handshake(secure: SecureKcoord, mechanism: str) -> None:
+    """kafka-python 2.0.2 (SaslHandshake v0, then bare tokens without headers) round-trips and commits."""
+    from tests.clients.test_kafka_python2 import kp2_python
+
+    topic, group = _names(f"kp2-{mechanism.lower()}")
+    config = {
+        "bootstrap": secure.bootstrap,
+        "topic": topic,
+        "group": group,
+        "mechanism": mechanism,
+        "username": "alice",
+        "password": USERS["alice"],
+        "cafile": str(secure.pki.ca_cert),
+        "messages": MESSAGES,
+    }
+    result = subprocess.run(
+        [kp2_python(), str(Path(__file__).with_name("kp2_sasl.py")), json.dumps(config)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report == {"values": [f"value-{i}" for i in range(MESSAGES)], "committed": MESSAGES}
