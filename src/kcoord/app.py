@@ -246,4 +246,5 @@ class App:
         await self.producer_snapshots.stop()
         await self.store.close()
         await self.http.stop()
+        self.credentials.close()
         log.info("kcoord.stopped")

@@ -8,7 +8,6 @@ cost a PBKDF2 derivation each time.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import hashlib
@@ -41,19 +40,16 @@ class BasicAuthenticator:
             if self._remembered.get(digest, 0.0) > now:
                 return True
             user, password = _decode(authorization)
-            if user in self._users and password is not None and await self._password_matches(user, password):
+            if (
+                user in self._users
+                and password is not None
+                and await self._store.password_matches(user, password)
+            ):
                 if len(self._remembered) > 1000:
                     self._remembered = {k: v for k, v in self._remembered.items() if v > now}
                 self._remembered[digest] = now + _REMEMBER_S
                 return True
         self._on_failure(user)
-        return False
-
-    async def _password_matches(self, user: str, password: str) -> bool:
-        await self._store.load()
-        for mechanism, credential in self._store.credentials_of(user).items():
-            if await asyncio.to_thread(credential.password_matches, mechanism, password):
-                return True
         return False
 
 

@@ -14,6 +14,7 @@ import base64
 import json
 import os
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +113,9 @@ class CredentialStore:
 
     def __init__(self, data_dir: Path) -> None:
         self._file = CredentialFile(data_dir)
+        self._password_checks = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kcoord-password")
+        """PBKDF2 for PLAIN and HTTP Basic logins: one thread of its own, so a flood of guesses queues
+        behind itself and never delays the log's or the loop's other work."""
         self._users: Users = {}
         self._stamp: tuple[int, int] | None = None
         self._lock = asyncio.Lock()
@@ -130,6 +134,21 @@ class CredentialStore:
 
     def credentials_of(self, user: str) -> dict[ScramMechanism, ScramCredential]:
         return dict(self._users.get(user, {}))
+
+    async def password_matches(self, user: str, password: str) -> bool:
+        """Whether ``password`` derives one of ``user``'s stored credentials (computed off the loop)."""
+        await self.load()
+        loop = asyncio.get_running_loop()
+        for mechanism, credential in self.credentials_of(user).items():
+            if await loop.run_in_executor(
+                self._password_checks, credential.password_matches, mechanism, password
+            ):
+                return True
+        return False
+
+    def close(self) -> None:
+        """Stop the password-check thread; checks still queued are dropped."""
+        self._password_checks.shutdown(wait=False, cancel_futures=True)
 
     def users(self) -> list[str]:
         return sorted(self._users)
