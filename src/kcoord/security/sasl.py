@@ -94,6 +94,10 @@ class SaslSession:
         self.principal: KafkaPrincipal | None = None
 
     @property
+    def failed(self) -> bool:
+        return self.state is SaslState.FAILED
+
+    @property
     def enabled_mechanisms(self) -> list[str]:
         return [m for m in self._settings.mechanisms if m in SUPPORTED_MECHANISMS]
 

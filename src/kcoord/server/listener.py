@@ -112,7 +112,7 @@ class Listener:
             info.principal = certificate_principal(writer.get_extra_info("peercert")) or info.principal
         if self._sasl is not None:
             info.sasl = SaslSession(self._sasl, f"{info.client_host}:{info.client_port}")
-            handler = SaslGate(self._router, info.sasl)
+            handler = SaslGate(self._router, info.sasl, writer)
         connection = Connection(
             reader,
             writer,
