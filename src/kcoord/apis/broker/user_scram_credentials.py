@@ -61,7 +61,7 @@ def _result(user: str, code: ErrorCode = ErrorCode.none, message: str | None = N
 
 async def handle_describe(ctx: RequestContext, request: Any, *, store: CredentialStore) -> dict[str, Any]:
     await store.load()
-    if request.users is None or len(request.users) == 0:
+    if request.users is None:  # null asks for every user; an empty list for none (as Kafka)
         names, named = store.users(), False
     else:
         names, named = [u.name for u in request.users], True
