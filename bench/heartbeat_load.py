@@ -87,14 +87,16 @@ def _percentile(sorted_values: list[int], fraction: float) -> float:
 class Workers:
     """The generator processes; each takes a slice of the connections and answers phase commands."""
 
-    def __init__(self, bootstrap: str, connections: int, workers: int, depth: int) -> None:
+    def __init__(
+        self, bootstrap: str, connections: int, workers: int, depth: int, extra_args: tuple[str, ...] = ()
+    ) -> None:
         self.procs: list[subprocess.Popen[str]] = []
         share, extra = divmod(connections, workers)
         first = 0
         for index in range(workers):
             count = share + (1 if index < extra else 0)
             command = [sys.executable, str(WORKER), "--bootstrap", bootstrap, "--first", str(first)]
-            command += ["--connections", str(count), "--depth", str(depth), "--topic", TOPIC]
+            command += ["--connections", str(count), "--depth", str(depth), "--topic", TOPIC, *extra_args]
             self.procs.append(
                 subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
             )

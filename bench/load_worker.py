@@ -20,6 +20,7 @@ import argparse
 import asyncio
 import json
 import resource
+import ssl
 import sys
 import time
 from collections import deque
@@ -38,6 +39,7 @@ from kcoord.coordinator.classic.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
+from sasl_login import scram_sha_512_login
 
 SESSION_MS = 120_000
 REBALANCE_MS = 60_000
@@ -276,9 +278,14 @@ async def main_async(args: argparse.Namespace) -> None:
     loop = asyncio.get_running_loop()
     host, _, port = args.bootstrap.rpartition(":")
     connections: list[LoadConnection] = []
-    groups = [f"bench-hb-{args.first + i}" for i in range(args.connections)]
+    groups = [f"{args.group_prefix}{args.first + i}" for i in range(args.connections)]
+    tls = ssl.create_default_context(cafile=args.cafile) if args.cafile else None
     for _ in groups:
-        _, protocol = await loop.create_connection(LoadConnection, host, int(port))
+        _, protocol = await loop.create_connection(
+            LoadConnection, host, int(port), ssl=tls, server_hostname="localhost" if tls else None
+        )
+        if args.sasl_user:
+            await scram_sha_512_login(protocol.call, args.sasl_user, args.sasl_password)
         connections.append(protocol)
     started = time.perf_counter()
     await asyncio.wait_for(
@@ -305,6 +312,10 @@ def main() -> None:
     parser.add_argument("--connections", type=int, required=True)
     parser.add_argument("--depth", type=int, default=1, help="requests in flight per connection")
     parser.add_argument("--topic", required=True, help="topic whose partition 0 the commits name")
+    parser.add_argument("--group-prefix", default="bench-hb-", help="group ids are this plus an index")
+    parser.add_argument("--cafile", help="connect with TLS, trusting this CA (PEM)")
+    parser.add_argument("--sasl-user", help="log in with SCRAM-SHA-512 as this user")
+    parser.add_argument("--sasl-password", default="")
     uvloop.run(main_async(parser.parse_args()))
 
 

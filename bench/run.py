@@ -29,6 +29,7 @@ SECTIONS = (
     "member_memory",
     "fuzz",
     "storage_engines",
+    "secure_load",
 )
 """Section modules in the order they run."""
 

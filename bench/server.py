@@ -131,7 +131,11 @@ def _wait_for_start(
 
 @contextmanager
 def running_kcoord(
-    settings: dict[str, str], *, data_dir: Path | None = None, watch: Iterable[str] = ()
+    settings: dict[str, str],
+    *,
+    data_dir: Path | None = None,
+    watch: Iterable[str] = (),
+    listen: str = "127.0.0.1:0",
 ) -> Iterator[BenchServer]:
     """A kcoord subprocess with its own temporary data directory (or ``data_dir``), stopped on exit.
 
@@ -145,7 +149,7 @@ def running_kcoord(
             "kcoord",
             "serve",
             "--listen",
-            "127.0.0.1:0",
+            listen,
             "--data-dir",
             str(data_dir),
         ]

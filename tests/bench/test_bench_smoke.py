@@ -102,3 +102,21 @@ def test_storage_engines_section_compares_postgresql_with_file() -> None:
     assert "commit on postgresql" in out
     assert "heartbeat on file" in out
     assert "commit postgresql / file" in out
+
+
+def test_secure_load_section_compares_sasl_ssl_with_plaintext() -> None:
+    """The secure section logs in over SASL_SSL, runs heartbeat and commit on each listener, prints ratios."""
+    out = run_section(
+        "secure_load",
+        "--set",
+        "group.initial.rebalance.delay.ms=0",
+        "--secure-load-connections",
+        "3",
+        "--heartbeat-load-seconds",
+        "0.3",
+        "--heartbeat-load-warmup",
+        "0.1",
+    )
+    assert "heartbeat SASL_SSL / PLAINTEXT" in out
+    assert "commit SASL_SSL / PLAINTEXT" in out
+    assert "ratio per server CPU-s" in out

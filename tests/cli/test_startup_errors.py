@@ -128,7 +128,7 @@ def test_version_and_help_with_defaults_and_no_backticks() -> None:
     version = kcoord("--version")
     assert version.returncode == 0 and version.stdout.startswith("kcoord 0.")
     serve_help = " ".join(kcoord("serve", "--help").stdout.split())
-    assert "default: 127.0.0.1:9092" in serve_help and "default: ./data" in serve_help
+    assert "default: PLAINTEXT://127.0.0.1:9092" in serve_help and "default: ./data" in serve_help
     assert "default: 127.0.0.1:9644" in serve_help
     every = [
         "serve",

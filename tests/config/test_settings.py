@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from kcoord.config import DEFINITIONS, Settings, SettingsError, env_name, parse_host_port
+from kcoord.config.listeners import ListenerAddress
 
 
 def test_defaults_are_kafkas() -> None:
@@ -20,7 +21,7 @@ def test_defaults_are_kafkas() -> None:
     assert s["offsets.topic.num.partitions"] == 50
     assert s["group.min.session.timeout.ms"] == 6000
     assert s["auto.create.topics.enable"] is True
-    assert s["listeners"] == ("127.0.0.1", 9092)
+    assert s["listeners"] == (ListenerAddress("PLAINTEXT", "127.0.0.1", 9092),)
     assert s.source("num.partitions") == "default"
 
 

@@ -65,7 +65,7 @@ def test_kcoord_ports_are_published_on_loopback(compose: dict[str, Any]) -> None
     ports = _service(compose, "kcoord")["ports"]
     targets = {int(p["target"]) for p in ports}
     assert targets == {port_of(settings["listeners"]), port_of(settings["kcoord.metrics.listen"])}
-    assert settings["listeners"].startswith("0.0.0.0:")
+    assert settings["listeners"].startswith("PLAINTEXT://0.0.0.0:")
     assert settings["kcoord.metrics.listen"].startswith("0.0.0.0:")
     for service in compose["services"].values():
         for port in service.get("ports", []):

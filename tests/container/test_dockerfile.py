@@ -56,7 +56,7 @@ def test_image_defaults_listen_on_all_interfaces_at_exposed_ports() -> None:
     env = {k: v for k, v in dockerfile_env(stage).items() if k.startswith("KCOORD_")}
     settings = effective_settings(env, dockerfile_json_args(stage, "CMD")[2:])
     exposed = {int(p.split("/")[0]) for ins in stage if ins.keyword == "EXPOSE" for p in ins.args.split()}
-    assert settings["listeners"].startswith("0.0.0.0:")
+    assert settings["listeners"].startswith("PLAINTEXT://0.0.0.0:")
     assert settings["kcoord.metrics.listen"].startswith("0.0.0.0:")
     assert exposed == {port_of(settings["listeners"]), port_of(settings["kcoord.metrics.listen"])}
 

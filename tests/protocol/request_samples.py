@@ -344,6 +344,43 @@ def describe_cluster_sample(scene: Scene) -> dict[str, Any]:
     }
 
 
+def sasl_handshake_sample(scene: Scene) -> dict[str, Any]:
+    return {"mechanism": "SCRAM-SHA-512"}
+
+
+def sasl_authenticate_sample(scene: Scene) -> dict[str, Any]:
+    return {"auth_bytes": b"n,,n=alice,r=abc"}
+
+
+def _scram_user(scene: Scene) -> str:
+    return f"round-trip-user-v{scene.version}"
+
+
+def alter_scram_sample(scene: Scene) -> dict[str, Any]:
+    return {
+        "deletions": [],
+        "upsertions": [
+            {
+                "name": _scram_user(scene),
+                "mechanism": 2,
+                "iterations": 4096,
+                "salt": b"0123456789abcdef",
+                "salted_password": bytes(64),
+            }
+        ],
+    }
+
+
+def describe_scram_sample(scene: Scene) -> dict[str, Any]:
+    return {"users": [{"name": _scram_user(scene)}]}
+
+
+async def upsert_scram_user(scene: Scene) -> None:
+    """AlterUserScramCredentials v0 gives the scene's user a SCRAM-SHA-512 credential."""
+    response = await scene.client.call(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, alter_scram_sample(scene))
+    assert [r.error_code for r in response.results] == [ErrorCode.none]
+
+
 # -- checks
 
 
@@ -521,6 +558,22 @@ async def check_describe_cluster(scene: Scene, response: Any) -> None:
     assert response.cluster_id
 
 
+async def check_sasl_on_plaintext_listener(scene: Scene, response: Any) -> None:
+    """The round-trip server's listener is PLAINTEXT: SASL requests are out of place there."""
+    assert response.error_code == ErrorCode.illegal_sasl_state
+
+
+async def check_alter_scram(scene: Scene, response: Any) -> None:
+    assert [(r.user, r.error_code) for r in response.results] == [(_scram_user(scene), ErrorCode.none)]
+
+
+async def check_describe_scram(scene: Scene, response: Any) -> None:
+    assert response.error_code == ErrorCode.none
+    [result] = response.results
+    assert (result.user, result.error_code) == (_scram_user(scene), ErrorCode.none)
+    assert [(c.mechanism, c.iterations) for c in result.credential_infos] == [(2, 4096)]
+
+
 CASES: dict[int, Case] = {
     ApiKey.PRODUCE: Case(produce_sample, check_produce, create_topic),
     ApiKey.FETCH: Case(fetch_sample, check_fetch, create_topic_with_one_record),
@@ -544,6 +597,12 @@ CASES: dict[int, Case] = {
     ApiKey.DELETE_GROUPS: Case(delete_groups_sample, check_delete_groups, commit_offset),
     ApiKey.OFFSET_DELETE: Case(offset_delete_sample, check_offset_delete, commit_offset),
     ApiKey.DESCRIBE_CLUSTER: Case(describe_cluster_sample, check_describe_cluster),
+    ApiKey.SASL_HANDSHAKE: Case(sasl_handshake_sample, check_sasl_on_plaintext_listener),
+    ApiKey.SASL_AUTHENTICATE: Case(sasl_authenticate_sample, check_sasl_on_plaintext_listener),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: Case(alter_scram_sample, check_alter_scram),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: Case(
+        describe_scram_sample, check_describe_scram, upsert_scram_user
+    ),
 }
 """API key -> its round-trip case; every key ApiVersions advertises must have one."""
 

@@ -1,5 +1,5 @@
 """The ``kcoord`` command line: ``serve``, ``config show``, ``groups``, ``topics``, ``produce``, ``consume``,
-``health``."""
+``users``, ``health``."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import structlog
 
 from kcoord.cli import groups as cli_groups
 from kcoord.cli import topics as cli_topics
+from kcoord.cli import users as cli_users
 from kcoord.cli.startup import serve
 from kcoord.config import Settings, SettingsError
 from kcoord.config.definitions import BY_NAME
@@ -37,6 +38,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_setting_flags(show)
     cli_groups.add_commands(commands)
     cli_topics.add_commands(commands)
+    cli_users.add_commands(commands)
     return parser
 
 
@@ -118,6 +120,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cli_groups.run(args)
     if args.command in ("topics", "produce", "consume"):
         return cli_topics.run(args)
+    if args.command == "users":
+        return cli_users.run(args)
     try:
         settings = load_settings(args)
     except SettingsError as exc:
@@ -140,6 +144,8 @@ def _config_show(settings: Settings) -> int:
             shown = f"{shown[0]}:{shown[1]}"
         elif isinstance(shown, tuple):
             shown = ",".join(str(x) for x in shown)
+        elif isinstance(shown, dict):
+            shown = ",".join(f"{k}:{v}" for k, v in shown.items())
         print(f"{name} = {shown}    # {value.source}")
     return 0
 

@@ -98,10 +98,9 @@ async def _run_until_signalled(settings: Settings) -> None:
     try:
         await app.start()
     except OSError as exc:
-        if _is_bind_error(exc) and (app.listener.bound is None or app.http.bound is None):
-            raise StartupError(
-                _bind_message(settings, app.listener.bound is None, exc), EXIT_ADDRESS
-            ) from None
+        unbound = app.listener.first_unbound()
+        if _is_bind_error(exc) and (unbound is not None or app.http.bound is None):
+            raise StartupError(_bind_message(settings, unbound, exc), EXIT_ADDRESS) from None
         raise StartupError(
             f"data directory {data_dir} cannot be used: {_reason(exc)}", EXIT_DATA_DIR
         ) from None
@@ -115,11 +114,12 @@ def _is_bind_error(exc: OSError) -> bool:
     return exc.errno in _BIND_ERRNOS and exc.filename is None
 
 
-def _bind_message(settings: Settings, kafka_listener: bool, exc: OSError) -> str:
-    name, flag = (
-        ("listeners", "--listen") if kafka_listener else ("kcoord.metrics.listen", "--metrics-listen")
-    )
-    host, port = settings[name]
+def _bind_message(settings: Settings, kafka_address: tuple[str, int] | None, exc: OSError) -> str:
+    """Names the address that could not be bound: a Kafka listener's, else the metrics endpoint's."""
+    if kafka_address is not None:
+        (host, port), name, flag = kafka_address, "listeners", "--listen"
+    else:
+        (host, port), name, flag = settings["kcoord.metrics.listen"], "kcoord.metrics.listen", "--metrics-listen"
     return f"cannot listen on {host}:{port} ({name}, {flag}): {_reason(exc)}"
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import os
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 META_FILE = "meta.properties"
@@ -32,6 +32,11 @@ class Node:
     node_id: int
     cluster_id: str
     advertised: tuple[str, int]
+    listener_addresses: dict[str, tuple[str, int]] = field(default_factory=dict)
+    """The advertised address per listener name; a client is told the one of the listener it used."""
+
+    def address_for(self, listener_name: str) -> tuple[str, int]:
+        return self.listener_addresses.get(listener_name, self.advertised)
 
 
 def new_cluster_id() -> str:

@@ -9,6 +9,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kcoord.config.listeners import (
+    DEFAULT_PROTOCOL_MAP,
+    parse_listener_list,
+    parse_optional_listener_list,
+    parse_protocol_map,
+)
+
 
 @dataclass(frozen=True, slots=True)
 class Definition:
@@ -95,26 +102,59 @@ def parse_host_port(raw: Any, default_port: int | None = None) -> tuple[str, int
     return host, value
 
 
-def _optional_host_port(raw: Any) -> tuple[str, int] | None:
-    if raw is None or str(raw).strip() == "":
-        return None
-    return parse_host_port(raw)
-
-
 _DAY_MS = 24 * 3600 * 1000
 
 DEFINITIONS: tuple[Definition, ...] = (
     # listeners and identity
     Definition(
-        "listeners", "127.0.0.1:9092", parse_host_port, "Address the Kafka listener binds (port 0: any)."
+        "listeners",
+        "PLAINTEXT://127.0.0.1:9092",
+        parse_listener_list,
+        "NAME://HOST:PORT,... each bound on its own port (port 0: any); bare HOST:PORT is PLAINTEXT.",
     ),
     Definition(
-        "advertised.listeners", None, _optional_host_port, "Address given to clients; default: bound address."
+        "advertised.listeners",
+        None,
+        parse_optional_listener_list,
+        "NAME://HOST:PORT per listener given to clients; default: each listener's bound address.",
+    ),
+    Definition(
+        "listener.security.protocol.map",
+        DEFAULT_PROTOCOL_MAP,
+        parse_protocol_map,
+        "NAME:PROTOCOL for listener names that are not security protocols themselves.",
     ),
     Definition("log.dirs", "./data", _str, "Data directory (segments, offsets log, meta.properties)."),
     Definition("node.id", 1, _int(0), "Node id used when the data directory is new (then read from it)."),
     Definition("socket.request.max.bytes", 104857600, _int(1024), "Largest request frame accepted."),
     Definition("connections.max.idle.ms", 600000, _int(1000), "Idle connections are closed after this."),
+    # TLS (PEM only) and SASL
+    Definition("ssl.keystore.type", "PEM", _choice("PEM"), "Format of the server's key and certificates."),
+    Definition("ssl.keystore.location", "", _str, "PEM file holding the server's private key and chain."),
+    Definition("ssl.keystore.certificate.chain", "", _str, "The server's certificate chain as PEM text."),
+    Definition("ssl.keystore.key", "", _str, "The server's private key as PEM text."),
+    Definition("ssl.key.password", "", _str, "Password of an encrypted private key."),
+    Definition("ssl.truststore.type", "PEM", _choice("PEM"), "Format of the trusted CA certificates."),
+    Definition("ssl.truststore.location", "", _str, "PEM file of the CAs client certificates must chain to."),
+    Definition("ssl.truststore.certificates", "", _str, "Trusted CA certificates as PEM text."),
+    Definition(
+        "ssl.client.auth", "none", _choice("none", "requested", "required"), "Ask for a client certificate."
+    ),
+    Definition(
+        "ssl.principal.mapping.rules", "DEFAULT", _choice("DEFAULT"), "Certificate subject -> principal name."
+    ),
+    Definition(
+        "sasl.enabled.mechanisms",
+        "SCRAM-SHA-256,SCRAM-SHA-512,PLAIN",
+        _list,
+        "SASL mechanisms offered on SASL listeners (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512).",
+    ),
+    Definition(
+        "connection.failed.authentication.delay.ms",
+        100,
+        _int(0),
+        "Delay before answering a failed authentication (slows password guessing).",
+    ),
     # topics
     Definition(
         "auto.create.topics.enable", True, _bool, "Create topics on Metadata/Produce for unknown names."
@@ -160,6 +200,15 @@ DEFINITIONS: tuple[Definition, ...] = (
     # kcoord's own
     Definition(
         "kcoord.metrics.listen", "127.0.0.1:9644", parse_host_port, "HTTP listener for /metrics and /v1."
+    ),
+    Definition(
+        "kcoord.metrics.ssl.enable", False, _bool, "Serve /metrics and /v1 over TLS (the ssl.keystore.* key)."
+    ),
+    Definition(
+        "kcoord.metrics.auth.users",
+        "",
+        _list,
+        "Users (SCRAM credentials) allowed on /metrics and /v1 with HTTP Basic auth; empty: no auth.",
     ),
     Definition("kcoord.log.format", "json", _choice("json", "console"), "Log renderer."),
     Definition("kcoord.log.level", "info", _choice("debug", "info", "warning", "error"), "Log level."),

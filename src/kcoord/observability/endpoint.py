@@ -7,17 +7,18 @@
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Iterable
 from typing import Any
 
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.observability.collector import GroupCollector
 from kcoord.observability.group_views import ShardView, describe_group, list_groups
-from kcoord.observability.http import HttpEndpoint, HttpResponse, Route
+from kcoord.observability.http import Authorize, HttpEndpoint, HttpResponse, Route
 from kcoord.observability.metrics import CONTENT_TYPE_LATEST, KcoordMetrics
 from kcoord.runtime.runner import PartitionState
 from kcoord.runtime.service import GroupCoordinator
-from kcoord.server.listener import Listener
+from kcoord.server.listener_set import ListenerSet
 
 GROUPS_PATH = "/v1/groups"
 
@@ -25,12 +26,14 @@ GROUPS_PATH = "/v1/groups"
 def build_endpoint(
     coordinator: GroupCoordinator,
     topics: TopicManager,
-    listener: Listener,
+    listener: ListenerSet,
     metrics: KcoordMetrics,
     *,
     host: str,
     port: int,
     max_lag_series: int,
+    ssl_context: ssl.SSLContext | None = None,
+    authorize: Authorize | None = None,
 ) -> HttpEndpoint:
     """The endpoint over these parts; registers the scrape-time collector in ``metrics``' registry."""
 
@@ -78,4 +81,4 @@ def build_endpoint(
         return HttpResponse.json(view)
 
     routes: list[Route] = [metrics_route, groups_route]
-    return HttpEndpoint(host, port, routes)
+    return HttpEndpoint(host, port, routes, ssl_context=ssl_context, authorize=authorize)

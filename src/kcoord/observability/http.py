@@ -3,7 +3,8 @@
 A deliberately tiny HTTP/1.1 server on asyncio streams (no new dependency): GET only, one
 request per connection (``Connection: close``), bounded request head, bounded time to send it.
 Handlers are synchronous functions of the path that read in-memory state on the event loop, so
-they never block it for long and always see a consistent snapshot.
+they never block it for long and always see a consistent snapshot. Optionally served over TLS and
+behind HTTP Basic authentication (an ``authorize`` callback given the ``Authorization`` header).
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Callable
+import ssl
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -26,6 +28,7 @@ HEAD_TIMEOUT_S = 10.0
 _REASONS = {
     200: "OK",
     400: "Bad Request",
+    401: "Unauthorized",
     404: "Not Found",
     405: "Method Not Allowed",
     500: "Internal Server Error",
@@ -37,6 +40,7 @@ class HttpResponse:
     status: int
     body: bytes
     content_type: str = "text/plain; charset=utf-8"
+    headers: tuple[tuple[str, str], ...] = ()
 
     @staticmethod
     def json(value: Any, status: int = 200) -> HttpResponse:
@@ -46,11 +50,28 @@ class HttpResponse:
 Route = Callable[[str], HttpResponse | None]
 """``route(path) -> response``, None when the path is not this route's."""
 
+Authorize = Callable[[str | None], Awaitable[bool]]
+"""``authorize(authorization_header) -> allowed``."""
+
+_UNAUTHORIZED = HttpResponse(
+    401, b"authentication required\n", headers=(("WWW-Authenticate", 'Basic realm="kcoord"'),)
+)
+
 
 class HttpEndpoint:
     """Serves GET requests by asking each route in turn; 404 when none answers."""
 
-    def __init__(self, host: str, port: int, routes: list[Route]) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        routes: list[Route],
+        *,
+        ssl_context: ssl.SSLContext | None = None,
+        authorize: Authorize | None = None,
+    ) -> None:
+        self._ssl_context = ssl_context
+        self._authorize = authorize
         self._host = host
         self._port = port
         self._routes = routes
@@ -60,7 +81,9 @@ class HttpEndpoint:
 
     async def start(self) -> tuple[str, int]:
         """Bind and start serving; returns the address actually bound (port 0 resolved)."""
-        self._server = await asyncio.start_server(self._serve, self._host, self._port, reuse_address=True)
+        self._server = await asyncio.start_server(
+            self._serve, self._host, self._port, reuse_address=True, ssl=self._ssl_context
+        )
         sockname = self._server.sockets[0].getsockname()
         self.bound = (str(sockname[0]), int(sockname[1]))
         return self.bound
@@ -99,7 +122,8 @@ class HttpEndpoint:
                 f"HTTP/1.1 {response.status} {_REASONS.get(response.status, 'Unknown')}\r\n"
                 f"Content-Type: {response.content_type}\r\n"
                 f"Content-Length: {len(response.body)}\r\n"
-                "Connection: close\r\n\r\n"
+                + "".join(f"{name}: {value}\r\n" for name, value in response.headers)
+                + "Connection: close\r\n\r\n"
             ).encode("latin-1")
             writer.write(head if method == "HEAD" else head + response.body)
             await writer.drain()
@@ -123,4 +147,15 @@ class HttpEndpoint:
         parts = request_line.split()
         if len(parts) != 3 or not parts[2].startswith("HTTP/"):
             return HttpResponse(400, b"bad request line\n"), "GET"
+        if self._authorize is not None and not await self._authorize(_header(head, "authorization")):
+            return _UNAUTHORIZED, parts[0]
         return self.respond(parts[0], parts[1]), parts[0]
+
+
+def _header(head: bytes, name: str) -> str | None:
+    """The value of header ``name`` (lower case) in a request head, None when absent."""
+    for line in head.split(b"\r\n")[1:]:
+        key, sep, value = line.decode("latin-1").partition(":")
+        if sep and key.strip().lower() == name:
+            return value.strip()
+    return None

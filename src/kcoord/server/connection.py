@@ -18,15 +18,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import struct
+from typing import Protocol
 
 import structlog
 
 from kcoord.server.context import ConnectionInfo
-from kcoord.server.router import CloseConnectionError, Router
+from kcoord.server.router import CloseConnectionError
 
 log = structlog.get_logger(__name__)
 
 _SIZE = struct.Struct(">i")
+
+
+class FrameHandler(Protocol):
+    """What answers a connection's frames: the router, or the SASL gate in front of it."""
+
+    async def handle(self, frame: bytes, connection: ConnectionInfo) -> bytes | None: ...
 
 
 class Connection:
@@ -34,7 +41,7 @@ class Connection:
         self,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
-        router: Router,
+        router: FrameHandler,
         info: ConnectionInfo,
         *,
         max_request_bytes: int,

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from kcoord.protocol.codec import RequestHeader
 from kcoord.security.principal import ANONYMOUS, KafkaPrincipal
+from kcoord.security.sasl import SaslSession
 
 
 @dataclass(slots=True)
@@ -22,6 +23,8 @@ class ConnectionInfo:
     listener_name: str = "PLAINTEXT"
     security_protocol: str = "PLAINTEXT"
     close_callbacks: list[Callable[[], None]] = field(default_factory=list)
+    sasl: SaslSession | None = None
+    """The SASL exchange of a connection on a SASL listener; None elsewhere."""
     watched_members: set[tuple[str, str]] = field(default_factory=set)
 
     def on_close(self, callback: Callable[[], None]) -> None:

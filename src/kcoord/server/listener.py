@@ -6,12 +6,16 @@ import asyncio
 import contextlib
 import itertools
 import socket
+import ssl
 
 import structlog
 
-from kcoord.server.connection import Connection
+from kcoord.security.sasl import SaslSession, SaslSettings
+from kcoord.security.tls import certificate_principal
+from kcoord.server.connection import Connection, FrameHandler
 from kcoord.server.context import ConnectionInfo
 from kcoord.server.router import Router
+from kcoord.server.sasl_gate import SaslGate
 
 log = structlog.get_logger(__name__)
 
@@ -25,7 +29,15 @@ class Listener:
         *,
         max_request_bytes: int,
         idle_timeout_s: float,
+        name: str = "PLAINTEXT",
+        security_protocol: str = "PLAINTEXT",
+        ssl_context: ssl.SSLContext | None = None,
+        sasl: SaslSettings | None = None,
     ) -> None:
+        self.name = name
+        self.security_protocol = security_protocol
+        self._ssl_context = ssl_context
+        self._sasl = sasl
         self._router = router
         self._host = host
         self._port = port
@@ -38,12 +50,19 @@ class Listener:
         self._sweeper: asyncio.Task[None] | None = None
 
     @property
+    def address(self) -> tuple[str, int]:
+        """The address this listener is configured to bind (port 0 before it is bound)."""
+        return self._host, self._port
+
+    @property
     def open_connections(self) -> int:
         return len(self._connections)
 
     async def start(self) -> tuple[str, int]:
         """Bind and start accepting; returns the address actually bound (port 0 resolved)."""
-        self._server = await asyncio.start_server(self._accept, self._host, self._port, reuse_address=True)
+        self._server = await asyncio.start_server(
+            self._accept, self._host, self._port, reuse_address=True, ssl=self._ssl_context
+        )
         sockname = self._server.sockets[0].getsockname()
         self.bound = (str(sockname[0]), int(sockname[1]))
         self._sweeper = asyncio.get_running_loop().create_task(self._sweep_idle())
@@ -86,11 +105,23 @@ class Listener:
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        info = ConnectionInfo(next(self._ids), str(peer[0]), int(peer[1]))
+        info = ConnectionInfo(
+            next(self._ids),
+            str(peer[0]),
+            int(peer[1]),
+            listener_name=self.name,
+            security_protocol=self.security_protocol,
+        )
+        handler: FrameHandler = self._router
+        if self._ssl_context is not None:
+            info.principal = certificate_principal(writer.get_extra_info("peercert")) or info.principal
+        if self._sasl is not None:
+            info.sasl = SaslSession(self._sasl, f"{info.client_host}:{info.client_port}")
+            handler = SaslGate(self._router, info.sasl, writer)
         connection = Connection(
             reader,
             writer,
-            self._router,
+            handler,
             info,
             max_request_bytes=self._max_request_bytes,
             idle_timeout_s=self._idle_timeout_s,

@@ -44,7 +44,7 @@ async def handle_describe_cluster(ctx: RequestContext, request: Any, *, node: No
             "cluster_id": node.cluster_id,
             "brokers": [],
         }
-    broker = broker_entry(node)
+    broker = broker_entry(node, ctx.connection.listener_name)
     with_ops = bool(request.include_cluster_authorized_operations)
     return {
         "throttle_time": 0,

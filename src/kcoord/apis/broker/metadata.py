@@ -58,9 +58,10 @@ TOPIC_OPERATIONS = _bits(3, 4, 5, 6, 7, 8, 10, 11)
 CLUSTER_OPERATIONS = _bits(5, 7, 8, 9, 10, 11, 12, 13, 14)
 
 
-def broker_entry(node: Node) -> dict[str, Any]:
-    """This node as a Metadata/DescribeCluster broker entry (DescribeCluster renames node_id)."""
-    host, port = node.advertised
+def broker_entry(node: Node, listener_name: str) -> dict[str, Any]:
+    """This node as a Metadata/DescribeCluster broker entry (DescribeCluster renames node_id), with the
+    advertised address of the listener the client connected to."""
+    host, port = node.address_for(listener_name)
     return {"node_id": node.node_id, "host": host, "port": port, "rack": None}
 
 
@@ -167,7 +168,7 @@ async def handle_metadata(
     include_cluster_ops = bool(getattr(request, "include_cluster_authorized_operations", False))
     return {
         "throttle_time": 0,
-        "brokers": [broker_entry(node)],
+        "brokers": [broker_entry(node, ctx.connection.listener_name)],
         "cluster_id": node.cluster_id,
         "controller_id": node.node_id,
         "topics": entries,

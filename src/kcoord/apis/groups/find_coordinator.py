@@ -27,8 +27,8 @@ from kcoord.server.context import RequestContext
 _GROUP_KEY = 0
 
 
-def _answer(node: Node, key: str, key_type: int) -> dict[str, Any]:
-    host, port = node.advertised
+def _answer(node: Node, key: str, key_type: int, listener_name: str) -> dict[str, Any]:
+    host, port = node.address_for(listener_name)
     if key_type != _GROUP_KEY:
         error, message = ErrorCode.invalid_request, "kcoord coordinates groups only"
     elif not key:
@@ -65,5 +65,6 @@ def api(node: Node) -> ApiSpec:
 async def handle_find_coordinator(ctx: RequestContext, request: Any, *, node: Node) -> dict[str, Any]:
     key_type = int(getattr(request, "key_type", _GROUP_KEY))
     if ctx.api_version >= 4:
-        return {"coordinators": [_answer(node, key, key_type) for key in request.coordinator_keys]}
-    return _answer(node, request.key, key_type)
+        listener = ctx.connection.listener_name
+        return {"coordinators": [_answer(node, key, key_type, listener) for key in request.coordinator_keys]}
+    return _answer(node, request.key, key_type, ctx.connection.listener_name)

@@ -1,0 +1,51 @@
+"""``kcoord users``: add, list and delete SCRAM users in a data directory, passwords never stored."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from kcoord.cli.main import main
+from kcoord.security.credentials import CredentialFile
+from kcoord.security.scram import ScramMechanism
+
+
+def test_add_list_delete(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A user added with a password from stdin gets both SCRAM credentials; delete removes one or all."""
+    monkeypatch.setattr("sys.stdin", io.StringIO("s3cret\n"))
+    assert (
+        main(
+            ["users", "add", "alice", "--password-stdin", "--iterations", "4096", "--data-dir", str(tmp_path)]
+        )
+        == 0
+    )
+    users = CredentialFile(tmp_path).read()
+    assert set(users["alice"]) == set(ScramMechanism)
+    assert users["alice"][ScramMechanism.SCRAM_SHA_512].password_matches(
+        ScramMechanism.SCRAM_SHA_512, "s3cret"
+    )
+    assert b"s3cret" not in (tmp_path / "scram-credentials.json").read_bytes()
+    capsys.readouterr()
+    assert main(["users", "list", "--data-dir", str(tmp_path)]) == 0
+    assert capsys.readouterr().out == "alice\tSCRAM-SHA-256 (4096), SCRAM-SHA-512 (4096)\n"
+    assert (
+        main(["users", "delete", "alice", "--mechanism", "SCRAM-SHA-256", "--data-dir", str(tmp_path)]) == 0
+    )
+    assert set(CredentialFile(tmp_path).read()["alice"]) == {ScramMechanism.SCRAM_SHA_512}
+    assert main(["users", "delete", "alice", "--data-dir", str(tmp_path)]) == 0
+    assert CredentialFile(tmp_path).read() == {}
+    assert main(["users", "delete", "alice", "--data-dir", str(tmp_path)]) == 1
+
+
+def test_iterations_out_of_range_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fewer than 4096 iterations (Kafka's minimum) is an error, and nothing is written."""
+    monkeypatch.setattr("sys.stdin", io.StringIO("s3cret\n"))
+    assert (
+        main(["users", "add", "bob", "--password-stdin", "--iterations", "100", "--data-dir", str(tmp_path)])
+        == 1
+    )
+    assert not (tmp_path / "scram-credentials.json").exists()

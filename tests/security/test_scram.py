@@ -1,0 +1,121 @@
+"""SCRAM server exchanges (RFC 5802/7677), pinned by the RFC's test vector and a client written here."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+
+import pytest
+
+from kcoord.security.scram import ScramCredential, ScramError, ScramMechanism, ScramServer
+
+RFC7677_SALT = base64.b64decode("W22ZaJ0SNY7soEsUEjb6gQ==")
+RFC7677_SERVER_NONCE = "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0"
+
+
+def _lookup_for(user: str, credential: ScramCredential):  # type: ignore[no-untyped-def]
+    return lambda name, mechanism: credential if name == user else None
+
+
+def _client_proof(
+    mechanism: ScramMechanism, password: str, salt: bytes, iterations: int, auth: bytes
+) -> bytes:
+    """The client side of RFC 5802, written from the RFC for the test (independent of the server)."""
+    salted = hashlib.pbkdf2_hmac(mechanism.hash_name, password.encode(), salt, iterations)
+    client_key = hmac.new(salted, b"Client Key", mechanism.hash_name).digest()
+    stored_key = hashlib.new(mechanism.hash_name, client_key).digest()
+    signature = hmac.new(stored_key, auth, mechanism.hash_name).digest()
+    return bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
+
+
+def test_rfc7677_test_vector() -> None:
+    """The SCRAM-SHA-256 exchange of RFC 7677 section 3 yields exactly the RFC's server signature."""
+    credential = ScramCredential.from_password(ScramMechanism.SCRAM_SHA_256, "pencil", 4096, RFC7677_SALT)
+    server = ScramServer(
+        ScramMechanism.SCRAM_SHA_256,
+        _lookup_for("user", credential),
+        server_nonce=lambda: RFC7677_SERVER_NONCE,
+    )
+    first = server.evaluate(b"n,,n=user,r=rOprNGfwEbeRWgbNEkqO")
+    assert first == b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"
+    final = server.evaluate(
+        b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
+        b"p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="
+    )
+    assert final == b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="
+    assert server.complete and server.username == "user"
+
+
+def _exchange(mechanism: ScramMechanism, stored_password: str, password: str, user: str = "alice") -> bytes:
+    credential = ScramCredential.from_password(mechanism, stored_password, 4096)
+    server = ScramServer(mechanism, _lookup_for("alice", credential))
+    client_first_bare = f"n={user},r=clientnonce"
+    first = server.evaluate(f"n,,{client_first_bare}".encode()).decode()
+    attributes = dict(part.split("=", 1) for part in first.split(","))
+    without_proof = f"c=biws,r={attributes['r']}"
+    auth = f"{client_first_bare},{first},{without_proof}".encode()
+    proof = _client_proof(mechanism, password, base64.b64decode(attributes["s"]), int(attributes["i"]), auth)
+    return server.evaluate(f"{without_proof},p={base64.b64encode(proof).decode()}".encode())
+
+
+@pytest.mark.parametrize("mechanism", list(ScramMechanism))
+def test_right_password_logs_in(mechanism: ScramMechanism) -> None:
+    """A client that knows the password completes the exchange with either hash."""
+    assert _exchange(mechanism, "s3cret", "s3cret").startswith(b"v=")
+
+
+@pytest.mark.parametrize("mechanism", list(ScramMechanism))
+def test_wrong_password_fails(mechanism: ScramMechanism) -> None:
+    """A wrong password fails at the proof."""
+    with pytest.raises(ScramError, match="authentication failed"):
+        _exchange(mechanism, "s3cret", "guess")
+
+
+def test_unknown_user_fails_like_a_wrong_password() -> None:
+    """An unknown user still gets a salt and iteration count, then fails at the proof."""
+    with pytest.raises(ScramError, match="authentication failed"):
+        _exchange(ScramMechanism.SCRAM_SHA_512, "s3cret", "s3cret", user="mallory")
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        b"p=tls-unique,,n=alice,r=x",
+        b"n,,r=x",
+        b"n,,n=alice",
+        b"n,,m=ext,n=alice,r=x",
+        b"n,,n=al=ZZ,r=x",
+        b"\xff",
+    ],
+)
+def test_malformed_client_first_is_refused(message: bytes) -> None:
+    """Channel binding, missing attributes, mandatory extensions and bad encodings are refused."""
+    server = ScramServer(ScramMechanism.SCRAM_SHA_256, lambda user, mechanism: None)
+    with pytest.raises(ScramError):
+        server.evaluate(message)
+
+
+def test_plain_password_check_uses_the_stored_keys() -> None:
+    """PLAIN logins are checked against the SCRAM credential: the password itself is never stored."""
+    credential = ScramCredential.from_password(ScramMechanism.SCRAM_SHA_512, "s3cret", 4096)
+    assert b"s3cret" not in credential.stored_key + credential.server_key + credential.salt
+    assert credential.password_matches(ScramMechanism.SCRAM_SHA_512, "s3cret")
+    assert not credential.password_matches(ScramMechanism.SCRAM_SHA_512, "s3cre")
+
+
+def test_final_nonce_may_repeat_the_client_nonce_as_librdkafka_2_0_sends_it() -> None:
+    """librdkafka 2.0.x (kcat on Debian) repeats the client nonce in its final nonce; Kafka accepts it too."""
+    mechanism = ScramMechanism.SCRAM_SHA_512
+    credential = ScramCredential.from_password(mechanism, "s3cret", 4096)
+    server = ScramServer(mechanism, _lookup_for("alice", credential))
+    first = server.evaluate(b"n,,n=alice,r=cnonce").decode()
+    attributes = dict(part.split("=", 1) for part in first.split(","))
+    without_proof = f"c=biws,r=cnonce{attributes['r']}"
+    auth = f"n=alice,r=cnonce,{first},{without_proof}".encode()
+    proof = _client_proof(mechanism, "s3cret", base64.b64decode(attributes["s"]), 4096, auth)
+    assert server.evaluate(f"{without_proof},p={base64.b64encode(proof).decode()}".encode()).startswith(b"v=")
+    other = ScramServer(mechanism, _lookup_for("alice", credential))
+    other.evaluate(b"n,,n=alice,r=cnonce")
+    with pytest.raises(ScramError, match="nonce"):
+        other.evaluate(b"c=biws,r=cnonce,p=AAAA")

@@ -1,0 +1,212 @@
+"""SASL listeners in process, over real sockets: the exchange, what is served before it, failures, v0."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+import time
+from pathlib import Path
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from kcoord.protocol.api_keys import ApiKey
+from kcoord.security.credentials import CredentialFile
+from kcoord.security.scram import ScramCredential, ScramMechanism
+from tests.protocol.in_process import connected, running_app
+from tests.support.scram_client import ScramClient
+
+SASL_AND_PLAIN = "SASL_PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:0"
+
+
+def _add_user(data_dir: Path, user: str, password: str) -> None:
+    users = CredentialFile(data_dir).read()
+    users[user] = {m: ScramCredential.from_password(m, password, 4096) for m in ScramMechanism}
+    CredentialFile(data_dir).write(users)
+
+
+async def _scram_login(client, hash_name: str, user: str, password: str):  # type: ignore[no-untyped-def]
+    mechanism = {"sha256": "SCRAM-SHA-256", "sha512": "SCRAM-SHA-512"}[hash_name]
+    handshake = await client.call(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": mechanism})
+    assert handshake.error_code == ErrorCode.none
+    scram = ScramClient(hash_name, user, password)
+    first = await client.call(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": scram.first()})
+    assert first.error_code == ErrorCode.none
+    final = await client.call(
+        ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": scram.final(bytes(first.auth_bytes))}
+    )
+    return scram, final
+
+
+@pytest.mark.parametrize("hash_name", ["sha256", "sha512"])
+async def test_scram_login_then_requests_are_served(tmp_path: Path, hash_name: str) -> None:
+    """After a SCRAM exchange the server's signature verifies and ordinary requests are answered."""
+    _add_user(tmp_path, "alice", "s3cret")
+    async with running_app(tmp_path, listeners=SASL_AND_PLAIN) as (_, port), connected(port) as client:
+        versions = await client.call(
+            ApiKey.API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"}
+        )
+        assert versions.error_code == ErrorCode.none
+        scram, final = await _scram_login(client, hash_name, "alice", "s3cret")
+        assert final.error_code == ErrorCode.none
+        assert scram.verify(bytes(final.auth_bytes))
+        metadata = await client.call(
+            ApiKey.METADATA,
+            12,
+            {
+                "topics": None,
+                "allow_auto_topic_creation": False,
+                "include_topic_authorized_operations": False,
+            },
+        )
+        assert [b.port for b in metadata.brokers] == [port]
+
+
+async def test_request_before_authentication_closes_the_connection(tmp_path: Path) -> None:
+    """Metadata before SASL authentication is not answered: the connection is closed, as Kafka does."""
+    async with running_app(tmp_path, listeners=SASL_AND_PLAIN) as (_, port), connected(port) as client:
+        await client.send(
+            ApiKey.METADATA,
+            12,
+            {
+                "topics": None,
+                "allow_auto_topic_creation": False,
+                "include_topic_authorized_operations": False,
+            },
+        )
+        assert await client.closed_by_server()
+
+
+async def test_wrong_password_is_delayed_counted_and_ends_the_session(tmp_path: Path) -> None:
+    """A wrong password gets SASL_AUTHENTICATION_FAILED after the delay, is counted, and ends the session."""
+    _add_user(tmp_path, "alice", "s3cret")
+    overrides = {"listeners": SASL_AND_PLAIN, "connection.failed.authentication.delay.ms": "300"}
+    async with running_app(tmp_path, **overrides) as (app, port), connected(port) as client:
+        started = time.monotonic()
+        _, final = await _scram_login(client, "sha512", "alice", "guess")
+        assert final.error_code == ErrorCode.sasl_authentication_failed
+        assert time.monotonic() - started >= 0.3
+        labels = {"listener": "SASL_PLAINTEXT", "mechanism": "SCRAM-SHA-512"}
+        assert app.metrics.registry.get_sample_value("kcoord_authentication_failures_total", labels) == 1
+        assert await client.closed_by_server(), "the server closes the connection after the failure answer"
+
+
+async def test_unsupported_mechanism_lists_the_enabled_ones(tmp_path: Path) -> None:
+    """A mechanism kcoord does not offer gets UNSUPPORTED_SASL_MECHANISM and the enabled list."""
+    async with running_app(tmp_path, listeners=SASL_AND_PLAIN) as (_, port), connected(port) as client:
+        answer = await client.call(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "GSSAPI"})
+        assert answer.error_code == ErrorCode.unsupported_sasl_mechanism
+        assert set(answer.mechanisms) == {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
+
+
+async def _raw_token(client, token: bytes) -> bytes:  # type: ignore[no-untyped-def]
+    await client.send_frame(struct.pack(">i", len(token)) + token)
+    return await client.recv_frame()
+
+
+async def test_v0_handshake_takes_bare_tokens(tmp_path: Path) -> None:
+    """After SaslHandshake v0 the PLAIN token travels without a Kafka header and is answered bare."""
+    _add_user(tmp_path, "alice", "s3cret")
+    async with running_app(tmp_path, listeners=SASL_AND_PLAIN) as (_, port), connected(port) as client:
+        handshake = await client.call(ApiKey.SASL_HANDSHAKE, 0, {"mechanism": "PLAIN"})
+        assert handshake.error_code == ErrorCode.none
+        assert await _raw_token(client, b"\x00alice\x00s3cret") == b""
+        metadata = await client.call(ApiKey.METADATA, 1, {"topics": None})
+        assert [b.port for b in metadata.brokers] == [port]
+
+
+async def test_v0_wrong_password_closes_the_connection(tmp_path: Path) -> None:
+    """With bare tokens the only failure signal is the close, after the delay."""
+    _add_user(tmp_path, "alice", "s3cret")
+    async with running_app(tmp_path, listeners=SASL_AND_PLAIN) as (_, port), connected(port) as client:
+        await client.call(ApiKey.SASL_HANDSHAKE, 0, {"mechanism": "PLAIN"})
+        token = b"\x00alice\x00guess!"
+        await client.send_frame(struct.pack(">i", len(token)) + token)
+        assert await client.closed_by_server()
+
+
+async def test_user_made_with_the_admin_api_can_log_in(tmp_path: Path) -> None:
+    """AlterUserScramCredentials (client-salted password) makes a user who then logs in; Describe shows it."""
+    salt, iterations = b"salt-for-bob-123", 4096
+    salted = ScramMechanism.SCRAM_SHA_256.salted_password("hunter2", salt, iterations)
+    async with running_app(tmp_path, listeners=SASL_AND_PLAIN) as (app, _):
+        plain_port = app.listener.bound["PLAINTEXT"][1]
+        sasl_port = app.listener.bound["SASL_PLAINTEXT"][1]
+        async with connected(plain_port) as admin:
+            upsert = {
+                "name": "bob",
+                "mechanism": 1,
+                "iterations": iterations,
+                "salt": salt,
+                "salted_password": salted,
+            }
+            altered = await admin.call(
+                ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, {"deletions": [], "upsertions": [upsert]}
+            )
+            assert [(r.user, r.error_code) for r in altered.results] == [("bob", ErrorCode.none)]
+            described = await admin.call(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, {"users": None})
+            assert [
+                (r.user, [(c.mechanism, c.iterations) for c in r.credential_infos]) for r in described.results
+            ] == [("bob", [(1, 4096)])]
+            missing = await admin.call(
+                ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, {"users": [{"name": "carol"}]}
+            )
+            assert missing.results[0].error_code == ErrorCode.resource_not_found
+        async with connected(sasl_port) as client:
+            _, final = await _scram_login(client, "sha256", "bob", "hunter2")
+            assert final.error_code == ErrorCode.none
+    assert b"hunter2" not in (tmp_path / "scram-credentials.json").read_bytes()
+
+
+async def test_metadata_answers_the_advertised_address_of_the_clients_listener(tmp_path: Path) -> None:
+    """Each listener advertises its own address: Metadata over PLAINTEXT and over INTERNAL differ."""
+    overrides = {
+        "listeners": "PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:0",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT",
+        "advertised.listeners": "PLAINTEXT://public.example:19092,INTERNAL://internal.example:29092",
+    }
+    async with running_app(tmp_path, **overrides) as (app, _):
+        answers = {}
+        for name, (_, port) in app.listener.bound.items():
+            async with connected(port) as client:
+                metadata = await client.call(
+                    ApiKey.METADATA,
+                    12,
+                    {
+                        "topics": None,
+                        "allow_auto_topic_creation": False,
+                        "include_topic_authorized_operations": False,
+                    },
+                )
+                coordinator = await client.call(ApiKey.FIND_COORDINATOR, 3, {"key": "g", "key_type": 0})
+                answers[name] = (
+                    [(b.host, b.port) for b in metadata.brokers],
+                    (coordinator.host, coordinator.port),
+                )
+    assert answers == {
+        "PLAINTEXT": ([("public.example", 19092)], ("public.example", 19092)),
+        "INTERNAL": ([("internal.example", 29092)], ("internal.example", 29092)),
+    }
+
+
+async def test_sasl_failure_delay_does_not_stall_other_clients(tmp_path: Path) -> None:
+    """While a failed login waits out its delay, another connection is answered at once."""
+    _add_user(tmp_path, "alice", "s3cret")
+    overrides = {"listeners": SASL_AND_PLAIN, "connection.failed.authentication.delay.ms": "2000"}
+    async with running_app(tmp_path, **overrides) as (app, port):
+        bystander_port = app.listener.bound["PLAINTEXT"][1]
+        async with connected(port) as failing, connected(bystander_port) as bystander:
+            await failing.call(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})
+            await failing.send(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": b"\x00alice\x00guess"})
+            await asyncio.sleep(0.05)
+            started = time.monotonic()
+            await bystander.call(
+                ApiKey.METADATA,
+                12,
+                {
+                    "topics": None,
+                    "allow_auto_topic_creation": False,
+                    "include_topic_authorized_operations": False,
+                },
+            )
+            assert time.monotonic() - started < 1.5
