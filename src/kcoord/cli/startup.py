@@ -117,9 +117,11 @@ def _is_bind_error(exc: OSError) -> bool:
 def _bind_message(settings: Settings, kafka_address: tuple[str, int] | None, exc: OSError) -> str:
     """Names the address that could not be bound: a Kafka listener's, else the metrics endpoint's."""
     if kafka_address is not None:
-        (host, port), name, flag = kafka_address, "listeners", "--listen"
+        name, flag = "listeners", "--listen"
+        host, port = kafka_address
     else:
-        (host, port), name, flag = settings["kcoord.metrics.listen"], "kcoord.metrics.listen", "--metrics-listen"
+        name, flag = "kcoord.metrics.listen", "--metrics-listen"
+        host, port = settings[name]
     return f"cannot listen on {host}:{port} ({name}, {flag}): {_reason(exc)}"
 
 
