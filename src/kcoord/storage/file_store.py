@@ -20,6 +20,7 @@ import structlog
 from kcoord.storage.api import LogConfig, PartitionLog
 from kcoord.storage.file_log import FileLog
 from kcoord.storage.file_segment import fsync_directory, load_segments
+from kcoord.storage.log_start_file import read_log_start
 from kcoord.storage.store_base import StoreBase
 from kcoord.timer.api import Clock
 
@@ -69,7 +70,10 @@ class FileLogStore(StoreBase[FileLog]):
                 clean_shutdown=clean,
             )
             segments = await loop.run_in_executor(self._executor, load)
-            log = FileLog(directory, topic, partition, config, self._clock, segments, self._executor)
+            log_start = await loop.run_in_executor(self._executor, read_log_start, directory)
+            log = FileLog(
+                directory, topic, partition, config, self._clock, segments, self._executor, log_start
+            )
             self._adopt(log).start()
         logger.info("log_store.opened", root=str(self.root), partitions=len(self._logs), clean_shutdown=clean)
         self._start_background()
@@ -114,7 +118,10 @@ class FileLogStore(StoreBase[FileLog]):
                 now_ms=now,
                 clean_shutdown=False,
             )
-            return FileLog(directory, topic, partition, config, self._clock, segments, self._executor)
+            log_start = read_log_start(directory)
+            return FileLog(
+                directory, topic, partition, config, self._clock, segments, self._executor, log_start
+            )
 
         log = await asyncio.get_running_loop().run_in_executor(self._executor, make)
         self._adopt(log).start()
