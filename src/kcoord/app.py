@@ -59,6 +59,7 @@ from kcoord.observability.group_events import GroupEventObserver
 from kcoord.observability.metrics import KcoordMetrics
 from kcoord.protocol.registry import ApiRegistry
 from kcoord.runtime.group_service import GroupService
+from kcoord.runtime.rebalance_journal import JOURNAL_FILE, JournalingObserver, RebalanceJournal
 from kcoord.runtime.service import GroupCoordinator
 from kcoord.server.listener import Listener
 from kcoord.server.router import Router
@@ -89,6 +90,8 @@ class App:
         self.registry = ApiRegistry()
         self.metrics = KcoordMetrics(api_registry=self.registry)
         self.group_events = GroupEventObserver(self.metrics)
+        self.rebalance_journal = RebalanceJournal(self.data_dir / JOURNAL_FILE)
+        self._group_observer = JournalingObserver(self.group_events, self.rebalance_journal)
         self.store = open_store(
             store_url or f"file://{self.data_dir}",
             log_config_for({}, s),
@@ -173,6 +176,7 @@ class App:
         await self.topics.load()
         await self.producer_snapshots.restore()
         self.producer_snapshots.start()
+        await self.rebalance_journal.load()
         await self.coordinator.start()
         self.topics.add_listener(self._on_topic_event)
         bound = await self.listener.start()
@@ -206,7 +210,8 @@ class App:
             offset_metadata_max_bytes=s["offset.metadata.max.bytes"],
             offsets_retention_ms=s["offsets.retention.minutes"] * 60_000,
             topic_exists=self._topic_partition_exists,
-            observer=self.group_events,
+            observer=self._group_observer,
+            past_rebalances=self.rebalance_journal.history,
         )
 
     def _on_topic_event(self, event: TopicEvent) -> None:
@@ -224,6 +229,7 @@ class App:
         self.listener.stop_reading()
         await self.coordinator.stop()
         await self.listener.drain(self.settings["kcoord.shutdown.timeout.ms"] / 1000)
+        await self.rebalance_journal.close()
         await self.producer_snapshots.stop()
         await self.store.close()
         await self.http.stop()

@@ -3,14 +3,12 @@ real confluent-kafka consumers rebalanced, reads the DOM, follows a live change,
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from tests.observability.live_group import http_get_json
+from tests.support.confluent_group import make_consumer, poll_until, stable_with
 from tests.support.confluent_ops import create_topic
 from tests.support.server import KcoordProcess
 from tests.support.webdriver import Browser
@@ -20,50 +18,6 @@ pytestmark = [pytest.mark.clients, pytest.mark.browser]
 GROUP = "console-watchers"
 TOPIC = "console-topic"
 PARTITIONS = 4
-DEADLINE_S = 60.0
-
-
-def make_consumer(bootstrap: str, name: str) -> Consumer:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": GROUP,
-            "client.id": name,
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-            "session.timeout.ms": 10_000,
-            "heartbeat.interval.ms": 500,
-        }
-    )
-    consumer.subscribe([TOPIC])
-    return consumer
-
-
-def poll_until(consumers: list[Consumer], done: Any, what: str) -> None:
-    """Poll every consumer in turn (it drives their rebalances) until ``done()`` holds."""
-    deadline = time.monotonic() + DEADLINE_S
-    while not done():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        for consumer in consumers:
-            message = consumer.poll(0.1)
-            if message is not None and message.error() is None:
-                consumer.commit(message=message, asynchronous=False)
-
-
-def group_view(kcoord: KcoordProcess) -> dict[str, Any]:
-    view: dict[str, Any] = http_get_json(str(kcoord.metrics_address), f"/v1/groups/{GROUP}")
-    return view
-
-
-def stable_with(kcoord: KcoordProcess, members: int, rebalances: int) -> bool:
-    try:
-        view = group_view(kcoord)
-    except OSError:
-        return False
-    return bool(
-        view["state"] == "Stable" and len(view["members"]) == members and view["rebalances"] >= rebalances
-    )
 
 
 PAGE_STATE = """
@@ -97,12 +51,12 @@ def test_console_shows_a_group_that_rebalanced(
         producer.produce(TOPIC, value=b"m%d" % i, partition=i % PARTITIONS)
     assert producer.flush(20) == 0
 
-    first = make_consumer(bootstrap, "console-first")
+    first = make_consumer(bootstrap, GROUP, TOPIC, "console-first")
     second: Consumer | None = None
     try:
-        poll_until([first], lambda: stable_with(kcoord, 1, 1), "the first member to settle")
-        second = make_consumer(bootstrap, "console-second")
-        poll_until([first, second], lambda: stable_with(kcoord, 2, 2), "the join of a second member")
+        poll_until([first], lambda: stable_with(kcoord, GROUP, 1, 1), "the first member to settle")
+        second = make_consumer(bootstrap, GROUP, TOPIC, "console-second")
+        poll_until([first, second], lambda: stable_with(kcoord, GROUP, 2, 2), "the join of a second member")
         committed = sum(
             tp.offset > 0
             for tp in first.committed([TopicPartition(TOPIC, p) for p in range(PARTITIONS)], timeout=10)
@@ -126,7 +80,7 @@ def test_console_shows_a_group_that_rebalanced(
             # Live: the second member leaves; the open page follows without a reload.
             second.close()
             second = None
-            poll_until([first], lambda: stable_with(kcoord, 1, 3), "the rebalance after the leave")
+            poll_until([first], lambda: stable_with(kcoord, GROUP, 1, 3), "the rebalance after the leave")
             page = browser.wait_for(
                 f"const s = (() => {{{PAGE_STATE}}})();"
                 " return s.members.length === 1 && s.syncBars >= 3 && s;"
