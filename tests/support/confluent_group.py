@@ -15,8 +15,11 @@ from tests.support.server import KcoordProcess
 DEADLINE_S = 60.0
 
 
-def make_consumer(bootstrap: str, group: str, topic: str, name: str) -> Consumer:
-    """A subscribed consumer that commits by hand; short heartbeats so rebalances settle quickly."""
+def make_consumer(bootstrap: str, group: str, topic: str, name: str, **config: Any) -> Consumer:
+    """A subscribed consumer that commits by hand; short heartbeats so rebalances settle quickly.
+
+    ``config`` adds librdkafka properties (underscores for dots: ``max_poll_interval_ms=6000``).
+    """
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -26,6 +29,7 @@ def make_consumer(bootstrap: str, group: str, topic: str, name: str) -> Consumer
             "auto.offset.reset": "earliest",
             "session.timeout.ms": 10_000,
             "heartbeat.interval.ms": 500,
+            **{key.replace("_", "."): value for key, value in config.items()},
         }
     )
     consumer.subscribe([topic])

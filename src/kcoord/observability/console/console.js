@@ -33,7 +33,8 @@ function clock(ms) {
 
 function duration(ms) {
   if (ms === null || ms === undefined) return "–";
-  return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(ms < 10000 ? 2 : 1)} s`;
+  if (ms < 1000) return `${ms} ms`;
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${(ms / 1000).toFixed(ms < 10000 ? 2 : 1)} s`;
 }
 
 function clip(text, length) {
