@@ -21,6 +21,7 @@ from kcoord.apis.broker import (
     api_versions,
     create_partitions,
     create_topics,
+    delete_records,
     delete_topics,
     describe_cluster,
     describe_configs,
@@ -64,6 +65,7 @@ from kcoord.observability.http_security import http_security
 from kcoord.observability.metrics import KcoordMetrics
 from kcoord.protocol.registry import ApiRegistry
 from kcoord.runtime.group_service import GroupService
+from kcoord.runtime.rebalance_journal import JOURNAL_FILE, JournalingObserver, RebalanceJournal
 from kcoord.runtime.service import GroupCoordinator
 from kcoord.security.credentials import CredentialStore
 from kcoord.security.sasl import SaslSettings
@@ -98,6 +100,8 @@ class App:
         self.metrics = KcoordMetrics(api_registry=self.registry)
         self.group_events = GroupEventObserver(self.metrics)
         self.auth_metrics = AuthMetrics(self.metrics.registry)
+        self.rebalance_journal = RebalanceJournal(self.data_dir / JOURNAL_FILE)
+        self._group_observer = JournalingObserver(self.group_events, self.rebalance_journal)
         self.store = open_store(
             store_url or s["kcoord.storage.url"] or f"file://{self.data_dir}",
             log_config_for({}, s),
@@ -154,6 +158,7 @@ class App:
             create_topics.api(topics, s, node.node_id),
             create_partitions.api(topics, node.node_id),
             delete_topics.api(topics, enabled=s["delete.topic.enable"]),
+            delete_records.api(topics),
             describe_configs.api(topics, s, node.node_id),
             describe_cluster.api(node),
             sasl_handshake.api(),
@@ -203,6 +208,7 @@ class App:
         await self.producer_snapshots.restore()
         self.producer_snapshots.start()
         await self.credentials.load()
+        await self.rebalance_journal.load()
         await self.coordinator.start()
         self.topics.add_listener(self._on_topic_event)
         all_bound = await self.listener.start()
@@ -238,7 +244,8 @@ class App:
             offset_metadata_max_bytes=s["offset.metadata.max.bytes"],
             offsets_retention_ms=s["offsets.retention.minutes"] * 60_000,
             topic_exists=self._topic_partition_exists,
-            observer=self.group_events,
+            observer=self._group_observer,
+            past_rebalances=self.rebalance_journal.history,
         )
 
     def _on_topic_event(self, event: TopicEvent) -> None:
@@ -256,6 +263,7 @@ class App:
         self.listener.stop_reading()
         await self.coordinator.stop()
         await self.listener.drain(self.settings["kcoord.shutdown.timeout.ms"] / 1000)
+        await self.rebalance_journal.close()
         await self.producer_snapshots.stop()
         await self.store.close()
         await self.http.stop()

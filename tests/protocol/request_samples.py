@@ -165,13 +165,11 @@ def fetch_sample(scene: Scene) -> dict[str, Any]:
     }
 
 
-def list_offsets_sample(scene: Scene) -> dict[str, Any]:
+def list_offsets_sample(scene: Scene, timestamp: int = LATEST_TIMESTAMP) -> dict[str, Any]:
     return {
         "replica_id": -1,
         "isolation_level": 0,
-        "topics": [
-            {"name": scene.topic, "partitions": [{"partition_index": 0, "timestamp": LATEST_TIMESTAMP}]}
-        ],
+        "topics": [{"name": scene.topic, "partitions": [{"partition_index": 0, "timestamp": timestamp}]}],
     }
 
 
@@ -296,6 +294,13 @@ def delete_topics_sample(scene: Scene) -> dict[str, Any]:
         "topic_names": [scene.topic],
         "topics": [{"name": scene.topic, "topic_id": uuid.UUID(int=0)}],
         "timeout": 10_000,
+    }
+
+
+def delete_records_sample(scene: Scene) -> dict[str, Any]:
+    return {
+        "topics": [{"name": scene.topic, "partitions": [{"partition_index": 0, "offset": 1}]}],
+        "timeout": 5_000,
     }
 
 
@@ -520,6 +525,13 @@ async def check_delete_topics(scene: Scene, response: Any) -> None:
     assert metadata.topics[0].error_code == ErrorCode.unknown_topic_or_partition
 
 
+async def check_delete_records(scene: Scene, response: Any) -> None:
+    (result,) = response.topics[0].partitions
+    assert (result.error_code, result.low_watermark) == (ErrorCode.none, 1)
+    earliest = await scene.client.call(ApiKey.LIST_OFFSETS, 1, list_offsets_sample(scene, timestamp=-2))
+    assert earliest.topics[0].partitions[0].offset == 1
+
+
 async def check_init_producer_id(scene: Scene, response: Any) -> None:
     assert response.error_code == ErrorCode.none
     assert response.producer_id >= 0 and response.producer_epoch >= 0
@@ -591,6 +603,7 @@ CASES: dict[int, Case] = {
     ApiKey.API_VERSIONS: Case(api_versions_sample, check_api_versions),
     ApiKey.CREATE_TOPICS: Case(create_topics_sample, check_create_topics),
     ApiKey.DELETE_TOPICS: Case(delete_topics_sample, check_delete_topics, create_topic),
+    ApiKey.DELETE_RECORDS: Case(delete_records_sample, check_delete_records, create_topic_with_one_record),
     ApiKey.INIT_PRODUCER_ID: Case(init_producer_id_sample, check_init_producer_id),
     ApiKey.DESCRIBE_CONFIGS: Case(describe_configs_sample, check_describe_configs, create_topic),
     ApiKey.CREATE_PARTITIONS: Case(create_partitions_sample, check_create_partitions, create_topic),

@@ -67,6 +67,24 @@ async def test_layout_uses_padded_segment_names(tmp_path: Path, make_batch: Batc
     assert (tmp_path / "orders-3" / "00000000000000000000.index").stat().st_size % 8 == 0
 
 
+async def test_deleted_records_stay_deleted_after_reopen(tmp_path: Path, make_batch: BatchBuilder) -> None:
+    """A log start moved by DeleteRecords survives a clean close and a crash (no close) alike."""
+    store = await opened(tmp_path)
+    log = await store.create("t", 0)
+    await fill(log, make_batch, 50)
+    await log.delete_records_before(33)
+    await store.close()
+    again = await opened(tmp_path)
+    reopened = again.get("t", 0)
+    assert reopened is not None and reopened.log_start_offset == 33
+    assert bases_of(reopened) == list(range(33, 50))
+    await reopened.delete_records_before(40)
+    crashed = await opened(tmp_path)
+    assert (log_after := crashed.get("t", 0)) is not None and log_after.log_start_offset == 40
+    await crashed.close()
+    await again.close()
+
+
 async def test_clean_reopen_keeps_everything(tmp_path: Path, make_batch: BatchBuilder) -> None:
     """After close and reopen the same partitions, offsets, reads and timestamps are there."""
     store = await opened(tmp_path)

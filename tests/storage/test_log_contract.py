@@ -184,6 +184,41 @@ async def test_truncate_to_the_start_empties_the_log(
     assert (await log.append(make_batch([b"a"]))).base_offset == 0
 
 
+async def test_delete_records_before_moves_the_log_start(
+    open_engine: StoreFactory, make_batch: BatchBuilder
+) -> None:
+    """DeleteRecords raises the log start (mid-segment too), never lowers it, and drops whole segments."""
+    store = await open_engine(SMALL_SEGMENTS)
+    log = await store.create("t", 0)
+    await fill(log, make_batch, 40, size=40)
+    segments_before = log.segment_count
+    assert await log.delete_records_before(25) == 25
+    assert log.log_start_offset == 25
+    assert log.segment_count < segments_before
+    assert offsets_in(log.read(25, 1))[0] == (25, 25)
+    with pytest.raises(KafkaError) as below:
+        log.read(24, 100)
+    assert below.value.code == ErrorCode.offset_out_of_range
+    assert await log.delete_records_before(10) == 25
+    assert (await log.append(make_batch([b"next"]))).log_start_offset == 25
+
+
+async def test_delete_records_before_the_end_and_past_it(
+    open_engine: StoreFactory, make_batch: BatchBuilder
+) -> None:
+    """Deleting up to the log end empties the log for reads; an offset past the end is out of range."""
+    store = await open_engine(SMALL_SEGMENTS)
+    log = await store.create("t", 0)
+    await fill(log, make_batch, 10)
+    with pytest.raises(KafkaError) as past:
+        await log.delete_records_before(11)
+    assert past.value.code == ErrorCode.offset_out_of_range
+    assert await log.delete_records_before(10) == 10
+    assert log.read(10, 100) == b""
+    assert (await log.append(make_batch([b"a"]))).base_offset == 10
+    assert offsets_in(log.read(10, 100)) == [(10, 10)]
+
+
 async def test_retention_by_size_deletes_old_segments(
     open_engine: StoreFactory, make_batch: BatchBuilder
 ) -> None:

@@ -174,3 +174,24 @@ async def test_opening_waits_for_a_database_that_is_starting(
         assert (await log.append(make_batch([b"up"]))).base_offset == 0
     finally:
         await store.close()
+
+
+async def test_a_log_start_moved_by_delete_records_survives_a_reopen(
+    database: str, make_batch: BatchBuilder
+) -> None:
+    """DeleteRecords' new log start, inside a segment, is what a reopened store starts the log at."""
+    store = await opened(database)
+    log = await store.create("t", 0)
+    for i in range(10):
+        await log.append(make_batch([bytes([i]) * 10]))
+    await log.delete_records_before(7)
+    assert log.log_start_offset == 7
+    await store.close()
+
+    again = await opened(database)
+    try:
+        log = again.get("t", 0)
+        assert log is not None
+        assert (log.log_start_offset, log.log_end_offset) == (7, 10)
+    finally:
+        await again.close()

@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from kcoord.coordinator.classic.config import ClassicGroupConfig
-from kcoord.coordinator.classic.history import ClassicGroupObserver
+from kcoord.coordinator.classic.history import ClassicGroupObserver, RebalanceRecord
 from kcoord.coordinator.classic.manager import ClassicGroupManager
 from kcoord.coordinator.classic.messages import (
     DeleteGroupResult,
@@ -38,6 +38,8 @@ from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.timer.api import Timer
 
 TopicExists = Callable[[str, int], bool]
+PastRebalances = Callable[[str], list[RebalanceRecord]]
+"""``group id -> its rebalances from before the partition was loaded`` (kept by the shell)."""
 
 
 class GroupCoordinatorShard:
@@ -50,8 +52,10 @@ class GroupCoordinatorShard:
         offsets_retention_ms: int,
         topic_exists: TopicExists,
         observer: ClassicGroupObserver | None = None,
+        past_rebalances: PastRebalances | None = None,
     ) -> None:
         self.classic = ClassicGroupManager(timer, classic_config, observer)
+        self._past_rebalances = past_rebalances
         self.offsets = OffsetManager(offset_metadata_max_bytes)
         self._offsets_retention_ms = offsets_retention_ms
         self._topic_exists = topic_exists
@@ -79,6 +83,8 @@ class GroupCoordinatorShard:
         for group_id in self.offsets.all_groups_with_offsets():
             if not self.classic.has_group(group_id):
                 self.classic.ensure_simple_group(group_id, now_ms)
+        if self._past_rebalances is not None:
+            self.classic.restore_history(self._past_rebalances)
         return self.classic.on_loaded(now_ms)
 
     def on_timer(self, key: str, now_ms: int) -> CoordinatorResult:

@@ -2,7 +2,8 @@
 
 - ``/metrics``: the Prometheus exposition of the node's own registry;
 - ``/v1/groups``: every group (state, protocol type, members, generation, rebalances);
-- ``/v1/groups/{group}``: members, assignments, offsets and lag, the last rebalances; 404 if unknown.
+- ``/v1/groups/{group}``: members, assignments, offsets and lag, the last rebalances; 404 if unknown;
+- ``/ui``: the web console over those two (:mod:`kcoord.observability.console_route`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.observability.collector import GroupCollector
+from kcoord.observability.console_route import console_route
 from kcoord.observability.group_views import ShardView, describe_group, list_groups
 from kcoord.observability.http import Authorize, HttpEndpoint, HttpResponse, Route
 from kcoord.observability.metrics import CONTENT_TYPE_LATEST, KcoordMetrics
@@ -80,5 +82,5 @@ def build_endpoint(
             return HttpResponse.json({"error": f"unknown group {group_id!r}"}, 404)
         return HttpResponse.json(view)
 
-    routes: list[Route] = [metrics_route, groups_route]
+    routes: list[Route] = [metrics_route, groups_route, console_route()]
     return HttpEndpoint(host, port, routes, ssl_context=ssl_context, authorize=authorize)

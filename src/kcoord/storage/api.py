@@ -138,6 +138,13 @@ class PartitionLog(Protocol):
     def max_timestamp(self) -> tuple[int, int]:
         """(base offset, timestamp) of the batch with the largest timestamp; (-1, -1) when empty."""
 
+    async def delete_records_before(self, offset: int) -> int:
+        """Move the log start offset up to ``offset`` (DeleteRecords); return the log start after.
+
+        Never moves it down; segments wholly below it go. Durable when it returns: a reopened log
+        starts there. ``KafkaError(offset_out_of_range)`` when ``offset`` is past the log end.
+        """
+
     async def truncate_to(self, offset: int) -> None:
         """Drop every batch holding an offset >= ``offset`` (the batch holding ``offset`` included)."""
 

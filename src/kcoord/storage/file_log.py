@@ -35,6 +35,7 @@ from kcoord.storage.file_compaction import (
 from kcoord.storage.file_segment import FileSegmentData, fsync_directory
 from kcoord.storage.group_commit import CommitJob, GroupCommitter, JobOutcome
 from kcoord.storage.log import SegmentedLog
+from kcoord.storage.log_start_file import write_log_start
 from kcoord.storage.segment import Placement, Segment, SegmentData, scan_segment
 from kcoord.timer.api import Clock
 
@@ -95,8 +96,9 @@ class FileLog(SegmentedLog):
         segments: list[Segment],
         executor: Executor,
         committer: GroupCommitter | None = None,
+        log_start_offset: int | None = None,
     ) -> None:
-        super().__init__(topic, partition, config, clock, segments)
+        super().__init__(topic, partition, config, clock, segments, log_start_offset)
         self.directory = directory
         self._executor = executor
         self._committer = committer or GroupCommitter(executor)
@@ -223,6 +225,9 @@ class FileLog(SegmentedLog):
 
     async def _truncate_segment(self, segment: Segment, position: int) -> Segment:
         return await self._run(_truncate_files, segment, position, self._config.index_interval_bytes)
+
+    async def _persist_log_start(self, offset: int) -> None:
+        await self._run(write_log_start, self.directory, offset)
 
     async def _delete_segments(self, segments: list[Segment]) -> None:
         await self._run(_delete_files, segments)

@@ -22,6 +22,7 @@ from kcoord.storage.durable_sync import SyncFiles, sync_files
 from kcoord.storage.file_log import FileLog
 from kcoord.storage.file_segment import fsync_directory, load_segments
 from kcoord.storage.group_commit import GroupCommitter
+from kcoord.storage.log_start_file import read_log_start
 from kcoord.storage.store_base import StoreBase
 from kcoord.timer.api import Clock
 
@@ -73,8 +74,17 @@ class FileLogStore(StoreBase[FileLog]):
                 clean_shutdown=clean,
             )
             segments = await loop.run_in_executor(self._executor, load)
+            log_start = await loop.run_in_executor(self._executor, read_log_start, directory)
             log = FileLog(
-                directory, topic, partition, config, self._clock, segments, self._executor, self._committer
+                directory,
+                topic,
+                partition,
+                config,
+                self._clock,
+                segments,
+                self._executor,
+                self._committer,
+                log_start,
             )
             self._adopt(log).start()
         logger.info("log_store.opened", root=str(self.root), partitions=len(self._logs), clean_shutdown=clean)
@@ -121,8 +131,17 @@ class FileLogStore(StoreBase[FileLog]):
                 now_ms=now,
                 clean_shutdown=False,
             )
+            log_start = read_log_start(directory)
             return FileLog(
-                directory, topic, partition, config, self._clock, segments, self._executor, self._committer
+                directory,
+                topic,
+                partition,
+                config,
+                self._clock,
+                segments,
+                self._executor,
+                self._committer,
+                log_start,
             )
 
         log = await asyncio.get_running_loop().run_in_executor(self._executor, make)

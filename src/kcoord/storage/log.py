@@ -48,6 +48,7 @@ class SegmentedLog(ABC):
         config: LogConfig,
         clock: Clock,
         segments: list[Segment],
+        log_start_offset: int | None = None,
     ) -> None:
         if not segments:
             raise ValueError("a log needs at least one segment")
@@ -58,8 +59,8 @@ class SegmentedLog(ABC):
         self._segments = segments
         self.timings: StorageTimings | None = None
         """Set by the store; told of every append's latency (and, by engines that fsync, flushes)."""
-        self._log_start_offset = segments[0].base_offset
         self._next_offset = segments[-1].next_offset
+        self._log_start_offset = min(max(segments[0].base_offset, log_start_offset or 0), self._next_offset)
         self._end_offset = self._next_offset
         self._gate: asyncio.Future[None] | None = None
         self._listeners: list[AppendListener] = []
@@ -282,6 +283,7 @@ class SegmentedLog(ABC):
             if offset >= self._next_offset:
                 return
             if offset <= self._log_start_offset:
+                await self._persist_log_start(offset)
                 doomed, self._segments = self._segments, []
                 self._log_start_offset = self._next_offset = self._end_offset = offset
                 await self._delete_segments(doomed)
@@ -303,6 +305,34 @@ class SegmentedLog(ABC):
             logger.info(
                 "log.truncated", topic=self._topic, partition=self._partition, end_offset=self._end_offset
             )
+
+    async def delete_records_before(self, offset: int) -> int:
+        async with self._exclusive():
+            self._ensure_usable()
+            if offset > self._end_offset:
+                raise KafkaError(
+                    ErrorCode.offset_out_of_range,
+                    f"offset {offset} is past the log end {self._end_offset}",
+                )
+            if offset <= self._log_start_offset:
+                return self._log_start_offset
+            await self._persist_log_start(offset)
+            self._log_start_offset = offset
+            # As Kafka: a segment goes once the next one starts at or below the log start.
+            count = 0
+            while count + 1 < len(self._segments) and self._segments[count + 1].base_offset <= offset:
+                count += 1
+            doomed = self._segments[:count]
+            del self._segments[:count]
+            await self._delete_segments(doomed)
+            logger.info(
+                "log.records_deleted",
+                topic=self._topic,
+                partition=self._partition,
+                log_start_offset=offset,
+                segments=count,
+            )
+            return offset
 
     async def enforce_retention(self, now_ms: int) -> int:
         if self._closed or self._failure is not None or not self._retention_victims(now_ms):
@@ -466,6 +496,10 @@ class SegmentedLog(ABC):
     @abstractmethod
     async def _truncate_segment(self, segment: Segment, position: int) -> Segment:
         """Cut ``segment`` at ``position``; return its rebuilt state."""
+
+    @abstractmethod
+    async def _persist_log_start(self, offset: int) -> None:
+        """Make ``offset`` the log start a reopened log begins at (durably, before returning)."""
 
     @abstractmethod
     async def _delete_segments(self, segments: list[Segment]) -> None: ...

@@ -65,6 +65,9 @@ class MemoryLog(SegmentedLog):
             verify_crc=False,
         )
 
+    async def _persist_log_start(self, offset: int) -> None:
+        return None
+
     async def _delete_segments(self, segments: list[Segment]) -> None:
         for segment in segments:
             _buffer_of(segment).clear()

@@ -10,6 +10,7 @@ import pytest
 from kcoord.apis.broker.list_offsets import handle_list_offsets, list_offsets_error
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
+from tests.storage.helpers import build_batch
 from tests.support.served import served_spec
 
 from .data_path_helpers import DataPathApp, context, make_app, make_batch, on_the_wire, request
@@ -58,17 +59,51 @@ async def test_latest_and_earliest(app: DataPathApp) -> None:
 
 
 async def test_max_timestamp(app: DataPathApp) -> None:
-    """-3 answers the batch holding the largest timestamp."""
+    """-3 answers the first record holding the largest timestamp."""
     found = await lookup(app, "t", 0, -3)
     assert (found["offset"], found["timestamp"]) == (2, T0 + 5000)
 
 
 async def test_by_timestamp(app: DataPathApp) -> None:
-    """A timestamp finds the first batch whose max timestamp is at or after it."""
+    """A timestamp finds the first record whose timestamp is at or after it."""
     found = await lookup(app, "t", 0, T0 + 500)
     assert (found["offset"], found["timestamp"]) == (2, T0 + 5000)
     exact = await lookup(app, "t", 0, T0, version=1)
     assert (exact["offset"], exact["timestamp"]) == (0, T0)
+
+
+async def test_exact_record_inside_a_batch(tmp_path: Path) -> None:
+    """Records batched together are told apart: by time and by max timestamp, the record's own offset."""
+    app = await make_app(tmp_path / "data")
+    await app.topics.create("seek", 1)
+    partition_log = app.topics.partition_log("seek", 0)
+    assert partition_log is not None
+    await partition_log.append(build_batch([b"a", b"b"], timestamps=[T0, T0 + 10]))
+    stamps = [T0 + 20, T0 + 30, T0 + 90, T0 + 40, T0 + 50]
+    await partition_log.append(build_batch([b"c", b"d", b"e", b"f", b"g"], timestamps=stamps))
+    answers = [await lookup(app, "seek", 0, ts) for ts in (T0 + 5, T0 + 25, T0 + 31, T0 + 45, T0 + 90)]
+    assert [(a["offset"], a["timestamp"]) for a in answers] == [
+        (1, T0 + 10),
+        (3, T0 + 30),
+        (4, T0 + 90),
+        (4, T0 + 90),
+        (4, T0 + 90),
+    ]
+    latest_time = await lookup(app, "seek", 0, -3)
+    assert (latest_time["offset"], latest_time["timestamp"]) == (4, T0 + 90)
+
+
+async def test_by_timestamp_skips_records_below_the_log_start(tmp_path: Path) -> None:
+    """A record before the log start is never the answer, even when its batch holds the time."""
+    app = await make_app(tmp_path / "data")
+    await app.topics.create("cut", 1)
+    partition_log = app.topics.partition_log("cut", 0)
+    assert partition_log is not None
+    await partition_log.append(build_batch([b"a", b"b", b"c"], timestamps=[T0, T0 + 10, T0 + 20]))
+    await partition_log.append(build_batch([b"d"], timestamps=[T0 + 30]))
+    await partition_log.delete_records_before(2)
+    answers = [await lookup(app, "cut", 0, ts) for ts in (T0, T0 + 25, -2)]
+    assert [(a["offset"], a["timestamp"]) for a in answers] == [(2, T0 + 20), (3, T0 + 30), (2, -1)]
 
 
 async def test_not_found_and_empty(app: DataPathApp) -> None:

@@ -10,13 +10,13 @@
 - v8+ (-4 earliest local, tiered storage) are not served. v0 (old-style offset lists) neither:
   every client in use sends v1 or later.
 
-Special timestamps: -2 => the log start offset, -1 => the log end offset (the last stable offset
-too: kcoord has no transactions), -3 => the batch holding the largest timestamp; all with
-timestamp -1 except -3. Any other value finds the first batch whose max timestamp is >= it, from
-the log's time index, and answers that batch's base offset and max timestamp; Kafka decodes
-records to answer the exact record, which kcoord never does, so a consumer that seeks by time may
-also get the records of that batch older than the timestamp (the same holds for -3, answered
-with the base offset of the batch). Not found => offset -1, timestamp -1.
+Special timestamps: -2 => the log start offset (which DeleteRecords moves), -1 => the log end
+offset (the last stable offset too: kcoord has no transactions), both with timestamp -1; -3 =>
+the first record holding the largest timestamp. Any other value => the first record at or after
+the log start whose timestamp is >= it, as Kafka answers: the log's time index finds the batch,
+and only that batch is decoded (:mod:`kcoord.storage.record_search`); a batch whose codec is not
+available here is answered with its base offset and max timestamp. Not found => offset -1,
+timestamp -1.
 
 Leader epochs are -1 everywhere (kcoord reports -1 in Metadata), so ``current_leader_epoch``
 is ignored and ``leader_epoch`` is -1. UNKNOWN_TOPIC_OR_PARTITION per partition.
@@ -33,6 +33,7 @@ from kcoord.protocol.errors import ErrorCode
 from kcoord.protocol.registry import ApiSpec
 from kcoord.server.context import RequestContext
 from kcoord.storage.api import PartitionLog
+from kcoord.storage.record_search import FoundRecord, first_record_at_or_after, first_record_with_timestamp
 
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
@@ -79,15 +80,37 @@ def _lookup(index: int, timestamp: int, partition_log: PartitionLog | None) -> d
         return _answer(index, ErrorCode.none, partition_log.log_end_offset)
     if timestamp == EARLIEST_TIMESTAMP:
         return _answer(index, ErrorCode.none, partition_log.log_start_offset)
-    found = (
-        partition_log.max_timestamp()
-        if timestamp == MAX_TIMESTAMP
-        else partition_log.offset_for_timestamp(timestamp)
-    )
+    if timestamp == MAX_TIMESTAMP:
+        return _max_timestamp(index, partition_log)
+    return _by_timestamp(index, timestamp, partition_log)
+
+
+def _max_timestamp(index: int, partition_log: PartitionLog) -> dict[str, Any]:
+    base_offset, max_timestamp = partition_log.max_timestamp()
+    if base_offset < 0:
+        return _answer(index, ErrorCode.none)
+    batch = partition_log.read(max(base_offset, partition_log.log_start_offset), 1)
+    record = first_record_with_timestamp(batch, max_timestamp)
+    if record is None:
+        return _answer(index, ErrorCode.none, base_offset, max_timestamp)
+    return _answer(index, ErrorCode.none, record.offset, record.timestamp)
+
+
+def _by_timestamp(index: int, timestamp: int, partition_log: PartitionLog) -> dict[str, Any]:
+    found = partition_log.offset_for_timestamp(timestamp)
     if found is None or found[0] < 0:
         return _answer(index, ErrorCode.none)
-    offset, found_timestamp = found
-    return _answer(index, ErrorCode.none, offset, found_timestamp)
+    offset = max(found[0], partition_log.log_start_offset)
+    while offset < partition_log.log_end_offset:
+        result = first_record_at_or_after(
+            partition_log.read(offset, 1), timestamp, min_offset=partition_log.log_start_offset
+        )
+        if isinstance(result, FoundRecord):
+            return _answer(index, ErrorCode.none, result.offset, result.timestamp)
+        if result is None:
+            return _answer(index, ErrorCode.none, found[0], found[1])
+        offset = result.next_offset
+    return _answer(index, ErrorCode.none)
 
 
 def _answer(index: int, code: ErrorCode, offset: int = -1, timestamp: int = -1) -> dict[str, Any]:

@@ -242,6 +242,13 @@ class ClassicGroupManager:
             return None
         return group.state_timestamp_ms
 
+    def restore_history(self, past_rebalances: Callable[[str], list[RebalanceRecord]]) -> None:
+        """Give each group without a history the rebalances ``past_rebalances`` kept of it (a
+        restart loses the in-memory history; the shell keeps a copy, see runtime.rebalance_journal)."""
+        for group_id, group in self._groups.items():
+            if not group.history:
+                group.history.extend(past_rebalances(group_id))
+
     def rebalance_history(self, group_id: str) -> list[RebalanceRecord]:
         """The group's recent rebalances, oldest first (at most 32)."""
         group = self._groups.get(group_id)

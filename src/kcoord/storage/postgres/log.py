@@ -64,8 +64,9 @@ class PostgresLog(SegmentedLog):
         segments: list[Segment],
         pool: asyncpg.Pool,
         committer: PostgresCommitter,
+        log_start_offset: int | None = None,
     ) -> None:
-        super().__init__(topic, partition, config, clock, segments)
+        super().__init__(topic, partition, config, clock, segments, log_start_offset)
         self._pool = pool
         self._committer = committer
         self._queue: list[_Op] = []
@@ -190,6 +191,15 @@ class PostgresLog(SegmentedLog):
             )
         del buffer[position:]
         return rebuilt
+
+    async def _persist_log_start(self, offset: int) -> None:
+        async with self._transaction("log start update") as connection:
+            await connection.execute(
+                "UPDATE log_partitions SET log_start_offset = $3 WHERE topic = $1 AND partition_id = $2",
+                self._topic,
+                self._partition,
+                offset,
+            )
 
     async def _delete_segments(self, segments: list[Segment]) -> None:
         if not segments:

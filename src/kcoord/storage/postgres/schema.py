@@ -59,6 +59,13 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         ALTER TABLE log_batches ALTER COLUMN data SET STORAGE EXTERNAL;
         """,
     ),
+    (
+        2,
+        "partition logs: the log start offset DeleteRecords moved (null: the first batch's offset)",
+        """
+        ALTER TABLE log_partitions ADD COLUMN log_start_offset bigint;
+        """,
+    ),
 ]
 
 

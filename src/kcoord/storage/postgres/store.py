@@ -107,8 +107,8 @@ class PostgresLogStore(StoreBase[PostgresLog]):
             " ORDER BY topic, partition_id, base_offset"
         ):
             segments[(row["topic"], row["partition_id"])].append((row["base_offset"], row["created_ms"]))
-        for topic, partition in await connection.fetch(
-            "SELECT topic, partition_id FROM log_partitions ORDER BY topic, partition_id"
+        for topic, partition, log_start in await connection.fetch(
+            "SELECT topic, partition_id, log_start_offset FROM log_partitions ORDER BY topic, partition_id"
         ):
             rows = await connection.fetch(
                 "SELECT base_offset, data FROM log_batches WHERE topic = $1 AND partition_id = $2"
@@ -117,7 +117,7 @@ class PostgresLogStore(StoreBase[PostgresLog]):
                 partition,
             )
             loaded = self._rebuild(segments.get((topic, partition), []), rows)
-            self._adopt(self._new_log(topic, partition, self._default_config, loaded))
+            self._adopt(self._new_log(topic, partition, self._default_config, loaded, log_start))
 
     def _rebuild(self, bounds: list[tuple[int, int]], rows: list[asyncpg.Record]) -> list[Segment]:
         """In-memory segments from the stored segment starts and batch rows (every row in its segment)."""
@@ -143,9 +143,23 @@ class PostgresLogStore(StoreBase[PostgresLog]):
             for (base, created), buffer in zip(bounds, buffers, strict=True)
         ]
 
-    def _new_log(self, topic: str, partition: int, config: LogConfig, segments: list[Segment]) -> PostgresLog:
+    def _new_log(
+        self,
+        topic: str,
+        partition: int,
+        config: LogConfig,
+        segments: list[Segment],
+        log_start_offset: int | None = None,
+    ) -> PostgresLog:
         return PostgresLog(
-            topic, partition, config, self._clock, segments, self._require_pool(), self.committer
+            topic,
+            partition,
+            config,
+            self._clock,
+            segments,
+            self._require_pool(),
+            self.committer,
+            log_start_offset,
         )
 
     def _require_pool(self) -> asyncpg.Pool:

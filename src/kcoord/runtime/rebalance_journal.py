@@ -1,0 +1,178 @@
+"""Where the rebalance history outlives the process: a small append-only file per node.
+
+Why a file and not records in the offsets log: ``__consumer_offsets`` holds Kafka's record
+types only, so Kafka's tools and kcoord's replay read it unchanged, and the history is an
+operator's aid, not group state: losing its tail in a crash costs nothing, so it needs no
+place in the write path and no fsync per rebalance.
+
+The journal keeps, in memory, the last :data:`HISTORY_LENGTH` finished rebalances of each
+group (at most :data:`MAX_GROUPS` groups, the least recently active dropped first). Each
+finished rebalance is appended as one JSON line by a single writer thread, in order, never
+on the event loop. Loading reads the file and rewrites it compacted; while running it is
+compacted again once it holds several times what is kept. The core asks for a group's past
+rebalances through a plain function when its partition loads
+(:meth:`~kcoord.coordinator.shard.GroupCoordinatorShard.on_loaded`), so it stays pure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import os
+from collections import OrderedDict, deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from kcoord.coordinator.classic.history import (
+    HISTORY_LENGTH,
+    ClassicGroupObserver,
+    NullObserver,
+    RebalanceEventObserver,
+    RebalanceRecord,
+    rebalance_events,
+)
+from kcoord.coordinator.classic.state import ClassicGroupState
+
+__all__ = ["JOURNAL_FILE", "JournalingObserver", "RebalanceJournal"]
+
+log = structlog.get_logger(__name__)
+
+JOURNAL_FILE = "rebalance-history.jsonl"
+MAX_GROUPS = 10_000
+_COMPACT_FACTOR = 4
+
+
+class RebalanceJournal:
+    """The finished rebalances of every group, kept in memory and appended to ``path``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._groups: OrderedDict[str, deque[dict[str, Any]]] = OrderedDict()
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kcoord-journal")
+        self._lines = 0
+
+    async def load(self) -> None:
+        """Read what earlier runs left (a torn last line is skipped) and rewrite it compacted."""
+        loop = asyncio.get_running_loop()
+        lines = await loop.run_in_executor(self._executor, self._read_lines)
+        for line in lines:
+            try:
+                entry = json.loads(line)
+                group, record = str(entry["group"]), dict(entry["rebalance"])
+            except (ValueError, KeyError, TypeError):
+                continue
+            self._remember(group, record)
+        await loop.run_in_executor(self._executor, self._rewrite, self._snapshot())
+        log.info("rebalance_journal.loaded", groups=len(self._groups), path=str(self.path))
+
+    def history(self, group_id: str) -> list[RebalanceRecord]:
+        """The group's kept rebalances, oldest first, as fresh records the core may own."""
+        kept = self._groups.get(group_id, ())
+        return [_to_record(record) for record in kept]
+
+    def record(self, group_id: str, rebalance: RebalanceRecord) -> None:
+        """Keep a finished rebalance and append it to the file in the writer thread."""
+        record = dataclasses.asdict(rebalance)
+        self._remember(group_id, record)
+        line = json.dumps({"group": group_id, "rebalance": record}, separators=(",", ":")) + "\n"
+        self._lines += 1
+        kept = sum(len(records) for records in self._groups.values())
+        try:
+            if self._lines > _COMPACT_FACTOR * kept + 1000:
+                pending = self._executor.submit(self._rewrite, self._snapshot())
+            else:
+                pending = self._executor.submit(self._append, line)
+        except RuntimeError:
+            log.warning("rebalance_journal.closed", group=group_id)
+            return
+        pending.add_done_callback(_log_failure)
+
+    async def close(self) -> None:
+        """Wait for the writes already queued, then stop the writer thread."""
+        await asyncio.get_running_loop().run_in_executor(None, self._executor.shutdown, True)
+
+    def _remember(self, group_id: str, record: dict[str, Any]) -> None:
+        kept = self._groups.pop(group_id, None)
+        if kept is None:
+            kept = deque(maxlen=HISTORY_LENGTH)
+        kept.append(record)
+        self._groups[group_id] = kept
+        while len(self._groups) > MAX_GROUPS:
+            self._groups.popitem(last=False)
+
+    def _snapshot(self) -> list[str]:
+        return [
+            json.dumps({"group": group, "rebalance": record}, separators=(",", ":")) + "\n"
+            for group, records in self._groups.items()
+            for record in records
+        ]
+
+    # Blocking file work, in the writer thread only.
+
+    def _read_lines(self) -> list[str]:
+        try:
+            return self.path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return []
+
+    def _append(self, line: str) -> None:
+        with self.path.open("a", encoding="utf-8") as journal:
+            journal.write(line)
+
+    def _rewrite(self, lines: list[str]) -> None:
+        staged = self.path.with_name(self.path.name + ".tmp")
+        with staged.open("w", encoding="utf-8") as journal:
+            journal.writelines(lines)
+            journal.flush()
+            os.fsync(journal.fileno())
+        os.replace(staged, self.path)
+        self._lines = len(lines)
+
+
+def _to_record(record: dict[str, Any]) -> RebalanceRecord:
+    fields = {field.name for field in dataclasses.fields(RebalanceRecord)}
+    values = {name: value for name, value in record.items() if name in fields}
+    for name in ("members_before", "members_after"):
+        values[name] = tuple(values.get(name, ()))
+    for name in ("client_reasons", "removed_not_rejoined", "removed_not_synced"):
+        values[name] = list(values.get(name, []))
+    return RebalanceRecord(**values)
+
+
+def _log_failure(done: Future[None]) -> None:
+    if not done.cancelled() and done.exception() is not None:
+        log.error("rebalance_journal.write_failed", error=repr(done.exception()))
+
+
+class JournalingObserver(NullObserver):
+    """Passes every event to ``inner`` and keeps each finished rebalance in ``journal``."""
+
+    def __init__(self, inner: ClassicGroupObserver, journal: RebalanceJournal) -> None:
+        self._inner = inner
+        self._events: RebalanceEventObserver = rebalance_events(inner)
+        self._journal = journal
+
+    def on_state_change(
+        self, group_id: str, old: ClassicGroupState, new: ClassicGroupState, now_ms: int
+    ) -> None:
+        self._inner.on_state_change(group_id, old, new, now_ms)
+
+    def on_rebalance_finished(self, group_id: str, rebalance: RebalanceRecord) -> None:
+        self._inner.on_rebalance_finished(group_id, rebalance)
+        self._journal.record(group_id, rebalance)
+
+    def on_rebalance_started(self, group_id: str, rebalance: RebalanceRecord) -> None:
+        self._events.on_rebalance_started(group_id, rebalance)
+
+    def on_join_completed(self, group_id: str, rebalance: RebalanceRecord) -> None:
+        self._events.on_join_completed(group_id, rebalance)
+
+    def on_assignment_received(self, group_id: str, leader_id: str, generation_id: int, now_ms: int) -> None:
+        self._events.on_assignment_received(group_id, leader_id, generation_id, now_ms)
+
+    def on_member_removed(self, group_id: str, member_id: str, cause: str, reason: str, now_ms: int) -> None:
+        self._events.on_member_removed(group_id, member_id, cause, reason, now_ms)

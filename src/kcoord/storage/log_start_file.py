@@ -1,0 +1,43 @@
+"""The file engine's record of a partition's log start offset, moved by DeleteRecords.
+
+Kafka keeps every log's start offset in one ``log-start-offset-checkpoint`` file per data
+directory; kcoord keeps one small file per partition directory instead, so a partition's state
+stays in its own directory and deleting a topic removes it with the rest. The file is replaced
+atomically (write, fsync, rename, fsync the directory). Blocking: call it from a worker thread.
+
+Without the file the log starts at its first segment. A recorded start below the first segment
+(retention deleted past it) or past the log end (the log was truncated) is clamped by the log.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from kcoord.storage.file_segment import fsync_directory
+
+__all__ = ["LOG_START_FILE", "read_log_start", "write_log_start"]
+
+LOG_START_FILE = "log-start-offset"
+
+
+def read_log_start(directory: Path) -> int | None:
+    """The recorded log start offset, or None when none was recorded (or the file is unreadable)."""
+    try:
+        text = (directory / LOG_START_FILE).read_text(encoding="ascii").strip()
+    except (FileNotFoundError, UnicodeDecodeError):
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def write_log_start(directory: Path, offset: int) -> None:
+    """Record ``offset`` durably, replacing any earlier record in one step."""
+    staged = directory / f"{LOG_START_FILE}.tmp"
+    fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, f"{offset}\n".encode("ascii"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(staged, directory / LOG_START_FILE)
+    fsync_directory(directory)
