@@ -1,10 +1,12 @@
 """A hand-written reader for OffsetCommit v2-8 frames, straight into the core's request type.
 
-OffsetCommit is a hot path (every consumer commits every few seconds, many in a loop), and kio's
-generic reader plus the conversion to :class:`OffsetCommitRequest` cost more than the rest of the
-request's CPU on the loop. The shapes are small and fixed, so they are read here with a few
-``struct`` calls (as the profile asked; issue 7 point 6). ``tests/apis/groups/test_offset_commit_wire.py``
-checks it against kio's reader for every version, including tagged fields and null strings.
+OffsetCommit is a hot path (every consumer commits every few seconds, many in a loop). The shapes
+are small and fixed, so they are read here with a few ``struct`` calls into the core's types,
+without kio's entity and the conversion after it. Measured on the bench's v8 frame (thread CPU,
+best of 15): 4.5 us against 4.7 us for kio plus ``to_core``: a small saving, because the objects
+built dominate. It also does what Kafka's generated readers do with unknown tagged fields (skip
+them), where kio refuses the frame. ``tests/apis/groups/test_offset_commit_wire.py`` checks it
+against kio's reader for every version, including tagged fields, null strings and truncations.
 
 Body layout by version (request header v1 for v2-7, v2 with tagged fields for v8):
 
@@ -43,88 +45,66 @@ _INDEX_OFFSET_EPOCH = struct.Struct(">iqi")
 _FIRST_FLEXIBLE = 8
 
 
-class _Reader:
-    """A cursor over one frame; every read checks that the frame holds what it claims."""
-
-    __slots__ = ("buf", "end", "pos")
-
-    def __init__(self, buf: bytes, pos: int) -> None:
-        self.buf = buf
-        self.pos = pos
-        self.end = len(buf)
-
-    def _take(self, size: int) -> int:
-        start = self.pos
-        if size < 0 or start + size > self.end:
-            raise ValueError("OffsetCommit frame ends early")
-        self.pos = start + size
-        return start
-
-    def unpack(self, shape: struct.Struct) -> tuple[int, ...]:
-        return shape.unpack_from(self.buf, self._take(shape.size))
-
-    def i32(self) -> int:
-        value: int = _I32.unpack_from(self.buf, self._take(4))[0]
-        return value
-
-    def uvarint(self) -> int:
-        buf, pos, shift, value = self.buf, self.pos, 0, 0
-        while True:
-            if pos >= self.end or shift > 28:
-                raise ValueError("bad unsigned varint in OffsetCommit frame")
-            byte = buf[pos]
-            pos += 1
-            value |= (byte & 0x7F) << shift
-            if byte < 0x80:
-                self.pos = pos
-                return value
-            shift += 7
-
-    def _text(self, size: int) -> str:
-        start = self._take(size)
-        return self.buf[start : start + size].decode("utf-8")
-
-    def string(self, flexible: bool) -> str:
-        text = self.nullable_string(flexible)
-        if text is None:
-            raise ValueError("null where OffsetCommit has a non-null string")
-        return text
-
-    def nullable_string(self, flexible: bool) -> str | None:
-        size = self.uvarint() - 1 if flexible else _I16.unpack_from(self.buf, self._take(2))[0]
-        return None if size < 0 else self._text(size)
-
-    def array_length(self, flexible: bool) -> int:
-        count = self.uvarint() - 1 if flexible else self.i32()
-        if count < 0:
-            raise ValueError("null array in OffsetCommit frame")
-        return count
-
-    def skip_tagged_fields(self) -> None:
-        for _ in range(self.uvarint()):
-            self.uvarint()
-            self._take(self.uvarint())
-
-
 def decode_offset_commit(frame: bytes) -> tuple[RequestHeader, OffsetCommitRequest]:
-    """Header and core request of one OffsetCommit v2-8 frame (without its size prefix)."""
-    reader = _Reader(frame, 0)
-    api_key, version, correlation_id = reader.unpack(_HEADER)
+    """Header and core request of one OffsetCommit v2-8 frame (without its size prefix).
+
+    Written as flat code over one position (no reader object, no per-field calls): on the hot
+    path each call costs more than the field it reads.
+    """
+    try:
+        return _decode(frame)
+    except (struct.error, IndexError) as exc:
+        raise ValueError(f"OffsetCommit frame ends early: {exc}") from None
+
+
+def _decode(buf: bytes) -> tuple[RequestHeader, OffsetCommitRequest]:
+    api_key, version, correlation_id = _HEADER.unpack_from(buf, 0)
     if api_key != 8 or not 2 <= version <= _FIRST_FLEXIBLE:
         raise ValueError(f"not an OffsetCommit v2-8 frame (key {api_key} v{version})")
     flexible = version >= _FIRST_FLEXIBLE
-    client_id = reader.nullable_string(False)  # the header's client id is never compact
+    size = _I16.unpack_from(buf, 8)[0]  # the header's client id is never compact
+    pos = 10
+    client_id = None if size < 0 else _text(buf, pos, size)
+    pos += max(size, 0)
     if flexible:
-        reader.skip_tagged_fields()
-    group_id = reader.string(flexible)
-    generation = reader.i32()
-    member_id = reader.string(flexible)
-    instance_id = reader.nullable_string(flexible) if version >= 7 else None
-    retention_ms = reader.unpack(_I64)[0] if version <= 4 else DEFAULT_RETENTION_TIME_MS
-    topics = [_topic(reader, version, flexible) for _ in range(reader.array_length(flexible))]
+        pos = _skip_tagged_fields(buf, pos)
+    group_id, pos = _string(buf, pos, flexible)
+    generation = _I32.unpack_from(buf, pos)[0]
+    member_id, pos = _string(buf, pos + 4, flexible)
+    if group_id is None or member_id is None:
+        raise ValueError("null group or member id in OffsetCommit frame")
+    instance_id = None
+    if version >= 7:
+        instance_id, pos = _string(buf, pos, flexible)
+    retention_ms = DEFAULT_RETENTION_TIME_MS
+    if version <= 4:
+        retention_ms = _I64.unpack_from(buf, pos)[0]
+        pos += 8
+    with_epoch = version >= 6
+    shape = _INDEX_OFFSET_EPOCH if with_epoch else _INDEX_OFFSET
+    shape_size = shape.size
+    topic_count, pos = _array_length(buf, pos, flexible)
+    topics: list[OffsetCommitTopic] = []
+    for _ in range(topic_count):
+        name, pos = _string(buf, pos, flexible)
+        if name is None:
+            raise ValueError("null topic name in OffsetCommit frame")
+        partition_count, pos = _array_length(buf, pos, flexible)
+        partitions: list[OffsetCommitPartition] = []
+        for _ in range(partition_count):
+            fields = shape.unpack_from(buf, pos)
+            metadata, pos = _string(buf, pos + shape_size, flexible)
+            if flexible:
+                pos = _skip_tagged_fields(buf, pos)
+            epoch = fields[2] if with_epoch else NO_LEADER_EPOCH
+            partitions.append(OffsetCommitPartition(fields[0], fields[1], epoch, metadata))
+        if flexible:
+            pos = _skip_tagged_fields(buf, pos)
+        topics.append(OffsetCommitTopic(name, partitions))
     if flexible:
-        reader.skip_tagged_fields()
-    header = RequestHeader(8, version, correlation_id, client_id)
+        pos = _skip_tagged_fields(buf, pos)
+    if pos > len(buf):
+        raise ValueError("OffsetCommit frame ends early")
     request = OffsetCommitRequest(
         group_id=group_id,
         generation_id_or_member_epoch=generation,
@@ -134,20 +114,63 @@ def decode_offset_commit(frame: bytes) -> tuple[RequestHeader, OffsetCommitReque
         group_instance_id=instance_id,
         retention_time_ms=retention_ms,
     )
-    return header, request
+    return RequestHeader(8, version, correlation_id, client_id), request
 
 
-def _topic(reader: _Reader, version: int, flexible: bool) -> OffsetCommitTopic:
-    name = reader.string(flexible)
-    shape = _INDEX_OFFSET_EPOCH if version >= 6 else _INDEX_OFFSET
-    partitions: list[OffsetCommitPartition] = []
-    for _ in range(reader.array_length(flexible)):
-        fields = reader.unpack(shape)
-        epoch = fields[2] if version >= 6 else NO_LEADER_EPOCH
-        metadata = reader.nullable_string(flexible)
-        if flexible:
-            reader.skip_tagged_fields()
-        partitions.append(OffsetCommitPartition(fields[0], fields[1], epoch, metadata))
+def _text(buf: bytes, pos: int, size: int) -> str:
+    if pos + size > len(buf):
+        raise ValueError("OffsetCommit frame ends early")
+    return buf[pos : pos + size].decode("utf-8")
+
+
+def _string(buf: bytes, pos: int, flexible: bool) -> tuple[str | None, int]:
+    """A (nullable) string and the position after it."""
     if flexible:
-        reader.skip_tagged_fields()
-    return OffsetCommitTopic(name, partitions)
+        size = buf[pos]
+        if size < 0x80:
+            pos += 1
+        else:
+            size, pos = _uvarint(buf, pos)
+        size -= 1
+    else:
+        size = _I16.unpack_from(buf, pos)[0]
+        pos += 2
+    if size < 0:
+        return None, pos
+    return _text(buf, pos, size), pos + size
+
+
+def _array_length(buf: bytes, pos: int, flexible: bool) -> tuple[int, int]:
+    if flexible:
+        count, pos = _uvarint(buf, pos)
+        count -= 1
+    else:
+        count = _I32.unpack_from(buf, pos)[0]
+        pos += 4
+    if count < 0:
+        raise ValueError("null array in OffsetCommit frame")
+    return count, pos
+
+
+def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = buf[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+        if shift > 28:
+            raise ValueError("bad unsigned varint in OffsetCommit frame")
+
+
+def _skip_tagged_fields(buf: bytes, pos: int) -> int:
+    if buf[pos] == 0:
+        return pos + 1
+    count, pos = _uvarint(buf, pos)
+    for _ in range(count):
+        _, pos = _uvarint(buf, pos)
+        size, pos = _uvarint(buf, pos)
+        pos += size
+    return pos
