@@ -79,9 +79,7 @@ def to_core(request: Any, api_version: int) -> OffsetCommitRequest:
 
 def api(groups: GroupService) -> ApiSpec:
     handler = functools.partial(handle_offset_commit, groups=groups)
-    return ApiSpec(
-        ApiKey.OFFSET_COMMIT, "OffsetCommit", 2, 8, handler, _error_response, decode_offset_commit
-    )
+    return ApiSpec(ApiKey.OFFSET_COMMIT, "OffsetCommit", 2, 8, handler, _error_response, decode_offset_commit)
 
 
 async def handle_offset_commit(ctx: RequestContext, request: Any, *, groups: GroupService) -> Any:
