@@ -13,7 +13,10 @@ up for ``--heartbeat-load-warmup`` s and then counts answers for ``--heartbeat-l
 
 Reported per phase: requests/s (all workers), p50/p99 latency (send to answer, in the worker), the
 server's CPU (its /proc utime+stime over the window, 100% = one core), requests per second of
-server CPU (steadier than the rate when other processes take the cores) and the generator's CPU
+server CPU and CPU microseconds per request, of the whole server and of its event-loop thread
+alone (steadier than the rate when other processes take the cores; the loop thread's figure
+leaves out the storage writer, whose ``syncfs`` also pays for other processes' dirty pages),
+and the generator's CPU
 (sum over workers). The heartbeat/ApiVersions and OffsetFetch/heartbeat ratios are computed within
 each run. Every answer is
 checked (first decoded, the rest compared by bytes), and any error fails the section.
@@ -69,12 +72,22 @@ class PhaseResult:
     p50_ms: float
     p99_ms: float
     server_cpu: float
+    loop_cpu: float
     generator_cpu: float
 
 
 def server_cpu_s(pid: int) -> float:
     """User plus system CPU seconds the process has used so far (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return _cpu_s_of(Path(f"/proc/{pid}/stat"))
+
+
+def loop_thread_cpu_s(pid: int) -> float:
+    """CPU seconds of the server's main thread alone: the event loop, without the storage writer."""
+    return _cpu_s_of(Path(f"/proc/{pid}/task/{pid}/stat"))
+
+
+def _cpu_s_of(stat: Path) -> float:
+    fields = stat.read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / _TICKS
 
 
@@ -112,9 +125,12 @@ class Workers:
             self._stdin(proc).write(command)
             self._stdin(proc).flush()
         time.sleep(warmup_s)
-        cpu_before, started = server_cpu_s(server_pid), time.monotonic()
+        cpu_before, loop_before = server_cpu_s(server_pid), loop_thread_cpu_s(server_pid)
+        started = time.monotonic()
         time.sleep(duration_s)
-        server_cpu = (server_cpu_s(server_pid) - cpu_before) / (time.monotonic() - started)
+        elapsed = time.monotonic() - started
+        server_cpu = (server_cpu_s(server_pid) - cpu_before) / elapsed
+        loop_cpu = (loop_thread_cpu_s(server_pid) - loop_before) / elapsed
         results = [self._read(proc) for proc in self.procs]
         errors = [r for r in results if r["errors"]]
         if errors:
@@ -128,6 +144,7 @@ class Workers:
             p50_ms=_percentile(latencies, 0.50) / 1000,
             p99_ms=_percentile(latencies, 0.99) / 1000,
             server_cpu=server_cpu * 100,
+            loop_cpu=loop_cpu * 100,
             generator_cpu=sum(r["cpu_s"] for r in results) / window * 100,
         )
 
@@ -157,6 +174,11 @@ class Workers:
         return event
 
 
+def _us_per(cpu_percent: float, rate: float) -> float:
+    """Microseconds of CPU per request from a CPU share (100 = one core) and a request rate."""
+    return cpu_percent / 100 / max(rate, 1e-9) * 1e6
+
+
 def run(server: BenchServer, options: argparse.Namespace) -> list[Measurement]:
     wire.create_topic(server.bootstrap, TOPIC, 1)
     workers = Workers(
@@ -182,7 +204,9 @@ def run(server: BenchServer, options: argparse.Namespace) -> list[Measurement]:
                 per_phase[phase].append(result)
                 print(
                     f"  run {run_number + 1} {phase}: {result.rate:,.0f}/s, p50 {result.p50_ms:.2f} ms, "
-                    f"p99 {result.p99_ms:.2f} ms, server CPU {result.server_cpu:.0f}%, "
+                    f"p99 {result.p99_ms:.2f} ms, server CPU {result.server_cpu:.0f}% "
+                    f"({_us_per(result.server_cpu, result.rate):.0f} us/request; event loop "
+                    f"{_us_per(result.loop_cpu, result.rate):.0f}), "
                     f"generator CPU {result.generator_cpu:.0f}%",
                     flush=True,
                 )
@@ -202,6 +226,12 @@ def run(server: BenchServer, options: argparse.Namespace) -> list[Measurement]:
                 label,
                 "requests per server CPU-s",
                 tuple(r.rate / max(r.server_cpu / 100, 1e-9) for r in results),
+            ),
+            Measurement(
+                label, "server CPU us/request", tuple(_us_per(r.server_cpu, r.rate) for r in results)
+            ),
+            Measurement(
+                label, "event-loop CPU us/request", tuple(_us_per(r.loop_cpu, r.rate) for r in results)
             ),
             Measurement(label, "generator CPU %", tuple(r.generator_cpu for r in results)),
         ]

@@ -24,6 +24,7 @@ SECTIONS = (
     "produce_fetch",
     "group_formation",
     "heartbeat_load",
+    "commit_path",
     "offsets_replay",
     "timing_wheel",
     "member_memory",

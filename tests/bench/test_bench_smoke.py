@@ -58,6 +58,14 @@ def test_heartbeat_load_section_reports_rates_and_the_ratio() -> None:
     assert "requests per server CPU-s" in out
 
 
+def test_commit_path_section_reports_loop_cpu_per_commit_for_both_flush_policies() -> None:
+    """The in-process commit-path section commits through the router under both flush policies."""
+    out = run_section("commit_path", "--commit-path-groups", "3", "--commit-path-commits", "5")
+    assert "flush always" in out
+    assert "flush interval" in out
+    assert "loop CPU us/commit" in out
+
+
 def test_offsets_replay_section_writes_commits_restarts_and_times_the_load() -> None:
     """The replay section commits through a server, restarts it on the same data and reports the load."""
     out = run_section("offsets_replay", "--offsets-replay-groups", "20", "--offsets-replay-partitions", "5")

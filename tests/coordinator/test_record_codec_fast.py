@@ -6,6 +6,8 @@ import pytest
 
 from kcoord.coordinator.record_codec import (
     RecordDecodeError,
+    RecordEncodeError,
+    _encode_offset_commit_value,
     decode_key,
     decode_offset_commit_fields,
     decode_record,
@@ -54,3 +56,25 @@ def test_other_shapes_take_the_general_way() -> None:
     assert decode_offset_commit_fields(key[:-1], None) is None
     with pytest.raises(RecordDecodeError):
         decode_record(key[:-1], None)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        OffsetCommitValue(42, -1, "", 1_700_000_000_000),
+        OffsetCommitValue(2**63 - 1, 2**31 - 1, "m\u00e9ta-\u03b1" * 50, -1),
+        OffsetCommitValue(-1, 0, "x" * 32767, 0),
+    ],
+)
+def test_offset_commit_value_fast_encoding_matches_the_general_writer(value: OffsetCommitValue) -> None:
+    """The v3 fast path writes exactly what the general writer does, and reads back as the same value."""
+    assert encode_value(value) == _encode_offset_commit_value(value, 3)
+    assert decode_value(OffsetCommitKey("g", "t", 0), encode_value(value)) == value
+
+
+def test_offset_commit_value_fast_encoding_refuses_what_does_not_fit() -> None:
+    """Metadata longer than a 16-bit length or an offset past 64 bits fail as in the general writer."""
+    with pytest.raises(RecordEncodeError, match="metadata"):
+        encode_value(OffsetCommitValue(1, 0, "x" * 32768, 0))
+    with pytest.raises(RecordEncodeError, match="offset"):
+        encode_value(OffsetCommitValue(2**63, 0, "", 0))

@@ -87,6 +87,9 @@ class FakeLog:
         self.batches.append((self.end, bytes(patched)))
         self.end += count
 
+    def append_soon(self, batch: bytes) -> None:
+        """Always the slow path, so the gate and the injected faults apply."""
+
     async def append(self, batch: bytes) -> Any:
         count = struct.unpack_from(">i", batch, 57)[0]
         base = self.end

@@ -15,11 +15,16 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kcoord.protocol.codec import RequestHeader
+
 Handler = Callable[[Any, Any], Awaitable[Any]]
 """``async def handle(ctx, request) -> mapping | kio entity``: the response body."""
 
 ErrorResponder = Callable[[Any, ErrorCode], Mapping[str, Any]]
 """Builds the whole response of an API from its request and one error code."""
+
+Decoder = Callable[[bytes], tuple[RequestHeader, Any]]
+"""A hot API's own reader of its frames; raises ``ValueError`` for a frame it leaves to kio."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +35,7 @@ class ApiSpec:
     max_version: int
     handler: Handler
     error_response: ErrorResponder | None = None
+    decoder: Decoder | None = None
 
 
 class ApiRegistry:

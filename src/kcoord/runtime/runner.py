@@ -211,7 +211,9 @@ class PartitionRunner:
         except Exception as exc:
             self._encoding_failed(pending, exc)
             return
-        append = asyncio.ensure_future(self.log.append(batch))
+        append: asyncio.Future[Any] | None = self.log.append_soon(batch)
+        if append is None:  # the log is held back or recovering: the awaited path waits for it
+            append = asyncio.ensure_future(self.log.append(batch))
         self._in_flight.add(append)
         epoch = self._epoch
         append.add_done_callback(lambda done: self._appended(done, pending, epoch))

@@ -19,6 +19,7 @@ from kio.schema.errors import ErrorCode
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.codec import (
     EncodedResponse,
+    RequestHeader,
     build,
     decode_request,
     encode_response,
@@ -100,7 +101,7 @@ class Router:
                 return encode_response(correlation_id, unsupported_api_versions_response(self._registry))
             raise CloseConnectionError(f"{spec.name} v{api_version} is not served")
         try:
-            header, request = decode_request(frame)
+            header, request = _decode(spec, frame)
         except Exception as exc:  # kio raises several types for malformed bytes
             raise CloseConnectionError(f"undecodable {spec.name} v{api_version}: {exc}") from exc
         ctx = RequestContext(header=header, connection=connection)
@@ -159,6 +160,16 @@ class Router:
         elapsed = time.perf_counter() - started
         for observer in self.observers:
             observer(api_key, api_version, error, elapsed)
+
+
+def _decode(spec: ApiSpec, frame: bytes) -> tuple[RequestHeader, Any]:
+    """The API's own fast reader where it has one (falling back to kio on a frame it declines)."""
+    if spec.decoder is not None:
+        try:
+            return spec.decoder(frame)
+        except ValueError:
+            pass
+    return decode_request(frame)
 
 
 def _top_level_error(body: Any) -> int:

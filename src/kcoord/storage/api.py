@@ -7,6 +7,7 @@ offsets assigned by the log. A :class:`LogStore` holds the logs of one node. Eng
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -124,6 +125,14 @@ class PartitionLog(Protocol):
 
         Offsets are assigned in call order before the first suspension, so concurrent calls get
         increasing offsets. Returns once the batch is readable (and fsynced under "always").
+        """
+
+    def append_soon(self, batch: bytes) -> asyncio.Future[None] | None:
+        """:meth:`append` without a task, for a caller that needs no :class:`AppendResult`.
+
+        Returns a future done once the batch is readable (and fsynced under "always"), failed as
+        :meth:`append` would raise; or None when the log cannot take it at once (held back by a
+        structural change, recovering, closed), and the caller uses :meth:`append` instead.
         """
 
     def read(self, offset: int, max_bytes: int) -> bytes:

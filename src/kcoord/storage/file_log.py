@@ -129,9 +129,12 @@ class FileLog(SegmentedLog):
         self._enqueue(_Roll(old, new, seal_entry))
 
     async def _write(self, segment: Segment, data: bytes, placement: Placement) -> None:
+        await asyncio.shield(self._write_soon(segment, data, placement))
+
+    def _write_soon(self, segment: Segment, data: bytes, placement: Placement) -> asyncio.Future[None]:
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._enqueue(_Write(segment, data, placement, done))
-        await asyncio.shield(done)
+        return done
 
     async def flush(self) -> None:
         if self._closed or self._failure is not None:

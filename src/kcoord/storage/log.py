@@ -125,6 +125,41 @@ class SegmentedLog(ABC):
                 break
             await self._recover()
         self._ensure_usable()
+        segment, data, placement, log_append_time = self._plan_append(batch)
+        started = time.perf_counter()
+        await self._write(segment, data, placement)
+        if self.timings is not None:
+            self.timings.on_append(self._topic, self._partition, len(data), time.perf_counter() - started)
+        return AppendResult(
+            base_offset=placement.base_offset,
+            last_offset=placement.next_offset - 1,
+            log_append_time_ms=-1 if log_append_time is None else log_append_time,
+            log_start_offset=self._log_start_offset,
+        )
+
+    def append_soon(self, batch: bytes) -> asyncio.Future[None] | None:
+        """See :meth:`kcoord.storage.api.PartitionLog.append_soon` (the hot path: no task, no shield)."""
+        if self._gate is not None or self._failure is not None or self._closed:
+            return None
+        try:
+            segment, data, placement, _ = self._plan_append(batch)
+        except Exception as exc:
+            failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            failed.set_exception(exc)
+            return failed
+        written = self._write_soon(segment, data, placement)
+        timings = self.timings
+        if timings is not None:
+            started, size = time.perf_counter(), len(data)
+
+            def timed(_: asyncio.Future[None]) -> None:
+                timings.on_append(self._topic, self._partition, size, time.perf_counter() - started)
+
+            written.add_done_callback(timed)
+        return written
+
+    def _plan_append(self, batch: bytes) -> tuple[Segment, bytes, Placement, int | None]:
+        """Assign the batch its offsets and place it (on the loop, in call order); nothing is written yet."""
         header = parse_header(batch)
         if header.size != len(batch):
             raise ValueError(f"expected one batch of {header.size} bytes, got {len(batch)}")
@@ -138,16 +173,11 @@ class SegmentedLog(ABC):
             base_offset, header.next_offset - header.base_offset + base_offset, max_timestamp, len(data)
         )
         self._next_offset = placement.next_offset
-        started = time.perf_counter()
-        await self._write(segment, data, placement)
-        if self.timings is not None:
-            self.timings.on_append(self._topic, self._partition, len(data), time.perf_counter() - started)
-        return AppendResult(
-            base_offset=base_offset,
-            last_offset=placement.next_offset - 1,
-            log_append_time_ms=-1 if log_append_time is None else log_append_time,
-            log_start_offset=self._log_start_offset,
-        )
+        return segment, data, placement, log_append_time
+
+    def _write_soon(self, segment: Segment, data: bytes, placement: Placement) -> asyncio.Future[None]:
+        """Start writing a planned batch; engines with a queue override this to skip the task."""
+        return asyncio.ensure_future(self._write(segment, data, placement))
 
     def _segment_for_append(self, size: int, last_offset_delta: int, now_ms: int) -> Segment:
         active = self._segments[-1]

@@ -8,7 +8,9 @@
 - v8: flexible.
 
 v9 (KIP-848 member epochs) is not advertised yet. Checks run in Kafka's order (PROTOCOL.md §2.8)
-inside the group's shard; the response is released once the commit records are durable.
+inside the group's shard; the response is released once the commit records are durable. Frames
+are read by :mod:`kcoord.apis.groups.offset_commit_wire` straight into the core's request (kio's
+reader stays the fallback).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kcoord.apis.groups.common import millis
+from kcoord.apis.groups.offset_commit_wire import decode_offset_commit
 from kcoord.coordinator.offsets import (
     OffsetCommitPartition,
     OffsetCommitRequest,
@@ -76,13 +79,13 @@ def to_core(request: Any, api_version: int) -> OffsetCommitRequest:
 
 def api(groups: GroupService) -> ApiSpec:
     handler = functools.partial(handle_offset_commit, groups=groups)
-    return ApiSpec(ApiKey.OFFSET_COMMIT, "OffsetCommit", 2, 8, handler, _error_response)
+    return ApiSpec(ApiKey.OFFSET_COMMIT, "OffsetCommit", 2, 8, handler, _error_response, decode_offset_commit)
 
 
 async def handle_offset_commit(ctx: RequestContext, request: Any, *, groups: GroupService) -> Any:
     if not request.group_id:
         raise KafkaError(ErrorCode.invalid_group_id)
-    commit = to_core(request, ctx.api_version)
+    commit = request if isinstance(request, OffsetCommitRequest) else to_core(request, ctx.api_version)
     response = await groups.commit_offsets(commit)
     return _encoded(ctx.api_version, response)
 

@@ -1,0 +1,176 @@
+"""A hand-written reader for OffsetCommit v2-8 frames, straight into the core's request type.
+
+OffsetCommit is a hot path (every consumer commits every few seconds, many in a loop). The shapes
+are small and fixed, so they are read here with a few ``struct`` calls into the core's types,
+without kio's entity and the conversion after it. Measured on the bench's v8 frame (thread CPU,
+best of 15): 4.5 us against 4.7 us for kio plus ``to_core``: a small saving, because the objects
+built dominate. It also does what Kafka's generated readers do with unknown tagged fields (skip
+them), where kio refuses the frame. ``tests/apis/groups/test_offset_commit_wire.py`` checks it
+against kio's reader for every version, including tagged fields, null strings and truncations.
+
+Body layout by version (request header v1 for v2-7, v2 with tagged fields for v8):
+
+- v2-4: group_id, generation_id, member_id, retention_time_ms (int64), topics;
+- v5: no retention_time_ms;
+- v6: ``committed_leader_epoch`` (int32) after each partition's offset;
+- v7: ``group_instance_id`` (nullable) after member_id;
+- v8: flexible: compact strings and arrays (unsigned varint length + 1) and a tagged-field section
+  after the header, each partition, each topic and the body.
+
+A frame this reader cannot follow raises ``ValueError``; the router then falls back to kio, which
+decides (a frame kio cannot read either closes the connection).
+"""
+
+from __future__ import annotations
+
+import struct
+
+from kcoord.coordinator.offsets import (
+    DEFAULT_RETENTION_TIME_MS,
+    NO_LEADER_EPOCH,
+    OffsetCommitPartition,
+    OffsetCommitRequest,
+    OffsetCommitTopic,
+)
+from kcoord.protocol.codec import RequestHeader
+
+__all__ = ["decode_offset_commit"]
+
+_HEADER = struct.Struct(">hhi")
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+_INDEX_OFFSET = struct.Struct(">iq")
+_INDEX_OFFSET_EPOCH = struct.Struct(">iqi")
+_FIRST_FLEXIBLE = 8
+
+
+def decode_offset_commit(frame: bytes) -> tuple[RequestHeader, OffsetCommitRequest]:
+    """Header and core request of one OffsetCommit v2-8 frame (without its size prefix).
+
+    Written as flat code over one position (no reader object, no per-field calls): on the hot
+    path each call costs more than the field it reads.
+    """
+    try:
+        return _decode(frame)
+    except (struct.error, IndexError) as exc:
+        raise ValueError(f"OffsetCommit frame ends early: {exc}") from None
+
+
+def _decode(buf: bytes) -> tuple[RequestHeader, OffsetCommitRequest]:
+    api_key, version, correlation_id = _HEADER.unpack_from(buf, 0)
+    if api_key != 8 or not 2 <= version <= _FIRST_FLEXIBLE:
+        raise ValueError(f"not an OffsetCommit v2-8 frame (key {api_key} v{version})")
+    flexible = version >= _FIRST_FLEXIBLE
+    size = _I16.unpack_from(buf, 8)[0]  # the header's client id is never compact
+    pos = 10
+    client_id = None if size < 0 else _text(buf, pos, size)
+    pos += max(size, 0)
+    if flexible:
+        pos = _skip_tagged_fields(buf, pos)
+    group_id, pos = _string(buf, pos, flexible)
+    generation = _I32.unpack_from(buf, pos)[0]
+    member_id, pos = _string(buf, pos + 4, flexible)
+    if group_id is None or member_id is None:
+        raise ValueError("null group or member id in OffsetCommit frame")
+    instance_id = None
+    if version >= 7:
+        instance_id, pos = _string(buf, pos, flexible)
+    retention_ms = DEFAULT_RETENTION_TIME_MS
+    if version <= 4:
+        retention_ms = _I64.unpack_from(buf, pos)[0]
+        pos += 8
+    with_epoch = version >= 6
+    shape = _INDEX_OFFSET_EPOCH if with_epoch else _INDEX_OFFSET
+    shape_size = shape.size
+    topic_count, pos = _array_length(buf, pos, flexible)
+    topics: list[OffsetCommitTopic] = []
+    for _ in range(topic_count):
+        name, pos = _string(buf, pos, flexible)
+        if name is None:
+            raise ValueError("null topic name in OffsetCommit frame")
+        partition_count, pos = _array_length(buf, pos, flexible)
+        partitions: list[OffsetCommitPartition] = []
+        for _ in range(partition_count):
+            fields = shape.unpack_from(buf, pos)
+            metadata, pos = _string(buf, pos + shape_size, flexible)
+            if flexible:
+                pos = _skip_tagged_fields(buf, pos)
+            epoch = fields[2] if with_epoch else NO_LEADER_EPOCH
+            partitions.append(OffsetCommitPartition(fields[0], fields[1], epoch, metadata))
+        if flexible:
+            pos = _skip_tagged_fields(buf, pos)
+        topics.append(OffsetCommitTopic(name, partitions))
+    if flexible:
+        pos = _skip_tagged_fields(buf, pos)
+    if pos > len(buf):
+        raise ValueError("OffsetCommit frame ends early")
+    request = OffsetCommitRequest(
+        group_id=group_id,
+        generation_id_or_member_epoch=generation,
+        member_id=member_id,
+        topics=topics,
+        api_version=version,
+        group_instance_id=instance_id,
+        retention_time_ms=retention_ms,
+    )
+    return RequestHeader(8, version, correlation_id, client_id), request
+
+
+def _text(buf: bytes, pos: int, size: int) -> str:
+    if pos + size > len(buf):
+        raise ValueError("OffsetCommit frame ends early")
+    return buf[pos : pos + size].decode("utf-8")
+
+
+def _string(buf: bytes, pos: int, flexible: bool) -> tuple[str | None, int]:
+    """A (nullable) string and the position after it."""
+    if flexible:
+        size = buf[pos]
+        if size < 0x80:
+            pos += 1
+        else:
+            size, pos = _uvarint(buf, pos)
+        size -= 1
+    else:
+        size = _I16.unpack_from(buf, pos)[0]
+        pos += 2
+    if size < 0:
+        return None, pos
+    return _text(buf, pos, size), pos + size
+
+
+def _array_length(buf: bytes, pos: int, flexible: bool) -> tuple[int, int]:
+    if flexible:
+        count, pos = _uvarint(buf, pos)
+        count -= 1
+    else:
+        count = _I32.unpack_from(buf, pos)[0]
+        pos += 4
+    if count < 0:
+        raise ValueError("null array in OffsetCommit frame")
+    return count, pos
+
+
+def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = buf[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+        if shift > 28:
+            raise ValueError("bad unsigned varint in OffsetCommit frame")
+
+
+def _skip_tagged_fields(buf: bytes, pos: int) -> int:
+    if buf[pos] == 0:
+        return pos + 1
+    count, pos = _uvarint(buf, pos)
+    for _ in range(count):
+        _, pos = _uvarint(buf, pos)
+        size, pos = _uvarint(buf, pos)
+        pos += size
+    return pos
