@@ -29,6 +29,7 @@ from kcoord.apis.broker import (
     metadata,
     produce,
 )
+from kcoord.apis.broker.creation_limits import CreationLimits
 from kcoord.apis.groups import (
     delete_groups,
     describe_groups,
@@ -59,7 +60,9 @@ from kcoord.observability.metrics import KcoordMetrics
 from kcoord.protocol.registry import ApiRegistry
 from kcoord.runtime.group_service import GroupService
 from kcoord.runtime.service import GroupCoordinator
+from kcoord.server.limits import ConnectionLimits, ServerLimits, parse_overrides
 from kcoord.server.listener import Listener
+from kcoord.server.memory_pool import MemoryPool
 from kcoord.server.router import Router
 from kcoord.storage import open_store
 from kcoord.timer.api import Timer
@@ -112,6 +115,11 @@ class App:
             observer=self.metrics,
         )
         self.groups = GroupService(self.coordinator)
+        self.creation_limits = CreationLimits(
+            rate=s["controller.mutation.rate"],
+            max_partitions_per_request=s["kcoord.max.partitions.per.request"],
+            observe=self.metrics.limit_hit,
+        )
         self._register_apis()
         self.router = Router(self.registry)
         self.router.observers.append(self.metrics.observe_request)
@@ -123,6 +131,7 @@ class App:
             port,
             max_request_bytes=s["socket.request.max.bytes"],
             idle_timeout_s=s["connections.max.idle.ms"] / 1000,
+            limits=self._server_limits(),
         )
         metrics_host, metrics_port = s["kcoord.metrics.listen"]
         self.http = build_endpoint(
@@ -136,19 +145,34 @@ class App:
         )
         self.started = asyncio.Event()
 
+    def _server_limits(self) -> ServerLimits:
+        s = self.settings
+        connections = ConnectionLimits(
+            max_connections=s["max.connections"],
+            max_per_ip=s["max.connections.per.ip"],
+            per_ip_overrides=parse_overrides(s["max.connections.per.ip.overrides"]),
+            observe=self.metrics.limit_hit,
+        )
+        pool = MemoryPool(s["queued.max.request.bytes"])
+        self.metrics.watch_request_memory(lambda: pool.used, lambda: pool.waiting)
+        read_timeout_s = s["kcoord.request.read.timeout.ms"] / 1000
+        return ServerLimits(connections, pool, read_timeout_s=read_timeout_s, observe=self.metrics.limit_hit)
+
     def _register_apis(self) -> None:
         """Every API kcoord serves, each bound to what it needs; ApiVersions answers with this list."""
         s, topics, node, groups = self.settings, self.topics, self.node, self.groups
         members = MemberWatch(groups, enabled=s["kcoord.fast.failover.enable"])
         specs = [
             api_versions.api(self.registry),
-            metadata.api(topics, node, auto_create=s["auto.create.topics.enable"]),
+            metadata.api(
+                topics, node, auto_create=s["auto.create.topics.enable"], creation=self.creation_limits
+            ),
             produce.api(topics, self.producers),
             fetch.api(topics, self.growth_hints),
             list_offsets.api(topics),
             init_producer_id.api(self.producers),
-            create_topics.api(topics, s, node.node_id),
-            create_partitions.api(topics, node.node_id),
+            create_topics.api(topics, s, node.node_id, self.creation_limits),
+            create_partitions.api(topics, node.node_id, self.creation_limits),
             delete_topics.api(topics, enabled=s["delete.topic.enable"]),
             describe_configs.api(topics, s, node.node_id),
             describe_cluster.api(node),

@@ -32,6 +32,18 @@ def _int(low: int | None = None, high: int | None = None) -> Callable[[Any], int
     return parse
 
 
+def _float(low: float) -> Callable[[Any], float]:
+    def parse(raw: Any) -> float:
+        if isinstance(raw, bool):
+            raise ValueError("expected a number, got a boolean")
+        value = float(raw)
+        if value < low:
+            raise ValueError(f"must be at least {low}")
+        return value
+
+    return parse
+
+
 def _bool(raw: Any) -> bool:
     if isinstance(raw, bool):
         return raw
@@ -104,6 +116,31 @@ DEFINITIONS: tuple[Definition, ...] = (
     Definition("node.id", 1, _int(0), "Node id used when the data directory is new (then read from it)."),
     Definition("socket.request.max.bytes", 104857600, _int(1024), "Largest request frame accepted."),
     Definition("connections.max.idle.ms", 600000, _int(1000), "Idle connections are closed after this."),
+    # limits
+    Definition("max.connections", 2147483647, _int(1), "Most connections the listener holds."),
+    Definition("max.connections.per.ip", 2147483647, _int(0), "Most connections from one address."),
+    Definition("max.connections.per.ip.overrides", "", _str, "Per-address limits: HOST:COUNT,HOST:COUNT."),
+    Definition(
+        "queued.max.request.bytes",
+        104857600,
+        _int(-1),
+        "Bytes of large requests (over 64 KiB) being read and processed at once (-1: unbounded).",
+    ),
+    Definition(
+        "kcoord.request.read.timeout.ms", 30000, _int(1), "Longest wait for a frame's body after its size."
+    ),
+    Definition(
+        "controller.mutation.rate",
+        1000.0,
+        _float(0.0),
+        "Partitions a client may create per second (CreateTopics, CreatePartitions, auto-creation).",
+    ),
+    Definition(
+        "kcoord.max.partitions.per.request",
+        10000,
+        _int(1),
+        "Most partitions one request may create; beyond it topics get POLICY_VIOLATION.",
+    ),
     # topics
     Definition(
         "auto.create.topics.enable", True, _bool, "Create topics on Metadata/Produce for unknown names."

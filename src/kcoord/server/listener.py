@@ -11,6 +11,7 @@ import structlog
 
 from kcoord.server.connection import Connection
 from kcoord.server.context import ConnectionInfo
+from kcoord.server.limits import ServerLimits
 from kcoord.server.router import Router
 
 log = structlog.get_logger(__name__)
@@ -25,8 +26,10 @@ class Listener:
         *,
         max_request_bytes: int,
         idle_timeout_s: float,
+        limits: ServerLimits | None = None,
     ) -> None:
         self._router = router
+        self.limits = limits or ServerLimits.unlimited()
         self._host = host
         self._port = port
         self._max_request_bytes = max_request_bytes
@@ -82,6 +85,9 @@ class Listener:
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername") or ("?", 0)
+        if not self.limits.connections.admit(str(peer[0])):
+            writer.close()
+            return
         sock = writer.get_extra_info("socket")
         if sock is not None:
             with contextlib.suppress(OSError):
@@ -94,6 +100,7 @@ class Listener:
             info,
             max_request_bytes=self._max_request_bytes,
             idle_timeout_s=self._idle_timeout_s,
+            limits=self.limits,
         )
         task = asyncio.current_task()
         assert task is not None
@@ -102,3 +109,4 @@ class Listener:
             await connection.run()
         finally:
             self._connections.pop(task, None)
+            self.limits.connections.release(info.client_host)
