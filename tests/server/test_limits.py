@@ -41,7 +41,7 @@ def _metadata(names: list[str] | None, *, auto_create: bool = True) -> dict[str,
 
 
 async def test_max_connections_per_ip_closes_the_surplus_connection(tmp_path: Path) -> None:
-    """The fourth connection from 127.0.0.1 with max.connections.per.ip=3 is closed; a slot freed is reused."""
+    """A fourth connection from 127.0.0.1 with max.connections.per.ip=3 is closed; a freed slot is reused."""
     async with running_app(tmp_path, **{"max.connections.per.ip": "3"}) as (app, port):
         clients = [await AsyncRawClient.connect(port) for _ in range(3)]
         for client in clients:
@@ -177,18 +177,18 @@ async def test_create_topics_past_the_mutation_rate_is_throttled(tmp_path: Path)
     """controller.mutation.rate=2: CreateTopics v7 for three 30-partition topics creates the first (it
     overdraws the bucket, as Kafka's quota lets one request do) and answers THROTTLING_QUOTA_EXCEEDED
     with a throttle time for the others; v5, which predates that error, gets POLICY_VIOLATION."""
-    async with running_app(tmp_path, **{"controller.mutation.rate": "2"}) as (_app, port):
-        async with connected(port) as client:
-            answer = await client.call(ApiKey.CREATE_TOPICS, 7, _create_topics(["q1", "q2", "q3"], 30))
-            codes = [(topic.name, topic.error_code) for topic in answer.topics]
-            assert codes == [
-                ("q1", ErrorCode.none),
-                ("q2", ErrorCode.throttling_quota_exceeded),
-                ("q3", ErrorCode.throttling_quota_exceeded),
-            ]
-            assert answer.throttle_time.total_seconds() > 0
-            old = await client.call(ApiKey.CREATE_TOPICS, 5, _create_topics(["q4"], 1))
-            assert [topic.error_code for topic in old.topics] == [ErrorCode.policy_violation]
+    settings = {"controller.mutation.rate": "2"}
+    async with running_app(tmp_path, **settings) as (_app, port), connected(port) as client:
+        answer = await client.call(ApiKey.CREATE_TOPICS, 7, _create_topics(["q1", "q2", "q3"], 30))
+        codes = [(topic.name, topic.error_code) for topic in answer.topics]
+        assert codes == [
+            ("q1", ErrorCode.none),
+            ("q2", ErrorCode.throttling_quota_exceeded),
+            ("q3", ErrorCode.throttling_quota_exceeded),
+        ]
+        assert answer.throttle_time.total_seconds() > 0
+        old = await client.call(ApiKey.CREATE_TOPICS, 5, _create_topics(["q4"], 1))
+        assert [topic.error_code for topic in old.topics] == [ErrorCode.policy_violation]
 
 
 async def test_create_topics_past_the_per_request_limit_is_a_policy_violation(tmp_path: Path) -> None:

@@ -131,13 +131,13 @@ DEFINITIONS: tuple[Definition, ...] = (
     ),
     Definition(
         "controller.mutation.rate",
-        1000.0,
+        100.0,
         _float(0.0),
         "Partitions a client may create per second (CreateTopics, CreatePartitions, auto-creation).",
     ),
     Definition(
         "kcoord.max.partitions.per.request",
-        10000,
+        1000,
         _int(1),
         "Most partitions one request may create; beyond it topics get POLICY_VIOLATION.",
     ),

@@ -11,6 +11,10 @@
   metadata request) are not reserved: their bytes are already bounded by the stream reader's buffer
   of each connection, and reserving them would let a few large frames starve everyone's heartbeats.
 - A large frame is read in chunks, so the stream reader's own buffer stays small while it arrives.
+- Fairness: a client that pipelines requests finds its next frame already buffered, and answers that
+  need no I/O (a cached Metadata, say) never suspend, so without a yield one connection would keep
+  the event loop until its buffer ran dry (twenty such clients stalled a bystander for seconds).
+  A connection that has run for :data:`TURN_S` since it last yielded yields before its next frame.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ _SIZE = struct.Struct(">i")
 SMALL_FRAME_BYTES = 64 * 1024
 """Frames up to this size are not reserved from the memory pool (the stream reader's own limit)."""
 _CHUNK = 1 << 20
+TURN_S = 0.001
+"""Longest a connection runs requests back to back before it lets other connections run."""
 
 
 class FrameReader:
@@ -46,9 +52,14 @@ class FrameReader:
         self._timeouts = limits.read_timeouts
         self._observe = limits.observe
         self._reserved = 0
+        self._loop = asyncio.get_running_loop()
+        self._turn_started = self._loop.time()
 
     async def read(self) -> bytes | None:
         """The next frame; None when the peer closed cleanly between frames."""
+        if self._loop.time() - self._turn_started > TURN_S:
+            await asyncio.sleep(0)
+            self._turn_started = self._loop.time()
         try:
             head = await self._reader.readexactly(4)
         except asyncio.IncompleteReadError as exc:
