@@ -27,6 +27,7 @@ SECTIONS = (
     "offsets_replay",
     "timing_wheel",
     "member_memory",
+    "limits",
 )
 """Section modules in the order they run."""
 

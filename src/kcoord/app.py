@@ -156,7 +156,14 @@ class App:
         pool = MemoryPool(s["queued.max.request.bytes"])
         self.metrics.watch_request_memory(lambda: pool.used, lambda: pool.waiting)
         read_timeout_s = s["kcoord.request.read.timeout.ms"] / 1000
-        return ServerLimits(connections, pool, read_timeout_s=read_timeout_s, observe=self.metrics.limit_hit)
+        return ServerLimits(
+            connections,
+            pool,
+            read_timeout_s=read_timeout_s,
+            observe=self.metrics.limit_hit,
+            send_buffer_bytes=s["socket.send.buffer.bytes"],
+            receive_buffer_bytes=s["socket.receive.buffer.bytes"],
+        )
 
     def _register_apis(self) -> None:
         """Every API kcoord serves, each bound to what it needs; ApiVersions answers with this list."""

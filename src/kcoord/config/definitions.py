@@ -117,6 +117,8 @@ DEFINITIONS: tuple[Definition, ...] = (
     Definition("socket.request.max.bytes", 104857600, _int(1024), "Largest request frame accepted."),
     Definition("connections.max.idle.ms", 600000, _int(1000), "Idle connections are closed after this."),
     # limits
+    Definition("socket.send.buffer.bytes", 102400, _int(-1), "SO_SNDBUF of client connections (-1: OS)."),
+    Definition("socket.receive.buffer.bytes", -1, _int(-1), "SO_RCVBUF of client connections (-1: OS)."),
     Definition("max.connections", 2147483647, _int(1), "Most connections the listener holds."),
     Definition("max.connections.per.ip", 2147483647, _int(0), "Most connections from one address."),
     Definition("max.connections.per.ip.overrides", "", _str, "Per-address limits: HOST:COUNT,HOST:COUNT."),

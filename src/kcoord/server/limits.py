@@ -10,6 +10,8 @@ address until that address's connections drop back under its limit.
 
 from __future__ import annotations
 
+import contextlib
+import socket
 from collections import Counter
 from collections.abc import Callable, Mapping
 
@@ -119,7 +121,14 @@ def parse_overrides(raw: object) -> dict[str, int]:
 
 
 class ServerLimits:
-    """The limits one listener enforces, shared by its connections."""
+    """The limits one listener enforces, shared by its connections.
+
+    ``send_buffer_bytes`` / ``receive_buffer_bytes`` are Kafka's ``socket.send.buffer.bytes`` and
+    ``socket.receive.buffer.bytes`` (-1: the OS default). The send buffer matters for fairness: a
+    client that pipelines requests without reading stops being served once the kernel's send buffer
+    and the transport's 64 KiB high-water mark are full, and loopback autotuning lets the kernel
+    buffer grow to megabytes, i.e. thousands of answers computed for nobody while others wait.
+    """
 
     def __init__(
         self,
@@ -128,12 +137,24 @@ class ServerLimits:
         *,
         read_timeout_s: float,
         observe: LimitObserver = _ignore,
+        send_buffer_bytes: int = -1,
+        receive_buffer_bytes: int = -1,
     ) -> None:
         self.connections = connections
         self.pool = pool
         self.read_timeout_s = read_timeout_s
         self.observe = observe
+        self.send_buffer_bytes = send_buffer_bytes
+        self.receive_buffer_bytes = receive_buffer_bytes
         self.read_timeouts = OffenderLog("kcoord.request.read.timeout.ms", observe)
+
+    def size_buffers(self, sock: socket.socket) -> None:
+        """Apply the socket buffer sizes to an accepted connection."""
+        with contextlib.suppress(OSError):
+            if self.send_buffer_bytes > 0:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.send_buffer_bytes)
+            if self.receive_buffer_bytes > 0:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.receive_buffer_bytes)
 
     @classmethod
     def unlimited(cls, read_timeout_s: float = 60.0) -> ServerLimits:

@@ -92,6 +92,7 @@ class Listener:
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self.limits.size_buffers(sock)
         info = ConnectionInfo(next(self._ids), str(peer[0]), int(peer[1]))
         connection = Connection(
             reader,
