@@ -74,3 +74,26 @@ def test_group_formation_section_forms_groups_with_every_client() -> None:
     )
     for client in ("kafka-python", "confluent", "aiokafka"):
         assert f"{client}, delay 0 ms: formed" in out
+
+
+@pytest.mark.stress
+def test_limits_section_reports_heartbeat_latency_per_phase() -> None:
+    """The limits section runs its three phases against a descriptor-limited server and prints them."""
+    out = run_section(
+        "limits",
+        "--limits-quiet-seconds",
+        "0.5",
+        "--limits-slow-connections",
+        "20",
+        "--limits-flood-topics",
+        "20",
+        "--limits-non-readers",
+        "2",
+        "--limits-pipelined",
+        "100",
+        "--limits-large-frames",
+        "1",
+    )
+    assert "heartbeat flood p99" in out
+    assert "heartbeat p99 slow / quiet" in out
+    assert "peak rss" in out
