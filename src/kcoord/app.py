@@ -29,7 +29,7 @@ from kcoord.apis.broker import (
     metadata,
     produce,
 )
-from kcoord.apis.broker.creation_limits import CreationLimits
+from kcoord.apis.broker.creation_limits import CreationLimits, DescriptorBudget
 from kcoord.apis.groups import (
     delete_groups,
     describe_groups,
@@ -119,6 +119,7 @@ class App:
             rate=s["controller.mutation.rate"],
             max_partitions_per_request=s["kcoord.max.partitions.per.request"],
             observe=self.metrics.limit_hit,
+            descriptors=DescriptorBudget(s["kcoord.descriptors.reserved"]),
         )
         self._register_apis()
         self.router = Router(self.registry)

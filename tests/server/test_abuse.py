@@ -100,3 +100,27 @@ def test_flooding_clients_leave_memory_bounded_and_the_bystander_served(tmp_path
         assert server.proc.poll() is None
     finally:
         server.kill()
+
+
+def test_auto_creation_stops_before_the_descriptors_run_out(tmp_path: Path) -> None:
+    """Under RLIMIT_NOFILE 600 with 300 descriptors reserved, a Metadata request naming 2,000 new
+    topics creates only what the budget allows, and new connections are still served afterwards."""
+    settings = {"kcoord.descriptors.reserved": "300", "kcoord.max.partitions.per.request": "5000"}
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (600, 600))
+
+    server = KcoordProcess(tmp_path / "data", settings, preexec_fn=limit).start()
+    try:
+
+        async def scenario() -> object:
+            answer = await abuse.metadata_for_new_topics(server.port, 2000, 50)
+            assert await abuse.served(server.port, connections=100)
+            return answer
+
+        answer = asyncio.run(asyncio.wait_for(scenario(), 55))
+        created = [t for t in answer.topics if t.error_code == 0]  # type: ignore[attr-defined]
+        assert 0 < len(created) < 100
+        assert server.events("limit.exceeded")[0]["limit"] == "kcoord.descriptors.reserved"
+    finally:
+        server.kill()

@@ -1,4 +1,5 @@
-"""The pure parts of the server's limits: connection counting, offender logs and the memory pool."""
+"""The pure parts of the limits: connection counting, offender logs, the memory pool, the creation quota
+and the descriptor budget."""
 
 from __future__ import annotations
 
@@ -7,6 +8,10 @@ import asyncio
 import pytest
 import structlog.testing
 
+from kcoord.apis.broker.creation_limits import CreationLimits, DescriptorBudget
+from kcoord.protocol.codec import RequestHeader
+from kcoord.protocol.errors import ErrorCode
+from kcoord.server.context import ConnectionInfo, RequestContext
 from kcoord.server.limits import ConnectionLimits, parse_overrides
 from kcoord.server.memory_pool import MemoryPool
 
@@ -96,3 +101,41 @@ def test_an_unbounded_pool_only_counts() -> None:
     pool = MemoryPool(-1)
     assert pool.try_reserve(10**9) and pool.try_reserve(10**9)
     assert pool.used == 2 * 10**9
+
+
+def test_the_descriptor_budget_refuses_partitions_that_would_eat_the_reserve() -> None:
+    """With room for one more partition's descriptors besides the reserve, two are refused with
+    POLICY_VIOLATION and one is allowed."""
+    budget = DescriptorBudget(reserved=10, limit=DescriptorBudget.open_descriptors() + 10 + 5)
+    limits = CreationLimits(rate=0, max_partitions_per_request=100, descriptors=budget)
+    request = limits.budget(_context(), quota_error=True)
+    refusal = request.refusal(2)
+    assert refusal is not None and refusal[0] == ErrorCode.policy_violation
+    assert request.refusal(1) is None
+
+
+def test_the_mutation_quota_refills_at_its_rate() -> None:
+    """A client that overdrew its bucket is throttled until the rate has refilled it."""
+    now = [0.0]
+    limits = CreationLimits(rate=10, max_partitions_per_request=1000, clock=lambda: now[0])
+    assert limits.budget(_context(), quota_error=True).refusal(15) is None
+    throttled = limits.budget(_context(), quota_error=True)
+    assert throttled.refusal(1) == (ErrorCode.throttling_quota_exceeded, ANY_MESSAGE)
+    assert 500 <= throttled.throttle_ms <= 501
+    now[0] = 0.6
+    assert limits.budget(_context(), quota_error=False).refusal(1) is None
+
+
+class _AnyMessage(str):
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, str)
+
+    __hash__ = str.__hash__
+
+
+ANY_MESSAGE = _AnyMessage()
+
+
+def _context() -> RequestContext:
+    header = RequestHeader(19, 7, correlation_id=1, client_id="units")
+    return RequestContext(header=header, connection=ConnectionInfo(1, "127.0.0.1", 50000))

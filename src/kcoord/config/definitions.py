@@ -138,6 +138,12 @@ DEFINITIONS: tuple[Definition, ...] = (
         "Partitions a client may create per second (CreateTopics, CreatePartitions, auto-creation).",
     ),
     Definition(
+        "kcoord.descriptors.reserved",
+        1024,
+        _int(0),
+        "File descriptors kept free for connections: partitions that would use them are not created.",
+    ),
+    Definition(
         "kcoord.max.partitions.per.request",
         1000,
         _int(1),

@@ -12,11 +12,19 @@
   do not know that code) answer as for the per-request limit. ``throttle_time_ms`` says how long
   until the bucket is positive again. A rate of 0 disables the quota.
 
+- The descriptor budget: every partition holds its segment files open (three descriptors for the
+  active segment), so before creating partitions kcoord checks that the process would still have
+  ``kcoord.descriptors.reserved`` descriptors left under its ``RLIMIT_NOFILE`` for connections and
+  everything else. Past it, topics are refused as for the per-request limit (a new connection
+  accepted and closed at once for want of a descriptor is worse than a topic not created).
+
 Each refusal is counted, and logged once per client until the client's bucket refills.
 """
 
 from __future__ import annotations
 
+import os
+import resource
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,6 +34,30 @@ from kcoord.server.context import RequestContext
 from kcoord.server.limits import LimitObserver, OffenderLog
 
 _MAX_BUCKETS = 10_000
+DESCRIPTORS_PER_PARTITION = 3
+"""A partition's active segment: its log, offset index and time index files."""
+
+
+class DescriptorBudget:
+    """Whether the process can afford the descriptors of more partitions."""
+
+    def __init__(self, reserved: int, *, limit: int | None = None) -> None:
+        self.reserved = reserved
+        soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        self.limit = limit if limit is not None else soft
+
+    @staticmethod
+    def open_descriptors() -> int:
+        try:
+            return len(os.listdir("/proc/self/fd"))
+        except OSError:
+            return 0
+
+    def allows(self, partitions: int) -> bool:
+        if self.limit == resource.RLIM_INFINITY or self.limit <= 0:
+            return True
+        needed = partitions * DESCRIPTORS_PER_PARTITION
+        return self.open_descriptors() + needed + self.reserved <= self.limit
 
 
 @dataclass(slots=True)
@@ -42,14 +74,17 @@ class CreationLimits:
         max_partitions_per_request: int,
         observe: LimitObserver | None = None,
         clock: Callable[[], float] = time.monotonic,
+        descriptors: DescriptorBudget | None = None,
     ) -> None:
         self.rate = rate
         self.max_partitions_per_request = max_partitions_per_request
+        self.descriptors = descriptors
         self._clock = clock
         self._buckets: dict[str, _Bucket] = {}
         observe = observe or (lambda _limit: None)
         self.quota_log = OffenderLog("controller.mutation.rate", observe)
         self.request_log = OffenderLog("kcoord.max.partitions.per.request", observe)
+        self.descriptor_log = OffenderLog("kcoord.descriptors.reserved", observe)
 
     def budget(self, ctx: RequestContext, *, quota_error: bool) -> CreationBudget:
         """The budget of one request; ``quota_error``: the API version knows THROTTLING_QUOTA_EXCEEDED."""
@@ -94,6 +129,12 @@ class CreationBudget:
             limits.request_log.refused(self._client, max=limits.max_partitions_per_request)
             return ErrorCode.policy_violation, (
                 f"One request may create at most {limits.max_partitions_per_request} partitions."
+            )
+        if limits.descriptors is not None and not limits.descriptors.allows(partitions):
+            limits.descriptor_log.refused(self._client, descriptor_limit=limits.descriptors.limit)
+            return ErrorCode.policy_violation, (
+                "Creating these partitions would leave fewer than "
+                f"{limits.descriptors.reserved} file descriptors for connections."
             )
         if limits.rate > 0:
             bucket = limits.bucket(self._client)
