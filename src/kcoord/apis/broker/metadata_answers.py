@@ -19,7 +19,8 @@ from kcoord.protocol.codec import EncodedResponse, build, encode_entity, respons
 from kcoord.protocol.errors import ErrorCode
 
 LARGE_ANSWER_TOPICS = 500
-_MAX_CACHED = 64
+_MAX_CACHED = 8
+"""Cached all-topics answers (version and options combinations); each is as large as the catalogue."""
 
 
 def _encode(api_version: int, body: dict[str, Any]) -> EncodedResponse:
