@@ -14,7 +14,8 @@
 - Fairness: a client that pipelines requests finds its next frame already buffered, and answers that
   need no I/O (a cached Metadata, say) never suspend, so without a yield one connection would keep
   the event loop until its buffer ran dry (twenty such clients stalled a bystander for seconds).
-  A connection that has run for :data:`TURN_S` since it last yielded yields before its next frame.
+  A connection whose next frame is already buffered yields before reading it once it has run for
+  :data:`TURN_S` since it last waited (a connection that waits for its next frame yields anyway).
 """
 
 from __future__ import annotations
@@ -57,7 +58,9 @@ class FrameReader:
 
     async def read(self) -> bytes | None:
         """The next frame; None when the peer closed cleanly between frames."""
-        if self._loop.time() - self._turn_started > TURN_S:
+        # StreamReader has no public "bytes buffered"; without it every request would yield.
+        buffered = len(getattr(self._reader, "_buffer", b"x"))
+        if buffered and self._loop.time() - self._turn_started > TURN_S:
             await asyncio.sleep(0)
             self._turn_started = self._loop.time()
         try:
@@ -66,6 +69,8 @@ class FrameReader:
             if exc.partial:
                 raise CloseConnectionError(f"frame size cut off after {len(exc.partial)} bytes") from exc
             return None
+        if not buffered:
+            self._turn_started = self._loop.time()
         (size,) = _SIZE.unpack(head)
         if size < 0:
             raise CloseConnectionError(f"negative frame size {size}")
