@@ -1,8 +1,10 @@
 """Issue 8's resource-exhaustion scenarios, timed: a bystander's heartbeat latency under attack.
 
 Per run, a kcoord of its own whose descriptor limit is ``--limits-nofile`` (4,096), with
-``kcoord.request.read.timeout.ms=2000`` and the defaults otherwise (``queued.max.request.bytes``
-100 MiB, ``kcoord.max.partitions.per.request`` 1,000, ``controller.mutation.rate`` 100). A bystander (a
+``kcoord.request.read.timeout.ms=2000``, ``kcoord.max.partitions.per.request=--limits-created``
+(200: at the default 1,000 the flood request spends minutes creating topics on a loaded machine, each
+topic's logs and catalogue being made durable) and the defaults otherwise (``queued.max.request.bytes``
+100 MiB, ``controller.mutation.rate`` 100). A bystander (a
 one-member group on its own thread and event loop) heartbeats every 5 ms throughout; its p50, p99
 and worst latency are reported for each phase:
 
@@ -48,6 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--limits-non-readers", type=int, default=20, help="non-reading connections (20)")
     group.add_argument("--limits-pipelined", type=int, default=10_000, help="requests each pipelines")
     group.add_argument("--limits-large-frames", type=int, default=10, help="unfinished 100 MB frames (10)")
+    group.add_argument("--limits-created", type=int, default=200, help="partitions one request may create")
 
 
 def _descriptor_limit(count: int) -> Callable[[], None]:
@@ -95,7 +98,11 @@ async def _one_run(server: BenchServer, options: argparse.Namespace) -> dict[str
 
 def run(_server: BenchServer, options: argparse.Namespace) -> list[Measurement]:
     runs: list[dict[str, float]] = []
-    settings = {"kcoord.request.read.timeout.ms": "2000", "group.initial.rebalance.delay.ms": "0"}
+    settings = {
+        "kcoord.request.read.timeout.ms": "2000",
+        "group.initial.rebalance.delay.ms": "0",
+        "kcoord.max.partitions.per.request": str(options.limits_created),
+    }
     for _ in range(options.runs):
         with running_kcoord(settings, preexec_fn=_descriptor_limit(options.limits_nofile)) as server:
             runs.append(asyncio.run(_one_run(server, options)))
