@@ -31,6 +31,7 @@ SECTIONS = (
     "fuzz",
     "storage_engines",
     "secure_load",
+    "limits",
 )
 """Section modules in the order they run."""
 

@@ -10,7 +10,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -136,10 +136,12 @@ def running_kcoord(
     data_dir: Path | None = None,
     watch: Iterable[str] = (),
     listen: str = "127.0.0.1:0",
+    preexec_fn: Callable[[], None] | None = None,
 ) -> Iterator[BenchServer]:
     """A kcoord subprocess with its own temporary data directory (or ``data_dir``), stopped on exit.
 
-    ``watch``: names of log events to keep (see :meth:`BenchServer.events`).
+    ``watch``: names of log events to keep (see :meth:`BenchServer.events`); ``preexec_fn`` runs in
+    the child before kcoord starts (resource limits).
     """
     with tempfile.TemporaryDirectory(prefix="kcoord-bench-") as tmp:
         data_dir = data_dir or Path(tmp) / "data"
@@ -158,7 +160,9 @@ def running_kcoord(
             command += ["--set", f"{name}={value}"]
         env = {k: v for k, v in os.environ.items() if not k.startswith("KCOORD_")}
         spawned_at = time.monotonic()
-        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+        proc = subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, preexec_fn=preexec_fn
+        )
         tail: list[str] = []
         events = WatchedEvents(watch)
         server = None

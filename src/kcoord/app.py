@@ -34,6 +34,7 @@ from kcoord.apis.broker import (
     sasl_handshake,
     user_scram_credentials,
 )
+from kcoord.apis.broker.creation_limits import CreationLimits, DescriptorBudget
 from kcoord.apis.groups import (
     delete_groups,
     describe_groups,
@@ -69,7 +70,9 @@ from kcoord.runtime.rebalance_journal import JOURNAL_FILE, JournalingObserver, R
 from kcoord.runtime.service import GroupCoordinator
 from kcoord.security.credentials import CredentialStore
 from kcoord.security.sasl import SaslSettings
+from kcoord.server.limits import ConnectionLimits, ServerLimits, parse_overrides
 from kcoord.server.listener_set import ListenerSet, advertised_addresses
+from kcoord.server.memory_pool import MemoryPool
 from kcoord.server.router import Router
 from kcoord.storage import open_store
 from kcoord.timer.api import Timer
@@ -126,11 +129,17 @@ class App:
             observer=self.metrics,
         )
         self.groups = GroupService(self.coordinator)
+        self.creation_limits = CreationLimits(
+            rate=s["controller.mutation.rate"],
+            max_partitions_per_request=s["kcoord.max.partitions.per.request"],
+            observe=self.metrics.limit_hit,
+            descriptors=DescriptorBudget(s["kcoord.descriptors.reserved"]),
+        )
         self._register_apis()
         self.router = Router(self.registry)
         self.router.observers.append(self.metrics.observe_request)
         self.router.exchange_observers.append(self.metrics.observe_exchange)
-        self.listener = ListenerSet.build(s, self.router, self._sasl_settings)
+        self.listener = ListenerSet.build(s, self.router, self._sasl_settings, self._server_limits())
         metrics_host, metrics_port = s["kcoord.metrics.listen"]
         self.http = build_endpoint(
             self.coordinator,
@@ -144,19 +153,41 @@ class App:
         )
         self.started = asyncio.Event()
 
+    def _server_limits(self) -> ServerLimits:
+        s = self.settings
+        connections = ConnectionLimits(
+            max_connections=s["max.connections"],
+            max_per_ip=s["max.connections.per.ip"],
+            per_ip_overrides=parse_overrides(s["max.connections.per.ip.overrides"]),
+            observe=self.metrics.limit_hit,
+        )
+        pool = MemoryPool(s["queued.max.request.bytes"])
+        self.metrics.watch_request_memory(lambda: pool.used, lambda: pool.waiting)
+        read_timeout_s = s["kcoord.request.read.timeout.ms"] / 1000
+        return ServerLimits(
+            connections,
+            pool,
+            read_timeout_s=read_timeout_s,
+            observe=self.metrics.limit_hit,
+            send_buffer_bytes=s["socket.send.buffer.bytes"],
+            receive_buffer_bytes=s["socket.receive.buffer.bytes"],
+        )
+
     def _register_apis(self) -> None:
         """Every API kcoord serves, each bound to what it needs; ApiVersions answers with this list."""
         s, topics, node, groups = self.settings, self.topics, self.node, self.groups
         members = MemberWatch(groups, enabled=s["kcoord.fast.failover.enable"])
         specs = [
             api_versions.api(self.registry),
-            metadata.api(topics, node, auto_create=s["auto.create.topics.enable"]),
+            metadata.api(
+                topics, node, auto_create=s["auto.create.topics.enable"], creation=self.creation_limits
+            ),
             produce.api(topics, self.producers),
             fetch.api(topics, self.growth_hints),
             list_offsets.api(topics),
             init_producer_id.api(self.producers),
-            create_topics.api(topics, s, node.node_id),
-            create_partitions.api(topics, node.node_id),
+            create_topics.api(topics, s, node.node_id, self.creation_limits),
+            create_partitions.api(topics, node.node_id, self.creation_limits),
             delete_topics.api(topics, enabled=s["delete.topic.enable"]),
             delete_records.api(topics),
             describe_configs.api(topics, s, node.node_id),

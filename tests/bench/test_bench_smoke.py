@@ -128,3 +128,26 @@ def test_secure_load_section_compares_sasl_ssl_with_plaintext() -> None:
     assert "heartbeat SASL_SSL / PLAINTEXT" in out
     assert "commit SASL_SSL / PLAINTEXT" in out
     assert "ratio per server CPU-s" in out
+
+
+@pytest.mark.stress
+def test_limits_section_reports_heartbeat_latency_per_phase() -> None:
+    """The limits section runs its three phases against a descriptor-limited server and prints them."""
+    out = run_section(
+        "limits",
+        "--limits-quiet-seconds",
+        "0.5",
+        "--limits-slow-connections",
+        "20",
+        "--limits-flood-topics",
+        "20",
+        "--limits-non-readers",
+        "2",
+        "--limits-pipelined",
+        "100",
+        "--limits-large-frames",
+        "1",
+    )
+    assert "heartbeat flood p99" in out
+    assert "heartbeat p99 slow / quiet" in out
+    assert "peak rss" in out

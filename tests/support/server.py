@@ -9,7 +9,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +26,11 @@ class KcoordProcess:
         *,
         port: int = 0,
         extra_args: Iterable[str] = (),
+        preexec_fn: Callable[[], None] | None = None,
     ) -> None:
+        """``preexec_fn`` runs in the child before kcoord starts (resource limits, say)."""
         self.data_dir = data_dir
+        self.preexec_fn = preexec_fn
         self.settings = {**DEFAULT_TEST_SETTINGS, **(settings or {})}
         self.port = port
         self.extra_args = list(extra_args)
@@ -63,7 +66,11 @@ class KcoordProcess:
         self._started.clear()
         env = {k: v for k, v in os.environ.items() if not k.startswith("KCOORD_")}
         self.proc = subprocess.Popen(
-            self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
+            self.command(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=env,
+            preexec_fn=self.preexec_fn,
         )
         self._reader = threading.Thread(target=self._read_logs, args=(self.proc,), daemon=True)
         self._reader.start()

@@ -117,6 +117,11 @@ class TopicManager:
     def names(self) -> list[str]:
         return sorted(self._topics)
 
+    @property
+    def default_partitions(self) -> int:
+        """Partitions of an auto-created topic (``num.partitions``)."""
+        return int(self._settings["num.partitions"])
+
     def topics(self) -> list[TopicInfo]:
         return [self._topics[name] for name in sorted(self._topics)]
 

@@ -50,6 +50,18 @@ def _range_text(low: int | None, high: int | None) -> str:
     return "" if high is None else f" of at most {high}"
 
 
+def _float(low: float) -> Callable[[Any], float]:
+    def parse(raw: Any) -> float:
+        if isinstance(raw, bool):
+            raise ValueError("expected a number, got a boolean")
+        value = float(raw)
+        if value < low:
+            raise ValueError(f"must be at least {low}")
+        return value
+
+    return parse
+
+
 def _bool(raw: Any) -> bool:
     if isinstance(raw, bool):
         return raw
@@ -154,6 +166,39 @@ DEFINITIONS: tuple[Definition, ...] = (
         100,
         _int(0),
         "Delay before answering a failed authentication (slows password guessing).",
+    ),
+    # limits
+    Definition("socket.send.buffer.bytes", 102400, _int(-1), "SO_SNDBUF of client connections (-1: OS)."),
+    Definition("socket.receive.buffer.bytes", -1, _int(-1), "SO_RCVBUF of client connections (-1: OS)."),
+    Definition("max.connections", 2147483647, _int(1), "Most connections the listener holds."),
+    Definition("max.connections.per.ip", 2147483647, _int(0), "Most connections from one address."),
+    Definition("max.connections.per.ip.overrides", "", _str, "Per-address limits: HOST:COUNT,HOST:COUNT."),
+    Definition(
+        "queued.max.request.bytes",
+        104857600,
+        _int(-1),
+        "Bytes of large requests (over 64 KiB) being read and processed at once (-1: unbounded).",
+    ),
+    Definition(
+        "kcoord.request.read.timeout.ms", 30000, _int(1), "Longest wait for a frame's body after its size."
+    ),
+    Definition(
+        "controller.mutation.rate",
+        100.0,
+        _float(0.0),
+        "Partitions a client may create per second (CreateTopics, CreatePartitions, auto-creation).",
+    ),
+    Definition(
+        "kcoord.descriptors.reserved",
+        1024,
+        _int(0),
+        "File descriptors kept free for connections: partitions that would use them are not created.",
+    ),
+    Definition(
+        "kcoord.max.partitions.per.request",
+        1000,
+        _int(1),
+        "Most partitions one request may create; beyond it topics get POLICY_VIOLATION.",
     ),
     # topics
     Definition(

@@ -9,12 +9,14 @@ gauges are computed at scrape time by :class:`kcoord.observability.collector.Gro
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import structlog
 from prometheus_client import (
     CollectorRegistry,
     Counter,
+    Gauge,
     Histogram,
     disable_created_metrics,
     generate_latest,
@@ -119,12 +121,35 @@ class KcoordMetrics:
             ["partition"],
             registry=r,
         )
+        self.limit_events = Counter(
+            "kcoord_limit_events",
+            "Connections, frames and creations refused or held back, by the setting that limited them.",
+            ["limit"],
+            registry=r,
+        )
         self.offsets_load_duration = Histogram(
             "kcoord_offsets_partition_load_duration_seconds",
             "Time to replay an offsets partition at start.",
             buckets=_REBALANCE_BUCKETS,
             registry=r,
         )
+
+    def limit_hit(self, limit: str) -> None:
+        """A limit (named by its setting) refused or held back a connection, frame or creation."""
+        self.limit_events.labels(limit=limit).inc()
+
+    def watch_request_memory(self, used: Callable[[], float], waiting: Callable[[], float]) -> None:
+        """Gauges of the ``queued.max.request.bytes`` pool, read at scrape time."""
+        Gauge(
+            "kcoord_request_memory_bytes",
+            "Bytes of large requests being read or processed (queued.max.request.bytes pool).",
+            registry=self.registry,
+        ).set_function(used)
+        Gauge(
+            "kcoord_request_memory_waiting_frames",
+            "Frames waiting for request memory (their connections are not read meanwhile).",
+            registry=self.registry,
+        ).set_function(waiting)
 
     def exposition(self) -> bytes:
         """The text exposition of everything in the registry (collectors run now)."""

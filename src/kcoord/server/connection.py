@@ -17,17 +17,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import struct
 from typing import Protocol
 
 import structlog
 
 from kcoord.server.context import ConnectionInfo
+from kcoord.server.frames import FrameReader
+from kcoord.server.limits import ServerLimits
 from kcoord.server.router import CloseConnectionError
 
 log = structlog.get_logger(__name__)
-
-_SIZE = struct.Struct(">i")
 
 
 class FrameHandler(Protocol):
@@ -46,12 +45,17 @@ class Connection:
         *,
         max_request_bytes: int,
         idle_timeout_s: float,
+        limits: ServerLimits | None = None,
     ) -> None:
-        self._reader = reader
         self._writer = writer
         self._router = router
         self.info = info
-        self._max_request_bytes = max_request_bytes
+        self._frames = FrameReader(
+            reader,
+            max_request_bytes=max_request_bytes,
+            limits=limits or ServerLimits.unlimited(),
+            peer=info.client_host,
+        )
         self._idle_timeout_s = idle_timeout_s
         self._log = log.bind(connection_id=info.connection_id, peer=f"{info.client_host}:{info.client_port}")
         self._closing = False
@@ -80,6 +84,7 @@ class Connection:
             self._log.exception("connection.failed")
         finally:
             self._closing = True
+            self._frames.done()
             await self._close_transport()
             for callback in self.info.close_callbacks:
                 try:
@@ -102,6 +107,7 @@ class Connection:
                 response = await handle(frame, self.info)
             finally:
                 self._handling = False
+                self._frames.done()
             self.last_active = loop.time()
             if response is None:
                 continue
@@ -118,22 +124,10 @@ class Connection:
             self._waiting_for_request = False
 
     async def _read_frame(self) -> bytes | None:
-        try:
-            head = await self._reader.readexactly(4)
-        except asyncio.IncompleteReadError as exc:
-            if exc.partial:
-                raise CloseConnectionError(f"frame size cut off after {len(exc.partial)} bytes") from exc
+        frame = await self._frames.read()
+        if frame is None:
             self._log.debug("connection.closed_by_peer")
-            return None
-        (size,) = _SIZE.unpack(head)
-        if size < 0:
-            raise CloseConnectionError(f"negative frame size {size}")
-        if size > self._max_request_bytes:
-            raise CloseConnectionError(f"frame of {size} bytes exceeds socket.request.max.bytes")
-        try:
-            return await self._reader.readexactly(size)
-        except asyncio.IncompleteReadError as exc:
-            raise CloseConnectionError(f"frame cut off: {len(exc.partial)} of {size} bytes") from exc
+        return frame
 
     def close_if_idle(self, now: float) -> None:
         """Close a connection that has had no request and none in progress for connections.max.idle.ms.

@@ -14,6 +14,7 @@ from kcoord.security.sasl import SaslSession, SaslSettings
 from kcoord.security.tls import certificate_principal
 from kcoord.server.connection import Connection, FrameHandler
 from kcoord.server.context import ConnectionInfo
+from kcoord.server.limits import ServerLimits
 from kcoord.server.router import Router
 from kcoord.server.sasl_gate import SaslGate
 
@@ -33,12 +34,14 @@ class Listener:
         security_protocol: str = "PLAINTEXT",
         ssl_context: ssl.SSLContext | None = None,
         sasl: SaslSettings | None = None,
+        limits: ServerLimits | None = None,
     ) -> None:
         self.name = name
         self.security_protocol = security_protocol
         self._ssl_context = ssl_context
         self._sasl = sasl
         self._router = router
+        self.limits = limits or ServerLimits.unlimited()
         self._host = host
         self._port = port
         self._max_request_bytes = max_request_bytes
@@ -101,10 +104,14 @@ class Listener:
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername") or ("?", 0)
+        if not self.limits.connections.admit(str(peer[0])):
+            writer.close()
+            return
         sock = writer.get_extra_info("socket")
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self.limits.size_buffers(sock)
         info = ConnectionInfo(
             next(self._ids),
             str(peer[0]),
@@ -125,6 +132,7 @@ class Listener:
             info,
             max_request_bytes=self._max_request_bytes,
             idle_timeout_s=self._idle_timeout_s,
+            limits=self.limits,
         )
         task = asyncio.current_task()
         assert task is not None
@@ -133,3 +141,4 @@ class Listener:
             await connection.run()
         finally:
             self._connections.pop(task, None)
+            self.limits.connections.release(info.client_host)

@@ -15,6 +15,7 @@ from kcoord.config import Settings, SettingsError
 from kcoord.config.listeners import ListenerAddress, security_protocol_of
 from kcoord.security.sasl import SaslSettings
 from kcoord.security.tls import TlsConfigError, server_context
+from kcoord.server.limits import ServerLimits
 from kcoord.server.listener import Listener
 from kcoord.server.router import Router
 
@@ -25,8 +26,10 @@ _SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
 class ListenerSet:
     """The listeners in the order ``listeners`` names them; the first is the default one."""
 
-    def __init__(self, listeners: list[Listener]) -> None:
+    def __init__(self, listeners: list[Listener], limits: ServerLimits | None = None) -> None:
         self.listeners = listeners
+        self.limits = limits or ServerLimits.unlimited()
+        """The node's limits, shared by every listener (connection counts, request memory)."""
         self.bound: dict[str, tuple[str, int]] = {}
 
     @classmethod
@@ -35,9 +38,14 @@ class ListenerSet:
         settings: Settings,
         router: Router,
         sasl_for: Callable[[str], SaslSettings],
+        limits: ServerLimits | None = None,
     ) -> ListenerSet:
-        """One Listener per entry of ``listeners``; raises SettingsError for what cannot be served."""
+        """One Listener per entry of ``listeners``; raises SettingsError for what cannot be served.
+
+        Every listener shares ``limits``: connection counts and the request memory pool are the node's.
+        """
         addresses: tuple[ListenerAddress, ...] = settings["listeners"]
+        shared = limits or ServerLimits.unlimited()
         protocol_map = settings["listener.security.protocol.map"]
         tls: dict[str, ssl.SSLContext] = {}
         listeners = []
@@ -62,9 +70,10 @@ class ListenerSet:
                     security_protocol=protocol,
                     ssl_context=tls.get(protocol),
                     sasl=sasl_for(address.name) if protocol in _SASL_PROTOCOLS else None,
+                    limits=shared,
                 )
             )
-        return cls(listeners)
+        return cls(listeners, shared)
 
     @property
     def open_connections(self) -> int:

@@ -23,7 +23,14 @@ from kcoord.apis.broker import (
 from kcoord.cluster.identity import Node
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.config import Settings
-from kcoord.protocol.codec import RequestHeader, build, encode_entity, request_class, response_class
+from kcoord.protocol.codec import (
+    EncodedResponse,
+    RequestHeader,
+    build,
+    encode_entity,
+    request_class,
+    response_class,
+)
 from kcoord.protocol.registry import ApiRegistry
 from kcoord.server.context import ConnectionInfo, RequestContext
 from kcoord.storage.api import LogStore
@@ -80,7 +87,10 @@ async def call(app: TopicApp, api_key: int, version: int, body: dict[str, Any]) 
     ctx = RequestContext(header=header, connection=ConnectionInfo(1, "127.0.0.1", 50000))
     body_out = await spec.handler(ctx, request)
     response_cls = response_class(api_key, version)
-    encoded = encode_entity(build(response_cls, body_out))
+    if isinstance(body_out, EncodedResponse):
+        encoded = body_out.body
+    else:
+        encoded = encode_entity(build(response_cls, body_out))
     decoded, end = entity_reader(response_cls)(encoded, 0)
     assert end == len(encoded)
     return decoded

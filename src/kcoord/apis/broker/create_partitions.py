@@ -17,6 +17,7 @@ import functools
 from typing import Any
 
 from kcoord.apis.broker.create_topics import TopicAnswer, answer_each_topic, check_assignments
+from kcoord.apis.broker.creation_limits import CreationBudget, CreationLimits
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
@@ -30,7 +31,9 @@ def _result(name: str, code: ErrorCode, message: str | None) -> dict[str, Any]:
     return {"name": name, "error_code": code, "error_message": message}
 
 
-async def _grow(topics: TopicManager, node_id: int, topic: Any, validate_only: bool) -> None:
+async def _grow(
+    topics: TopicManager, node_id: int, topic: Any, validate_only: bool, budget: CreationBudget | None
+) -> None:
     info = topics.get(topic.name)
     if info is None:
         raise KafkaError(ErrorCode.unknown_topic_or_partition, f"Topic '{topic.name}' does not exist.")
@@ -49,6 +52,10 @@ async def _grow(topics: TopicManager, node_id: int, topic: Any, validate_only: b
                 "assignments provided.",
             )
         check_assignments([a.broker_ids for a in topic.assignments], node_id)
+    if budget is not None and not validate_only and count > info.partitions:
+        refusal = budget.refusal(count - info.partitions)
+        if refusal is not None:
+            raise KafkaError(*refusal)
     await topics.add_partitions(topic.name, count, validate_only)
 
 
@@ -56,21 +63,27 @@ def create_partitions_error_response(request: Any, code: ErrorCode) -> dict[str,
     return {"throttle_time": 0, "results": [_result(t.name, code, None) for t in request.topics]}
 
 
-def api(topics: TopicManager, node_id: int) -> ApiSpec:
-    handler = functools.partial(handle_create_partitions, topics=topics, node_id=node_id)
+def api(topics: TopicManager, node_id: int, creation: CreationLimits | None = None) -> ApiSpec:
+    handler = functools.partial(handle_create_partitions, topics=topics, node_id=node_id, creation=creation)
     return ApiSpec(
         ApiKey.CREATE_PARTITIONS, "CreatePartitions", 0, 3, handler, create_partitions_error_response
     )
 
 
 async def handle_create_partitions(
-    ctx: RequestContext, request: Any, *, topics: TopicManager, node_id: int
+    ctx: RequestContext,
+    request: Any,
+    *,
+    topics: TopicManager,
+    node_id: int,
+    creation: CreationLimits | None = None,
 ) -> dict[str, Any]:
     validate_only = bool(request.validate_only)
+    budget = creation.budget(ctx, quota_error=ctx.api_version >= 3) if creation is not None else None
 
     async def grow(topic: Any) -> TopicAnswer:
-        await _grow(topics, node_id, topic, validate_only)
+        await _grow(topics, node_id, topic, validate_only, budget)
         return _result(topic.name, ErrorCode.none, None)
 
     results = await answer_each_topic(request.topics, grow, _result, "Duplicate topic in request.")
-    return {"throttle_time": 0, "results": results}
+    return {"throttle_time": budget.throttle_ms if budget is not None else 0, "results": results}

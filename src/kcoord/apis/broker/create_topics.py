@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from kcoord.apis.broker.creation_limits import CreationBudget, CreationLimits
 from kcoord.cluster.topic_configs import ConfigEntry, describe_topic_configs
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.config import Settings
@@ -103,7 +104,12 @@ def _topic_error(name: str, code: ErrorCode, message: str | None) -> dict[str, A
 
 
 async def _create_one(
-    topics: TopicManager, settings: Settings, node_id: int, topic: Any, validate_only: bool
+    topics: TopicManager,
+    settings: Settings,
+    node_id: int,
+    topic: Any,
+    validate_only: bool,
+    budget: CreationBudget | None = None,
 ) -> dict[str, Any]:
     partitions = int(topic.num_partitions)
     replication_factor = int(topic.replication_factor)
@@ -124,6 +130,10 @@ async def _create_one(
         check_assignments([a.broker_ids for a in assignments], node_id)
         partitions, replication_factor = len(assignments), 1
     configs = {c.name: c.value for c in topic.configs}
+    if budget is not None and not validate_only and topics.get(topic.name) is None:
+        refusal = budget.refusal(partitions if partitions != -1 else topics.default_partitions)
+        if refusal is not None:
+            raise KafkaError(*refusal)
     info = await topics.create(topic.name, partitions, replication_factor, configs, validate_only)
     return {
         "name": info.name,
@@ -140,18 +150,29 @@ def create_topics_error_response(request: Any, code: ErrorCode) -> dict[str, Any
     return {"throttle_time": 0, "topics": [_topic_error(t.name, code, None) for t in request.topics]}
 
 
-def api(topics: TopicManager, settings: Settings, node_id: int) -> ApiSpec:
-    handler = functools.partial(handle_create_topics, topics=topics, settings=settings, node_id=node_id)
+def api(
+    topics: TopicManager, settings: Settings, node_id: int, creation: CreationLimits | None = None
+) -> ApiSpec:
+    handler = functools.partial(
+        handle_create_topics, topics=topics, settings=settings, node_id=node_id, creation=creation
+    )
     return ApiSpec(ApiKey.CREATE_TOPICS, "CreateTopics", 2, 7, handler, create_topics_error_response)
 
 
 async def handle_create_topics(
-    ctx: RequestContext, request: Any, *, topics: TopicManager, settings: Settings, node_id: int
+    ctx: RequestContext,
+    request: Any,
+    *,
+    topics: TopicManager,
+    settings: Settings,
+    node_id: int,
+    creation: CreationLimits | None = None,
 ) -> dict[str, Any]:
     validate_only = bool(getattr(request, "validate_only", False))
+    budget = creation.budget(ctx, quota_error=ctx.api_version >= 6) if creation is not None else None
 
     async def create(topic: Any) -> TopicAnswer:
-        return await _create_one(topics, settings, node_id, topic, validate_only)
+        return await _create_one(topics, settings, node_id, topic, validate_only, budget)
 
     results = await answer_each_topic(
         request.topics,
@@ -159,4 +180,4 @@ async def handle_create_topics(
         _topic_error,
         "Create topics request contains multiple entries for the topic {name}.",
     )
-    return {"throttle_time": 0, "topics": results}
+    return {"throttle_time": budget.throttle_ms if budget is not None else 0, "topics": results}

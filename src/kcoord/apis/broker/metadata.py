@@ -21,14 +21,18 @@ add a metadata round trip (and librdkafka's backoff) to every first produce.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import uuid
 from typing import Any
 
+from kcoord.apis.broker.creation_limits import CreationBudget, CreationLimits
+from kcoord.apis.broker.metadata_answers import AllTopicsAnswers, encode_answer
 from kcoord.cluster.identity import Node
 from kcoord.cluster.topic_manager import TopicInfo, TopicManager
 from kcoord.cluster.topic_names import topic_name_problem
 from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.codec import EncodedResponse
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.protocol.registry import ApiSpec
 from kcoord.server.context import RequestContext
@@ -105,6 +109,7 @@ async def _requested_topic(
     topic_id: uuid.UUID | None,
     auto_create: bool,
     with_ops: bool,
+    budget: CreationBudget | None = None,
 ) -> dict[str, Any]:
     if name is None:
         info = topics.get_by_id(topic_id) if topic_id is not None else None
@@ -116,6 +121,8 @@ async def _requested_topic(
         return _error_entry(name, ErrorCode.invalid_topic_exception)
     info = topics.get(name)
     if info is None and auto_create:
+        if budget is not None and budget.refusal(topics.default_partitions) is not None:
+            return _error_entry(name, ErrorCode.unknown_topic_or_partition)
         try:
             info = await topics.ensure(name)
         except KafkaError as exc:
@@ -135,40 +142,87 @@ def metadata_error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     }
 
 
-def api(topics: TopicManager, node: Node, *, auto_create: bool) -> ApiSpec:
-    """``auto_create``: ``auto.create.topics.enable``."""
-    handler = functools.partial(handle_metadata, topics=topics, node=node, auto_create_enabled=auto_create)
+SLICE = 500
+"""Topics answered between two yields to the event loop, so a Metadata request for 100,000 topics
+does not hold up other clients' heartbeats while its answer is built."""
+
+
+def api(
+    topics: TopicManager, node: Node, *, auto_create: bool, creation: CreationLimits | None = None
+) -> ApiSpec:
+    """``auto_create``: ``auto.create.topics.enable``; ``creation``: what auto-creation may create."""
+    handler = functools.partial(
+        handle_metadata,
+        topics=topics,
+        node=node,
+        auto_create_enabled=auto_create,
+        creation=creation,
+        all_topics=AllTopicsAnswers(topics),
+    )
     return ApiSpec(ApiKey.METADATA, "Metadata", 0, 13, handler, metadata_error_response)
 
 
 async def handle_metadata(
-    ctx: RequestContext, request: Any, *, topics: TopicManager, node: Node, auto_create_enabled: bool
-) -> dict[str, Any]:
+    ctx: RequestContext,
+    request: Any,
+    *,
+    topics: TopicManager,
+    node: Node,
+    auto_create_enabled: bool,
+    creation: CreationLimits | None = None,
+    all_topics: AllTopicsAnswers | None = None,
+) -> dict[str, Any] | EncodedResponse:
     version = ctx.api_version
+    listener = ctx.connection.listener_name
     with_ops = bool(getattr(request, "include_topic_authorized_operations", False))
+    include_cluster_ops = bool(getattr(request, "include_cluster_authorized_operations", False))
     requested = request.topics
     if requested is None or (version == 0 and not requested):
-        entries = [_topic_entry(node.node_id, info, with_ops) for info in topics.topics()]
-    else:
-        auto_create = bool(getattr(request, "allow_auto_topic_creation", True))
-        auto_create = auto_create and auto_create_enabled
-        entries = []
-        seen: set[tuple[str | None, uuid.UUID | None]] = set()
-        for topic in requested:
-            name: str | None = topic.name
-            topic_id: uuid.UUID | None = getattr(topic, "topic_id", None)
-            if name is not None or topic_id == ZERO_UUID:
-                topic_id = None
-            if (name, topic_id) in seen:
-                continue
-            seen.add((name, topic_id))
-            entries.append(
-                await _requested_topic(ctx, topics, node.node_id, name, topic_id, auto_create, with_ops)
-            )
-    include_cluster_ops = bool(getattr(request, "include_cluster_authorized_operations", False))
+
+        async def build_all() -> dict[str, Any]:
+            entries = []
+            for index, info in enumerate(topics.topics()):
+                if index and index % SLICE == 0:
+                    await asyncio.sleep(0)
+                entries.append(_topic_entry(node.node_id, info, with_ops))
+            return _answer(node, listener, entries, include_cluster_ops, 0)
+
+        if all_topics is None:
+            return await encode_answer(version, await build_all())
+        key = (with_ops, include_cluster_ops, node.address_for(listener), node.cluster_id)
+        return await all_topics.answer(version, key, build_all)
+    auto_create = bool(getattr(request, "allow_auto_topic_creation", True))
+    auto_create = auto_create and auto_create_enabled
+    budget = creation.budget(ctx, quota_error=False) if creation is not None and auto_create else None
+    entries = []
+    seen: set[tuple[str | None, uuid.UUID | None]] = set()
+    for index, topic in enumerate(requested):
+        if index and index % SLICE == 0:
+            await asyncio.sleep(0)
+        name: str | None = topic.name
+        topic_id: uuid.UUID | None = getattr(topic, "topic_id", None)
+        if name is not None or topic_id == ZERO_UUID:
+            topic_id = None
+        if (name, topic_id) in seen:
+            continue
+        seen.add((name, topic_id))
+        entries.append(
+            await _requested_topic(ctx, topics, node.node_id, name, topic_id, auto_create, with_ops, budget)
+        )
+    throttle_ms = budget.throttle_ms if budget is not None else 0
+    return await encode_answer(version, _answer(node, listener, entries, include_cluster_ops, throttle_ms))
+
+
+def _answer(
+    node: Node,
+    listener_name: str,
+    entries: list[dict[str, Any]],
+    include_cluster_ops: bool,
+    throttle_ms: int,
+) -> dict[str, Any]:
     return {
-        "throttle_time": 0,
-        "brokers": [broker_entry(node, ctx.connection.listener_name)],
+        "throttle_time": throttle_ms,
+        "brokers": [broker_entry(node, listener_name)],
         "cluster_id": node.cluster_id,
         "controller_id": node.node_id,
         "topics": entries,

@@ -1,0 +1,150 @@
+"""Limits on what requests may create: partitions per request and a creation rate per client.
+
+- ``kcoord.max.partitions.per.request``: once a request has created this many partitions, its later
+  topics are refused. CreateTopics and CreatePartitions answer POLICY_VIOLATION (what Kafka answers
+  when its creation policy refuses a topic); Metadata's auto-creation answers
+  UNKNOWN_TOPIC_OR_PARTITION for the topics it did not create.
+- ``controller.mutation.rate``: Kafka's controller mutation quota (KIP-599), partitions created per
+  second per client (principal and client id), as a token bucket holding one second of the rate.
+  A topic is accepted while the bucket is not empty, so one topic may overdraw it (as Kafka's quota
+  lets one request exceed it); once it is overdrawn, CreateTopics v6+ and CreatePartitions v3+
+  answer THROTTLING_QUOTA_EXCEEDED, and older versions and Metadata's auto-creation (whose clients
+  do not know that code) answer as for the per-request limit. ``throttle_time_ms`` says how long
+  until the bucket is positive again. A rate of 0 disables the quota.
+
+- The descriptor budget: every partition holds its segment files open (three descriptors for the
+  active segment), so before creating partitions kcoord checks that the process would still have
+  ``kcoord.descriptors.reserved`` descriptors left under its ``RLIMIT_NOFILE`` for connections and
+  everything else. Past it, topics are refused as for the per-request limit (a new connection
+  accepted and closed at once for want of a descriptor is worse than a topic not created).
+
+Each refusal is counted, and logged once per client until the client's bucket refills.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kcoord.protocol.errors import ErrorCode
+from kcoord.server.context import RequestContext
+from kcoord.server.limits import LimitObserver, OffenderLog
+
+_MAX_BUCKETS = 10_000
+DESCRIPTORS_PER_PARTITION = 3
+"""A partition's active segment: its log, offset index and time index files."""
+
+
+class DescriptorBudget:
+    """Whether the process can afford the descriptors of more partitions."""
+
+    def __init__(self, reserved: int, *, limit: int | None = None) -> None:
+        self.reserved = reserved
+        soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        self.limit = limit if limit is not None else soft
+
+    @staticmethod
+    def open_descriptors() -> int:
+        try:
+            return len(os.listdir("/proc/self/fd"))
+        except OSError:
+            return 0
+
+    def allows(self, partitions: int) -> bool:
+        if self.limit == resource.RLIM_INFINITY or self.limit <= 0:
+            return True
+        needed = partitions * DESCRIPTORS_PER_PARTITION
+        return self.open_descriptors() + needed + self.reserved <= self.limit
+
+
+@dataclass(slots=True)
+class _Bucket:
+    tokens: float
+    updated: float
+
+
+class CreationLimits:
+    def __init__(
+        self,
+        *,
+        rate: float,
+        max_partitions_per_request: int,
+        observe: LimitObserver | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        descriptors: DescriptorBudget | None = None,
+    ) -> None:
+        self.rate = rate
+        self.max_partitions_per_request = max_partitions_per_request
+        self.descriptors = descriptors
+        self._clock = clock
+        self._buckets: dict[str, _Bucket] = {}
+        observe = observe or (lambda _limit: None)
+        self.quota_log = OffenderLog("controller.mutation.rate", observe)
+        self.request_log = OffenderLog("kcoord.max.partitions.per.request", observe)
+        self.descriptor_log = OffenderLog("kcoord.descriptors.reserved", observe)
+
+    def budget(self, ctx: RequestContext, *, quota_error: bool) -> CreationBudget:
+        """The budget of one request; ``quota_error``: the API version knows THROTTLING_QUOTA_EXCEEDED."""
+        return CreationBudget(self, f"{ctx.principal}/{ctx.client_id}@{ctx.client_host}", quota_error)
+
+    def bucket(self, client: str) -> _Bucket:
+        now = self._clock()
+        bucket = self._buckets.get(client)
+        if bucket is None:
+            if len(self._buckets) >= _MAX_BUCKETS:
+                self._forget_full(now)
+            bucket = self._buckets[client] = _Bucket(self.rate, now)
+        else:
+            bucket.tokens = min(self.rate, bucket.tokens + (now - bucket.updated) * self.rate)
+            bucket.updated = now
+            if bucket.tokens >= self.rate:
+                self.quota_log.forgive(client)
+        return bucket
+
+    def _forget_full(self, now: float) -> None:
+        for client, bucket in list(self._buckets.items()):
+            if bucket.tokens + (now - bucket.updated) * self.rate >= self.rate:
+                del self._buckets[client]
+        if len(self._buckets) >= _MAX_BUCKETS:
+            self._buckets.clear()
+
+
+class CreationBudget:
+    """What one request may still create."""
+
+    def __init__(self, limits: CreationLimits, client: str, quota_error: bool) -> None:
+        self._limits = limits
+        self._client = client
+        self._quota_error = quota_error
+        self._created = 0
+        self.throttle_ms = 0
+
+    def refusal(self, partitions: int) -> tuple[ErrorCode, str] | None:
+        """None and charged when ``partitions`` more may be created; else the error to answer."""
+        limits = self._limits
+        if self._created + partitions > limits.max_partitions_per_request:
+            limits.request_log.refused(self._client, max=limits.max_partitions_per_request)
+            return ErrorCode.policy_violation, (
+                f"One request may create at most {limits.max_partitions_per_request} partitions."
+            )
+        if limits.descriptors is not None and not limits.descriptors.allows(partitions):
+            limits.descriptor_log.refused(self._client, descriptor_limit=limits.descriptors.limit)
+            return ErrorCode.policy_violation, (
+                "Creating these partitions would leave fewer than "
+                f"{limits.descriptors.reserved} file descriptors for connections."
+            )
+        if limits.rate > 0:
+            bucket = limits.bucket(self._client)
+            if bucket.tokens <= 0:
+                self.throttle_ms = max(self.throttle_ms, int(-bucket.tokens / limits.rate * 1000) + 1)
+                limits.quota_log.refused(self._client, rate=limits.rate)
+                code = (
+                    ErrorCode.throttling_quota_exceeded if self._quota_error else ErrorCode.policy_violation
+                )
+                return code, f"The controller mutation quota of {limits.rate:g} partitions/s is exceeded."
+            bucket.tokens -= partitions
+        self._created += partitions
+        return None

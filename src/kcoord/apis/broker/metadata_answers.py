@@ -1,0 +1,77 @@
+"""Large Metadata answers without stalling other clients.
+
+An all-topics Metadata answer is the same for every client until the catalogue changes, so it is
+encoded once per (version, options) and reused until a topic is created, grows or is deleted:
+twenty clients pipelining all-topics requests cost one encoding, not one each. An answer with more
+than :data:`LARGE_ANSWER_TOPICS` topics is built and encoded on a worker thread; the interpreter
+switches threads every few milliseconds, so the event loop keeps answering heartbeats meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Hashable
+from typing import Any
+
+from kcoord.cluster.topic_manager import TopicEvent, TopicManager
+from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.codec import EncodedResponse, build, encode_entity, response_class
+from kcoord.protocol.errors import ErrorCode
+
+LARGE_ANSWER_TOPICS = 500
+_MAX_CACHED = 8
+"""Cached all-topics answers (version and options combinations); each is as large as the catalogue."""
+
+
+def _encode(api_version: int, body: dict[str, Any]) -> EncodedResponse:
+    cls = response_class(ApiKey.METADATA, api_version)
+    flexible = bool(cls.__header_schema__.__flexible__)
+    return EncodedResponse(encode_entity(build(cls, body)), flexible, _first_error(body), body)
+
+
+async def encode_answer(api_version: int, body: dict[str, Any]) -> dict[str, Any] | EncodedResponse:
+    """``body`` itself when small (the router encodes it); encoded on a thread when large."""
+    if len(body["topics"]) <= LARGE_ANSWER_TOPICS:
+        return body
+    return await asyncio.to_thread(_encode, api_version, body)
+
+
+def _first_error(body: dict[str, Any]) -> ErrorCode:
+    for topic in body["topics"]:
+        if topic["error_code"] != ErrorCode.none:
+            return ErrorCode(topic["error_code"])
+    return ErrorCode.none
+
+
+class AllTopicsAnswers:
+    """Encoded all-topics answers, dropped whenever the catalogue changes."""
+
+    def __init__(self, topics: TopicManager) -> None:
+        self._answers: dict[tuple[int, Hashable], asyncio.Future[EncodedResponse]] = {}
+        topics.add_listener(self._changed)
+
+    def _changed(self, _event: TopicEvent) -> None:
+        self._answers = {}
+
+    async def answer(
+        self, api_version: int, key: Hashable, build_body: Callable[[], Awaitable[dict[str, Any]]]
+    ) -> EncodedResponse:
+        """The cached answer for ``key``; built (once, however many ask meanwhile) when missing."""
+        answers = self._answers
+        pending = answers.get((api_version, key))
+        if pending is None:
+            if len(answers) >= _MAX_CACHED:
+                del answers[next(iter(answers))]
+            pending = answers[(api_version, key)] = asyncio.get_running_loop().create_future()
+            try:
+                body = await build_body()
+                pending.set_result(await asyncio.to_thread(_encode, api_version, body))
+            except BaseException as exc:
+                answers.pop((api_version, key), None)
+                if isinstance(exc, Exception):
+                    pending.set_exception(exc)
+                    pending.exception()
+                else:
+                    pending.cancel()
+                raise
+        return await asyncio.shield(pending)

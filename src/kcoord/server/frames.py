@@ -1,0 +1,116 @@
+"""Reading one request frame under the server's limits.
+
+- ``socket.request.max.bytes``: a larger declared size closes the connection.
+- A deadline for the frame to arrive in full once its size is read
+  (``kcoord.request.read.timeout.ms``), so a client that trickles a frame (slowloris) is closed
+  instead of holding memory and a connection forever.
+- ``queued.max.request.bytes``: a frame larger than a small-frame threshold reserves its size from
+  the shared :class:`MemoryPool` before its body is read, and keeps it until the request is
+  answered. While a frame waits for memory its connection reads nothing, so the kernel's receive
+  window fills and the client stops sending. Frames up to the threshold (every heartbeat, commit and
+  metadata request) are not reserved: their bytes are already bounded by the stream reader's buffer
+  of each connection, and reserving them would let a few large frames starve everyone's heartbeats.
+- A large frame is read in chunks, so the stream reader's own buffer stays small while it arrives.
+- Fairness: a client that pipelines requests finds its next frame already buffered, and answers that
+  need no I/O (a cached Metadata, say) never suspend, so without a yield one connection would keep
+  the event loop until its buffer ran dry (twenty such clients stalled a bystander for seconds).
+  A connection whose next frame is already buffered yields before reading it once it has run for
+  :data:`TURN_S` since it last waited (a connection that waits for its next frame yields anyway).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+
+from kcoord.server.limits import ServerLimits
+from kcoord.server.router import CloseConnectionError
+
+_SIZE = struct.Struct(">i")
+SMALL_FRAME_BYTES = 64 * 1024
+"""Frames up to this size are not reserved from the memory pool (the stream reader's own limit)."""
+_CHUNK = 1 << 20
+TURN_S = 0.001
+"""Longest a connection runs requests back to back before it lets other connections run."""
+
+
+class FrameReader:
+    """Reads frames of one connection; :meth:`done` returns a frame's reservation to the pool."""
+
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        *,
+        max_request_bytes: int,
+        limits: ServerLimits,
+        peer: str,
+    ) -> None:
+        self._reader = reader
+        self._max_request_bytes = max_request_bytes
+        self._pool = limits.pool
+        self._read_timeout_s = limits.read_timeout_s
+        self._peer = peer
+        self._timeouts = limits.read_timeouts
+        self._observe = limits.observe
+        self._reserved = 0
+        self._loop = asyncio.get_running_loop()
+        self._turn_started = self._loop.time()
+
+    async def read(self) -> bytes | None:
+        """The next frame; None when the peer closed cleanly between frames."""
+        # StreamReader has no public "bytes buffered"; without it every request would yield.
+        buffered = len(getattr(self._reader, "_buffer", b"x"))
+        if buffered and self._loop.time() - self._turn_started > TURN_S:
+            await asyncio.sleep(0)
+            self._turn_started = self._loop.time()
+        try:
+            head = await self._reader.readexactly(4)
+        except asyncio.IncompleteReadError as exc:
+            if exc.partial:
+                raise CloseConnectionError(f"frame size cut off after {len(exc.partial)} bytes") from exc
+            return None
+        if not buffered:
+            self._turn_started = self._loop.time()
+        (size,) = _SIZE.unpack(head)
+        if size < 0:
+            raise CloseConnectionError(f"negative frame size {size}")
+        if size > self._max_request_bytes:
+            raise CloseConnectionError(f"frame of {size} bytes exceeds socket.request.max.bytes")
+        if size > SMALL_FRAME_BYTES and self._pool is not None:
+            await self._reserve(size)
+        try:
+            async with asyncio.timeout(self._read_timeout_s):
+                return await self._read_body(size)
+        except TimeoutError as exc:
+            self._timeouts.refused(self._peer, frame_bytes=size)
+            raise CloseConnectionError(
+                f"frame of {size} bytes not received within {self._read_timeout_s:g} s"
+            ) from exc
+        except asyncio.IncompleteReadError as exc:
+            raise CloseConnectionError(f"frame cut off: {len(exc.partial)} of {size} bytes") from exc
+
+    async def _reserve(self, size: int) -> None:
+        assert self._pool is not None
+        if not self._pool.try_reserve(size):
+            self._observe("queued.max.request.bytes")
+            await self._pool.reserve(size)
+        self._reserved = size
+
+    async def _read_body(self, size: int) -> bytes:
+        if size <= SMALL_FRAME_BYTES:
+            return await self._reader.readexactly(size)
+        chunks: list[bytes] = []
+        remaining = size
+        while remaining:
+            chunk = await self._reader.read(min(remaining, _CHUNK))
+            if not chunk:
+                raise asyncio.IncompleteReadError(b"".join(chunks), size)
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        return b"".join(chunks)
+
+    def done(self) -> None:
+        """The last frame is answered (or abandoned): give its memory back."""
+        if self._reserved and self._pool is not None:
+            self._pool.release(self._reserved)
+        self._reserved = 0
