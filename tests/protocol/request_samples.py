@@ -521,6 +521,53 @@ async def check_describe_cluster(scene: Scene, response: Any) -> None:
     assert response.cluster_id
 
 
+# The round trips run a server without an authorizer, where Kafka answers the ACL APIs with
+# SECURITY_DISABLED; tests/clients/test_acls.py drives them with the authorizer on.
+def _acl_filter() -> dict[str, Any]:
+    return {
+        "resource_type_filter": 1,
+        "resource_name_filter": None,
+        "pattern_type_filter": 1,
+        "principal_filter": None,
+        "host_filter": None,
+        "operation": 1,
+        "permission_type": 1,
+    }
+
+
+def describe_acls_sample(scene: Scene) -> dict[str, Any]:
+    return _acl_filter()
+
+
+def create_acls_sample(scene: Scene) -> dict[str, Any]:
+    creation = {
+        "resource_type": 3,
+        "resource_name": scene.group,
+        "resource_pattern_type": 3,
+        "principal": "User:alice",
+        "host": "*",
+        "operation": 3,
+        "permission_type": 3,
+    }
+    return {"creations": [creation]}
+
+
+def delete_acls_sample(scene: Scene) -> dict[str, Any]:
+    return {"filters": [_acl_filter()]}
+
+
+async def check_describe_acls_disabled(scene: Scene, response: Any) -> None:
+    assert (response.error_code, list(response.resources)) == (ErrorCode.security_disabled, [])
+
+
+async def check_create_acls_disabled(scene: Scene, response: Any) -> None:
+    assert [r.error_code for r in response.results] == [ErrorCode.security_disabled]
+
+
+async def check_delete_acls_disabled(scene: Scene, response: Any) -> None:
+    assert [r.error_code for r in response.filter_results] == [ErrorCode.security_disabled]
+
+
 CASES: dict[int, Case] = {
     ApiKey.PRODUCE: Case(produce_sample, check_produce, create_topic),
     ApiKey.FETCH: Case(fetch_sample, check_fetch, create_topic_with_one_record),
@@ -544,6 +591,9 @@ CASES: dict[int, Case] = {
     ApiKey.DELETE_GROUPS: Case(delete_groups_sample, check_delete_groups, commit_offset),
     ApiKey.OFFSET_DELETE: Case(offset_delete_sample, check_offset_delete, commit_offset),
     ApiKey.DESCRIBE_CLUSTER: Case(describe_cluster_sample, check_describe_cluster),
+    ApiKey.DESCRIBE_ACLS: Case(describe_acls_sample, check_describe_acls_disabled),
+    ApiKey.CREATE_ACLS: Case(create_acls_sample, check_create_acls_disabled),
+    ApiKey.DELETE_ACLS: Case(delete_acls_sample, check_delete_acls_disabled),
 }
 """API key -> its round-trip case; every key ApiVersions advertises must have one."""
 

@@ -16,11 +16,13 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from kcoord.apis.access import Op, may_topic
 from kcoord.apis.broker.create_topics import TopicAnswer, answer_each_topic, check_assignments
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.protocol.registry import ApiSpec
+from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
 __all__ = ["handle_create_partitions"]
@@ -56,19 +58,23 @@ def create_partitions_error_response(request: Any, code: ErrorCode) -> dict[str,
     return {"throttle_time": 0, "results": [_result(t.name, code, None) for t in request.topics]}
 
 
-def api(topics: TopicManager, node_id: int) -> ApiSpec:
-    handler = functools.partial(handle_create_partitions, topics=topics, node_id=node_id)
+def api(topics: TopicManager, node_id: int, *, authorizer: Authorizer) -> ApiSpec:
+    handler = functools.partial(
+        handle_create_partitions, topics=topics, node_id=node_id, authorizer=authorizer
+    )
     return ApiSpec(
         ApiKey.CREATE_PARTITIONS, "CreatePartitions", 0, 3, handler, create_partitions_error_response
     )
 
 
 async def handle_create_partitions(
-    ctx: RequestContext, request: Any, *, topics: TopicManager, node_id: int
+    ctx: RequestContext, request: Any, *, topics: TopicManager, node_id: int, authorizer: Authorizer
 ) -> dict[str, Any]:
     validate_only = bool(request.validate_only)
 
     async def grow(topic: Any) -> TopicAnswer:
+        if not may_topic(ctx, authorizer, Op.ALTER, topic.name):
+            raise KafkaError(ErrorCode.topic_authorization_failed, "Authorization failed.")
         await _grow(topics, node_id, topic, validate_only)
         return _result(topic.name, ErrorCode.none, None)
 

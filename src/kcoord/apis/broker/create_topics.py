@@ -20,12 +20,14 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from kcoord.apis.access import Op, may_cluster, may_topic
 from kcoord.cluster.topic_configs import ConfigEntry, describe_topic_configs
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.config import Settings
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.protocol.registry import ApiSpec
+from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
 __all__ = ["answer_each_topic", "check_assignments", "config_results", "handle_create_topics"]
@@ -140,17 +142,29 @@ def create_topics_error_response(request: Any, code: ErrorCode) -> dict[str, Any
     return {"throttle_time": 0, "topics": [_topic_error(t.name, code, None) for t in request.topics]}
 
 
-def api(topics: TopicManager, settings: Settings, node_id: int) -> ApiSpec:
-    handler = functools.partial(handle_create_topics, topics=topics, settings=settings, node_id=node_id)
+def api(topics: TopicManager, settings: Settings, node_id: int, *, authorizer: Authorizer) -> ApiSpec:
+    handler = functools.partial(
+        handle_create_topics, topics=topics, settings=settings, node_id=node_id, authorizer=authorizer
+    )
     return ApiSpec(ApiKey.CREATE_TOPICS, "CreateTopics", 2, 7, handler, create_topics_error_response)
 
 
 async def handle_create_topics(
-    ctx: RequestContext, request: Any, *, topics: TopicManager, settings: Settings, node_id: int
+    ctx: RequestContext,
+    request: Any,
+    *,
+    topics: TopicManager,
+    settings: Settings,
+    node_id: int,
+    authorizer: Authorizer,
 ) -> dict[str, Any]:
+    """Cluster CREATE allows every topic; otherwise Topic CREATE per topic (TOPIC_AUTHORIZATION_FAILED)."""
     validate_only = bool(getattr(request, "validate_only", False))
+    cluster_create = may_cluster(ctx, authorizer, Op.CREATE)
 
     async def create(topic: Any) -> TopicAnswer:
+        if not cluster_create and not may_topic(ctx, authorizer, Op.CREATE, topic.name):
+            raise KafkaError(ErrorCode.topic_authorization_failed, "Authorization failed.")
         return await _create_one(topics, settings, node_id, topic, validate_only)
 
     results = await answer_each_topic(

@@ -19,20 +19,24 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kcoord.apis.access import Op, may_group
 from kcoord.cluster.identity import Node
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.registry import ApiSpec
+from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
 _GROUP_KEY = 0
 
 
-def _answer(node: Node, key: str, key_type: int) -> dict[str, Any]:
+def _answer(node: Node, key: str, key_type: int, authorized: bool) -> dict[str, Any]:
     host, port = node.advertised
     if key_type != _GROUP_KEY:
         error, message = ErrorCode.invalid_request, "kcoord coordinates groups only"
     elif not key:
         error, message = ErrorCode.invalid_request, "empty group id"
+    elif not authorized:
+        error, message = ErrorCode.group_authorization_failed, f"Group DESCRIBE on {key!r} is not authorized."
     else:
         return {
             "key": key,
@@ -57,13 +61,19 @@ def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {"error_code": code, "error_message": None, "node_id": -1, "host": "", "port": -1}
 
 
-def api(node: Node) -> ApiSpec:
-    handler = functools.partial(handle_find_coordinator, node=node)
+def api(node: Node, *, authorizer: Authorizer) -> ApiSpec:
+    handler = functools.partial(handle_find_coordinator, node=node, authorizer=authorizer)
     return ApiSpec(ApiKey.FIND_COORDINATOR, "FindCoordinator", 0, 6, handler, _error_response)
 
 
-async def handle_find_coordinator(ctx: RequestContext, request: Any, *, node: Node) -> dict[str, Any]:
+async def handle_find_coordinator(
+    ctx: RequestContext, request: Any, *, node: Node, authorizer: Authorizer
+) -> dict[str, Any]:
     key_type = int(getattr(request, "key_type", _GROUP_KEY))
+
+    def answer(key: str) -> dict[str, Any]:
+        return _answer(node, key, key_type, may_group(ctx, authorizer, Op.DESCRIBE, key))
+
     if ctx.api_version >= 4:
-        return {"coordinators": [_answer(node, key, key_type) for key in request.coordinator_keys]}
-    return _answer(node, request.key, key_type)
+        return {"coordinators": [answer(key) for key in request.coordinator_keys]}
+    return answer(request.key)

@@ -22,11 +22,13 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kcoord.apis.access import Op, require_group
 from kcoord.apis.groups.common import MemberWatch, millis
 from kcoord.coordinator.classic.messages import JoinGroupRequest, JoinGroupResponse
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.group_service import GroupService
+from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
 
@@ -79,14 +81,15 @@ def to_wire(response: JoinGroupResponse, api_version: int) -> dict[str, Any]:
     }
 
 
-def api(groups: GroupService, members: MemberWatch) -> ApiSpec:
-    handler = functools.partial(handle_join_group, groups=groups, members=members)
+def api(groups: GroupService, members: MemberWatch, *, authorizer: Authorizer) -> ApiSpec:
+    handler = functools.partial(handle_join_group, groups=groups, members=members, authorizer=authorizer)
     return ApiSpec(ApiKey.JOIN_GROUP, "JoinGroup", 0, 9, handler, _error_response)
 
 
 async def handle_join_group(
-    ctx: RequestContext, request: Any, *, groups: GroupService, members: MemberWatch
+    ctx: RequestContext, request: Any, *, groups: GroupService, members: MemberWatch, authorizer: Authorizer
 ) -> dict[str, Any]:
+    require_group(ctx, authorizer, Op.READ, request.group_id)
     join = to_core(ctx, request)
     response = await groups.join_group(join, ctx.connection.connection_id)
     if response.error_code == ErrorCode.none:

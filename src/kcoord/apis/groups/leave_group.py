@@ -14,10 +14,12 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kcoord.apis.access import Op, require_group
 from kcoord.coordinator.classic.messages import LeaveGroupRequest, LeaveGroupResponse, LeavingMember
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.group_service import GroupService
+from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
 
@@ -25,12 +27,15 @@ def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {"error_code": code, "members": []}
 
 
-def api(groups: GroupService) -> ApiSpec:
-    handler = functools.partial(handle_leave_group, groups=groups)
+def api(groups: GroupService, *, authorizer: Authorizer) -> ApiSpec:
+    handler = functools.partial(handle_leave_group, groups=groups, authorizer=authorizer)
     return ApiSpec(ApiKey.LEAVE_GROUP, "LeaveGroup", 0, 5, handler, _error_response)
 
 
-async def handle_leave_group(ctx: RequestContext, request: Any, *, groups: GroupService) -> dict[str, Any]:
+async def handle_leave_group(
+    ctx: RequestContext, request: Any, *, groups: GroupService, authorizer: Authorizer
+) -> dict[str, Any]:
+    require_group(ctx, authorizer, Op.READ, request.group_id)
     if ctx.api_version < 3:
         members: tuple[LeavingMember, ...] = (LeavingMember(member_id=request.member_id),)
     else:
