@@ -32,6 +32,7 @@ from confluent_kafka.admin import (
 from kio.schema.errors import ErrorCode
 
 from kcoord.protocol.api_keys import ApiKey
+from tests.protocol import request_samples as samples
 from tests.protocol.in_process import AsyncRawClient
 from tests.support.server import KcoordProcess
 
@@ -217,6 +218,65 @@ async def test_a_stranger_can_neither_evict_commit_delete_nor_delete_a_topic(sec
         await stranger.close()
     finally:
         await asyncio.to_thread(member.close)
+
+
+GROUP_DENIED, TOPIC_DENIED = ErrorCode.group_authorization_failed, ErrorCode.topic_authorization_failed
+REFUSALS: list[tuple[ApiKey, int, samples.Sample, ErrorCode]] = [
+    (ApiKey.FIND_COORDINATOR, 3, samples.find_coordinator_sample, GROUP_DENIED),
+    (ApiKey.HEARTBEAT, 4, samples.heartbeat_sample, GROUP_DENIED),
+    (ApiKey.SYNC_GROUP, 5, samples.sync_sample, GROUP_DENIED),
+    (ApiKey.OFFSET_FETCH, 7, samples.offset_fetch_sample, GROUP_DENIED),
+    (ApiKey.OFFSET_FETCH, 8, samples.offset_fetch_sample, GROUP_DENIED),
+    (ApiKey.OFFSET_DELETE, 0, samples.offset_delete_sample, GROUP_DENIED),
+    (ApiKey.PRODUCE, 9, samples.produce_sample, TOPIC_DENIED),
+    (ApiKey.FETCH, 12, samples.fetch_sample, TOPIC_DENIED),
+    (ApiKey.LIST_OFFSETS, 7, samples.list_offsets_sample, TOPIC_DENIED),
+    (ApiKey.CREATE_PARTITIONS, 3, samples.create_partitions_sample, TOPIC_DENIED),
+    (ApiKey.DESCRIBE_CONFIGS, 4, samples.describe_configs_sample, TOPIC_DENIED),
+    (ApiKey.INIT_PRODUCER_ID, 4, samples.init_producer_id_sample, ErrorCode.cluster_authorization_failed),
+    (ApiKey.DESCRIBE_CLUSTER, 1, samples.describe_cluster_sample, ErrorCode.cluster_authorization_failed),
+    (ApiKey.DESCRIBE_ACLS, 3, samples.describe_acls_sample, ErrorCode.cluster_authorization_failed),
+    (ApiKey.CREATE_ACLS, 3, samples.create_acls_sample, ErrorCode.cluster_authorization_failed),
+    (ApiKey.DELETE_ACLS, 3, samples.delete_acls_sample, ErrorCode.cluster_authorization_failed),
+]
+
+
+async def test_every_other_api_refuses_the_stranger(secured: KcoordProcess) -> None:
+    """From a host without ACLs each group, topic and cluster API answers its authorization error and
+    ListGroups lists nothing, while the owner's ListGroups shows the group."""
+    member = await asyncio.to_thread(join, secured, GROUP)
+    try:
+        stranger = await connect_from(STRANGER_HOST, secured.port)
+        owner = await connect_from(OWNER_HOST, secured.port)
+        scene = samples.Scene(stranger, 0, secured.port, 1, TOPIC, GROUP, "m-1", 1)
+        for api_key, version, sample, expected in REFUSALS:
+            scene.version = version
+            response = await stranger.call(api_key, version, sample(scene))
+            assert _codes(response) == {expected}, (api_key.name, version, response)
+        listed = await stranger.call(ApiKey.LIST_GROUPS, 4, {"states_filter": []})
+        owner_listed = await owner.call(ApiKey.LIST_GROUPS, 4, {"states_filter": []})
+        assert listed.groups == ()
+        assert [g.group_id for g in owner_listed.groups] == [GROUP]
+        await stranger.close()
+        await owner.close()
+    finally:
+        await asyncio.to_thread(member.close)
+
+
+def _codes(value: Any) -> set[ErrorCode]:
+    """Every non-zero error code anywhere in a decoded response."""
+    found: set[ErrorCode] = set()
+    if isinstance(value, tuple):
+        for item in value:
+            found |= _codes(item)
+    elif hasattr(value, "__dataclass_fields__"):
+        for name in value.__dataclass_fields__:
+            field_value = getattr(value, name)
+            if name == "error_code" and field_value != ErrorCode.none:
+                found.add(ErrorCode(field_value))
+            else:
+                found |= _codes(field_value)
+    return found
 
 
 async def test_acl_changes_apply_at_once(secured: KcoordProcess) -> None:

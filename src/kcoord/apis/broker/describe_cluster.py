@@ -17,7 +17,7 @@ from kcoord.apis.access import Op, authorized_operations, may_cluster
 from kcoord.apis.broker.metadata import broker_entry
 from kcoord.cluster.identity import Node
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.protocol.errors import ErrorCode
 from kcoord.protocol.registry import ApiSpec
 from kcoord.security.acl import CLUSTER_NAME, ResourceType
 from kcoord.security.authorizer import Authorizer
@@ -41,7 +41,8 @@ async def handle_describe_cluster(
     ctx: RequestContext, request: Any, *, node: Node, authorizer: Authorizer
 ) -> dict[str, Any]:
     if not may_cluster(ctx, authorizer, Op.DESCRIBE):
-        raise KafkaError(ErrorCode.cluster_authorization_failed, "Cluster DESCRIBE is not authorized.")
+        refused = describe_cluster_error_response(request, ErrorCode.cluster_authorization_failed)
+        return {**refused, "error_message": "Cluster DESCRIBE is not authorized."}
     if getattr(request, "endpoint_type", _BROKERS_ENDPOINT) != _BROKERS_ENDPOINT:
         return {
             "throttle_time": 0,
