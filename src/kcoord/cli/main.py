@@ -1,4 +1,5 @@
-"""The ``kcoord`` command line: ``serve``, ``config show``, ``groups list|describe|history``, ``health``."""
+"""The ``kcoord`` command line: ``serve``, ``config show``, ``groups list|describe|history``,
+``acls list|add|remove``, ``health``."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 
 import structlog
 
+from kcoord.cli import acls as cli_acls
 from kcoord.cli import groups as cli_groups
 from kcoord.config import Settings, SettingsError
 from kcoord.observability.logging import configure_logging
@@ -31,6 +33,7 @@ def _parser() -> argparse.ArgumentParser:
     show = config_commands.add_parser("show", help="print effective settings and where each came from")
     _add_setting_flags(show)
     cli_groups.add_commands(commands)
+    cli_acls.add_commands(commands)
     return parser
 
 
@@ -81,6 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command in ("groups", "health"):
         return cli_groups.run(args)
+    if args.command == "acls":
+        return cli_acls.run(args)
     try:
         settings = load_settings(args)
     except SettingsError as exc:
