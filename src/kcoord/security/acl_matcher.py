@@ -46,26 +46,43 @@ def granting_operations(operation: AclOperation) -> frozenset[AclOperation]:
     return _IMPLIED_BY.get(operation, frozenset({operation})) | {AclOperation.ALL}
 
 
+DECISION_CACHE_SIZE = 65_536
+"""Decisions remembered per matcher (a matcher lives until the ACLs change); past this the cache is
+emptied, so a client naming endless resources costs memory no longer than one fill."""
+
+
 class AclMatcher:
-    """An immutable index of bindings: literal ones by (type, name), prefixed ones by type."""
+    """An immutable index of bindings: literal ones by (type, name), prefixed ones by (type, prefix)
+    with the prefix lengths in use, so finding the bindings of a name costs a few dictionary lookups
+    however many ACLs there are. Decisions are cached: every request asks again (each heartbeat
+    checks its group), and the answer only changes when the ACLs do, which builds a new matcher."""
 
     def __init__(self, bindings: Iterable[AclBinding]) -> None:
         self._literal: dict[tuple[ResourceType, str], list[AclBinding]] = defaultdict(list)
-        self._prefixed: dict[ResourceType, list[AclBinding]] = defaultdict(list)
+        self._prefixed: dict[tuple[ResourceType, str], list[AclBinding]] = defaultdict(list)
+        self._prefix_lengths: dict[ResourceType, list[int]] = {}
         self._types: set[ResourceType] = set()
+        self._decisions: dict[tuple[str, str, AclOperation, ResourceType, str, bool], bool] = {}
+        lengths: dict[ResourceType, set[int]] = defaultdict(set)
         for binding in bindings:
             self._types.add(binding.resource_type)
+            key = (binding.resource_type, binding.resource_name)
             if binding.pattern_type is PatternType.PREFIXED:
-                self._prefixed[binding.resource_type].append(binding)
+                self._prefixed[key].append(binding)
+                lengths[binding.resource_type].add(len(binding.resource_name))
             else:
-                self._literal[(binding.resource_type, binding.resource_name)].append(binding)
+                self._literal[key].append(binding)
+        self._prefix_lengths = {kind: sorted(found) for kind, found in lengths.items()}
 
     def applicable(self, resource_type: ResourceType, name: str) -> list[AclBinding]:
         """Every binding that applies to the resource, whoever it names."""
         found = list(self._literal.get((resource_type, name), ()))
         if name != WILDCARD:
             found.extend(self._literal.get((resource_type, WILDCARD), ()))
-        found.extend(b for b in self._prefixed.get(resource_type, ()) if name.startswith(b.resource_name))
+        for length in self._prefix_lengths.get(resource_type, ()):
+            if length > len(name):
+                break
+            found.extend(self._prefixed.get((resource_type, name[:length]), ()))
         return found
 
     def authorize(
@@ -76,6 +93,25 @@ class AclMatcher:
         resource_type: ResourceType,
         name: str,
         *,
+        allow_if_none: bool,
+    ) -> bool:
+        key = (principal, host, operation, resource_type, name, allow_if_none)
+        decision = self._decisions.get(key)
+        if decision is None:
+            if len(self._decisions) >= DECISION_CACHE_SIZE:
+                self._decisions.clear()
+            decision = self._decisions[key] = self._decide(
+                principal, host, operation, resource_type, name, allow_if_none
+            )
+        return decision
+
+    def _decide(
+        self,
+        principal: str,
+        host: str,
+        operation: AclOperation,
+        resource_type: ResourceType,
+        name: str,
         allow_if_none: bool,
     ) -> bool:
         bindings = self.applicable(resource_type, name)
@@ -119,10 +155,10 @@ class AclMatcher:
         return any(not any(_covers(deny, allow) for deny in denies) for allow in allows)
 
     def _all_of(self, resource_type: ResourceType) -> Iterable[AclBinding]:
-        for (kind, _name), bindings in self._literal.items():
-            if kind == resource_type:
-                yield from bindings
-        yield from self._prefixed.get(resource_type, ())
+        for index in (self._literal, self._prefixed):
+            for (kind, _name), bindings in index.items():
+                if kind == resource_type:
+                    yield from bindings
 
 
 def _names(binding: AclBinding, principal: str, host: str) -> bool:
