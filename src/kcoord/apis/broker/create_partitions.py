@@ -9,6 +9,8 @@ put each on this node (INVALID_REPLICA_ASSIGNMENT otherwise). Internal topics ar
 (INVALID_REQUEST): the coordinator places groups by ``__consumer_offsets``' partition count.
 The group coordinator hears of the growth through the topic manager's listeners; consumers see
 it in their next Metadata.
+
+Authorization: Topic ALTER per topic, else TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations

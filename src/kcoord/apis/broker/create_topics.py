@@ -10,6 +10,8 @@
 kafka-python sends v7, librdkafka v4, aiokafka v3. Topics are created one after another and
 the response is sent once every log exists, so ``timeout`` never expires. A name that appears
 twice in one request gets one INVALID_REQUEST result and is not created, as in Kafka.
+
+Authorization: Cluster CREATE, or Topic CREATE per topic, else TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@
 
 Internal topics (``__consumer_offsets``) are refused with INVALID_REQUEST. A topic's logs are
 deleted before the response is sent, so ``timeout`` never expires.
+
+Authorization: Topic DELETE per topic, else TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@
 - v2: ``include_fenced_brokers`` and a per-broker ``is_fenced``; this node is never fenced.
 
 confluent-kafka's ``AdminClient.describe_cluster`` uses it; the answer matches Metadata's.
+
+Authorization: Cluster DESCRIBE, else CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations

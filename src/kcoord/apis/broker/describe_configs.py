@@ -14,6 +14,9 @@ Resources served:
 
 A null or empty key list means all configs. Other resource types, another node's id, unknown and
 illegal topic names fail that resource only, with Kafka's error codes.
+
+Authorization: Topic DESCRIBE_CONFIGS (else TOPIC_AUTHORIZATION_FAILED); a broker's
+configs need Cluster DESCRIBE_CONFIGS (else CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations

@@ -29,6 +29,8 @@ What kcoord answers:
   [log start, log end]). ``replica_id >= 0`` (a follower) => NOT_LEADER_OR_FOLLOWER: kcoord has
   no followers.
 - Record bytes go out exactly as stored; consumers skip records before their fetch offset.
+
+Authorization: Topic READ per topic, else TOPIC_AUTHORIZATION_FAILED for its partitions.
 """
 
 from __future__ import annotations

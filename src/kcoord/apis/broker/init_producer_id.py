@@ -13,6 +13,9 @@ kcoord has no transaction coordinator: a non-null ``transactional_id`` is answer
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED, what Kafka answers a client that may not use the id; clients
 treat it as fatal rather than retrying. Ids and epochs come from
 :class:`kcoord.cluster.producer_state.ProducerStateManager`.
+
+Authorization: Cluster IDEMPOTENT_WRITE or WRITE on some topic (KIP-679), else
+CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations

@@ -20,6 +20,8 @@ with the base offset of the batch). Not found => offset -1, timestamp -1.
 
 Leader epochs are -1 everywhere (kcoord reports -1 in Metadata), so ``current_leader_epoch``
 is ignored and ``leader_epoch`` is -1. UNKNOWN_TOPIC_OR_PARTITION per partition.
+
+Authorization: Topic DESCRIBE per topic, else TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations

@@ -27,6 +27,9 @@ Ordering: the connection runs requests concurrently, but each partition's append
 task in the handler's first (synchronous) step, so appends of one connection are started in
 request order, and the idempotence check runs in the same step as the append's offset
 assignment. Appends of different partitions of one request run concurrently.
+
+Authorization: Topic WRITE per topic, else TOPIC_AUTHORIZATION_FAILED for its partitions
+(an idempotent producer needs nothing more, as in Kafka 3+).
 """
 
 from __future__ import annotations

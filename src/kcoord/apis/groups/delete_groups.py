@@ -5,6 +5,8 @@
 
 Per group: GROUP_ID_NOT_FOUND when it does not exist, NON_EMPTY_GROUP while it has members;
 otherwise its offsets and then the group itself are tombstoned in the offsets log.
+
+Authorization: Group DELETE per group, else GROUP_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations

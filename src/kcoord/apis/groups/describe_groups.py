@@ -8,6 +8,8 @@
 An unknown group is described as state "Dead" with no error (v6, which answers
 GROUP_ID_NOT_FOUND, is not advertised). Member metadata and assignments are shown only while the
 group is Stable, as Kafka does.
+
+Authorization: Group DESCRIBE per group, else GROUP_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@
 On one node every group's coordinator is this node; its partition of ``__consumer_offsets`` is
 ``partition_for(group_id)``. Transaction and share coordinators are not served: those keys get
 INVALID_REQUEST, a fatal answer, rather than a retriable one that would make a client spin.
+
+Authorization: Group DESCRIBE per key, else GROUP_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations

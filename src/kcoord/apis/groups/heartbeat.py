@@ -7,6 +7,8 @@
 A heartbeat moves the member's session deadline (no timer is created or cancelled) and tells a
 member whose group is rebalancing to rejoin (REBALANCE_IN_PROGRESS). While the group's partition
 is still loading, Kafka answers NONE rather than an error, so members do not rejoin needlessly.
+
+Authorization: Group READ, else GROUP_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations

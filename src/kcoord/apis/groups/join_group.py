@@ -13,6 +13,8 @@
 A JoinGroup usually waits: the response comes when the join phase completes (every known member
 has rejoined, or the rebalance timeout passed). The wait happens in the coordinator, never on the
 connection, which keeps reading (a member's Heartbeat may share it).
+
+Authorization: Group READ, else GROUP_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@
 - v3: ``members[]`` (batch leave, KIP-345) with a result per member.
 - v4: flexible.
 - v5: a ``reason`` per member (KIP-800), kept in the rebalance history.
+
+Authorization: Group READ, else GROUP_AUTHORIZATION_FAILED (a stranger cannot evict).
 """
 
 from __future__ import annotations

@@ -7,6 +7,9 @@
 
 Groups on a partition that is still loading are left out and the answer carries
 COORDINATOR_LOAD_IN_PROGRESS, as Kafka's does.
+
+Authorization: Cluster DESCRIBE lists every group; otherwise the groups the principal
+may DESCRIBE.
 """
 
 from __future__ import annotations

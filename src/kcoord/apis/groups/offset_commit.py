@@ -9,6 +9,9 @@
 
 v9 (KIP-848 member epochs) is not advertised yet. Checks run in Kafka's order (PROTOCOL.md §2.8)
 inside the group's shard; the response is released once the commit records are durable.
+
+Authorization: Group READ (else GROUP_AUTHORIZATION_FAILED), then Topic READ per topic
+(else TOPIC_AUTHORIZATION_FAILED for its partitions, the others committed).
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 GROUP_ID_NOT_FOUND for a missing group, NON_EMPTY_GROUP for an active group whose protocol type
 is not ``consumer``, GROUP_SUBSCRIBED_TO_TOPIC for a partition of a topic the group consumes.
+
+Authorization: Group DELETE, then Topic READ per topic.
 """
 
 from __future__ import annotations

@@ -11,6 +11,9 @@
 An unknown group is not an error: its partitions answer offset -1 (PROTOCOL.md §2.8). A group
 error (its partition is loading, say) goes into each partition for v1, the top level for v2-7
 and the group's entry for v8.
+
+Authorization: Group DESCRIBE (else GROUP_AUTHORIZATION_FAILED); topics the principal
+may not DESCRIBE are left out of an all-topics fetch and TOPIC_AUTHORIZATION_FAILED when named.
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@
 
 Followers wait for the leader's assignment; the leader's SyncGroup writes the group record and
 every waiting member is answered once it is durable.
+
+Authorization: Group READ, else GROUP_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
