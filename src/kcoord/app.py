@@ -1,10 +1,10 @@
 """The composition root: builds kcoord's parts with their dependencies, starts them in order and
 stops them in reverse.
 
-Build: identity, log store, topics, producer state, group coordinator and its service, every API
-(registered here and nowhere else), router, listener, HTTP endpoint.
-Start: log store -> topics -> producer state (rebuilt from the logs) -> group coordinator -> Kafka
-listener -> HTTP endpoint.
+Build: identity, log store, topics, producer state, authorizer, group coordinator and its service,
+every API (registered here and nowhere else), router, listener, HTTP endpoint.
+Start: log store -> topics -> ACLs -> producer state (rebuilt from the logs) -> group coordinator
+-> Kafka listener -> HTTP endpoint.
 Stop (SIGTERM): stop accepting, drain in-flight requests for a bounded time, stop the
 coordinator, snapshot producer state, flush and close the logs.
 """
@@ -19,10 +19,13 @@ import structlog
 
 from kcoord.apis.broker import (
     api_versions,
+    create_acls,
     create_partitions,
     create_topics,
+    delete_acls,
     delete_records,
     delete_topics,
+    describe_acls,
     describe_cluster,
     describe_configs,
     fetch,
@@ -68,6 +71,7 @@ from kcoord.protocol.registry import ApiRegistry
 from kcoord.runtime.group_service import GroupService
 from kcoord.runtime.rebalance_journal import JOURNAL_FILE, JournalingObserver, RebalanceJournal
 from kcoord.runtime.service import GroupCoordinator
+from kcoord.security.authorizer import AclAuthorizer, build_authorizer
 from kcoord.security.credentials import CredentialStore
 from kcoord.security.sasl import SaslSettings
 from kcoord.server.limits import ConnectionLimits, ServerLimits, parse_overrides
@@ -119,6 +123,7 @@ class App:
             self.data_dir, self.store, self.producers, internal_topics=INTERNAL_TOPICS
         )
         self.growth_hints = GrowthHints(self.clock)
+        self.authorizer = build_authorizer(s, self.data_dir)
         self.coordinator = GroupCoordinator(
             self.topics,
             self.clock,
@@ -175,38 +180,45 @@ class App:
 
     def _register_apis(self) -> None:
         """Every API kcoord serves, each bound to what it needs; ApiVersions answers with this list."""
-        s, topics, node, groups = self.settings, self.topics, self.node, self.groups
+        s, topics, node, groups, auth = self.settings, self.topics, self.node, self.groups, self.authorizer
         members = MemberWatch(groups, enabled=s["kcoord.fast.failover.enable"])
         specs = [
             api_versions.api(self.registry),
             metadata.api(
-                topics, node, auto_create=s["auto.create.topics.enable"], creation=self.creation_limits
+                topics,
+                node,
+                auto_create=s["auto.create.topics.enable"],
+                creation=self.creation_limits,
+                authorizer=auth,
             ),
-            produce.api(topics, self.producers),
-            fetch.api(topics, self.growth_hints),
-            list_offsets.api(topics),
-            init_producer_id.api(self.producers),
-            create_topics.api(topics, s, node.node_id, self.creation_limits),
-            create_partitions.api(topics, node.node_id, self.creation_limits),
-            delete_topics.api(topics, enabled=s["delete.topic.enable"]),
-            delete_records.api(topics),
-            describe_configs.api(topics, s, node.node_id),
-            describe_cluster.api(node),
+            produce.api(topics, self.producers, authorizer=auth),
+            fetch.api(topics, self.growth_hints, authorizer=auth),
+            list_offsets.api(topics, authorizer=auth),
+            init_producer_id.api(self.producers, authorizer=auth),
+            create_topics.api(topics, s, node.node_id, self.creation_limits, authorizer=auth),
+            create_partitions.api(topics, node.node_id, self.creation_limits, authorizer=auth),
+            delete_topics.api(topics, enabled=s["delete.topic.enable"], authorizer=auth),
+            delete_records.api(topics, authorizer=auth),
+            describe_configs.api(topics, s, node.node_id, authorizer=auth),
+            describe_cluster.api(node, authorizer=auth),
+            describe_acls.api(auth),
+            create_acls.api(auth),
+            delete_acls.api(auth),
             sasl_handshake.api(),
             sasl_authenticate.api(),
-            user_scram_credentials.describe_api(self.credentials),
-            user_scram_credentials.alter_api(self.credentials),
-            find_coordinator.api(node),
-            join_group.api(groups, members),
-            sync_group.api(groups, members),
-            heartbeat.api(groups, members),
-            leave_group.api(groups),
-            offset_commit.api(groups),
-            offset_fetch.api(groups),
-            offset_delete.api(groups),
-            list_groups.api(groups),
-            describe_groups.api(groups),
-            delete_groups.api(groups),
+            user_scram_credentials.describe_api(self.credentials, authorizer=auth),
+            user_scram_credentials.alter_api(self.credentials, authorizer=auth),
+            find_coordinator.api(node, authorizer=auth),
+            join_group.api(groups, members, authorizer=auth),
+            sync_group.api(groups, members, authorizer=auth),
+            heartbeat.api(groups, members, authorizer=auth),
+            leave_group.api(groups, authorizer=auth),
+            offset_commit.api(groups, authorizer=auth),
+            offset_fetch.api(groups, authorizer=auth),
+            offset_delete.api(groups, authorizer=auth),
+            list_groups.api(groups, authorizer=auth),
+            describe_groups.api(groups, authorizer=auth),
+            delete_groups.api(groups, authorizer=auth),
         ]
         for spec in specs:
             self.registry.add(spec)
@@ -236,6 +248,8 @@ class App:
 
     async def _start_after_store(self) -> tuple[str, int]:
         await self.topics.load()
+        if isinstance(self.authorizer, AclAuthorizer):
+            await self.authorizer.load()
         await self.producer_snapshots.restore()
         self.producer_snapshots.start()
         await self.credentials.load()

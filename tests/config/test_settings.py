@@ -56,6 +56,8 @@ def test_toml_nested_tables_are_dotted_names(tmp_path: Path) -> None:
         ({"listeners": "nohost"}, "listeners"),
         ({"log.flush.policy": "sometimes"}, "log.flush.policy"),
         ({"no.such.setting": "1"}, "no.such.setting"),
+        ({"authorizer.class.name": "com.example.MyAuthorizer"}, "authorizer.class.name"),
+        ({"super.users": "alice"}, "super.users"),
     ],
 )
 def test_bad_values_name_the_key(flags: dict[str, str], key: str) -> None:
@@ -142,3 +144,19 @@ def test_offsets_topic_replication_factor_is_one_node() -> None:
     assert Settings.load(environ={})["offsets.topic.replication.factor"] == 1
     with pytest.raises(SettingsError, match=re.escape("offsets.topic.replication.factor")):
         Settings.load(environ={}, flags={"offsets.topic.replication.factor": "3"})
+
+
+def test_authorizer_settings_as_kafka_names_them() -> None:
+    """No authorizer by default; Kafka's StandardAuthorizer name turns it on; super.users splits on ';'."""
+    defaults = Settings.load(environ={}, flags={})
+    assert (defaults["authorizer.class.name"], defaults["super.users"]) == ("", ())
+    assert defaults["allow.everyone.if.no.acl.found"] is False
+    kafka = Settings.load(
+        environ={},
+        flags={
+            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "super.users": "User:alice; User:bob",
+        },
+    )
+    assert kafka["authorizer.class.name"] == "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+    assert kafka["super.users"] == ("User:alice", "User:bob")

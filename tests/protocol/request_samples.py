@@ -586,6 +586,53 @@ async def check_describe_scram(scene: Scene, response: Any) -> None:
     assert [(c.mechanism, c.iterations) for c in result.credential_infos] == [(2, 4096)]
 
 
+# The round trips run a server without an authorizer, where Kafka answers the ACL APIs with
+# SECURITY_DISABLED; tests/clients/test_acls.py drives them with the authorizer on.
+def _acl_filter() -> dict[str, Any]:
+    return {
+        "resource_type_filter": 1,
+        "resource_name_filter": None,
+        "pattern_type_filter": 1,
+        "principal_filter": None,
+        "host_filter": None,
+        "operation": 1,
+        "permission_type": 1,
+    }
+
+
+def describe_acls_sample(scene: Scene) -> dict[str, Any]:
+    return _acl_filter()
+
+
+def create_acls_sample(scene: Scene) -> dict[str, Any]:
+    creation = {
+        "resource_type": 3,
+        "resource_name": scene.group,
+        "resource_pattern_type": 3,
+        "principal": "User:alice",
+        "host": "*",
+        "operation": 3,
+        "permission_type": 3,
+    }
+    return {"creations": [creation]}
+
+
+def delete_acls_sample(scene: Scene) -> dict[str, Any]:
+    return {"filters": [_acl_filter()]}
+
+
+async def check_describe_acls_disabled(scene: Scene, response: Any) -> None:
+    assert (response.error_code, list(response.resources)) == (ErrorCode.security_disabled, [])
+
+
+async def check_create_acls_disabled(scene: Scene, response: Any) -> None:
+    assert [r.error_code for r in response.results] == [ErrorCode.security_disabled]
+
+
+async def check_delete_acls_disabled(scene: Scene, response: Any) -> None:
+    assert [r.error_code for r in response.filter_results] == [ErrorCode.security_disabled]
+
+
 CASES: dict[int, Case] = {
     ApiKey.PRODUCE: Case(produce_sample, check_produce, create_topic),
     ApiKey.FETCH: Case(fetch_sample, check_fetch, create_topic_with_one_record),
@@ -616,6 +663,9 @@ CASES: dict[int, Case] = {
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: Case(
         describe_scram_sample, check_describe_scram, upsert_scram_user
     ),
+    ApiKey.DESCRIBE_ACLS: Case(describe_acls_sample, check_describe_acls_disabled),
+    ApiKey.CREATE_ACLS: Case(create_acls_sample, check_create_acls_disabled),
+    ApiKey.DELETE_ACLS: Case(delete_acls_sample, check_delete_acls_disabled),
 }
 """API key -> its round-trip case; every key ApiVersions advertises must have one."""
 

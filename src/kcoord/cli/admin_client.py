@@ -1,4 +1,4 @@
-"""A small blocking Kafka-protocol client for the ``kcoord`` command line (groups, health).
+"""A small blocking Kafka-protocol client for the ``kcoord`` command line (groups, acls, health).
 
 It speaks one fixed version of each API that kcoord serves, over one socket per broker, and
 returns kio response entities. It is for operators' one-shot commands, not for load: no
@@ -30,6 +30,7 @@ OFFSET_COMMIT_V = 8
 DELETE_GROUPS_V = 2
 METADATA_V = 12
 LIST_OFFSETS_V = 7
+ACLS_V = 3
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
 
@@ -274,6 +275,34 @@ class AdminClient:
             for part in topic.partitions
             if int(part.error_code) == 0
         }
+
+    def describe_acls(self, acl_filter: dict[str, Any]) -> Any:
+        """The ACLs ``acl_filter`` (DescribeAcls v3 field names) selects, grouped by resource."""
+        response = self._bootstrap.call(ApiKey.DESCRIBE_ACLS, ACLS_V, acl_filter)
+        if int(response.error_code) != 0:
+            raise AdminError(
+                f"DescribeAcls: {error_name(int(response.error_code))} {response.error_message or ''}"
+            )
+        return response.resources
+
+    def create_acls(self, creations: list[dict[str, Any]]) -> None:
+        response = self._bootstrap.call(ApiKey.CREATE_ACLS, ACLS_V, {"creations": creations})
+        failed = [r for r in response.results if int(r.error_code) != 0]
+        if failed:
+            reasons = "; ".join(f"{error_name(int(r.error_code))} {r.error_message or ''}" for r in failed)
+            raise AdminError(f"CreateAcls: {reasons}")
+
+    def delete_acls(self, filters: list[dict[str, Any]]) -> list[Any]:
+        """The ACLs removed, over every filter."""
+        response = self._bootstrap.call(ApiKey.DELETE_ACLS, ACLS_V, {"filters": filters})
+        removed: list[Any] = []
+        for result in response.filter_results:
+            if int(result.error_code) != 0:
+                raise AdminError(
+                    f"DeleteAcls: {error_name(int(result.error_code))} {result.error_message or ''}"
+                )
+            removed.extend(result.matching_acls)
+        return removed
 
     def _coordinator(self, group_id: str) -> _Connection:
         response = self._bootstrap.call(

@@ -1,5 +1,5 @@
 """The ``kcoord`` command line: ``serve``, ``config show``, ``groups``, ``topics``, ``produce``, ``consume``,
-``users``, ``health``."""
+``users``, ``acls``, ``health``."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 
 import structlog
 
+from kcoord.cli import acls as cli_acls
 from kcoord.cli import groups as cli_groups
 from kcoord.cli import topics as cli_topics
 from kcoord.cli import users as cli_users
@@ -39,6 +40,7 @@ def _parser() -> argparse.ArgumentParser:
     cli_groups.add_commands(commands)
     cli_topics.add_commands(commands)
     cli_users.add_commands(commands)
+    cli_acls.add_commands(commands)
     return parser
 
 
@@ -122,6 +124,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cli_topics.run(args)
     if args.command == "users":
         return cli_users.run(args)
+    if args.command == "acls":
+        return cli_acls.run(args)
     try:
         settings = load_settings(args)
     except SettingsError as exc:

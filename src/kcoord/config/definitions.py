@@ -114,6 +114,32 @@ def parse_host_port(raw: Any, default_port: int | None = None) -> tuple[str, int
     return host, value
 
 
+AUTHORIZER_CLASS_NAMES = (
+    "kcoord.security.StandardAuthorizer",
+    "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "kafka.security.authorizer.AclAuthorizer",
+)
+"""Values of ``authorizer.class.name`` that turn ACL authorization on (Kafka's names carry over)."""
+
+
+def _authorizer_class(raw: Any) -> str:
+    text = "" if raw is None else str(raw).strip()
+    if text and text not in AUTHORIZER_CLASS_NAMES:
+        raise ValueError(f"expected empty or one of {', '.join(AUTHORIZER_CLASS_NAMES)}")
+    return text
+
+
+def _principals(raw: Any) -> tuple[str, ...]:
+    """``User:alice;User:bob`` (Kafka's ``super.users``) -> ("User:alice", "User:bob")."""
+    items = raw if isinstance(raw, list | tuple) else str(raw).split(";")
+    principals = tuple(str(x).strip() for x in items if str(x).strip())
+    for principal in principals:
+        kind, sep, name = principal.partition(":")
+        if not (kind and sep and name):
+            raise ValueError(f"principal {principal!r} is not of the form TYPE:NAME")
+    return principals
+
+
 _DAY_MS = 24 * 3600 * 1000
 
 DEFINITIONS: tuple[Definition, ...] = (
@@ -242,6 +268,17 @@ DEFINITIONS: tuple[Definition, ...] = (
     Definition("group.max.session.timeout.ms", 1800000, _int(1), "Largest session timeout a member may ask."),
     Definition("group.initial.rebalance.delay.ms", 3000, _int(0), "Wait for more members of a new group."),
     Definition("group.max.size", 2147483647, _int(1), "Most members a group may have."),
+    # authorization
+    Definition(
+        "authorizer.class.name",
+        "",
+        _authorizer_class,
+        "Empty: no authorizer (all allowed); else ACLs decide.",
+    ),
+    Definition("super.users", "", _principals, "Principals allowed everything: User:alice;User:bob."),
+    Definition(
+        "allow.everyone.if.no.acl.found", False, _bool, "With an authorizer: allow what no ACL applies to."
+    ),
     # kcoord's own
     Definition(
         "kcoord.metrics.listen", "127.0.0.1:9644", parse_host_port, "HTTP listener for /metrics and /v1."

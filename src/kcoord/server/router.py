@@ -232,5 +232,6 @@ def _log_rejections(api: str, ctx: RequestContext, body: Any) -> None:
         correlation_id=ctx.header.correlation_id,
         client_id=ctx.client_id,
         peer=ctx.client_host,
+        principal=str(ctx.principal),
         errors=sorted(code.name for code in found),
     )

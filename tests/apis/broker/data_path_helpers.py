@@ -17,6 +17,7 @@ from kcoord.cluster.producer_state import ProducerStateManager
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.config import Settings
 from kcoord.protocol.codec import RequestHeader, build, encode_entity, request_class, response_class
+from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import ConnectionInfo, RequestContext
 from kcoord.storage import LogStore, open_store
 from kcoord.timer.clock import SystemClock
@@ -37,6 +38,8 @@ class DataPathApp:
     clock: SystemClock = field(default_factory=SystemClock)
     node_id: int = 0
     growth_hints: GrowthHints = field(default_factory=lambda: GrowthHints(SystemClock()))
+    authorizer: Authorizer = field(default_factory=Authorizer)
+    """No authorizer, as kcoord's default; the authorizer's own tests live in tests/security."""
 
 
 async def make_app(data_dir: Path, **overrides: Any) -> DataPathApp:

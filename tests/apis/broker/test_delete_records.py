@@ -37,7 +37,9 @@ def body(*parts: tuple[str, int, int]) -> dict[str, Any]:
 async def delete(app: DataPathApp, *parts: tuple[str, int, int], version: int = 2) -> list[tuple[int, int]]:
     """(error code, low watermark) per requested partition, as decoded from the wire."""
     req = request(ApiKey.DELETE_RECORDS, version, body(*parts))
-    response = await handle_delete_records(context(ApiKey.DELETE_RECORDS, version), req, topics=app.topics)
+    response = await handle_delete_records(
+        context(ApiKey.DELETE_RECORDS, version), req, topics=app.topics, authorizer=app.authorizer
+    )
     decoded = on_the_wire(ApiKey.DELETE_RECORDS, version, response)
     return [(p.error_code, p.low_watermark) for t in decoded.topics for p in t.partitions]
 

@@ -6,10 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from kcoord.apis.broker.metadata import CLUSTER_OPERATIONS, OPERATIONS_OMITTED
+from kcoord.apis.access import OPERATIONS_OMITTED
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
+from kcoord.security.acl import SUPPORTED_OPERATIONS, ResourceType
+from kcoord.security.authorizer import operations_bits
 from tests.apis.broker.topic_app import ADVERTISED, CLUSTER_ID, NODE_ID, call, open_app
+
+CLUSTER_OPERATIONS = operations_bits(SUPPORTED_OPERATIONS[ResourceType.CLUSTER])
 
 
 @pytest.mark.parametrize("version", range(3))

@@ -59,7 +59,9 @@ async def fetch(
 ) -> dict[str, Any]:
     ctx = context(ApiKey.FETCH, version)
     req = request(ApiKey.FETCH, version, fetch_body(*parts, **kw))
-    result: dict[str, Any] = await handle_fetch(ctx, req, topics=app.topics, hints=app.growth_hints)
+    result: dict[str, Any] = await handle_fetch(
+        ctx, req, topics=app.topics, hints=app.growth_hints, authorizer=app.authorizer
+    )
     return result
 
 
@@ -169,7 +171,13 @@ async def test_follower_fetch_is_refused(app: DataPathApp) -> None:
     """A replica fetch (replica_id >= 0) is NOT_LEADER_OR_FOLLOWER on every partition."""
     req = request(ApiKey.FETCH, 12, fetch_body(("t", 0, 0), replica_id=1))
     with pytest.raises(KafkaError) as raised:
-        await handle_fetch(context(ApiKey.FETCH, 12), req, topics=app.topics, hints=app.growth_hints)
+        await handle_fetch(
+            context(ApiKey.FETCH, 12),
+            req,
+            topics=app.topics,
+            hints=app.growth_hints,
+            authorizer=app.authorizer,
+        )
     shaped = fetch_error(req, raised.value.code)
     assert answers(shaped)[("t", 0)]["error_code"] == ErrorCode.not_leader_or_follower
 

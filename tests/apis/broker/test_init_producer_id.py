@@ -20,6 +20,7 @@ async def test_issues_ids_and_bumps_epoch(tmp_path: Path) -> None:
         context(ApiKey.INIT_PRODUCER_ID, 0),
         request(ApiKey.INIT_PRODUCER_ID, 0, {"transactional_id": None, "transaction_timeout": 60000}),
         producers=app.producers,
+        authorizer=app.authorizer,
     )
     assert first["error_code"] == ErrorCode.none and first["producer_epoch"] == 0
     bumped = await handle_init_producer_id(
@@ -35,6 +36,7 @@ async def test_issues_ids_and_bumps_epoch(tmp_path: Path) -> None:
             },
         ),
         producers=app.producers,
+        authorizer=app.authorizer,
     )
     assert (bumped["producer_id"], bumped["producer_epoch"]) == (first["producer_id"], 1)
     decoded = on_the_wire(ApiKey.INIT_PRODUCER_ID, 4, bumped)
@@ -47,7 +49,9 @@ async def test_transactional_id_is_refused(tmp_path: Path) -> None:
     app = await make_app(tmp_path / "data")
     req = request(ApiKey.INIT_PRODUCER_ID, 4, {"transactional_id": "tx", "transaction_timeout": 60000})
     with pytest.raises(KafkaError) as raised:
-        await handle_init_producer_id(context(ApiKey.INIT_PRODUCER_ID, 4), req, producers=app.producers)
+        await handle_init_producer_id(
+            context(ApiKey.INIT_PRODUCER_ID, 4), req, producers=app.producers, authorizer=app.authorizer
+        )
     assert raised.value.code == ErrorCode.transactional_id_authorization_failed
     shaped = init_producer_id_error(req, raised.value.code)
     assert (shaped["producer_id"], shaped["producer_epoch"]) == (-1, -1)

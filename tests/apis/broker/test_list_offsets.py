@@ -44,7 +44,10 @@ async def lookup(
 ) -> dict[str, Any]:
     ctx = context(ApiKey.LIST_OFFSETS, version)
     response = await handle_list_offsets(
-        ctx, request(ApiKey.LIST_OFFSETS, version, body((topic, partition, timestamp))), topics=app.topics
+        ctx,
+        request(ApiKey.LIST_OFFSETS, version, body((topic, partition, timestamp))),
+        topics=app.topics,
+        authorizer=app.authorizer,
     )
     answer: dict[str, Any] = response["topics"][0]["partitions"][0]
     return answer
@@ -135,7 +138,7 @@ async def test_every_served_version_encodes(app: DataPathApp, version: int) -> N
     """Answers encode at v1-v7, with leader_epoch -1 from v4."""
     ctx = context(ApiKey.LIST_OFFSETS, version)
     req = request(ApiKey.LIST_OFFSETS, version, body(("t", 0, -1)))
-    response = await handle_list_offsets(ctx, req, topics=app.topics)
+    response = await handle_list_offsets(ctx, req, topics=app.topics, authorizer=app.authorizer)
     answer = on_the_wire(ApiKey.LIST_OFFSETS, version, response).topics[0].partitions[0]
     assert (answer.offset, answer.timestamp) == (6, -1)
     assert getattr(answer, "leader_epoch", -1) == -1

@@ -8,12 +8,17 @@ from typing import Any
 
 import pytest
 
-from kcoord.apis.broker.metadata import CLUSTER_OPERATIONS, OPERATIONS_OMITTED, TOPIC_OPERATIONS
+from kcoord.apis.access import OPERATIONS_OMITTED
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
+from kcoord.security.acl import SUPPORTED_OPERATIONS, ResourceType
+from kcoord.security.authorizer import operations_bits
 from tests.apis.broker.topic_app import ADVERTISED, CLUSTER_ID, NODE_ID, TopicApp, call, open_app
 
 ZERO = uuid.UUID(int=0)
+
+CLUSTER_OPERATIONS = operations_bits(SUPPORTED_OPERATIONS[ResourceType.CLUSTER])
+TOPIC_OPERATIONS = operations_bits(SUPPORTED_OPERATIONS[ResourceType.TOPIC])
 
 
 def _request(version: int, names: list[str] | None, **extra: Any) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from kcoord.cluster.topic_names import CONSUMER_OFFSETS
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.protocol.registry import ApiRegistry
+from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import ConnectionInfo
 from kcoord.server.router import CloseConnectionError, Router
 
@@ -55,7 +56,9 @@ async def produce(
 ) -> Any:
     ctx = context(ApiKey.PRODUCE, version)
     req = request(ApiKey.PRODUCE, version, produce_body(*parts, **kw))
-    return await handle_produce(ctx, req, topics=app.topics, producers=app.producers)
+    return await handle_produce(
+        ctx, req, topics=app.topics, producers=app.producers, authorizer=app.authorizer
+    )
 
 
 def answers(response: dict[str, Any]) -> dict[tuple[str, int], dict[str, Any]]:
@@ -131,7 +134,13 @@ async def test_invalid_acks_fails_the_whole_request(app: DataPathApp) -> None:
     """acks other than 0, 1, -1 raises INVALID_REQUIRED_ACKS, answered on every partition."""
     req = request(ApiKey.PRODUCE, 9, produce_body(("t", 0, make_batch([b"a"])), acks=2))
     with pytest.raises(KafkaError) as raised:
-        await handle_produce(context(ApiKey.PRODUCE, 9), req, topics=app.topics, producers=app.producers)
+        await handle_produce(
+            context(ApiKey.PRODUCE, 9),
+            req,
+            topics=app.topics,
+            producers=app.producers,
+            authorizer=app.authorizer,
+        )
     assert raised.value.code == ErrorCode.invalid_required_acks
     shaped = answers(produce_error(req, raised.value.code))
     assert shaped[("t", 0)]["error_code"] == ErrorCode.invalid_required_acks
@@ -171,7 +180,7 @@ async def test_every_served_version_encodes(app: DataPathApp, version: int) -> N
 
 def test_advertised_versions(app: DataPathApp) -> None:
     """Produce is advertised from v0 (librdkafka compression gate) to v9."""
-    spec = produce_api.api(app.topics, app.producers)
+    spec = produce_api.api(app.topics, app.producers, authorizer=Authorizer())
     assert (spec.min_version, spec.max_version) == (0, 9)
 
 
@@ -179,7 +188,7 @@ async def test_versions_below_3_close_the_connection(app: DataPathApp) -> None:
     """Produce v0-v2 (message sets) have no schema: the router closes the connection."""
     frame = struct.pack(">hhih", ApiKey.PRODUCE, 2, 1, 0) + b"\x00\x01" + b"\x00" * 10
     with pytest.raises(CloseConnectionError):
-        router = Router(ApiRegistry([produce_api.api(app.topics, app.producers)]))
+        router = Router(ApiRegistry([produce_api.api(app.topics, app.producers, authorizer=Authorizer())]))
         await router.handle(frame, ConnectionInfo(1, "127.0.0.1", 1))
 
 
@@ -229,6 +238,7 @@ async def test_pipelined_requests_append_in_request_order(app: DataPathApp) -> N
             request(ApiKey.PRODUCE, 9, produce_body(("t", 0, idem(2 * i, 2)), ("t", 1, idem(i)))),
             topics=app.topics,
             producers=app.producers,
+            authorizer=app.authorizer,
         )
         for i in range(5)
     ]

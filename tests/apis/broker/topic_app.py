@@ -32,6 +32,7 @@ from kcoord.protocol.codec import (
     response_class,
 )
 from kcoord.protocol.registry import ApiRegistry
+from kcoord.security.authorizer import build_authorizer
 from kcoord.server.context import ConnectionInfo, RequestContext
 from kcoord.storage.api import LogStore
 from kcoord.storage.memory import MemoryLogStore
@@ -54,15 +55,18 @@ class TopicApp:
         self.store = store
         self.topics = TopicManager(store, settings, data_dir)
         self.node = Node(NODE_ID, CLUSTER_ID, ADVERTISED)
+        self.authorizer = auth = build_authorizer(settings, data_dir)
         topics = self.topics
         self.registry = ApiRegistry(
             [
-                metadata.api(topics, self.node, auto_create=settings["auto.create.topics.enable"]),
-                create_topics.api(topics, settings, NODE_ID),
-                create_partitions.api(topics, NODE_ID),
-                delete_topics.api(topics, enabled=settings["delete.topic.enable"]),
-                describe_configs.api(topics, settings, NODE_ID),
-                describe_cluster.api(self.node),
+                metadata.api(
+                    topics, self.node, auto_create=settings["auto.create.topics.enable"], authorizer=auth
+                ),
+                create_topics.api(topics, settings, NODE_ID, authorizer=auth),
+                create_partitions.api(topics, NODE_ID, authorizer=auth),
+                delete_topics.api(topics, enabled=settings["delete.topic.enable"], authorizer=auth),
+                describe_configs.api(topics, settings, NODE_ID, authorizer=auth),
+                describe_cluster.api(self.node, authorizer=auth),
             ]
         )
 

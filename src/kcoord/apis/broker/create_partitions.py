@@ -9,6 +9,8 @@ put each on this node (INVALID_REPLICA_ASSIGNMENT otherwise). Internal topics ar
 (INVALID_REQUEST): the coordinator places groups by ``__consumer_offsets``' partition count.
 The group coordinator hears of the growth through the topic manager's listeners; consumers see
 it in their next Metadata.
+
+Authorization: Topic ALTER per topic, else TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -16,12 +18,14 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from kcoord.apis.access import Op, may_topic
 from kcoord.apis.broker.create_topics import TopicAnswer, answer_each_topic, check_assignments
 from kcoord.apis.broker.creation_limits import CreationBudget, CreationLimits
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.protocol.registry import ApiSpec
+from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
 __all__ = ["handle_create_partitions"]
@@ -63,8 +67,12 @@ def create_partitions_error_response(request: Any, code: ErrorCode) -> dict[str,
     return {"throttle_time": 0, "results": [_result(t.name, code, None) for t in request.topics]}
 
 
-def api(topics: TopicManager, node_id: int, creation: CreationLimits | None = None) -> ApiSpec:
-    handler = functools.partial(handle_create_partitions, topics=topics, node_id=node_id, creation=creation)
+def api(
+    topics: TopicManager, node_id: int, creation: CreationLimits | None = None, *, authorizer: Authorizer
+) -> ApiSpec:
+    handler = functools.partial(
+        handle_create_partitions, topics=topics, node_id=node_id, creation=creation, authorizer=authorizer
+    )
     return ApiSpec(
         ApiKey.CREATE_PARTITIONS, "CreatePartitions", 0, 3, handler, create_partitions_error_response
     )
@@ -77,11 +85,14 @@ async def handle_create_partitions(
     topics: TopicManager,
     node_id: int,
     creation: CreationLimits | None = None,
+    authorizer: Authorizer,
 ) -> dict[str, Any]:
     validate_only = bool(request.validate_only)
     budget = creation.budget(ctx, quota_error=ctx.api_version >= 3) if creation is not None else None
 
     async def grow(topic: Any) -> TopicAnswer:
+        if not may_topic(ctx, authorizer, Op.ALTER, topic.name):
+            raise KafkaError(ErrorCode.topic_authorization_failed, "Authorization failed.")
         await _grow(topics, node_id, topic, validate_only, budget)
         return _result(topic.name, ErrorCode.none, None)
 

@@ -10,6 +10,8 @@
 kafka-python sends v7, librdkafka v4, aiokafka v3. Topics are created one after another and
 the response is sent once every log exists, so ``timeout`` never expires. A name that appears
 twice in one request gets one INVALID_REQUEST result and is not created, as in Kafka.
+
+Authorization: Cluster CREATE, or Topic CREATE per topic, else TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from kcoord.apis.access import Op, may_cluster, may_topic
 from kcoord.apis.broker.creation_limits import CreationBudget, CreationLimits
 from kcoord.cluster.topic_configs import ConfigEntry, describe_topic_configs
 from kcoord.cluster.topic_manager import TopicManager
@@ -27,6 +30,7 @@ from kcoord.config import Settings
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.protocol.registry import ApiSpec
+from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
 __all__ = ["answer_each_topic", "check_assignments", "config_results", "handle_create_topics"]
@@ -151,10 +155,20 @@ def create_topics_error_response(request: Any, code: ErrorCode) -> dict[str, Any
 
 
 def api(
-    topics: TopicManager, settings: Settings, node_id: int, creation: CreationLimits | None = None
+    topics: TopicManager,
+    settings: Settings,
+    node_id: int,
+    creation: CreationLimits | None = None,
+    *,
+    authorizer: Authorizer,
 ) -> ApiSpec:
     handler = functools.partial(
-        handle_create_topics, topics=topics, settings=settings, node_id=node_id, creation=creation
+        handle_create_topics,
+        topics=topics,
+        settings=settings,
+        node_id=node_id,
+        creation=creation,
+        authorizer=authorizer,
     )
     return ApiSpec(ApiKey.CREATE_TOPICS, "CreateTopics", 2, 7, handler, create_topics_error_response)
 
@@ -167,11 +181,16 @@ async def handle_create_topics(
     settings: Settings,
     node_id: int,
     creation: CreationLimits | None = None,
+    authorizer: Authorizer,
 ) -> dict[str, Any]:
+    """Cluster CREATE allows every topic; otherwise Topic CREATE per topic (TOPIC_AUTHORIZATION_FAILED)."""
     validate_only = bool(getattr(request, "validate_only", False))
     budget = creation.budget(ctx, quota_error=ctx.api_version >= 6) if creation is not None else None
+    cluster_create = may_cluster(ctx, authorizer, Op.CREATE)
 
     async def create(topic: Any) -> TopicAnswer:
+        if not cluster_create and not may_topic(ctx, authorizer, Op.CREATE, topic.name):
+            raise KafkaError(ErrorCode.topic_authorization_failed, "Authorization failed.")
         return await _create_one(topics, settings, node_id, topic, validate_only, budget)
 
     results = await answer_each_topic(

@@ -13,7 +13,8 @@ Per partition, checks as Kafka's ``ReplicaManager.deleteRecordsOnLocalLog`` and
 an internal topic => INVALID_TOPIC_EXCEPTION; a topic whose ``cleanup.policy`` has no
 ``delete`` => POLICY_VIOLATION; an offset below 0 (other than -1) or past the high watermark =>
 OFFSET_OUT_OF_RANGE. The log start only moves up: an offset below it answers the current start.
-It is durable before the response, which is therefore sent without waiting for ``timeout``
+Authorization: Topic DELETE per topic (else TOPIC_AUTHORIZATION_FAILED for its partitions).
+The new log start is durable before the response, which is therefore sent without waiting for ``timeout``
 (a single node has no replicas to wait for); Fetch and ListOffsets read it from the log.
 """
 
@@ -24,10 +25,12 @@ from typing import Any
 
 import structlog
 
+from kcoord.apis.access import Op, may_topic
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.protocol.registry import ApiSpec
+from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
 __all__ = ["handle_delete_records"]
@@ -51,14 +54,21 @@ def delete_records_error_response(request: Any, code: ErrorCode) -> dict[str, An
     }
 
 
-def api(topics: TopicManager) -> ApiSpec:
-    handler = functools.partial(handle_delete_records, topics=topics)
+def api(topics: TopicManager, *, authorizer: Authorizer) -> ApiSpec:
+    handler = functools.partial(handle_delete_records, topics=topics, authorizer=authorizer)
     return ApiSpec(ApiKey.DELETE_RECORDS, "DeleteRecords", 0, 2, handler, delete_records_error_response)
 
 
-async def handle_delete_records(ctx: RequestContext, request: Any, *, topics: TopicManager) -> dict[str, Any]:
+async def handle_delete_records(
+    ctx: RequestContext, request: Any, *, topics: TopicManager, authorizer: Authorizer
+) -> dict[str, Any]:
     answers = []
     for topic in request.topics:
+        if not may_topic(ctx, authorizer, Op.DELETE, topic.name):
+            denied = ErrorCode.topic_authorization_failed
+            partitions = [_result(int(p.partition_index), denied) for p in topic.partitions]
+            answers.append({"name": topic.name, "partitions": partitions})
+            continue
         results = []
         for part in topic.partitions:
             index = int(part.partition_index)

@@ -8,6 +8,8 @@
 
 Internal topics (``__consumer_offsets``) are refused with INVALID_REQUEST. A topic's logs are
 deleted before the response is sent, so ``timeout`` never expires.
+
+Authorization: Topic DELETE per topic, else TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ import functools
 import uuid
 from typing import Any
 
+from kcoord.apis.access import Op, may_topic
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.protocol.registry import ApiSpec
+from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
 __all__ = ["handle_delete_topics"]
@@ -40,13 +44,20 @@ def _result(name: str | None, topic_id: uuid.UUID, code: ErrorCode, message: str
 
 
 async def _delete_one(
-    ctx: RequestContext, topics: TopicManager, enabled: bool, name: str | None, topic_id: uuid.UUID
+    ctx: RequestContext,
+    topics: TopicManager,
+    authorizer: Authorizer,
+    enabled: bool,
+    name: str | None,
+    topic_id: uuid.UUID,
 ) -> dict[str, Any]:
     if name is None:
         info = topics.get_by_id(topic_id)
         if info is None:
             raise KafkaError(ErrorCode.unknown_topic_id, f"Topic id {topic_id} does not exist.")
         name = info.name
+    if not may_topic(ctx, authorizer, Op.DELETE, name):
+        raise KafkaError(ErrorCode.topic_authorization_failed, "Authorization failed.")
     if not enabled:
         code = ErrorCode.topic_deletion_disabled if ctx.api_version >= 3 else ErrorCode.invalid_request
         raise KafkaError(code, "Topic deletion is disabled (delete.topic.enable=false).")
@@ -61,19 +72,19 @@ def delete_topics_error_response(request: Any, code: ErrorCode) -> dict[str, Any
     }
 
 
-def api(topics: TopicManager, *, enabled: bool) -> ApiSpec:
+def api(topics: TopicManager, *, enabled: bool, authorizer: Authorizer) -> ApiSpec:
     """``enabled``: ``delete.topic.enable``."""
-    handler = functools.partial(handle_delete_topics, topics=topics, enabled=enabled)
+    handler = functools.partial(handle_delete_topics, topics=topics, enabled=enabled, authorizer=authorizer)
     return ApiSpec(ApiKey.DELETE_TOPICS, "DeleteTopics", 1, 6, handler, delete_topics_error_response)
 
 
 async def handle_delete_topics(
-    ctx: RequestContext, request: Any, *, topics: TopicManager, enabled: bool
+    ctx: RequestContext, request: Any, *, topics: TopicManager, enabled: bool, authorizer: Authorizer
 ) -> dict[str, Any]:
     results: list[dict[str, Any]] = []
     for name, topic_id in _requested(request):
         try:
-            results.append(await _delete_one(ctx, topics, enabled, name, topic_id))
+            results.append(await _delete_one(ctx, topics, authorizer, enabled, name, topic_id))
         except KafkaError as exc:
             shown_name = name if name is not None or ctx.api_version >= 6 else ""
             results.append(_result(shown_name, topic_id, exc.code, exc.message))

@@ -6,6 +6,8 @@
 - v2: ``include_fenced_brokers`` and a per-broker ``is_fenced``; this node is never fenced.
 
 confluent-kafka's ``AdminClient.describe_cluster`` uses it; the answer matches Metadata's.
+
+Authorization: Cluster DESCRIBE, else CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -13,11 +15,14 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from kcoord.apis.broker.metadata import CLUSTER_OPERATIONS, OPERATIONS_OMITTED, broker_entry
+from kcoord.apis.access import Op, authorized_operations, may_cluster
+from kcoord.apis.broker.metadata import broker_entry
 from kcoord.cluster.identity import Node
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
 from kcoord.protocol.registry import ApiSpec
+from kcoord.security.acl import CLUSTER_NAME, ResourceType
+from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
 __all__ = ["handle_describe_cluster"]
@@ -29,12 +34,17 @@ def describe_cluster_error_response(request: Any, code: ErrorCode) -> dict[str, 
     return {"throttle_time": 0, "error_code": code, "cluster_id": "", "brokers": []}
 
 
-def api(node: Node) -> ApiSpec:
-    handler = functools.partial(handle_describe_cluster, node=node)
+def api(node: Node, *, authorizer: Authorizer) -> ApiSpec:
+    handler = functools.partial(handle_describe_cluster, node=node, authorizer=authorizer)
     return ApiSpec(ApiKey.DESCRIBE_CLUSTER, "DescribeCluster", 0, 2, handler, describe_cluster_error_response)
 
 
-async def handle_describe_cluster(ctx: RequestContext, request: Any, *, node: Node) -> dict[str, Any]:
+async def handle_describe_cluster(
+    ctx: RequestContext, request: Any, *, node: Node, authorizer: Authorizer
+) -> dict[str, Any]:
+    if not may_cluster(ctx, authorizer, Op.DESCRIBE):
+        refused = describe_cluster_error_response(request, ErrorCode.cluster_authorization_failed)
+        return {**refused, "error_message": "Cluster DESCRIBE is not authorized."}
     if getattr(request, "endpoint_type", _BROKERS_ENDPOINT) != _BROKERS_ENDPOINT:
         return {
             "throttle_time": 0,
@@ -46,6 +56,7 @@ async def handle_describe_cluster(ctx: RequestContext, request: Any, *, node: No
         }
     broker = broker_entry(node, ctx.connection.listener_name)
     with_ops = bool(request.include_cluster_authorized_operations)
+    operations = authorized_operations(ctx, authorizer, ResourceType.CLUSTER, CLUSTER_NAME, asked=with_ops)
     return {
         "throttle_time": 0,
         "error_code": ErrorCode.none,
@@ -62,5 +73,5 @@ async def handle_describe_cluster(ctx: RequestContext, request: Any, *, node: No
                 "is_fenced": False,
             }
         ],
-        "cluster_authorized_operations": CLUSTER_OPERATIONS if with_ops else OPERATIONS_OMITTED,
+        "cluster_authorized_operations": operations,
     }

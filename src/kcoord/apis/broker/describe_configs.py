@@ -14,6 +14,9 @@ Resources served:
 
 A null or empty key list means all configs. Other resource types, another node's id, unknown and
 illegal topic names fail that resource only, with Kafka's error codes.
+
+Authorization: Topic DESCRIBE_CONFIGS (else TOPIC_AUTHORIZATION_FAILED); a broker's
+configs need Cluster DESCRIBE_CONFIGS (else CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import functools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from kcoord.apis.access import Op, may_cluster, may_topic
 from kcoord.cluster.topic_configs import (
     ConfigEntry,
     ConfigSource,
@@ -36,6 +40,7 @@ from kcoord.config.definitions import BY_NAME
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.protocol.registry import ApiSpec
+from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
 __all__ = ["RESOURCE_BROKER", "RESOURCE_TOPIC", "broker_config_entries", "handle_describe_configs"]
@@ -163,13 +168,46 @@ def describe_configs_error_response(request: Any, code: ErrorCode) -> dict[str, 
     }
 
 
-def api(topics: TopicManager, settings: Settings, node_id: int) -> ApiSpec:
-    handler = functools.partial(handle_describe_configs, topics=topics, settings=settings, node_id=node_id)
+def api(topics: TopicManager, settings: Settings, node_id: int, *, authorizer: Authorizer) -> ApiSpec:
+    handler = functools.partial(
+        handle_describe_configs, topics=topics, settings=settings, node_id=node_id, authorizer=authorizer
+    )
     return ApiSpec(ApiKey.DESCRIBE_CONFIGS, "DescribeConfigs", 1, 4, handler, describe_configs_error_response)
 
 
 async def handle_describe_configs(
-    ctx: RequestContext, request: Any, *, topics: TopicManager, settings: Settings, node_id: int
+    ctx: RequestContext,
+    request: Any,
+    *,
+    topics: TopicManager,
+    settings: Settings,
+    node_id: int,
+    authorizer: Authorizer,
 ) -> dict[str, Any]:
-    results = [_resource_result(topics, settings, node_id, r, request) for r in request.resources]
+    results = [
+        _denied(r, code)
+        if (code := _refusal(ctx, authorizer, r)) is not None
+        else _resource_result(topics, settings, node_id, r, request)
+        for r in request.resources
+    ]
     return {"throttle_time": 0, "results": results}
+
+
+def _refusal(ctx: RequestContext, authorizer: Authorizer, resource: Any) -> ErrorCode | None:
+    """DESCRIBE_CONFIGS on the topic, or on the cluster for a broker, as Kafka checks."""
+    if resource.resource_type == RESOURCE_TOPIC:
+        if not may_topic(ctx, authorizer, Op.DESCRIBE_CONFIGS, resource.resource_name):
+            return ErrorCode.topic_authorization_failed
+    elif resource.resource_type == RESOURCE_BROKER and not may_cluster(ctx, authorizer, Op.DESCRIBE_CONFIGS):
+        return ErrorCode.cluster_authorization_failed
+    return None
+
+
+def _denied(resource: Any, code: ErrorCode) -> dict[str, Any]:
+    return {
+        "error_code": code,
+        "error_message": "Authorization failed.",
+        "resource_type": resource.resource_type,
+        "resource_name": resource.resource_name,
+        "configs": [],
+    }

@@ -29,6 +29,8 @@ What kcoord answers:
   [log start, log end]). ``replica_id >= 0`` (a follower) => NOT_LEADER_OR_FOLLOWER: kcoord has
   no followers.
 - Record bytes go out exactly as stored; consumers skip records before their fetch offset.
+
+Authorization: Topic READ per topic, else TOPIC_AUTHORIZATION_FAILED for its partitions.
 """
 
 from __future__ import annotations
@@ -38,12 +40,14 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
+from kcoord.apis.access import Op, may_topic
 from kcoord.cluster.fetch_waiters import AppendWatch
 from kcoord.cluster.growth_hints import GrowthHints
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.protocol.registry import ApiSpec
+from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 from kcoord.storage.api import PartitionLog
 
@@ -77,18 +81,19 @@ class _ReadResult:
     has_error: bool
 
 
-def api(topics: TopicManager, hints: GrowthHints) -> ApiSpec:
-    handler = functools.partial(handle_fetch, topics=topics, hints=hints)
+def api(topics: TopicManager, hints: GrowthHints, *, authorizer: Authorizer) -> ApiSpec:
+    handler = functools.partial(handle_fetch, topics=topics, hints=hints, authorizer=authorizer)
     return ApiSpec(ApiKey.FETCH, "Fetch", 4, 12, handler, fetch_error)
 
 
 async def handle_fetch(
-    ctx: RequestContext, request: Any, *, topics: TopicManager, hints: GrowthHints
+    ctx: RequestContext, request: Any, *, topics: TopicManager, hints: GrowthHints, authorizer: Authorizer
 ) -> dict[str, Any]:
     # 1. Whole-request checks.
     if int(request.replica_id) >= 0:
         raise KafkaError(ErrorCode.not_leader_or_follower, "kcoord has no followers to serve")
     connection_id = ctx.connection.connection_id
+    denied = {t.topic for t in request.topics if not may_topic(ctx, authorizer, Op.READ, t.topic)}
     plan = [
         (
             t.topic,
@@ -103,12 +108,20 @@ async def handle_fetch(
             ],
         )
         for t in request.topics
-        if not hints.take(t.topic, connection_id)
+        if t.topic not in denied and not hints.take(t.topic, connection_id)
     ]
     hinted = [
         {
             "topic": t.topic,
-            "partitions": [_error(int(p.partition), ErrorCode.not_leader_or_follower) for p in t.partitions],
+            "partitions": [
+                _error(
+                    int(p.partition),
+                    ErrorCode.topic_authorization_failed
+                    if t.topic in denied
+                    else ErrorCode.not_leader_or_follower,
+                )
+                for p in t.partitions
+            ],
         }
         for t in request.topics
         if t.topic not in {topic for topic, _ in plan}

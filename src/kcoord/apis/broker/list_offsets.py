@@ -20,6 +20,8 @@ timestamp -1.
 
 Leader epochs are -1 everywhere (kcoord reports -1 in Metadata), so ``current_leader_epoch``
 is ignored and ``leader_epoch`` is -1. UNKNOWN_TOPIC_OR_PARTITION per partition.
+
+Authorization: Topic DESCRIBE per topic, else TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -27,10 +29,12 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from kcoord.apis.access import Op, may_topic
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
 from kcoord.protocol.registry import ApiSpec
+from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 from kcoord.storage.api import PartitionLog
 from kcoord.storage.record_search import FoundRecord, first_record_at_or_after, first_record_with_timestamp
@@ -49,18 +53,23 @@ def list_offsets_error(request: Any, code: ErrorCode) -> dict[str, Any]:
     }
 
 
-def api(topics: TopicManager) -> ApiSpec:
-    handler = functools.partial(handle_list_offsets, topics=topics)
+def api(topics: TopicManager, *, authorizer: Authorizer) -> ApiSpec:
+    handler = functools.partial(handle_list_offsets, topics=topics, authorizer=authorizer)
     return ApiSpec(ApiKey.LIST_OFFSETS, "ListOffsets", 1, 7, handler, list_offsets_error)
 
 
-async def handle_list_offsets(ctx: RequestContext, request: Any, *, topics: TopicManager) -> dict[str, Any]:
+async def handle_list_offsets(
+    ctx: RequestContext, request: Any, *, topics: TopicManager, authorizer: Authorizer
+) -> dict[str, Any]:
+    """Topic DESCRIBE per topic, else TOPIC_AUTHORIZATION_FAILED for its partitions."""
     return {
         "topics": [
             {
                 "name": t.name,
                 "partitions": [
-                    _lookup(
+                    _answer(int(p.partition_index), ErrorCode.topic_authorization_failed)
+                    if not may_topic(ctx, authorizer, Op.DESCRIBE, t.name)
+                    else _lookup(
                         int(p.partition_index),
                         int(p.timestamp),
                         topics.partition_log(t.name, int(p.partition_index)),

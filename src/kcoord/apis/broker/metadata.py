@@ -17,6 +17,10 @@ Auto-creation: a requested topic that does not exist is created when both the re
 LEADER_NOT_AVAILABLE for a topic it has just created and makes the client ask again, kcoord
 answers with the ready topic: its logs exist before the response is sent, so the retry would only
 add a metadata round trip (and librdkafka's backoff) to every first produce.
+
+Authorization, as Kafka's: an all-topics answer leaves out the topics the principal may not
+DESCRIBE; a named one it may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED; auto-creation needs
+Cluster CREATE or Topic CREATE (else TOPIC_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import functools
 import uuid
 from typing import Any
 
+from kcoord.apis.access import Op, authorized_operations, may_cluster, may_topic
 from kcoord.apis.broker.creation_limits import CreationBudget, CreationLimits
 from kcoord.apis.broker.metadata_answers import AllTopicsAnswers, encode_answer
 from kcoord.cluster.identity import Node
@@ -35,31 +40,16 @@ from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.codec import EncodedResponse
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.protocol.registry import ApiSpec
+from kcoord.security.acl import CLUSTER_NAME, ResourceType
+from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
 __all__ = [
-    "CLUSTER_OPERATIONS",
-    "OPERATIONS_OMITTED",
-    "TOPIC_OPERATIONS",
     "broker_entry",
     "handle_metadata",
 ]
 
 ZERO_UUID = uuid.UUID(int=0)
-
-OPERATIONS_OMITTED = -2147483648
-"""The authorized-operations value meaning "not requested"."""
-
-
-def _bits(*operations: int) -> int:
-    return sum(1 << op for op in operations)
-
-
-# AclOperation codes: READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9,
-# DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12, CREATE_TOKENS 13, DESCRIBE_TOKENS 14.
-# kcoord has no authorizer, so a client may do everything a resource type supports.
-TOPIC_OPERATIONS = _bits(3, 4, 5, 6, 7, 8, 10, 11)
-CLUSTER_OPERATIONS = _bits(5, 7, 8, 9, 10, 11, 12, 13, 14)
 
 
 def broker_entry(node: Node, listener_name: str) -> dict[str, Any]:
@@ -69,7 +59,7 @@ def broker_entry(node: Node, listener_name: str) -> dict[str, Any]:
     return {"node_id": node.node_id, "host": host, "port": port, "rack": None}
 
 
-def _topic_entry(node: int, info: TopicInfo, with_operations: bool) -> dict[str, Any]:
+def _topic_entry(node: int, info: TopicInfo, operations: int) -> dict[str, Any]:
     return {
         "error_code": ErrorCode.none,
         "name": info.name,
@@ -87,7 +77,7 @@ def _topic_entry(node: int, info: TopicInfo, with_operations: bool) -> dict[str,
             }
             for index in range(info.partitions)
         ],
-        "topic_authorized_operations": TOPIC_OPERATIONS if with_operations else OPERATIONS_OMITTED,
+        "topic_authorized_operations": operations,
     }
 
 
@@ -101,9 +91,20 @@ def _error_entry(name: str | None, code: ErrorCode, topic_id: uuid.UUID = ZERO_U
     }
 
 
+def _described(
+    ctx: RequestContext, authorizer: Authorizer, node_id: int, info: TopicInfo, with_ops: bool
+) -> dict[str, Any]:
+    """The topic's entry, or TOPIC_AUTHORIZATION_FAILED if the principal may not DESCRIBE it."""
+    if not may_topic(ctx, authorizer, Op.DESCRIBE, info.name):
+        return _error_entry(info.name, ErrorCode.topic_authorization_failed)
+    operations = authorized_operations(ctx, authorizer, ResourceType.TOPIC, info.name, asked=with_ops)
+    return _topic_entry(node_id, info, operations)
+
+
 async def _requested_topic(
     ctx: RequestContext,
     topics: TopicManager,
+    authorizer: Authorizer,
     node_id: int,
     name: str | None,
     topic_id: uuid.UUID | None,
@@ -116,11 +117,15 @@ async def _requested_topic(
         if info is None:
             unknown = ErrorCode.unknown_topic_id
             return _error_entry(None if ctx.api_version >= 12 else "", unknown, topic_id or ZERO_UUID)
-        return _topic_entry(node_id, info, with_ops)
+        return _described(ctx, authorizer, node_id, info, with_ops)
     if topic_name_problem(name) is not None:
         return _error_entry(name, ErrorCode.invalid_topic_exception)
+    if not may_topic(ctx, authorizer, Op.DESCRIBE, name):
+        return _error_entry(name, ErrorCode.topic_authorization_failed)
     info = topics.get(name)
     if info is None and auto_create:
+        if not _may_create(ctx, authorizer, name):
+            return _error_entry(name, ErrorCode.topic_authorization_failed)
         if budget is not None and budget.refusal(topics.default_partitions) is not None:
             return _error_entry(name, ErrorCode.unknown_topic_or_partition)
         try:
@@ -129,7 +134,11 @@ async def _requested_topic(
             return _error_entry(name, exc.code)
     if info is None:
         return _error_entry(name, ErrorCode.unknown_topic_or_partition)
-    return _topic_entry(node_id, info, with_ops)
+    return _described(ctx, authorizer, node_id, info, with_ops)
+
+
+def _may_create(ctx: RequestContext, authorizer: Authorizer, name: str) -> bool:
+    return may_cluster(ctx, authorizer, Op.CREATE) or may_topic(ctx, authorizer, Op.CREATE, name)
 
 
 def metadata_error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
@@ -148,7 +157,12 @@ does not hold up other clients' heartbeats while its answer is built."""
 
 
 def api(
-    topics: TopicManager, node: Node, *, auto_create: bool, creation: CreationLimits | None = None
+    topics: TopicManager,
+    node: Node,
+    *,
+    auto_create: bool,
+    creation: CreationLimits | None = None,
+    authorizer: Authorizer,
 ) -> ApiSpec:
     """``auto_create``: ``auto.create.topics.enable``; ``creation``: what auto-creation may create."""
     handler = functools.partial(
@@ -158,6 +172,7 @@ def api(
         auto_create_enabled=auto_create,
         creation=creation,
         all_topics=AllTopicsAnswers(topics),
+        authorizer=authorizer,
     )
     return ApiSpec(ApiKey.METADATA, "Metadata", 0, 13, handler, metadata_error_response)
 
@@ -171,6 +186,7 @@ async def handle_metadata(
     auto_create_enabled: bool,
     creation: CreationLimits | None = None,
     all_topics: AllTopicsAnswers | None = None,
+    authorizer: Authorizer,
 ) -> dict[str, Any] | EncodedResponse:
     version = ctx.api_version
     listener = ctx.connection.listener_name
@@ -184,12 +200,18 @@ async def handle_metadata(
             for index, info in enumerate(topics.topics()):
                 if index and index % SLICE == 0:
                     await asyncio.sleep(0)
-                entries.append(_topic_entry(node.node_id, info, with_ops))
-            return _answer(node, listener, entries, include_cluster_ops, 0)
+                if may_topic(ctx, authorizer, Op.DESCRIBE, info.name):
+                    operations = authorized_operations(
+                        ctx, authorizer, ResourceType.TOPIC, info.name, asked=with_ops
+                    )
+                    entries.append(_topic_entry(node.node_id, info, operations))
+            return _answer(ctx, authorizer, node, listener, entries, include_cluster_ops, 0)
 
         if all_topics is None:
             return await encode_answer(version, await build_all())
-        key = (with_ops, include_cluster_ops, node.address_for(listener), node.cluster_id)
+        # What a principal may see differs per principal once an authorizer decides.
+        viewer = str(ctx.principal) if authorizer.enabled else ""
+        key = (with_ops, include_cluster_ops, node.address_for(listener), node.cluster_id, viewer)
         return await all_topics.answer(version, key, build_all)
     auto_create = bool(getattr(request, "allow_auto_topic_creation", True))
     auto_create = auto_create and auto_create_enabled
@@ -207,25 +229,33 @@ async def handle_metadata(
             continue
         seen.add((name, topic_id))
         entries.append(
-            await _requested_topic(ctx, topics, node.node_id, name, topic_id, auto_create, with_ops, budget)
+            await _requested_topic(
+                ctx, topics, authorizer, node.node_id, name, topic_id, auto_create, with_ops, budget
+            )
         )
     throttle_ms = budget.throttle_ms if budget is not None else 0
-    return await encode_answer(version, _answer(node, listener, entries, include_cluster_ops, throttle_ms))
+    answer = _answer(ctx, authorizer, node, listener, entries, include_cluster_ops, throttle_ms)
+    return await encode_answer(version, answer)
 
 
 def _answer(
+    ctx: RequestContext,
+    authorizer: Authorizer,
     node: Node,
     listener_name: str,
     entries: list[dict[str, Any]],
     include_cluster_ops: bool,
     throttle_ms: int,
 ) -> dict[str, Any]:
+    cluster_ops = authorized_operations(
+        ctx, authorizer, ResourceType.CLUSTER, CLUSTER_NAME, asked=include_cluster_ops
+    )
     return {
         "throttle_time": throttle_ms,
         "brokers": [broker_entry(node, listener_name)],
         "cluster_id": node.cluster_id,
         "controller_id": node.node_id,
         "topics": entries,
-        "cluster_authorized_operations": CLUSTER_OPERATIONS if include_cluster_ops else OPERATIONS_OMITTED,
+        "cluster_authorized_operations": cluster_ops,
         "error_code": ErrorCode.none,
     }

@@ -27,6 +27,9 @@ Ordering: the connection runs requests concurrently, but each partition's append
 task in the handler's first (synchronous) step, so appends of one connection are started in
 request order, and the idempotence check runs in the same step as the append's offset
 assignment. Appends of different partitions of one request run concurrently.
+
+Authorization: Topic WRITE per topic, else TOPIC_AUTHORIZATION_FAILED for its partitions
+(an idempotent producer needs nothing more, as in Kafka 3+).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from typing import Any
 
 import structlog
 
+from kcoord.apis.access import Op, may_topic
 from kcoord.cluster.producer_state import BatchSlot, ProducerStateManager
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.cluster.topic_names import INTERNAL_TOPICS
@@ -45,6 +49,7 @@ from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.protocol.record_batch import BatchHeader, validate_produced
 from kcoord.protocol.registry import ApiSpec
+from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 from kcoord.server.router import CloseConnectionError
 from kcoord.storage.api import PartitionLog
@@ -72,13 +77,18 @@ def produce_error(request: Any, code: ErrorCode) -> dict[str, Any]:
     }
 
 
-def api(topics: TopicManager, producers: ProducerStateManager) -> ApiSpec:
-    handler = functools.partial(handle_produce, topics=topics, producers=producers)
+def api(topics: TopicManager, producers: ProducerStateManager, *, authorizer: Authorizer) -> ApiSpec:
+    handler = functools.partial(handle_produce, topics=topics, producers=producers, authorizer=authorizer)
     return ApiSpec(ApiKey.PRODUCE, "Produce", 0, 9, handler, produce_error)
 
 
 async def handle_produce(
-    ctx: RequestContext, request: Any, *, topics: TopicManager, producers: ProducerStateManager
+    ctx: RequestContext,
+    request: Any,
+    *,
+    topics: TopicManager,
+    producers: ProducerStateManager,
+    authorizer: Authorizer,
 ) -> dict[str, Any] | None:
     # 1. Whole-request checks.
     acks = int(request.acks)
@@ -94,12 +104,16 @@ async def handle_produce(
     slots: list[list[PartitionResponse | asyncio.Task[PartitionResponse]]] = []
     for topic in request.topic_data:
         name = topic.name
+        writable = may_topic(ctx, authorizer, Op.WRITE, name)
         info = topics.get(name)
         max_bytes = topics.max_message_bytes(info) if info is not None else 0
         internal = info is not None and (info.internal or name in INTERNAL_TOPICS)
         answers: list[PartitionResponse | asyncio.Task[PartitionResponse]] = []
         for part in topic.partition_data:
             index = int(part.index)
+            if not writable:
+                answers.append(_error(index, ErrorCode.topic_authorization_failed))
+                continue
             partition_log = topics.partition_log(name, index) if info is not None else None
             if partition_log is None:
                 answers.append(_error(index, ErrorCode.unknown_topic_or_partition))

@@ -16,9 +16,11 @@ import functools
 from collections import Counter
 from typing import Any
 
+from kcoord.apis.access import Op, may_cluster
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.errors import ErrorCode
+from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.protocol.registry import ApiSpec
+from kcoord.security.authorizer import Authorizer
 from kcoord.security.credentials import CredentialStore
 from kcoord.security.scram import MAX_ITERATIONS, ScramCredential, ScramMechanism
 from kcoord.server.context import RequestContext
@@ -36,8 +38,8 @@ def alter_error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     }
 
 
-def describe_api(store: CredentialStore) -> ApiSpec:
-    handler = functools.partial(handle_describe, store=store)
+def describe_api(store: CredentialStore, *, authorizer: Authorizer) -> ApiSpec:
+    handler = functools.partial(handle_describe, store=store, authorizer=authorizer)
     return ApiSpec(
         ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
         "DescribeUserScramCredentials",
@@ -48,8 +50,8 @@ def describe_api(store: CredentialStore) -> ApiSpec:
     )
 
 
-def alter_api(store: CredentialStore) -> ApiSpec:
-    handler = functools.partial(handle_alter, store=store)
+def alter_api(store: CredentialStore, *, authorizer: Authorizer) -> ApiSpec:
+    handler = functools.partial(handle_alter, store=store, authorizer=authorizer)
     return ApiSpec(
         ApiKey.ALTER_USER_SCRAM_CREDENTIALS, "AlterUserScramCredentials", 0, 0, handler, alter_error_response
     )
@@ -59,7 +61,12 @@ def _result(user: str, code: ErrorCode = ErrorCode.none, message: str | None = N
     return {"user": user, "error_code": code, "error_message": message}
 
 
-async def handle_describe(ctx: RequestContext, request: Any, *, store: CredentialStore) -> dict[str, Any]:
+async def handle_describe(
+    ctx: RequestContext, request: Any, *, store: CredentialStore, authorizer: Authorizer
+) -> dict[str, Any]:
+    """Cluster DESCRIBE, as Kafka asks (else CLUSTER_AUTHORIZATION_FAILED)."""
+    if not may_cluster(ctx, authorizer, Op.DESCRIBE):
+        raise KafkaError(ErrorCode.cluster_authorization_failed)
     await store.load()
     if request.users is None:  # null asks for every user; an empty list for none (as Kafka)
         names, named = store.users(), False
@@ -86,7 +93,12 @@ async def handle_describe(ctx: RequestContext, request: Any, *, store: Credentia
     return {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None, "results": results}
 
 
-async def handle_alter(ctx: RequestContext, request: Any, *, store: CredentialStore) -> dict[str, Any]:
+async def handle_alter(
+    ctx: RequestContext, request: Any, *, store: CredentialStore, authorizer: Authorizer
+) -> dict[str, Any]:
+    """Cluster ALTER, as Kafka asks (else CLUSTER_AUTHORIZATION_FAILED for every user)."""
+    if not may_cluster(ctx, authorizer, Op.ALTER):
+        raise KafkaError(ErrorCode.cluster_authorization_failed)
     await store.load()
     errors: dict[str, tuple[ErrorCode, str]] = {}
     mentions = Counter(

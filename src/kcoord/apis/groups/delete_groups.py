@@ -5,6 +5,8 @@
 
 Per group: GROUP_ID_NOT_FOUND when it does not exist, NON_EMPTY_GROUP while it has members;
 otherwise its offsets and then the group itself are tombstoned in the offsets log.
+
+Authorization: Group DELETE per group, else GROUP_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kcoord.apis.access import Op, may_group
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.group_service import GroupService
+from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
 
@@ -24,17 +28,21 @@ def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {"results": [{"group_id": g, "error_code": code} for g in request.groups_names]}
 
 
-def api(groups: GroupService) -> ApiSpec:
-    handler = functools.partial(handle_delete_groups, groups=groups)
+def api(groups: GroupService, *, authorizer: Authorizer) -> ApiSpec:
+    handler = functools.partial(handle_delete_groups, groups=groups, authorizer=authorizer)
     return ApiSpec(ApiKey.DELETE_GROUPS, "DeleteGroups", 0, 2, handler, _error_response)
 
 
-async def handle_delete_groups(ctx: RequestContext, request: Any, *, groups: GroupService) -> dict[str, Any]:
+async def handle_delete_groups(
+    ctx: RequestContext, request: Any, *, groups: GroupService, authorizer: Authorizer
+) -> dict[str, Any]:
     results: dict[str, ErrorCode] = {}
     valid: list[str] = []
     for group_id in request.groups_names:
         if not group_id:
             results[group_id] = ErrorCode.invalid_group_id
+        elif not may_group(ctx, authorizer, Op.DELETE, group_id):
+            results[group_id] = ErrorCode.group_authorization_failed
         else:
             valid.append(group_id)
     results.update({a.group_id: a.error_code for a in await groups.delete_groups(valid)})

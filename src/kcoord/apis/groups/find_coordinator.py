@@ -10,6 +10,8 @@
 On one node every group's coordinator is this node; its partition of ``__consumer_offsets`` is
 ``partition_for(group_id)``. Transaction and share coordinators are not served: those keys get
 INVALID_REQUEST, a fatal answer, rather than a retriable one that would make a client spin.
+
+Authorization: Group DESCRIBE per key, else GROUP_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -19,20 +21,24 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kcoord.apis.access import Op, may_group
 from kcoord.cluster.identity import Node
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.registry import ApiSpec
+from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
 _GROUP_KEY = 0
 
 
-def _answer(node: Node, key: str, key_type: int, listener_name: str) -> dict[str, Any]:
+def _answer(node: Node, key: str, key_type: int, authorized: bool, listener_name: str) -> dict[str, Any]:
     host, port = node.address_for(listener_name)
     if key_type != _GROUP_KEY:
         error, message = ErrorCode.invalid_request, "kcoord coordinates groups only"
     elif not key:
         error, message = ErrorCode.invalid_request, "empty group id"
+    elif not authorized:
+        error, message = ErrorCode.group_authorization_failed, f"Group DESCRIBE on {key!r} is not authorized."
     else:
         return {
             "key": key,
@@ -57,14 +63,21 @@ def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {"error_code": code, "error_message": None, "node_id": -1, "host": "", "port": -1}
 
 
-def api(node: Node) -> ApiSpec:
-    handler = functools.partial(handle_find_coordinator, node=node)
+def api(node: Node, *, authorizer: Authorizer) -> ApiSpec:
+    handler = functools.partial(handle_find_coordinator, node=node, authorizer=authorizer)
     return ApiSpec(ApiKey.FIND_COORDINATOR, "FindCoordinator", 0, 6, handler, _error_response)
 
 
-async def handle_find_coordinator(ctx: RequestContext, request: Any, *, node: Node) -> dict[str, Any]:
+async def handle_find_coordinator(
+    ctx: RequestContext, request: Any, *, node: Node, authorizer: Authorizer
+) -> dict[str, Any]:
     key_type = int(getattr(request, "key_type", _GROUP_KEY))
+
+    def answer(key: str) -> dict[str, Any]:
+        return _answer(
+            node, key, key_type, may_group(ctx, authorizer, Op.DESCRIBE, key), ctx.connection.listener_name
+        )
+
     if ctx.api_version >= 4:
-        listener = ctx.connection.listener_name
-        return {"coordinators": [_answer(node, key, key_type, listener) for key in request.coordinator_keys]}
-    return _answer(node, request.key, key_type, ctx.connection.listener_name)
+        return {"coordinators": [answer(key) for key in request.coordinator_keys]}
+    return answer(request.key)

@@ -7,6 +7,8 @@
 A heartbeat moves the member's session deadline (no timer is created or cancelled) and tells a
 member whose group is rebalancing to rejoin (REBALANCE_IN_PROGRESS). While the group's partition
 is still loading, Kafka answers NONE rather than an error, so members do not rejoin needlessly.
+
+Authorization: Group READ, else GROUP_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kcoord.apis.access import Op, require_group
 from kcoord.apis.groups.common import MemberWatch
 from kcoord.coordinator.classic.messages import HeartbeatRequest
 from kcoord.protocol.api_keys import ApiKey
@@ -23,6 +26,7 @@ from kcoord.protocol.codec import EncodedResponse, build, response_class
 from kcoord.protocol.errors import KafkaError
 from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.group_service import GroupService
+from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
 
@@ -30,14 +34,15 @@ def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {"error_code": code}
 
 
-def api(groups: GroupService, members: MemberWatch) -> ApiSpec:
-    handler = functools.partial(handle_heartbeat, groups=groups, members=members)
+def api(groups: GroupService, members: MemberWatch, *, authorizer: Authorizer) -> ApiSpec:
+    handler = functools.partial(handle_heartbeat, groups=groups, members=members, authorizer=authorizer)
     return ApiSpec(ApiKey.HEARTBEAT, "Heartbeat", 0, 4, handler, _error_response)
 
 
 async def handle_heartbeat(
-    ctx: RequestContext, request: Any, *, groups: GroupService, members: MemberWatch
+    ctx: RequestContext, request: Any, *, groups: GroupService, members: MemberWatch, authorizer: Authorizer
 ) -> Any:
+    require_group(ctx, authorizer, Op.READ, request.group_id)
     beat = HeartbeatRequest(
         group_id=request.group_id,
         generation_id=request.generation_id,

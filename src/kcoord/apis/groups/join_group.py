@@ -13,6 +13,8 @@
 A JoinGroup usually waits: the response comes when the join phase completes (every known member
 has rejoined, or the rebalance timeout passed). The wait happens in the coordinator, never on the
 connection, which keeps reading (a member's Heartbeat may share it).
+
+Authorization: Group READ, else GROUP_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -22,11 +24,13 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kcoord.apis.access import Op, require_group
 from kcoord.apis.groups.common import MemberWatch, millis
 from kcoord.coordinator.classic.messages import JoinGroupRequest, JoinGroupResponse
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.group_service import GroupService
+from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
 
@@ -79,14 +83,15 @@ def to_wire(response: JoinGroupResponse, api_version: int) -> dict[str, Any]:
     }
 
 
-def api(groups: GroupService, members: MemberWatch) -> ApiSpec:
-    handler = functools.partial(handle_join_group, groups=groups, members=members)
+def api(groups: GroupService, members: MemberWatch, *, authorizer: Authorizer) -> ApiSpec:
+    handler = functools.partial(handle_join_group, groups=groups, members=members, authorizer=authorizer)
     return ApiSpec(ApiKey.JOIN_GROUP, "JoinGroup", 0, 9, handler, _error_response)
 
 
 async def handle_join_group(
-    ctx: RequestContext, request: Any, *, groups: GroupService, members: MemberWatch
+    ctx: RequestContext, request: Any, *, groups: GroupService, members: MemberWatch, authorizer: Authorizer
 ) -> dict[str, Any]:
+    require_group(ctx, authorizer, Op.READ, request.group_id)
     join = to_core(ctx, request)
     response = await groups.join_group(join, ctx.connection.connection_id)
     if response.error_code == ErrorCode.none:

@@ -5,6 +5,8 @@
 - v3: ``members[]`` (batch leave, KIP-345) with a result per member.
 - v4: flexible.
 - v5: a ``reason`` per member (KIP-800), kept in the rebalance history.
+
+Authorization: Group READ, else GROUP_AUTHORIZATION_FAILED (a stranger cannot evict).
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kcoord.apis.access import Op, require_group
 from kcoord.coordinator.classic.messages import LeaveGroupRequest, LeaveGroupResponse, LeavingMember
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.group_service import GroupService
+from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
 
@@ -25,12 +29,15 @@ def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {"error_code": code, "members": []}
 
 
-def api(groups: GroupService) -> ApiSpec:
-    handler = functools.partial(handle_leave_group, groups=groups)
+def api(groups: GroupService, *, authorizer: Authorizer) -> ApiSpec:
+    handler = functools.partial(handle_leave_group, groups=groups, authorizer=authorizer)
     return ApiSpec(ApiKey.LEAVE_GROUP, "LeaveGroup", 0, 5, handler, _error_response)
 
 
-async def handle_leave_group(ctx: RequestContext, request: Any, *, groups: GroupService) -> dict[str, Any]:
+async def handle_leave_group(
+    ctx: RequestContext, request: Any, *, groups: GroupService, authorizer: Authorizer
+) -> dict[str, Any]:
+    require_group(ctx, authorizer, Op.READ, request.group_id)
     if ctx.api_version < 3:
         members: tuple[LeavingMember, ...] = (LeavingMember(member_id=request.member_id),)
     else:

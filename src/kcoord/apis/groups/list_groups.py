@@ -7,6 +7,9 @@
 
 Groups on a partition that is still loading are left out and the answer carries
 COORDINATOR_LOAD_IN_PROGRESS, as Kafka's does.
+
+Authorization: Cluster DESCRIBE lists every group; otherwise the groups the principal
+may DESCRIBE.
 """
 
 from __future__ import annotations
@@ -16,9 +19,11 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kcoord.apis.access import Op, may_cluster, may_group
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.group_service import GroupService
+from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
 
@@ -26,12 +31,16 @@ def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {"error_code": code, "groups": []}
 
 
-def api(groups: GroupService) -> ApiSpec:
-    handler = functools.partial(handle_list_groups, groups=groups)
+def api(groups: GroupService, *, authorizer: Authorizer) -> ApiSpec:
+    handler = functools.partial(handle_list_groups, groups=groups, authorizer=authorizer)
     return ApiSpec(ApiKey.LIST_GROUPS, "ListGroups", 0, 5, handler, _error_response)
 
 
-async def handle_list_groups(ctx: RequestContext, request: Any, *, groups: GroupService) -> dict[str, Any]:
+async def handle_list_groups(
+    ctx: RequestContext, request: Any, *, groups: GroupService, authorizer: Authorizer
+) -> dict[str, Any]:
+    """Cluster DESCRIBE lists every group; otherwise only the groups the principal may DESCRIBE."""
+    everything = may_cluster(ctx, authorizer, Op.DESCRIBE)
     states = list(getattr(request, "states_filter", ()) or ()) or None
     types = {t.lower() for t in getattr(request, "types_filter", ()) or ()}
     listing = groups.list_groups(states)
@@ -46,5 +55,6 @@ async def handle_list_groups(ctx: RequestContext, request: Any, *, groups: Group
                 "group_type": listed.group_type,
             }
             for listed in listing.groups
+            if everything or may_group(ctx, authorizer, Op.DESCRIBE, listed.group_id)
         ]
     return {"error_code": error, "groups": listed_groups}

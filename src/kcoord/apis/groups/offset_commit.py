@@ -11,6 +11,9 @@ v9 (KIP-848 member epochs) is not advertised yet. Checks run in Kafka's order (P
 inside the group's shard; the response is released once the commit records are durable. Frames
 are read by :mod:`kcoord.apis.groups.offset_commit_wire` straight into the core's request (kio's
 reader stays the fallback).
+
+Authorization: Group READ (else GROUP_AUTHORIZATION_FAILED), then Topic READ per topic
+(else TOPIC_AUTHORIZATION_FAILED for its partitions, the others committed).
 """
 
 from __future__ import annotations
@@ -20,13 +23,16 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kcoord.apis.access import Op, may_topic, require_group
 from kcoord.apis.groups.common import millis
 from kcoord.apis.groups.offset_commit_wire import decode_offset_commit
 from kcoord.coordinator.offsets import (
     OffsetCommitPartition,
+    OffsetCommitPartitionResult,
     OffsetCommitRequest,
     OffsetCommitResponse,
     OffsetCommitTopic,
+    OffsetCommitTopicResult,
 )
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.codec import EncodedResponse
@@ -34,6 +40,7 @@ from kcoord.protocol.errors import KafkaError
 from kcoord.protocol.registry import ApiSpec
 from kcoord.protocol.response_cache import ResponseCache
 from kcoord.runtime.group_service import GroupService
+from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
 
@@ -77,17 +84,34 @@ def to_core(request: Any, api_version: int) -> OffsetCommitRequest:
     )
 
 
-def api(groups: GroupService) -> ApiSpec:
-    handler = functools.partial(handle_offset_commit, groups=groups)
+def api(groups: GroupService, *, authorizer: Authorizer) -> ApiSpec:
+    handler = functools.partial(handle_offset_commit, groups=groups, authorizer=authorizer)
     return ApiSpec(ApiKey.OFFSET_COMMIT, "OffsetCommit", 2, 8, handler, _error_response, decode_offset_commit)
 
 
-async def handle_offset_commit(ctx: RequestContext, request: Any, *, groups: GroupService) -> Any:
+async def handle_offset_commit(
+    ctx: RequestContext, request: Any, *, groups: GroupService, authorizer: Authorizer
+) -> Any:
     if not request.group_id:
         raise KafkaError(ErrorCode.invalid_group_id)
+    require_group(ctx, authorizer, Op.READ, request.group_id)
     commit = request if isinstance(request, OffsetCommitRequest) else to_core(request, ctx.api_version)
-    response = await groups.commit_offsets(commit)
-    return _encoded(ctx.api_version, response)
+    if not authorizer.enabled:
+        return _encoded(ctx.api_version, await groups.commit_offsets(commit))
+    allowed = [may_topic(ctx, authorizer, Op.READ, t.name) for t in commit.topics]
+    denied = [t for t, ok in zip(commit.topics, allowed, strict=True) if not ok]
+    commit.topics = [t for t, ok in zip(commit.topics, allowed, strict=True) if ok]
+    results = (await groups.commit_offsets(commit)).topics if commit.topics else []
+    results = [*results, *(_denied(t) for t in denied)]
+    return _encoded(ctx.api_version, OffsetCommitResponse(results))
+
+
+def _denied(topic: OffsetCommitTopic) -> OffsetCommitTopicResult:
+    """TOPIC_AUTHORIZATION_FAILED for every partition of a topic the principal may not READ."""
+    code = ErrorCode.topic_authorization_failed
+    return OffsetCommitTopicResult(
+        topic.name, [OffsetCommitPartitionResult(p.partition_index, code) for p in topic.partitions]
+    )
 
 
 _ANSWERS = ResponseCache(ApiKey.OFFSET_COMMIT)

@@ -11,6 +11,9 @@
 An unknown group is not an error: its partitions answer offset -1 (PROTOCOL.md §2.8). A group
 error (its partition is loading, say) goes into each partition for v1, the top level for v2-7
 and the group's entry for v8.
+
+Authorization: Group DESCRIBE (else GROUP_AUTHORIZATION_FAILED); topics the principal
+may not DESCRIBE are left out of an all-topics fetch and TOPIC_AUTHORIZATION_FAILED when named.
 """
 
 from __future__ import annotations
@@ -20,13 +23,20 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kcoord.coordinator.offsets import OffsetFetchResponse, OffsetFetchTopic, OffsetFetchTopicResult
+from kcoord.apis.access import Op, may_topic, require_group
+from kcoord.coordinator.offsets import (
+    OffsetFetchPartitionResult,
+    OffsetFetchResponse,
+    OffsetFetchTopic,
+    OffsetFetchTopicResult,
+)
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.codec import EncodedResponse
 from kcoord.protocol.errors import KafkaError
 from kcoord.protocol.registry import ApiSpec
 from kcoord.protocol.response_cache import ResponseCache
 from kcoord.runtime.group_service import GroupService
+from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
 
@@ -37,11 +47,46 @@ def _topics(raw: Any) -> list[OffsetFetchTopic] | None:
 
 
 def _fetch_one(
-    groups: GroupService, group_id: str, topics: list[OffsetFetchTopic] | None, stable: bool
+    ctx: RequestContext,
+    groups: GroupService,
+    authorizer: Authorizer,
+    group_id: str,
+    topics: list[OffsetFetchTopic] | None,
+    stable: bool,
 ) -> OffsetFetchResponse:
     if not group_id:
         raise KafkaError(ErrorCode.invalid_group_id)
-    return groups.fetch_offsets(group_id, topics, stable)
+    require_group(ctx, authorizer, Op.DESCRIBE, group_id)
+    if not authorizer.enabled:
+        return groups.fetch_offsets(group_id, topics, stable)
+    return _fetch_authorized(ctx, groups, authorizer, group_id, topics, stable)
+
+
+def _fetch_authorized(
+    ctx: RequestContext,
+    groups: GroupService,
+    authorizer: Authorizer,
+    group_id: str,
+    topics: list[OffsetFetchTopic] | None,
+    stable: bool,
+) -> OffsetFetchResponse:
+    """Topics the principal may not DESCRIBE: left out of an all-topics fetch, and answered
+    TOPIC_AUTHORIZATION_FAILED per partition when named, as Kafka does."""
+    if topics is None:
+        response = groups.fetch_offsets(group_id, None, stable)
+        shown = [t for t in response.topics if may_topic(ctx, authorizer, Op.DESCRIBE, t.name)]
+        return OffsetFetchResponse(response.group_id, shown, response.error_code)
+    allowed = [t for t in topics if may_topic(ctx, authorizer, Op.DESCRIBE, t.name)]
+    response = groups.fetch_offsets(group_id, allowed, stable)
+    code = ErrorCode.topic_authorization_failed
+    denied = [
+        OffsetFetchTopicResult(
+            t.name, [OffsetFetchPartitionResult(i, -1, -1, "", code) for i in t.partition_indexes]
+        )
+        for t in topics
+        if t not in allowed
+    ]
+    return OffsetFetchResponse(response.group_id, [*response.topics, *denied], response.error_code)
 
 
 def _group_error(group_id: str, code: ErrorCode) -> OffsetFetchResponse:
@@ -84,25 +129,27 @@ def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     return body
 
 
-def api(groups: GroupService) -> ApiSpec:
-    handler = functools.partial(handle_offset_fetch, groups=groups)
+def api(groups: GroupService, *, authorizer: Authorizer) -> ApiSpec:
+    handler = functools.partial(handle_offset_fetch, groups=groups, authorizer=authorizer)
     return ApiSpec(ApiKey.OFFSET_FETCH, "OffsetFetch", 1, 8, handler, _error_response)
 
 
-async def handle_offset_fetch(ctx: RequestContext, request: Any, *, groups: GroupService) -> Any:
+async def handle_offset_fetch(
+    ctx: RequestContext, request: Any, *, groups: GroupService, authorizer: Authorizer
+) -> Any:
     stable = bool(getattr(request, "require_stable", False))
     if ctx.api_version >= 8:
         answers = []
         for group in request.groups:
             topics = _topics(group.topics)
             try:
-                answers.append(_fetch_one(groups, group.group_id, topics, stable))
+                answers.append(_fetch_one(ctx, groups, authorizer, group.group_id, topics, stable))
             except KafkaError as exc:
                 answers.append(_group_error(group.group_id, exc.code))
         return _encoded(ctx.api_version, answers, {"groups": answers})
     topics = _topics(request.topics)
     try:
-        response = _fetch_one(groups, request.group_id, topics, stable)
+        response = _fetch_one(ctx, groups, authorizer, request.group_id, topics, stable)
     except KafkaError as exc:
         response = _group_error(request.group_id, exc.code)
     if ctx.api_version >= 2:

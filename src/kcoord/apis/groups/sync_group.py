@@ -8,6 +8,8 @@
 
 Followers wait for the leader's assignment; the leader's SyncGroup writes the group record and
 every waiting member is answered once it is durable.
+
+Authorization: Group READ, else GROUP_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -17,11 +19,13 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kcoord.apis.access import Op, require_group
 from kcoord.apis.groups.common import MemberWatch
 from kcoord.coordinator.classic.messages import SyncGroupRequest
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.group_service import GroupService
+from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
 
@@ -29,14 +33,15 @@ def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {"error_code": code, "assignment": b""}
 
 
-def api(groups: GroupService, members: MemberWatch) -> ApiSpec:
-    handler = functools.partial(handle_sync_group, groups=groups, members=members)
+def api(groups: GroupService, members: MemberWatch, *, authorizer: Authorizer) -> ApiSpec:
+    handler = functools.partial(handle_sync_group, groups=groups, members=members, authorizer=authorizer)
     return ApiSpec(ApiKey.SYNC_GROUP, "SyncGroup", 0, 5, handler, _error_response)
 
 
 async def handle_sync_group(
-    ctx: RequestContext, request: Any, *, groups: GroupService, members: MemberWatch
+    ctx: RequestContext, request: Any, *, groups: GroupService, members: MemberWatch, authorizer: Authorizer
 ) -> Any:
+    require_group(ctx, authorizer, Op.READ, request.group_id)
     sync = SyncGroupRequest(
         group_id=request.group_id,
         generation_id=int(request.generation_id),

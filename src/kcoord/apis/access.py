@@ -1,0 +1,47 @@
+"""The edge's questions to the authorizer, asked with the request's principal and client host."""
+
+from __future__ import annotations
+
+from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from kcoord.security.authorizer import Authorizer
+from kcoord.server.context import RequestContext
+
+Op = AclOperation
+"""Short name for the operations handlers check."""
+
+OPERATIONS_OMITTED = -2147483648
+"""``authorized_operations`` when the request did not ask for them (Kafka's Integer.MIN_VALUE)."""
+
+
+def may(ctx: RequestContext, authorizer: Authorizer, op: AclOperation, kind: ResourceType, name: str) -> bool:
+    return authorizer.authorize(ctx.principal, ctx.client_host, op, kind, name)
+
+
+def may_topic(ctx: RequestContext, authorizer: Authorizer, op: AclOperation, topic: str) -> bool:
+    return may(ctx, authorizer, op, ResourceType.TOPIC, topic)
+
+
+def may_group(ctx: RequestContext, authorizer: Authorizer, op: AclOperation, group: str) -> bool:
+    return may(ctx, authorizer, op, ResourceType.GROUP, group)
+
+
+def may_cluster(ctx: RequestContext, authorizer: Authorizer, op: AclOperation) -> bool:
+    return may(ctx, authorizer, op, ResourceType.CLUSTER, CLUSTER_NAME)
+
+
+def authorized_operations(
+    ctx: RequestContext, authorizer: Authorizer, kind: ResourceType, name: str, *, asked: bool
+) -> int:
+    """The resource's ``authorized_operations`` bit set, or Kafka's "omitted" value when not asked."""
+    if not asked:
+        return OPERATIONS_OMITTED
+    return authorizer.authorized_operations(ctx.principal, ctx.client_host, kind, name)
+
+
+def require_group(ctx: RequestContext, authorizer: Authorizer, op: AclOperation, group: str) -> None:
+    """Raises GROUP_AUTHORIZATION_FAILED unless the principal may do ``op`` to the group."""
+    if not may_group(ctx, authorizer, op, group):
+        raise KafkaError(
+            ErrorCode.group_authorization_failed, f"Group {op.name} on {group!r} is not authorized."
+        )

@@ -1,0 +1,170 @@
+"""What a principal may do: the authorizer every API asks, with Kafka's settings.
+
+``authorizer.class.name`` empty (the default) means no authorizer: :class:`Authorizer` allows
+everything, as Kafka without one, and the ACL APIs answer SECURITY_DISABLED. Naming one
+(``kcoord.security.StandardAuthorizer``, or Kafka's ``StandardAuthorizer``/``AclAuthorizer``
+class names, so a Kafka configuration carries over) turns on :class:`AclAuthorizer`:
+``super.users`` may do anything, and without an applicable ACL nothing is allowed unless
+``allow.everyone.if.no.acl.found=true``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+
+import structlog
+
+from kcoord.config import Settings
+from kcoord.security.acl import (
+    SUPPORTED_OPERATIONS,
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    ResourceType,
+)
+from kcoord.security.acl_matcher import AclMatcher
+from kcoord.security.acl_store import AclStore
+from kcoord.security.principal import KafkaPrincipal
+
+log = structlog.get_logger(__name__)
+
+
+def operations_bits(operations: Sequence[AclOperation]) -> int:
+    """Kafka's ``authorized_operations`` field: bit ``op.value`` set per operation."""
+    bits = 0
+    for operation in operations:
+        bits |= 1 << operation.value
+    return bits
+
+
+class Authorizer:
+    """No authorizer configured: every principal may do everything."""
+
+    enabled = False
+
+    def authorize(
+        self,
+        principal: KafkaPrincipal,
+        host: str,
+        operation: AclOperation,
+        resource_type: ResourceType,
+        name: str,
+    ) -> bool:
+        return True
+
+    def authorize_any(
+        self, principal: KafkaPrincipal, host: str, operation: AclOperation, resource_type: ResourceType
+    ) -> bool:
+        """Whether the principal may do ``operation`` to some resource of the type."""
+        return True
+
+    def authorized_operations(
+        self, principal: KafkaPrincipal, host: str, resource_type: ResourceType, name: str
+    ) -> int:
+        """The bit set of the type's operations the principal may do to the resource."""
+        allowed = [
+            op
+            for op in SUPPORTED_OPERATIONS[resource_type]
+            if self.authorize(principal, host, op, resource_type, name)
+        ]
+        return operations_bits(allowed)
+
+
+class AclAuthorizer(Authorizer):
+    """Decides on the node's ACLs; changes are persisted before they are acknowledged and apply
+    from the next request on."""
+
+    enabled = True
+
+    def __init__(self, store: AclStore, *, super_users: Sequence[str], allow_if_no_acl: bool) -> None:
+        self._store = store
+        self._super_users = frozenset(super_users)
+        self._allow_if_no_acl = allow_if_no_acl
+        self._bindings: tuple[AclBinding, ...] = ()
+        self._matcher = AclMatcher(())
+        self._changes = asyncio.Lock()
+
+    async def load(self) -> None:
+        self._set(await self._store.load())
+        log.info("acls.loaded", count=len(self._bindings), file=str(self._store.path))
+
+    @property
+    def bindings(self) -> tuple[AclBinding, ...]:
+        return self._bindings
+
+    def authorize(
+        self,
+        principal: KafkaPrincipal,
+        host: str,
+        operation: AclOperation,
+        resource_type: ResourceType,
+        name: str,
+    ) -> bool:
+        text = str(principal)
+        if text in self._super_users:
+            return True
+        return self._matcher.authorize(
+            text, host, operation, resource_type, name, allow_if_none=self._allow_if_no_acl
+        )
+
+    def authorize_any(
+        self, principal: KafkaPrincipal, host: str, operation: AclOperation, resource_type: ResourceType
+    ) -> bool:
+        text = str(principal)
+        if text in self._super_users:
+            return True
+        return self._matcher.authorize_any(
+            text, host, operation, resource_type, allow_if_none=self._allow_if_no_acl
+        )
+
+    def describe(self, acl_filter: AclBindingFilter) -> list[AclBinding]:
+        return [b for b in self._bindings if acl_filter.matches(b)]
+
+    async def create(self, bindings: Sequence[AclBinding]) -> None:
+        """Adds the (validated) bindings; one already present is not added twice."""
+        async with self._changes:
+            current = list(self._bindings)
+            present = set(current)
+            for binding in bindings:
+                if binding not in present:
+                    present.add(binding)
+                    current.append(binding)
+            await self._store.save(current)
+            self._set(current)
+        log.info("acls.created", acls=[_describe(b) for b in bindings])
+
+    async def delete(self, filters: Sequence[AclBindingFilter]) -> list[list[AclBinding]]:
+        """Removes every binding a filter matches; returns, per filter, the bindings it matched."""
+        async with self._changes:
+            matched = [[b for b in self._bindings if f.matches(b)] for f in filters]
+            gone = {b for bindings in matched for b in bindings}
+            if gone:
+                remaining = [b for b in self._bindings if b not in gone]
+                await self._store.save(remaining)
+                self._set(remaining)
+                log.info("acls.deleted", acls=[_describe(b) for b in gone])
+            return matched
+
+    def _set(self, bindings: Sequence[AclBinding]) -> None:
+        self._bindings = tuple(bindings)
+        self._matcher = AclMatcher(self._bindings)
+
+
+def _describe(binding: AclBinding) -> str:
+    return (
+        f"{binding.principal}@{binding.host} {binding.permission.name} {binding.operation.name} "
+        f"{binding.resource_type.name}:{binding.pattern_type.name}:{binding.resource_name}"
+    )
+
+
+def build_authorizer(settings: Settings, data_dir: Path) -> Authorizer:
+    """The authorizer ``authorizer.class.name`` asks for (validated when the settings were read)."""
+    if not settings["authorizer.class.name"]:
+        return Authorizer()
+    return AclAuthorizer(
+        AclStore(data_dir),
+        super_users=settings["super.users"],
+        allow_if_no_acl=settings["allow.everyone.if.no.acl.found"],
+    )
