@@ -1,0 +1,14 @@
+"""Settings of consumer groups (Kafka's ``group.consumer.*`` defaults)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupConfig:
+    session_timeout_ms: int = 45_000
+    heartbeat_interval_ms: int = 5_000
+    assignors: tuple[str, ...] = ("uniform", "range")
+    """Server assignors members may ask for; the first is the group default."""
+    max_size: int = 2_147_483_647

@@ -1,0 +1,404 @@
+"""ConsumerGroupHeartbeat and the timers of every consumer group of one shard.
+
+One heartbeat, in Kafka's order:
+1. a leave (epoch -1, or -2 for a static member that will come back) is handled on its own;
+2. the group is found, or created by a join (epoch 0);
+3. the member is found, created, or takes the place of the static member with its instance id;
+   a member whose epoch is neither its current nor (with a subset of its partitions) its previous
+   one is fenced;
+4. its subscription is updated; a change, a new member or a change in the partition counts of the
+   subscribed topics bumps the group epoch;
+5. if the group epoch is ahead of the target assignment, the assignor computes a new target;
+6. the member reconciles towards its target (:mod:`.reconcile`);
+7. its session deadline moves; a member that must revoke partitions gets a rebalance deadline.
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from collections.abc import Callable, Collection
+
+from kcoord.coordinator.assignors import AssignmentSpec, MemberSpec, PartitionAssignor, assignors_by_name
+from kcoord.coordinator.assignors.api import Assignment
+from kcoord.coordinator.consumer import timer_keys
+from kcoord.coordinator.consumer.config import ConsumerGroupConfig
+from kcoord.coordinator.consumer.group import ConsumerGroup, ConsumerGroupState
+from kcoord.coordinator.consumer.member import (
+    JOIN_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    ConsumerGroupMember,
+    MemberState,
+)
+from kcoord.coordinator.consumer.messages import (
+    ConsumerHeartbeatRequest,
+    ConsumerHeartbeatResponse,
+    DescribedConsumerGroup,
+    DescribedConsumerMember,
+)
+from kcoord.coordinator.consumer.reconcile import reconcile
+from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.timer.api import Timer
+
+PartitionCount = Callable[[str], int | None]
+"""The number of partitions of a topic, or None when it does not exist."""
+
+CONSUMER_PROTOCOL_TYPE = "consumer"
+
+
+def new_member_id() -> str:
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+class ConsumerGroupManager:
+    def __init__(
+        self,
+        timer: Timer,
+        config: ConsumerGroupConfig,
+        partition_count: PartitionCount,
+        member_id_factory: Callable[[], str] = new_member_id,
+    ) -> None:
+        self._timer = timer
+        self._config = config
+        self._partition_count = partition_count
+        self._new_member_id = member_id_factory
+        available = assignors_by_name()
+        self._assignors: dict[str, PartitionAssignor] = {
+            name: available[name] for name in config.assignors if name in available
+        }
+        if not self._assignors:
+            raise ValueError(f"no known assignor among {config.assignors}")
+        self.groups: dict[str, ConsumerGroup] = {}
+
+    def has_group(self, group_id: str) -> bool:
+        return group_id in self.groups
+
+    # -- heartbeat
+
+    def heartbeat(self, request: ConsumerHeartbeatRequest, now_ms: int) -> ConsumerHeartbeatResponse:
+        """Raises :class:`KafkaError` with the code the whole heartbeat is answered with."""
+        self._validate(request)
+        # 1. Leaving.
+        if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+            return self._leave(request)
+        # 2. The group.
+        group = self.groups.get(request.group_id)
+        if group is None:
+            if request.member_epoch != JOIN_GROUP_MEMBER_EPOCH:
+                raise KafkaError(ErrorCode.group_id_not_found, f"group {request.group_id} not found")
+            group = self.groups[request.group_id] = ConsumerGroup(request.group_id)
+        # 3. The member.
+        member, bump = self._member_for(group, request)
+        # 4. Subscription and metadata.
+        updated = member.with_changes(
+            instance_id=request.instance_id if request.instance_id is not None else member.instance_id,
+            rack_id=request.rack_id if request.rack_id is not None else member.rack_id,
+            rebalance_timeout_ms=(
+                request.rebalance_timeout_ms
+                if request.rebalance_timeout_ms >= 0
+                else member.rebalance_timeout_ms
+            ),
+            subscribed_topics=(
+                frozenset(request.subscribed_topics)
+                if request.subscribed_topics is not None
+                else member.subscribed_topics
+            ),
+            server_assignor=request.server_assignor or member.server_assignor,
+            client_id=request.client_id,
+            client_host=request.client_host,
+        )
+        if updated.subscribed_topics != member.subscribed_topics:
+            bump = True
+        if updated.server_assignor != member.server_assignor:
+            bump = True
+        group.put_member(updated)
+        if self._refresh_counts(group) or bump:
+            group.group_epoch += 1
+        # 5. The target assignment.
+        if group.group_epoch > group.target_epoch:
+            self._compute_target(group)
+        # 6. Reconciliation.
+        before = group.members[updated.member_id]
+        after = reconcile(
+            before,
+            group.target.get(before.member_id, {}),
+            group.target_epoch,
+            group.owner_of,
+            request.owned,
+        )
+        group.put_member(after)
+        # 7. Deadlines.
+        self._timer.schedule(
+            timer_keys.session_key(group.group_id, after.member_id), now_ms + self._config.session_timeout_ms
+        )
+        rebalance_key = timer_keys.rebalance_key(group.group_id, after.member_id)
+        if after.state is MemberState.UNREVOKED_PARTITIONS:
+            if (
+                before.state is not MemberState.UNREVOKED_PARTITIONS
+                or self._timer.deadline(rebalance_key) is None
+            ):
+                self._timer.schedule(rebalance_key, now_ms + after.rebalance_timeout_ms)
+        else:
+            self._timer.cancel(rebalance_key)
+        full = request.member_epoch == JOIN_GROUP_MEMBER_EPOCH or (
+            request.owned is not None and not _same(request.owned, after.assigned)
+        )
+        changed = after.member_epoch != request.member_epoch or not _same(after.assigned, before.assigned)
+        return ConsumerHeartbeatResponse(
+            member_id=after.member_id,
+            member_epoch=after.member_epoch,
+            heartbeat_interval_ms=self._config.heartbeat_interval_ms,
+            assignment=after.assigned if full or changed else None,
+        )
+
+    def _validate(self, request: ConsumerHeartbeatRequest) -> None:
+        if not request.group_id:
+            raise KafkaError(ErrorCode.invalid_request, "GroupId can't be empty.")
+        if request.member_epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            raise KafkaError(ErrorCode.invalid_request, "MemberEpoch is invalid.")
+        if request.member_epoch == JOIN_GROUP_MEMBER_EPOCH:
+            if request.subscribed_topics is None:
+                raise KafkaError(
+                    ErrorCode.invalid_request, "SubscribedTopicNames must be set in first request."
+                )
+        elif request.member_epoch > 0 and not request.member_id:
+            raise KafkaError(ErrorCode.invalid_request, "MemberId can't be empty.")
+        if request.server_assignor is not None and request.server_assignor not in self._assignors:
+            raise KafkaError(
+                ErrorCode.unsupported_assignor, f"ServerAssignor {request.server_assignor} is not supported."
+            )
+
+    def _member_for(
+        self, group: ConsumerGroup, request: ConsumerHeartbeatRequest
+    ) -> tuple[ConsumerGroupMember, bool]:
+        """The member this heartbeat is for, and whether its arrival bumps the group epoch."""
+        if request.member_epoch != JOIN_GROUP_MEMBER_EPOCH:
+            member = group.members.get(request.member_id)
+            if member is None:
+                raise KafkaError(ErrorCode.unknown_member_id, f"member {request.member_id} is unknown")
+            _check_epoch(member, request)
+            return member, False
+        member_id = request.member_id or self._new_member_id()
+        if request.instance_id is not None:
+            existing = group.member_by_instance(request.instance_id)
+            if existing is not None and existing.member_id != member_id:
+                if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                    raise KafkaError(
+                        ErrorCode.unreleased_instance_id,
+                        f"static member {request.instance_id} is still in use by {existing.member_id}",
+                    )
+                return self._replace_static(group, existing, member_id), False
+        member = group.members.get(member_id)
+        if member is not None:
+            return member.with_changes(member_epoch=JOIN_GROUP_MEMBER_EPOCH), False
+        if len(group.members) >= self._config.max_size:
+            raise KafkaError(ErrorCode.group_max_size_reached, f"group {group.group_id} is full")
+        return ConsumerGroupMember(member_id=member_id), True
+
+    def _replace_static(
+        self, group: ConsumerGroup, old: ConsumerGroupMember, member_id: str
+    ) -> ConsumerGroupMember:
+        """A static member back under a new member id takes over its assignment without a rebalance."""
+        target = group.target.get(old.member_id, {})
+        group.remove_member(old.member_id)
+        self._cancel_timers(group.group_id, old.member_id)
+        group.target[member_id] = target
+        return old.with_changes(member_id=member_id, member_epoch=group.target_epoch)
+
+    def _leave(self, request: ConsumerHeartbeatRequest) -> ConsumerHeartbeatResponse:
+        group = self.groups.get(request.group_id)
+        member = group.members.get(request.member_id) if group is not None else None
+        if group is None or member is None:
+            raise KafkaError(ErrorCode.unknown_member_id, f"member {request.member_id} is unknown")
+        if request.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH and member.is_static:
+            # Keeps its assignment until it rejoins or its session expires.
+            group.put_member(member.with_changes(member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH))
+            self._timer.cancel(timer_keys.rebalance_key(group.group_id, member.member_id))
+        else:
+            self.remove_member(group, member.member_id)
+        return ConsumerHeartbeatResponse(
+            member_id=member.member_id,
+            member_epoch=request.member_epoch,
+            heartbeat_interval_ms=0,
+        )
+
+    # -- assignment
+
+    def _compute_target(self, group: ConsumerGroup) -> None:
+        assignor = self._assignor_for(group)
+        spec = AssignmentSpec(
+            members={
+                member_id: MemberSpec(
+                    subscribed_topics=member.subscribed_topics,
+                    current=group.target.get(member_id, member.assigned),
+                    instance_id=member.instance_id,
+                )
+                for member_id, member in group.members.items()
+            },
+            partitions_per_topic=dict(group.partitions_per_topic),
+        )
+        group.target = dict(assignor.assign(spec))
+        group.target_epoch = group.group_epoch
+        group.assignor = assignor.name
+
+    def _assignor_for(self, group: ConsumerGroup) -> PartitionAssignor:
+        """The assignor most members ask for (ties by name), else the configured default."""
+        wanted = sorted(
+            (m.server_assignor for m in group.members.values() if m.server_assignor in self._assignors),
+            key=lambda name: name or "",
+        )
+        if wanted:
+            best = max(set(wanted), key=lambda name: (wanted.count(name), name))
+            if best is not None:
+                return self._assignors[best]
+        return next(iter(self._assignors.values()))
+
+    def refresh_metadata(self, group: ConsumerGroup) -> bool:
+        """Re-read the partition counts of the subscribed topics; a change bumps the group epoch."""
+        if not self._refresh_counts(group):
+            return False
+        group.group_epoch += 1
+        return True
+
+    def _refresh_counts(self, group: ConsumerGroup) -> bool:
+        counts: dict[str, int] = {}
+        for topic in group.subscribed_topics():
+            count = self._partition_count(topic)
+            if count is not None and count > 0:
+                counts[topic] = count
+        if counts == group.partitions_per_topic:
+            return False
+        group.partitions_per_topic = counts
+        return True
+
+    def on_topics_changed(self, topic: str) -> None:
+        """A topic grew, appeared or was deleted: its subscribers' groups get a new epoch at once."""
+        for group in self.groups.values():
+            if topic in group.subscribed_topics():
+                self.refresh_metadata(group)
+
+    # -- leaving, fencing and timers
+
+    def remove_member(self, group: ConsumerGroup, member_id: str) -> None:
+        if group.remove_member(member_id) is None:
+            return
+        self._cancel_timers(group.group_id, member_id)
+        group.group_epoch += 1
+        if not group.members:
+            group.target = {}
+            group.target_epoch = group.group_epoch
+
+    def _cancel_timers(self, group_id: str, member_id: str) -> None:
+        self._timer.cancel(timer_keys.session_key(group_id, member_id))
+        self._timer.cancel(timer_keys.rebalance_key(group_id, member_id))
+
+    def on_timer(self, key: str, now_ms: int) -> bool:
+        """Handle a fired key of ours; False when the key is not a consumer group's."""
+        target = timer_keys.parse_key(key)
+        if target is None:
+            return False
+        group = self.groups.get(target.group_id)
+        if group is None or target.member_id not in group.members:
+            return True
+        member = group.members[target.member_id]
+        if target.kind == timer_keys.REBALANCE and member.state is not MemberState.UNREVOKED_PARTITIONS:
+            return True
+        self.remove_member(group, target.member_id)
+        return True
+
+    def unload(self) -> None:
+        for group in self.groups.values():
+            for member_id in group.members:
+                self._cancel_timers(group.group_id, member_id)
+        self.groups.clear()
+
+    # -- offsets and admin
+
+    def validate_offset_commit(
+        self, group_id: str, member_id: str, member_epoch: int, api_version: int
+    ) -> None:
+        """Kafka's rules for commits to a consumer group (an empty group takes admin commits)."""
+        group = self.groups[group_id]
+        if member_epoch < 0 and not member_id and not group.members:
+            return
+        member = group.members.get(member_id)
+        if member is None:
+            raise KafkaError(ErrorCode.unknown_member_id, f"member {member_id} is unknown")
+        if member_epoch != member.member_epoch:
+            code = ErrorCode.stale_member_epoch if api_version >= 9 else ErrorCode.illegal_generation
+            raise KafkaError(code, f"epoch {member_epoch} is not the member's epoch {member.member_epoch}")
+
+    def is_subscribed(self, group_id: str, topic: str) -> bool:
+        group = self.groups.get(group_id)
+        return group is not None and topic in group.subscribed_topics()
+
+    def describe(self, group_id: str) -> DescribedConsumerGroup | None:
+        group = self.groups.get(group_id)
+        if group is None:
+            return None
+        members = tuple(
+            DescribedConsumerMember(
+                member_id=m.member_id,
+                instance_id=m.instance_id,
+                rack_id=m.rack_id,
+                member_epoch=m.member_epoch,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                subscribed_topics=tuple(sorted(m.subscribed_topics)),
+                assignment=m.assigned,
+                target_assignment=group.target.get(m.member_id, {}),
+            )
+            for m in group.members.values()
+        )
+        return DescribedConsumerGroup(
+            group_id=group.group_id,
+            state=group.state.value,
+            group_epoch=group.group_epoch,
+            target_epoch=group.target_epoch,
+            assignor=group.assignor or next(iter(self._assignors)),
+            members=members,
+        )
+
+    def listed(self, states_filter: Collection[str] | None) -> list[tuple[str, str]]:
+        """(group id, state) of every live group whose state passes the filter (case-insensitive)."""
+        wanted = {s.lower() for s in states_filter} if states_filter else None
+        return [
+            (group.group_id, group.state.value)
+            for group in self.groups.values()
+            if group.state is not ConsumerGroupState.DEAD
+            and (wanted is None or group.state.value.lower() in wanted)
+        ]
+
+    def delete_group(self, group_id: str) -> None:
+        """Only an Empty group can be deleted (GROUP_NOT_EMPTY otherwise)."""
+        group = self.groups[group_id]
+        if group.members:
+            raise KafkaError(ErrorCode.non_empty_group, f"group {group_id} is not empty")
+        group.dead = True
+        del self.groups[group_id]
+
+
+def _check_epoch(member: ConsumerGroupMember, request: ConsumerHeartbeatRequest) -> None:
+    """Kafka's fencing: the current epoch, or the previous one when the answer to it was lost."""
+    if request.member_epoch == member.member_epoch:
+        return
+    if (
+        request.member_epoch < member.member_epoch
+        and request.member_epoch == member.previous_member_epoch
+        and request.owned is not None
+        and _subset(request.owned, member.assigned)
+    ):
+        return
+    raise KafkaError(
+        ErrorCode.fenced_member_epoch,
+        f"epoch {request.member_epoch} does not match the member's epoch {member.member_epoch}",
+    )
+
+
+def _subset(small: Assignment, big: Assignment) -> bool:
+    return all(parts <= big.get(topic, frozenset()) for topic, parts in small.items())
+
+
+def _same(a: Assignment, b: Assignment) -> bool:
+    return {t: p for t, p in a.items() if p} == {t: p for t, p in b.items() if p}
