@@ -30,6 +30,8 @@ from kcoord.apis.broker import (
     produce,
 )
 from kcoord.apis.groups import (
+    consumer_group_describe,
+    consumer_group_heartbeat,
     delete_groups,
     describe_groups,
     find_coordinator,
@@ -52,6 +54,7 @@ from kcoord.cluster.topic_manager import TopicChange, TopicEvent, TopicManager
 from kcoord.cluster.topic_names import INTERNAL_TOPICS
 from kcoord.config import Settings
 from kcoord.coordinator.classic.config import ClassicGroupConfig
+from kcoord.coordinator.consumer.config import ConsumerGroupConfig
 from kcoord.coordinator.shard import GroupCoordinatorShard
 from kcoord.observability.endpoint import build_endpoint
 from kcoord.observability.group_events import GroupEventObserver
@@ -164,6 +167,11 @@ class App:
             describe_groups.api(groups),
             delete_groups.api(groups),
         ]
+        if "consumer" in s["group.coordinator.rebalance.protocols"]:
+            specs += [
+                consumer_group_heartbeat.api(groups, topics),
+                consumer_group_describe.api(groups, topics),
+            ]
         for spec in specs:
             self.registry.add(spec)
 
@@ -207,12 +215,25 @@ class App:
             offsets_retention_ms=s["offsets.retention.minutes"] * 60_000,
             topic_exists=self._topic_partition_exists,
             observer=self.group_events,
+            consumer_config=ConsumerGroupConfig(
+                session_timeout_ms=s["group.consumer.session.timeout.ms"],
+                heartbeat_interval_ms=s["group.consumer.heartbeat.interval.ms"],
+                assignors=s["group.consumer.assignors"],
+                max_size=s["group.max.size"],
+            ),
+            partition_count=self._partition_count,
         )
 
     def _on_topic_event(self, event: TopicEvent) -> None:
         if event.change is TopicChange.PARTITIONS_ADDED:
             self.growth_hints.topic_grew(event.topic.name)
             self.coordinator.partitions_added(event.topic.name)
+        else:
+            self.coordinator.topic_changed(event.topic.name)
+
+    def _partition_count(self, topic: str) -> int | None:
+        info = self.topics.get(topic)
+        return None if info is None else info.partitions
 
     def _topic_partition_exists(self, topic: str, partition: int) -> bool:
         info = self.topics.get(topic)

@@ -1,4 +1,4 @@
-"""One partition of ``__consumer_offsets``: its classic groups and their committed offsets.
+"""One partition of ``__consumer_offsets``: its classic and consumer groups and their committed offsets.
 
 The shard is pure: every method takes the time and returns a :class:`CoordinatorResult`. It
 routes records to the state machine they belong to: offset records are applied once durable
@@ -24,6 +24,14 @@ from kcoord.coordinator.classic.messages import (
     ListedGroup,
     SyncGroupRequest,
 )
+from kcoord.coordinator.consumer.config import ConsumerGroupConfig
+from kcoord.coordinator.consumer.manager import (
+    CONSUMER_PROTOCOL_TYPE,
+    ConsumerGroupManager,
+    PartitionCount,
+)
+from kcoord.coordinator.consumer.messages import ConsumerHeartbeatRequest, DescribedConsumerGroup
+from kcoord.coordinator.group_routing import GroupsView, classic_request_error
 from kcoord.coordinator.offsets import (
     CommittedOffset,
     OffsetCommitRequest,
@@ -40,6 +48,10 @@ from kcoord.timer.api import Timer
 TopicExists = Callable[[str, int], bool]
 
 
+def _no_topics(topic: str) -> int | None:
+    return None
+
+
 class GroupCoordinatorShard:
     def __init__(
         self,
@@ -50,8 +62,14 @@ class GroupCoordinatorShard:
         offsets_retention_ms: int,
         topic_exists: TopicExists,
         observer: ClassicGroupObserver | None = None,
+        consumer_config: ConsumerGroupConfig | None = None,
+        partition_count: PartitionCount | None = None,
     ) -> None:
         self.classic = ClassicGroupManager(timer, classic_config, observer)
+        self.consumer = ConsumerGroupManager(
+            timer, consumer_config or ConsumerGroupConfig(), partition_count or _no_topics
+        )
+        self._groups = GroupsView(self.classic, self.consumer)
         self.offsets = OffsetManager(offset_metadata_max_bytes)
         self._offsets_retention_ms = offsets_retention_ms
         self._topic_exists = topic_exists
@@ -82,9 +100,12 @@ class GroupCoordinatorShard:
         return self.classic.on_loaded(now_ms)
 
     def on_timer(self, key: str, now_ms: int) -> CoordinatorResult:
+        if self.consumer.on_timer(key, now_ms):
+            return CoordinatorResult()
         return self.classic.on_timer(key, now_ms)
 
     def unload(self) -> CoordinatorResult:
+        self.consumer.unload()
         return self.classic.unload()
 
     # -- group membership
@@ -92,6 +113,7 @@ class GroupCoordinatorShard:
     def join_group(
         self, request: JoinGroupRequest, sink: Any, now_ms: int, connection_id: int | None = None
     ) -> CoordinatorResult:
+        classic_request_error(self.consumer, request.group_id, join=True)
         result = self.classic.join_group(request, sink, now_ms)
         if connection_id is not None and request.member_id:
             self.classic.note_member_connection(
@@ -102,6 +124,7 @@ class GroupCoordinatorShard:
     def sync_group(
         self, request: SyncGroupRequest, sink: Any, now_ms: int, connection_id: int | None = None
     ) -> CoordinatorResult:
+        classic_request_error(self.consumer, request.group_id, join=False)
         if connection_id is not None:
             self.classic.note_member_connection(
                 request.group_id, request.member_id, connection_id, now_ms, heartbeat=False
@@ -110,6 +133,8 @@ class GroupCoordinatorShard:
 
     def heartbeat_code(self, request: HeartbeatRequest, now_ms: int, connection_id: int) -> ErrorCode:
         """The heartbeat's answer, computed without a result object (see the classic manager)."""
+        if self.consumer.has_group(request.group_id):
+            return ErrorCode.unknown_member_id
         return self.classic.heartbeat_code(request, now_ms, connection_id)
 
     def member_disconnected(
@@ -118,20 +143,49 @@ class GroupCoordinatorShard:
         return self.classic.member_disconnected(group_id, member_id, connection_id, now_ms)
 
     def on_partitions_added(self, topic: str, now_ms: int) -> CoordinatorResult:
+        self.consumer.on_topics_changed(topic)
         return self.classic.on_partitions_added(topic, now_ms)
 
+    def on_topic_changed(self, topic: str, now_ms: int) -> CoordinatorResult:
+        """A topic was created or deleted: consumer groups subscribed to it get a new epoch at once."""
+        self.consumer.on_topics_changed(topic)
+        return CoordinatorResult()
+
     def leave_group(self, request: LeaveGroupRequest, sink: Any, now_ms: int) -> CoordinatorResult:
+        classic_request_error(self.consumer, request.group_id, join=False)
         return self.classic.leave_group(request, sink, now_ms)
+
+    # -- consumer groups (KIP-848)
+
+    def consumer_heartbeat(
+        self, request: ConsumerHeartbeatRequest, sink: Any, now_ms: int
+    ) -> CoordinatorResult:
+        """A classic group of that id is upgraded when Empty and the heartbeat joins, else refused."""
+        result = CoordinatorResult()
+        if self.classic.has_group(request.group_id):
+            if request.member_epoch != 0 or self.classic.empty_since_ms(request.group_id) is None:
+                raise KafkaError(
+                    ErrorCode.group_id_not_found, f"Group {request.group_id} is not a consumer group."
+                )
+            result.records.extend(self.classic.delete_group(request.group_id))
+        result.respond(sink, self.consumer.heartbeat(request, now_ms))
+        return result
+
+    def describe_consumer_group(self, group_id: str) -> DescribedConsumerGroup | None:
+        return self.consumer.describe(group_id)
+
+    def is_classic_group(self, group_id: str) -> bool:
+        return self.classic.has_group(group_id)
 
     # -- offsets
 
     def commit_offsets(self, request: OffsetCommitRequest, sink: Any, now_ms: int) -> CoordinatorResult:
-        return self.offsets.commit(request, sink, now_ms, self.classic, self._topic_exists)
+        return self.offsets.commit(request, sink, now_ms, self._groups, self._topic_exists)
 
     def delete_offsets(
         self, group_id: str, topics: list[OffsetDeleteTopic], sink: Any, now_ms: int
     ) -> CoordinatorResult:
-        return self.offsets.delete_offsets(group_id, topics, sink, self.classic)
+        return self.offsets.delete_offsets(group_id, topics, sink, self._groups)
 
     def fetch_offsets(
         self, group_id: str, topics: list[OffsetFetchTopic] | None, require_stable: bool
@@ -141,7 +195,7 @@ class GroupCoordinatorShard:
 
     def expire_offsets(self, now_ms: int) -> CoordinatorResult:
         """Tombstone expired offsets, and an Empty group whose offsets all expire with them."""
-        records = self.offsets.expire(now_ms, self._offsets_retention_ms, self.classic)
+        records = self.offsets.expire(now_ms, self._offsets_retention_ms, self._groups)
         expiring = Counter(r.key.group for r in records if isinstance(r.key, OffsetCommitKey))
         for group_id, count in expiring.items():
             if count >= len(self.offsets.group_offsets(group_id)):
@@ -151,9 +205,17 @@ class GroupCoordinatorShard:
     # -- admin
 
     def list_groups(self, states_filter: Collection[str] | None) -> list[ListedGroup]:
-        return self.classic.list_groups(states_filter)
+        consumer = [
+            ListedGroup(group_id, CONSUMER_PROTOCOL_TYPE, state, group_type="consumer")
+            for group_id, state in self.consumer.listed(states_filter)
+        ]
+        return self.classic.list_groups(states_filter) + consumer
 
     def describe_group(self, group_id: str, api_version: int) -> DescribedGroup:
+        """A consumer group is "not a classic group": as a missing one (Dead; v6+ GROUP_ID_NOT_FOUND)."""
+        if self.consumer.has_group(group_id):
+            error = ErrorCode.group_id_not_found if api_version >= 6 else ErrorCode.none
+            return DescribedGroup(group_id, error, "Dead", "", "")
         return self.classic.describe_groups([group_id], api_version)[0]
 
     def delete_groups(self, group_ids: list[str], sink: Any, now_ms: int) -> CoordinatorResult:
@@ -161,6 +223,15 @@ class GroupCoordinatorShard:
         result = CoordinatorResult()
         answers: list[DeleteGroupResult] = []
         for group_id in group_ids:
+            if self.consumer.has_group(group_id):
+                try:
+                    self.consumer.delete_group(group_id)
+                except KafkaError as exc:
+                    answers.append(DeleteGroupResult(group_id, exc.code))
+                    continue
+                result.records.extend(self.offsets.delete_group_offsets(group_id))
+                answers.append(DeleteGroupResult(group_id, ErrorCode.none))
+                continue
             try:
                 self.classic.validate_delete_group(group_id)
             except KafkaError as exc:
