@@ -12,6 +12,7 @@ coordinator, snapshot producer state, flush and close the logs.
 from __future__ import annotations
 
 import asyncio
+import uuid
 from pathlib import Path
 
 import structlog
@@ -55,6 +56,7 @@ from kcoord.cluster.topic_names import INTERNAL_TOPICS
 from kcoord.config import Settings
 from kcoord.coordinator.classic.config import ClassicGroupConfig
 from kcoord.coordinator.consumer.config import ConsumerGroupConfig
+from kcoord.coordinator.consumer.persistence import TopicIds
 from kcoord.coordinator.shard import GroupCoordinatorShard
 from kcoord.observability.endpoint import build_endpoint
 from kcoord.observability.group_events import GroupEventObserver
@@ -222,6 +224,7 @@ class App:
                 max_size=s["group.max.size"],
             ),
             partition_count=self._partition_count,
+            topic_ids=TopicIds(self._topic_id, self._topic_name),
         )
 
     def _on_topic_event(self, event: TopicEvent) -> None:
@@ -234,6 +237,14 @@ class App:
     def _partition_count(self, topic: str) -> int | None:
         info = self.topics.get(topic)
         return None if info is None else info.partitions
+
+    def _topic_id(self, topic: str) -> uuid.UUID | None:
+        info = self.topics.get(topic)
+        return None if info is None else info.topic_id
+
+    def _topic_name(self, topic_id: uuid.UUID) -> str | None:
+        info = self.topics.get_by_id(topic_id)
+        return None if info is None else info.name
 
     def _topic_partition_exists(self, topic: str, partition: int) -> bool:
         info = self.topics.get(topic)

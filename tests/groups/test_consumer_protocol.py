@@ -184,3 +184,25 @@ def test_join_pauses_only_the_partitions_that_move(server: KcoordProcess) -> Non
         assert not [pair for pair, n in counts.items() if n > 1 and pair in producer.written]
     finally:
         members.stop_all()
+
+
+def test_members_keep_their_assignment_across_a_server_kill(server: KcoordProcess) -> None:
+    """SIGKILL and restart kcoord: the group and its assignment are replayed; nobody loses a partition."""
+    members = _group(server, "restart", 6)
+    try:
+        expected = create_and_fill(server, members.topic, 6, 20)
+        drivers = members.start_many([UNIFORM, UNIFORM, UNIFORM])
+        members.wait_balanced(drivers)
+        members.wait_consumed(expected)
+        _wait_committed(drivers)
+        before = {d.name: d.assignment for d in drivers}
+        restarted_at = time.monotonic()
+        server.restart()
+        more = append(server, members.topic, range(6), 10)
+        counts = members.wait_consumed(expected | more, timeout=60.0)
+        assert_exactly_once(counts, expected | more)
+        assert {d.name: d.assignment for d in drivers} == before
+        revoked = [e for d in drivers for e in d.of_kind("revoked", since=restarted_at)]
+        assert not revoked, revoked
+    finally:
+        members.stop_all()

@@ -31,6 +31,7 @@ from kcoord.coordinator.consumer.manager import (
     PartitionCount,
 )
 from kcoord.coordinator.consumer.messages import ConsumerHeartbeatRequest, DescribedConsumerGroup
+from kcoord.coordinator.consumer.persistence import TopicIds
 from kcoord.coordinator.group_routing import GroupsView, classic_request_error
 from kcoord.coordinator.offsets import (
     CommittedOffset,
@@ -40,7 +41,7 @@ from kcoord.coordinator.offsets import (
     OffsetFetchTopic,
     OffsetManager,
 )
-from kcoord.coordinator.records import CoordinatorRecord, OffsetCommitKey
+from kcoord.coordinator.records import CONSUMER_GROUP_KEYS, CoordinatorRecord, OffsetCommitKey
 from kcoord.coordinator.result import CoordinatorResult
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.timer.api import Timer
@@ -64,10 +65,14 @@ class GroupCoordinatorShard:
         observer: ClassicGroupObserver | None = None,
         consumer_config: ConsumerGroupConfig | None = None,
         partition_count: PartitionCount | None = None,
+        topic_ids: TopicIds | None = None,
     ) -> None:
         self.classic = ClassicGroupManager(timer, classic_config, observer)
         self.consumer = ConsumerGroupManager(
-            timer, consumer_config or ConsumerGroupConfig(), partition_count or _no_topics
+            timer,
+            consumer_config or ConsumerGroupConfig(),
+            partition_count or _no_topics,
+            topic_ids=topic_ids,
         )
         self._groups = GroupsView(self.classic, self.consumer)
         self.offsets = OffsetManager(offset_metadata_max_bytes)
@@ -79,6 +84,8 @@ class GroupCoordinatorShard:
     def replay(self, record: CoordinatorRecord) -> None:
         if isinstance(record.key, OffsetCommitKey):
             self.offsets.replay(record)
+        elif isinstance(record.key, CONSUMER_GROUP_KEYS):
+            self.consumer.replay(record.key, record.value)
         else:
             self.classic.replay(record)
 
@@ -95,13 +102,14 @@ class GroupCoordinatorShard:
 
     def on_loaded(self, now_ms: int) -> CoordinatorResult:
         for group_id in self.offsets.all_groups_with_offsets():
-            if not self.classic.has_group(group_id):
+            if not self.classic.has_group(group_id) and not self.consumer.has_group(group_id):
                 self.classic.ensure_simple_group(group_id, now_ms)
+        self.consumer.on_loaded(now_ms)
         return self.classic.on_loaded(now_ms)
 
     def on_timer(self, key: str, now_ms: int) -> CoordinatorResult:
         if self.consumer.on_timer(key, now_ms):
-            return CoordinatorResult()
+            return CoordinatorResult(records=self.consumer.drain_records())
         return self.classic.on_timer(key, now_ms)
 
     def unload(self) -> CoordinatorResult:
@@ -144,12 +152,14 @@ class GroupCoordinatorShard:
 
     def on_partitions_added(self, topic: str, now_ms: int) -> CoordinatorResult:
         self.consumer.on_topics_changed(topic)
-        return self.classic.on_partitions_added(topic, now_ms)
+        result = self.classic.on_partitions_added(topic, now_ms)
+        result.records.extend(self.consumer.drain_records())
+        return result
 
     def on_topic_changed(self, topic: str, now_ms: int) -> CoordinatorResult:
         """A topic was created or deleted: consumer groups subscribed to it get a new epoch at once."""
         self.consumer.on_topics_changed(topic)
-        return CoordinatorResult()
+        return CoordinatorResult(records=self.consumer.drain_records())
 
     def leave_group(self, request: LeaveGroupRequest, sink: Any, now_ms: int) -> CoordinatorResult:
         classic_request_error(self.consumer, request.group_id, join=False)
@@ -162,13 +172,17 @@ class GroupCoordinatorShard:
     ) -> CoordinatorResult:
         """A classic group of that id is upgraded when Empty and the heartbeat joins, else refused."""
         result = CoordinatorResult()
+        self.consumer.validate(request)
         if self.classic.has_group(request.group_id):
             if request.member_epoch != 0 or self.classic.empty_since_ms(request.group_id) is None:
                 raise KafkaError(
                     ErrorCode.group_id_not_found, f"Group {request.group_id} is not a consumer group."
                 )
             result.records.extend(self.classic.delete_group(request.group_id))
-        result.respond(sink, self.consumer.heartbeat(request, now_ms))
+        # A refused heartbeat changes nothing, so it leaves no records behind.
+        response = self.consumer.heartbeat(request, now_ms)
+        result.records.extend(self.consumer.drain_records())
+        result.respond(sink, response)
         return result
 
     def describe_consumer_group(self, group_id: str) -> DescribedConsumerGroup | None:
@@ -230,6 +244,7 @@ class GroupCoordinatorShard:
                     answers.append(DeleteGroupResult(group_id, exc.code))
                     continue
                 result.records.extend(self.offsets.delete_group_offsets(group_id))
+                result.records.extend(self.consumer.drain_records())
                 answers.append(DeleteGroupResult(group_id, ErrorCode.none))
                 continue
             try:

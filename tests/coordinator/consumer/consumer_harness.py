@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import itertools
+import uuid
 
 from kcoord.coordinator.assignors import Assignment
 from kcoord.coordinator.consumer.config import ConsumerGroupConfig
 from kcoord.coordinator.consumer.manager import ConsumerGroupManager
 from kcoord.coordinator.consumer.messages import ConsumerHeartbeatRequest, ConsumerHeartbeatResponse
+from kcoord.coordinator.consumer.persistence import TopicIds
+from kcoord.coordinator.records import CoordinatorRecord
 
 SESSION_MS = 45_000
 REBALANCE_MS = 30_000
@@ -44,6 +47,7 @@ class Harness:
         self.topics: dict[str, int] = dict(topics or {"orders": 6})
         self.timer = DictTimer()
         self.now = 1_000
+        self.records: list[CoordinatorRecord] = []
         ids = itertools.count()
         self.manager = ConsumerGroupManager(
             self.timer,
@@ -52,7 +56,14 @@ class Harness:
             ),
             self.topics.get,
             member_id_factory=lambda: f"gen-{next(ids)}",
+            topic_ids=TopicIds(self.topic_id, self.topic_name),
         )
+
+    def topic_id(self, name: str) -> uuid.UUID | None:
+        return uuid.uuid5(uuid.NAMESPACE_URL, name) if name in self.topics else None
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        return next((name for name in self.topics if self.topic_id(name) == topic_id), None)
 
     def beat(
         self,
@@ -63,6 +74,20 @@ class Harness:
         owned: Assignment | None = None,
         instance_id: str | None = None,
         assignor: str | None = None,
+    ) -> ConsumerHeartbeatResponse:
+        try:
+            return self._beat(member_id, epoch, topics, owned, instance_id, assignor)
+        finally:
+            self.records.extend(self.manager.drain_records())
+
+    def _beat(
+        self,
+        member_id: str,
+        epoch: int,
+        topics: tuple[str, ...] | None,
+        owned: Assignment | None,
+        instance_id: str | None,
+        assignor: str | None,
     ) -> ConsumerHeartbeatResponse:
         return self.manager.heartbeat(
             ConsumerHeartbeatRequest(
@@ -82,6 +107,7 @@ class Harness:
         self.now += ms
         while (key := self.timer.pop_due(self.now)) is not None:
             self.manager.on_timer(key, self.now)
+            self.records.extend(self.manager.drain_records())
 
     @property
     def group(self):  # type: ignore[no-untyped-def]

@@ -11,6 +11,9 @@ One heartbeat, in Kafka's order:
 5. if the group epoch is ahead of the target assignment, the assignor computes a new target;
 6. the member reconciles towards its target (:mod:`.reconcile`);
 7. its session deadline moves; a member that must revoke partitions gets a rebalance deadline.
+
+Every operation that changes a group leaves the records of the change (:mod:`.persistence`) for
+the shard to take with :meth:`ConsumerGroupManager.drain_records`; loading replays them.
 """
 
 from __future__ import annotations
@@ -37,7 +40,15 @@ from kcoord.coordinator.consumer.messages import (
     DescribedConsumerGroup,
     DescribedConsumerMember,
 )
+from kcoord.coordinator.consumer.persistence import (
+    GroupReplayer,
+    GroupSnapshot,
+    TopicIds,
+    changes,
+    name_based_topic_ids,
+)
 from kcoord.coordinator.consumer.reconcile import reconcile
+from kcoord.coordinator.records import ConsumerGroupRecordKey, CoordinatorRecord
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.timer.api import Timer
 
@@ -58,6 +69,7 @@ class ConsumerGroupManager:
         config: ConsumerGroupConfig,
         partition_count: PartitionCount,
         member_id_factory: Callable[[], str] = new_member_id,
+        topic_ids: TopicIds | None = None,
     ) -> None:
         self._timer = timer
         self._config = config
@@ -70,6 +82,39 @@ class ConsumerGroupManager:
         if not self._assignors:
             raise ValueError(f"no known assignor among {config.assignors}")
         self.groups: dict[str, ConsumerGroup] = {}
+        self._topic_ids = topic_ids or name_based_topic_ids()
+        self._replayer = GroupReplayer(self.groups, self._topic_ids)
+        self._records: list[CoordinatorRecord] = []
+
+    # -- records
+
+    def drain_records(self) -> list[CoordinatorRecord]:
+        """The records of every change since the last call, in order."""
+        records, self._records = self._records, []
+        return records
+
+    def _snapshot(self, group_id: str) -> GroupSnapshot:
+        return GroupSnapshot.of(self.groups.get(group_id))
+
+    def _record(self, group_id: str, before: GroupSnapshot) -> None:
+        self._records.extend(changes(group_id, before, self._snapshot(group_id), self._topic_ids))
+
+    def replay(self, key: ConsumerGroupRecordKey, value: object) -> None:
+        self._replayer.replay(key, value)
+
+    def on_loaded(self, now_ms: int) -> None:
+        """Soft state after a load: every member gets a fresh session (and revocation) deadline."""
+        for group in self.groups.values():
+            for member in group.members.values():
+                self._timer.schedule(
+                    timer_keys.session_key(group.group_id, member.member_id),
+                    now_ms + self._config.session_timeout_ms,
+                )
+                if member.state is MemberState.UNREVOKED_PARTITIONS:
+                    self._timer.schedule(
+                        timer_keys.rebalance_key(group.group_id, member.member_id),
+                        now_ms + member.rebalance_timeout_ms,
+                    )
 
     def has_group(self, group_id: str) -> bool:
         return group_id in self.groups
@@ -78,7 +123,14 @@ class ConsumerGroupManager:
 
     def heartbeat(self, request: ConsumerHeartbeatRequest, now_ms: int) -> ConsumerHeartbeatResponse:
         """Raises :class:`KafkaError` with the code the whole heartbeat is answered with."""
-        self._validate(request)
+        before = self._snapshot(request.group_id)
+        try:
+            return self._heartbeat(request, now_ms)
+        finally:
+            self._record(request.group_id, before)
+
+    def _heartbeat(self, request: ConsumerHeartbeatRequest, now_ms: int) -> ConsumerHeartbeatResponse:
+        self.validate(request)
         # 1. Leaving.
         if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
             return self._leave(request)
@@ -152,7 +204,8 @@ class ConsumerGroupManager:
             assignment=after.assigned if full or changed else None,
         )
 
-    def _validate(self, request: ConsumerHeartbeatRequest) -> None:
+    def validate(self, request: ConsumerHeartbeatRequest) -> None:
+        """The checks that need no group: INVALID_REQUEST and UNSUPPORTED_ASSIGNOR."""
         if not request.group_id:
             raise KafkaError(ErrorCode.invalid_request, "GroupId can't be empty.")
         if request.member_epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
@@ -276,7 +329,9 @@ class ConsumerGroupManager:
         """A topic grew, appeared or was deleted: its subscribers' groups get a new epoch at once."""
         for group in self.groups.values():
             if topic in group.subscribed_topics():
+                before = self._snapshot(group.group_id)
                 self.refresh_metadata(group)
+                self._record(group.group_id, before)
 
     # -- leaving, fencing and timers
 
@@ -304,7 +359,9 @@ class ConsumerGroupManager:
         member = group.members[target.member_id]
         if target.kind == timer_keys.REBALANCE and member.state is not MemberState.UNREVOKED_PARTITIONS:
             return True
+        before = self._snapshot(group.group_id)
         self.remove_member(group, target.member_id)
+        self._record(group.group_id, before)
         return True
 
     def unload(self) -> None:
@@ -375,8 +432,10 @@ class ConsumerGroupManager:
         group = self.groups[group_id]
         if group.members:
             raise KafkaError(ErrorCode.non_empty_group, f"group {group_id} is not empty")
+        before = self._snapshot(group_id)
         group.dead = True
         del self.groups[group_id]
+        self._record(group_id, before)
 
 
 def _check_epoch(member: ConsumerGroupMember, request: ConsumerHeartbeatRequest) -> None:
