@@ -206,3 +206,38 @@ def test_members_keep_their_assignment_across_a_server_kill(server: KcoordProces
         assert not revoked, revoked
     finally:
         members.stop_all()
+
+
+def test_admin_client_describes_and_lists_consumer_groups(server: KcoordProcess) -> None:
+    """confluent-kafka's AdminClient sees type, state, members and assignments, and lists by type."""
+    from confluent_kafka import ConsumerGroupState, ConsumerGroupType
+    from confluent_kafka.admin import AdminClient
+
+    members = _group(server, "admin", 6)
+    classic = _group(server, "admin-classic", 6)
+    try:
+        create_and_fill(server, members.topic, 6, 1)
+        create_and_fill(server, classic.topic, 6, 1)
+        drivers = members.start_many([UNIFORM, UNIFORM])
+        classic_driver = classic.start(ClientKind("confluent", "confluent", "range"))
+        members.wait_balanced(drivers)
+        classic.wait_balanced([classic_driver])
+        admin = AdminClient({"bootstrap.servers": server.bootstrap})
+
+        described = admin.describe_consumer_groups([members.group])[members.group].result(timeout=15)
+        assert described.type == ConsumerGroupType.CONSUMER
+        assert described.state == ConsumerGroupState.STABLE
+        assert {m.client_id for m in described.members} == {d.name for d in drivers}
+        assigned = sorted(tp.partition for m in described.members for tp in m.assignment.topic_partitions)
+        assert assigned == list(range(6))
+
+        listed = admin.list_consumer_groups(types={ConsumerGroupType.CONSUMER}).result(timeout=15)
+        assert {g.group_id for g in listed.valid} == {members.group}
+        assert all(g.type == ConsumerGroupType.CONSUMER for g in listed.valid)
+        everything = admin.list_consumer_groups().result(timeout=15)
+        types = {g.group_id: g.type for g in everything.valid}
+        assert types[members.group] == ConsumerGroupType.CONSUMER
+        assert types[classic.group] == ConsumerGroupType.CLASSIC
+    finally:
+        members.stop_all()
+        classic.stop_all()
