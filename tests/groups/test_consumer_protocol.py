@@ -241,3 +241,30 @@ def test_admin_client_describes_and_lists_consumer_groups(server: KcoordProcess)
     finally:
         members.stop_all()
         classic.stop_all()
+
+
+def test_upgrade_of_an_empty_classic_group_keeps_its_offsets(server: KcoordProcess) -> None:
+    """A classic group consumes and leaves; KIP-848 members of the same id read only what came after,
+    while another classic group on the same topic keeps consuming beside them."""
+    classic_kind = ClientKind("confluent", "confluent", "range")
+    old = _group(server, "upgrade", 6)
+    beside = Group(server, topic=old.topic, group="g-upgrade-beside", partitions=6)
+    upgraded = Group(server, topic=old.topic, group=old.group, partitions=6)
+    try:
+        first = create_and_fill(server, old.topic, 6, 10)
+        classic_member = old.start(classic_kind)
+        neighbour = beside.start(classic_kind)
+        old.wait_consumed(first)
+        _wait_committed([classic_member])
+        classic_member.close()
+        later = append(server, old.topic, range(6), 10)
+        drivers = upgraded.start_many([UNIFORM, UNIFORM])
+        upgraded.wait_balanced(drivers)
+        counts = upgraded.wait_consumed(later)
+        assert_exactly_once(counts, later)
+        beside.wait_balanced([neighbour])
+        assert_exactly_once(beside.wait_consumed(first | later), first | later)
+    finally:
+        old.stop_all()
+        beside.stop_all()
+        upgraded.stop_all()
