@@ -222,6 +222,7 @@ class App:
                 heartbeat_interval_ms=s["group.consumer.heartbeat.interval.ms"],
                 assignors=s["group.consumer.assignors"],
                 max_size=s["group.max.size"],
+                migration_policy=s["group.consumer.migration.policy"],
             ),
             partition_count=self._partition_count,
             topic_ids=TopicIds(self._topic_id, self._topic_name),

@@ -94,3 +94,25 @@ def test_commits_to_a_consumer_group_check_the_member_epoch() -> None:
 
     assert commit(answer.member_epoch) == ErrorCode.none
     assert commit(answer.member_epoch + 1) == ErrorCode.stale_member_epoch
+
+
+def test_migration_policy_disabled_refuses_the_upgrade() -> None:
+    """With group.consumer.migration.policy=disabled an Empty classic group stays classic."""
+    from kcoord.coordinator.classic.config import ClassicGroupConfig
+    from kcoord.coordinator.consumer.config import ConsumerGroupConfig
+    from kcoord.coordinator.shard import GroupCoordinatorShard
+
+    h = ShardHarness()
+    h.shard = GroupCoordinatorShard(
+        h.timer,
+        classic_config=ClassicGroupConfig(initial_rebalance_delay_ms=0),
+        offset_metadata_max_bytes=4096,
+        offsets_retention_ms=60_000,
+        topic_exists=lambda topic, partition: True,
+        consumer_config=ConsumerGroupConfig(migration_policy="disabled"),
+    )
+    h.commit("g", ("orders", 0, 42))
+    with pytest.raises(KafkaError) as refused:
+        _beat(h, "g", "m", 0)
+    assert refused.value.code == ErrorCode.group_id_not_found
+    assert h.shard.is_classic_group("g")

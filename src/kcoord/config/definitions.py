@@ -161,6 +161,12 @@ DEFINITIONS: tuple[Definition, ...] = (
     Definition(
         "group.consumer.assignors", "uniform,range", _list, "Server assignors; the first is the default."
     ),
+    Definition(
+        "group.consumer.migration.policy",
+        "bidirectional",
+        _choice("disabled", "upgrade", "downgrade", "bidirectional"),
+        "Whether an Empty classic group may become a consumer group (upgrade, bidirectional).",
+    ),
     # kcoord's own
     Definition(
         "kcoord.metrics.listen", "127.0.0.1:9644", parse_host_port, "HTTP listener for /metrics and /v1."

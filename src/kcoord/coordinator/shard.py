@@ -170,11 +170,13 @@ class GroupCoordinatorShard:
     def consumer_heartbeat(
         self, request: ConsumerHeartbeatRequest, sink: Any, now_ms: int
     ) -> CoordinatorResult:
-        """A classic group of that id is upgraded when Empty and the heartbeat joins, else refused."""
+        """A classic group of that id is upgraded when Empty, the heartbeat joins and the migration
+        policy allows it; else the heartbeat is refused (GROUP_ID_NOT_FOUND, as Kafka)."""
         result = CoordinatorResult()
         self.consumer.validate(request)
         if self.classic.has_group(request.group_id):
-            if request.member_epoch != 0 or self.classic.empty_since_ms(request.group_id) is None:
+            upgradable = request.member_epoch == 0 and self.consumer.upgrades_classic_groups
+            if not upgradable or self.classic.empty_since_ms(request.group_id) is None:
                 raise KafkaError(
                     ErrorCode.group_id_not_found, f"Group {request.group_id} is not a consumer group."
                 )

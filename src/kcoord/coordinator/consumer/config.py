@@ -12,3 +12,10 @@ class ConsumerGroupConfig:
     assignors: tuple[str, ...] = ("uniform", "range")
     """Server assignors members may ask for; the first is the group default."""
     max_size: int = 2_147_483_647
+    migration_policy: str = "bidirectional"
+    """``group.consumer.migration.policy``: "upgrade" or "bidirectional" let an Empty classic group
+    become a consumer group ("downgrade", the reverse, is not implemented)."""
+
+    @property
+    def upgrades_classic_groups(self) -> bool:
+        return self.migration_policy in ("upgrade", "bidirectional")

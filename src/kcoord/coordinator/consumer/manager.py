@@ -116,6 +116,10 @@ class ConsumerGroupManager:
                         now_ms + member.rebalance_timeout_ms,
                     )
 
+    @property
+    def upgrades_classic_groups(self) -> bool:
+        return self._config.upgrades_classic_groups
+
     def has_group(self, group_id: str) -> bool:
         return group_id in self.groups
 
