@@ -82,3 +82,13 @@ def test_fuzz_section_reports_requests_bystander_and_rss() -> None:
     assert "requests per API:" in out
     assert "bystander worst" in out
     assert "rss max" in out
+
+
+@pytest.mark.clients
+def test_consumer_protocol_section_compares_the_protocols() -> None:
+    """The KIP-848 section forms and grows a group in every mode and prints the unowned time."""
+    out = run_section("consumer_protocol", "--consumer-protocol-consumers", "2")
+    for mode in ("classic eager", "classic cooperative", "consumer"):
+        assert f"{mode}: join of 1 more" in out
+        assert f"{mode}: unowned during join" in out
+    assert "inf" not in out
