@@ -70,33 +70,38 @@ def _wait_committed(drivers: list[Driver], timeout: float = 20.0) -> None:
     wait_until(covered, timeout, "commits of everything consumed")
 
 
-@pytest.mark.parametrize("kind", [UNIFORM, RANGE], ids=lambda k: k.assignor)
+@pytest.mark.parametrize(
+    ("kind", "size", "partitions"),
+    [(UNIFORM, 3, 6), (RANGE, 3, 6), (UNIFORM, 10, 30)],
+    ids=["uniform-3-on-6", "range-3-on-6", "uniform-10-on-30"],
+)
 def test_form_join_leave_and_crash_consume_every_message_once(
-    server: KcoordProcess, kind: ClientKind
+    server: KcoordProcess, kind: ClientKind, size: int, partitions: int
 ) -> None:
-    """3 members on 6 partitions: forming, a join, a leave and a SIGKILL; each message is consumed once."""
-    members = _group(server, f"lifecycle-{kind.assignor}", 6)
+    """N members on P partitions: forming, a join, a leave and a SIGKILL; each message is consumed once."""
+    members = _group(server, f"lifecycle-{kind.assignor}-{size}", partitions)
+    every = range(partitions)
     try:
-        expected = create_and_fill(server, members.topic, 6, 20)
-        first = members.start_many([kind, kind, kind])
-        members.wait_balanced(first)
-        members.wait_consumed(expected)
+        expected = create_and_fill(server, members.topic, partitions, 20)
+        first = members.start_many([kind] * size)
+        members.wait_balanced(first, timeout=90.0)
+        members.wait_consumed(expected, timeout=60.0)
         # A join.
         joiner = members.start(kind)
-        members.wait_balanced([*first, joiner])
-        expected |= append(server, members.topic, range(6), 10)
-        members.wait_consumed(expected)
+        members.wait_balanced([*first, joiner], timeout=90.0)
+        expected |= append(server, members.topic, every, 10)
+        members.wait_consumed(expected, timeout=60.0)
         # A leave.
         first[0].close()
-        members.wait_balanced([first[1], first[2], joiner])
-        expected |= append(server, members.topic, range(6), 10)
-        members.wait_consumed(expected)
+        members.wait_balanced([*first[1:], joiner], timeout=90.0)
+        expected |= append(server, members.topic, every, 10)
+        members.wait_consumed(expected, timeout=60.0)
         # A crash, once everything consumed is committed: its partitions come back after the session.
         _wait_committed(members.live)
         first[1].kill()
-        members.wait_balanced([first[2], joiner], timeout=40.0)
-        expected |= append(server, members.topic, range(6), 10)
-        counts = members.wait_consumed(expected)
+        members.wait_balanced([*first[2:], joiner], timeout=90.0)
+        expected |= append(server, members.topic, every, 10)
+        counts = members.wait_consumed(expected, timeout=60.0)
         assert_exactly_once(counts, expected)
     finally:
         members.stop_all()
