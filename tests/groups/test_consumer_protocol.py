@@ -8,6 +8,7 @@ ConsumerGroupHeartbeat.
 from __future__ import annotations
 
 import itertools
+import json
 import threading
 import time
 from collections import Counter
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from kcoord.cli.main import main
 from tests.support.batches import build_batch
 from tests.support.group_clients import (
     ClientKind,
@@ -213,8 +215,11 @@ def test_members_keep_their_assignment_across_a_server_kill(server: KcoordProces
         members.stop_all()
 
 
-def test_admin_client_describes_and_lists_consumer_groups(server: KcoordProcess) -> None:
-    """confluent-kafka's AdminClient sees type, state, members and assignments, and lists by type."""
+def test_admin_client_describes_and_lists_consumer_groups(
+    server: KcoordProcess, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """confluent-kafka's AdminClient and ``kcoord groups describe`` see type, state, members and
+    assignments; ListGroups lists by type."""
     from confluent_kafka import ConsumerGroupState, ConsumerGroupType
     from confluent_kafka.admin import AdminClient
 
@@ -243,6 +248,14 @@ def test_admin_client_describes_and_lists_consumer_groups(server: KcoordProcess)
         types = {g.group_id: g.type for g in everything.valid}
         assert types[members.group] == ConsumerGroupType.CONSUMER
         assert types[classic.group] == ConsumerGroupType.CLASSIC
+
+        capsys.readouterr()
+        assert main(["groups", "describe", members.group, "--bootstrap", server.bootstrap, "--json"]) == 0
+        shown = json.loads(capsys.readouterr().out)
+        assert shown["type"] == "consumer" and shown["state"] == "Stable"
+        assert sorted(row["partition"] for row in shown["partitions"] if row["consumer_id"]) == list(range(6))
+        assert main(["groups", "describe", classic.group, "--bootstrap", server.bootstrap, "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["protocol_type"] == "consumer"
     finally:
         members.stop_all()
         classic.stop_all()

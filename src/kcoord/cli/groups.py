@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import quote
 
 from kcoord.cli.admin_client import AdminClient, AdminError
+from kcoord.cli.consumer_groups import assigned_partitions, consumer_members, consumer_rows
 from kcoord.config import parse_host_port
 from kcoord.observability.group_views import decode_member_assignment
 
@@ -124,6 +125,12 @@ def describe_rows(
 
 def _describe(args: argparse.Namespace) -> int:
     with _client(args) as client:
+        consumer_group = client.describe_consumer_group(args.group)
+        if consumer_group is not None:
+            offsets = client.group_offsets(args.group)
+            missing = sorted(set(assigned_partitions(consumer_group)) - set(offsets.log_end))
+            log_end = {**client.log_end_offsets(missing), **offsets.log_end}
+            return _print_consumer_group(args, consumer_group, offsets.committed, log_end)
         group = client.describe_group(args.group)
         offsets = client.group_offsets(args.group)
         assigned = [
@@ -160,6 +167,45 @@ def _describe(args: argparse.Namespace) -> int:
     print(
         f"Group {args.group}: {group.group_state}, protocol {group.protocol_type}/{group.protocol_data}, "
         f"{len(members)} member(s)\n"
+    )
+    headers = [
+        "TOPIC",
+        "PARTITION",
+        "CURRENT-OFFSET",
+        "LOG-END-OFFSET",
+        "LAG",
+        "CONSUMER-ID",
+        "HOST",
+        "CLIENT-ID",
+    ]
+    _print_table(headers, [[_shown(row[key]) for key in row] for row in rows])
+    return 0
+
+
+def _print_consumer_group(
+    args: argparse.Namespace,
+    group: Any,
+    committed: dict[tuple[str, int], int],
+    log_end: dict[tuple[str, int], int],
+) -> int:
+    rows = consumer_rows(group, committed, log_end)
+    members = consumer_members(group)
+    if args.json:
+        summary = {
+            "group": args.group,
+            "type": "consumer",
+            "state": str(group.group_state),
+            "group_epoch": int(group.group_epoch),
+            "assignment_epoch": int(group.assignment_epoch),
+            "assignor": str(group.assignor_name),
+            "members": members,
+            "partitions": rows,
+        }
+        print(json.dumps(summary, indent=1))
+        return 0
+    print(
+        f"Group {args.group}: {group.group_state}, consumer protocol (KIP-848), group epoch "
+        f"{group.group_epoch}, assignor {group.assignor_name}, {len(members)} member(s)\n"
     )
     headers = [
         "TOPIC",
