@@ -171,7 +171,7 @@ class App:
         ]
         if "consumer" in s["group.coordinator.rebalance.protocols"]:
             specs += [
-                consumer_group_heartbeat.api(groups, topics),
+                consumer_group_heartbeat.api(groups, topics, members),
                 consumer_group_describe.api(groups, topics),
             ]
         for spec in specs:

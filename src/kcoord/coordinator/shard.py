@@ -148,6 +148,9 @@ class GroupCoordinatorShard:
     def member_disconnected(
         self, group_id: str, member_id: str, connection_id: int, now_ms: int
     ) -> CoordinatorResult:
+        if self.consumer.has_group(group_id):
+            self.consumer.member_disconnected(group_id, member_id, connection_id, now_ms)
+            return CoordinatorResult()
         return self.classic.member_disconnected(group_id, member_id, connection_id, now_ms)
 
     def on_partitions_added(self, topic: str, now_ms: int) -> CoordinatorResult:
@@ -168,7 +171,7 @@ class GroupCoordinatorShard:
     # -- consumer groups (KIP-848)
 
     def consumer_heartbeat(
-        self, request: ConsumerHeartbeatRequest, sink: Any, now_ms: int
+        self, request: ConsumerHeartbeatRequest, sink: Any, now_ms: int, connection_id: int | None = None
     ) -> CoordinatorResult:
         """A classic group of that id is upgraded when Empty, the heartbeat joins and the migration
         policy allows it; else the heartbeat is refused (GROUP_ID_NOT_FOUND, as Kafka)."""
@@ -184,6 +187,8 @@ class GroupCoordinatorShard:
         # A refused heartbeat changes nothing, so it leaves no records behind.
         response = self.consumer.heartbeat(request, now_ms)
         result.records.extend(self.consumer.drain_records())
+        if connection_id is not None:
+            self.consumer.note_connection(request.group_id, response.member_id, connection_id)
         result.respond(sink, response)
         return result
 

@@ -91,9 +91,11 @@ class GroupService:
 
     # -- consumer groups (KIP-848)
 
-    async def consumer_heartbeat(self, request: ConsumerHeartbeatRequest) -> ConsumerHeartbeatResponse:
+    async def consumer_heartbeat(
+        self, request: ConsumerHeartbeatRequest, connection_id: int
+    ) -> ConsumerHeartbeatResponse:
         def beat(shard: GroupCoordinatorShard, sink: Sink, now_ms: int) -> CoordinatorResult:
-            return shard.consumer_heartbeat(request, sink, now_ms)
+            return shard.consumer_heartbeat(request, sink, now_ms, connection_id)
 
         response: ConsumerHeartbeatResponse = await self._coordinator.write(request.group_id, beat)
         return response

@@ -201,3 +201,17 @@ def test_offset_commit_epochs() -> None:
     with pytest.raises(KafkaError) as admin:
         h.manager.validate_offset_commit(GROUP, "", -1, 9)
     assert admin.value.code == ErrorCode.unknown_member_id
+
+
+def test_closed_connection_shortens_a_dynamic_members_session() -> None:
+    """Fast failover: the member's own connection closing leaves it about two heartbeat intervals."""
+    h = Harness()
+    _join(h, "a")
+    _join(h, "s", instance_id="i-s")
+    h.manager.note_connection(GROUP, "a", 7)
+    h.manager.note_connection(GROUP, "s", 8)
+    h.manager.member_disconnected(GROUP, "a", 6, h.now)  # not its connection: nothing
+    h.manager.member_disconnected(GROUP, "s", 8, h.now)  # static members keep their session
+    h.manager.member_disconnected(GROUP, "a", 7, h.now)
+    h.advance(1_001)
+    assert set(h.group.members) == {"s"}

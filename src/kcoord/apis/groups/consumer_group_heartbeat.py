@@ -6,6 +6,9 @@
 - v1: the client always generates its member id; ``subscribed_topic_regex`` (regex subscriptions
   are not supported yet: such a heartbeat gets INVALID_REQUEST).
 
+kcoord's fast failover holds here too: when the connection that carried a dynamic member's last
+heartbeat closes, its session is cut to about two heartbeat intervals.
+
 Topics travel as topic ids on the wire and as names in the core; an owned partition of a topic id
 this broker does not know is dropped (the topic was deleted).
 """
@@ -17,6 +20,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kcoord.apis.groups.common import MemberWatch
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.coordinator.assignors import Assignment
 from kcoord.coordinator.consumer.messages import ConsumerHeartbeatRequest
@@ -31,13 +35,15 @@ def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {"error_code": code, "member_epoch": -1}
 
 
-def api(groups: GroupService, topics: TopicManager) -> ApiSpec:
-    handler = functools.partial(handle_consumer_group_heartbeat, groups=groups, topics=topics)
+def api(groups: GroupService, topics: TopicManager, members: MemberWatch) -> ApiSpec:
+    handler = functools.partial(
+        handle_consumer_group_heartbeat, groups=groups, topics=topics, members=members
+    )
     return ApiSpec(ApiKey.CONSUMER_GROUP_HEARTBEAT, "ConsumerGroupHeartbeat", 0, 1, handler, _error_response)
 
 
 async def handle_consumer_group_heartbeat(
-    ctx: RequestContext, request: Any, *, groups: GroupService, topics: TopicManager
+    ctx: RequestContext, request: Any, *, groups: GroupService, topics: TopicManager, members: MemberWatch
 ) -> dict[str, Any]:
     if getattr(request, "subscribed_topic_regex", None):
         raise KafkaError(ErrorCode.invalid_request, "regex subscriptions are not supported")
@@ -57,7 +63,9 @@ async def handle_consumer_group_heartbeat(
         client_id=ctx.client_id or "",
         client_host=ctx.client_host,
     )
-    response = await groups.consumer_heartbeat(beat)
+    response = await groups.consumer_heartbeat(beat, ctx.connection.connection_id)
+    if response.member_epoch >= 0:
+        members.watch(ctx.connection, beat.group_id, response.member_id)
     assignment = None
     if response.assignment is not None:
         assignment = {"topic_partitions": _by_topic_id(response.assignment, topics)}

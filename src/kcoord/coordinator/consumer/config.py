@@ -12,6 +12,9 @@ class ConsumerGroupConfig:
     assignors: tuple[str, ...] = ("uniform", "range")
     """Server assignors members may ask for; the first is the group default."""
     max_size: int = 2_147_483_647
+    failover_grace_floor_ms: int = 1_000
+    """kcoord's fast failover: a dynamic member whose connection closed keeps its place for about
+    two heartbeat intervals (never less than this, never past its session)."""
     migration_policy: str = "bidirectional"
     """``group.consumer.migration.policy``: "upgrade" or "bidirectional" let an Empty classic group
     become a consumer group ("downgrade", the reverse, is not implemented)."""

@@ -85,6 +85,8 @@ class ConsumerGroupManager:
         self._topic_ids = topic_ids or name_based_topic_ids()
         self._replayer = GroupReplayer(self.groups, self._topic_ids)
         self._records: list[CoordinatorRecord] = []
+        self._connections: dict[tuple[str, str], int] = {}
+        """The connection that carried each member's last heartbeat (soft state, fast failover)."""
 
     # -- records
 
@@ -348,7 +350,31 @@ class ConsumerGroupManager:
             group.target = {}
             group.target_epoch = group.group_epoch
 
+    def note_connection(self, group_id: str, member_id: str, connection_id: int) -> None:
+        if group_id in self.groups and member_id in self.groups[group_id].members:
+            self._connections[(group_id, member_id)] = connection_id
+
+    def member_disconnected(self, group_id: str, member_id: str, connection_id: int, now_ms: int) -> None:
+        """The member's current connection closed: a dynamic member keeps its place only briefly."""
+        group = self.groups.get(group_id)
+        member = group.members.get(member_id) if group is not None else None
+        if (
+            member is None
+            or member.is_static
+            or self._connections.get((group_id, member_id)) != connection_id
+        ):
+            return
+        grace = max(
+            self._config.failover_grace_floor_ms,
+            min(2 * self._config.heartbeat_interval_ms, self._config.session_timeout_ms),
+        )
+        key = timer_keys.session_key(group_id, member_id)
+        current = self._timer.deadline(key)
+        if current is None or now_ms + grace < current:
+            self._timer.schedule(key, now_ms + grace)
+
     def _cancel_timers(self, group_id: str, member_id: str) -> None:
+        self._connections.pop((group_id, member_id), None)
         self._timer.cancel(timer_keys.session_key(group_id, member_id))
         self._timer.cancel(timer_keys.rebalance_key(group_id, member_id))
 
@@ -373,6 +399,7 @@ class ConsumerGroupManager:
             for member_id in group.members:
                 self._cancel_timers(group.group_id, member_id)
         self.groups.clear()
+        self._connections.clear()
 
     # -- offsets and admin
 
