@@ -226,6 +226,7 @@ class App:
             ),
             partition_count=self._partition_count,
             topic_ids=TopicIds(self._topic_id, self._topic_name),
+            topic_names=self._subscribable_topics,
         )
 
     def _on_topic_event(self, event: TopicEvent) -> None:
@@ -238,6 +239,10 @@ class App:
     def _partition_count(self, topic: str) -> int | None:
         info = self.topics.get(topic)
         return None if info is None else info.partitions
+
+    def _subscribable_topics(self) -> list[str]:
+        """What a regex subscription may match: internal topics are left out."""
+        return [name for name in self.topics.names() if name not in INTERNAL_TOPICS]
 
     def _topic_id(self, topic: str) -> uuid.UUID | None:
         info = self.topics.get(topic)

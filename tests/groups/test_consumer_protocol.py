@@ -286,3 +286,34 @@ def test_upgrade_of_an_empty_classic_group_keeps_its_offsets(server: KcoordProce
         old.stop_all()
         beside.stop_all()
         upgraded.stop_all()
+
+
+def test_regex_subscription_picks_up_a_topic_created_later(server: KcoordProcess) -> None:
+    """librdkafka's regex subscription is resolved by the coordinator, again when a topic appears."""
+    from confluent_kafka import Consumer
+
+    first = {("rx-a", p, o) for p, o in create_and_fill(server, "rx-a", 2, 5)}
+    create_and_fill(server, "rx-other", 2, 5)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": server.bootstrap,
+            "group.id": "g-regex",
+            "group.protocol": "consumer",
+            "auto.offset.reset": "earliest",
+        }
+    )
+    try:
+        consumer.subscribe(["^rx-[ab]$"])
+        got: list[tuple[str, int, int]] = []
+        later: set[tuple[str, int, int]] = set()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and (len(got) < len(first) + len(later) or not later):
+            message = consumer.poll(0.2)
+            if message is not None and not message.error():
+                got.append((str(message.topic()), int(message.partition()), int(message.offset())))
+            if not later and first <= set(got):
+                later = {("rx-b", p, o) for p, o in create_and_fill(server, "rx-b", 2, 5)}
+        assert later, "the first topic's records never all arrived"
+        assert sorted(got) == sorted(first | later)
+    finally:
+        consumer.close()

@@ -9,7 +9,7 @@ because the classic groups change their in-memory state as they go, as in Kafka.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 from kcoord.coordinator.classic.config import ClassicGroupConfig
@@ -66,6 +66,7 @@ class GroupCoordinatorShard:
         consumer_config: ConsumerGroupConfig | None = None,
         partition_count: PartitionCount | None = None,
         topic_ids: TopicIds | None = None,
+        topic_names: Callable[[], Iterable[str]] = tuple,
     ) -> None:
         self.classic = ClassicGroupManager(timer, classic_config, observer)
         self.consumer = ConsumerGroupManager(
@@ -73,6 +74,7 @@ class GroupCoordinatorShard:
             consumer_config or ConsumerGroupConfig(),
             partition_count or _no_topics,
             topic_ids=topic_ids,
+            topic_names=topic_names,
         )
         self._groups = GroupsView(self.classic, self.consumer)
         self.offsets = OffsetManager(offset_metadata_max_bytes)

@@ -57,6 +57,7 @@ class Harness:
             self.topics.get,
             member_id_factory=lambda: f"gen-{next(ids)}",
             topic_ids=TopicIds(self.topic_id, self.topic_name),
+            topic_names=lambda: list(self.topics),
         )
 
     def topic_id(self, name: str) -> uuid.UUID | None:

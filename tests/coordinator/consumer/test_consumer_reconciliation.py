@@ -7,6 +7,7 @@ from consumer_harness import GROUP, REBALANCE_MS, SESSION_MS, Harness, pairs
 
 from kcoord.coordinator.consumer.group import ConsumerGroupState
 from kcoord.coordinator.consumer.member import MemberState
+from kcoord.coordinator.consumer.messages import ConsumerHeartbeatRequest
 from kcoord.protocol.errors import ErrorCode, KafkaError
 
 
@@ -215,3 +216,37 @@ def test_closed_connection_shortens_a_dynamic_members_session() -> None:
     h.manager.member_disconnected(GROUP, "a", 7, h.now)
     h.advance(1_001)
     assert set(h.group.members) == {"s"}
+
+
+def test_regex_subscription_follows_topic_creation_and_deletion() -> None:
+    """A regex subscribes to every matching topic (whole name); new and deleted topics bump the epoch."""
+    h = Harness({"orders-eu": 2, "orders-us": 2, "payments": 2})
+    response = h.manager.heartbeat(
+        ConsumerHeartbeatRequest(
+            group_id=GROUP, member_id="a", member_epoch=0, subscribed_topic_regex="orders-.*", owned={}
+        ),
+        h.now,
+    )
+    assert pairs(response.assignment) == {
+        ("orders-eu", 0),
+        ("orders-eu", 1),
+        ("orders-us", 0),
+        ("orders-us", 1),
+    }
+    epoch = h.group.group_epoch
+    h.topics["orders-asia"] = 1
+    h.manager.on_topics_changed("orders-asia")
+    assert h.group.group_epoch > epoch
+    response = h.beat("a", response.member_epoch, owned=h.group.members["a"].assigned)
+    assert ("orders-asia", 0) in pairs(response.assignment)
+    h.topics.pop("orders-eu")
+    h.manager.on_topics_changed("orders-eu")
+    assert "orders-eu" not in h.group.subscribed_topics()
+    with pytest.raises(KafkaError) as invalid:
+        h.manager.heartbeat(
+            ConsumerHeartbeatRequest(
+                group_id=GROUP, member_id="b", member_epoch=0, subscribed_topic_regex="(", owned={}
+            ),
+            h.now,
+        )
+    assert invalid.value.code == ErrorCode.invalid_regular_expression

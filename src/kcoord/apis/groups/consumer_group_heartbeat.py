@@ -3,8 +3,9 @@
 - v0: member epoch 0 joins (the coordinator generates the member id when none is sent), -1 leaves,
   -2 is a static member's temporary leave; the answer carries the member's epoch and, when it
   changed, its assignment.
-- v1: the client always generates its member id; ``subscribed_topic_regex`` (regex subscriptions
-  are not supported yet: such a heartbeat gets INVALID_REQUEST).
+- v1: the client always generates its member id; ``subscribed_topic_regex``: a regular expression
+  over topic names (whole-name match), resolved again whenever topics are created or deleted; an
+  invalid one gets INVALID_REGULAR_EXPRESSION.
 
 kcoord's fast failover holds here too: when the connection that carried a dynamic member's last
 heartbeat closes, its session is cut to about two heartbeat intervals.
@@ -25,7 +26,6 @@ from kcoord.cluster.topic_manager import TopicManager
 from kcoord.coordinator.assignors import Assignment
 from kcoord.coordinator.consumer.messages import ConsumerHeartbeatRequest
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.errors import KafkaError
 from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.group_service import GroupService
 from kcoord.server.context import RequestContext
@@ -45,8 +45,6 @@ def api(groups: GroupService, topics: TopicManager, members: MemberWatch) -> Api
 async def handle_consumer_group_heartbeat(
     ctx: RequestContext, request: Any, *, groups: GroupService, topics: TopicManager, members: MemberWatch
 ) -> dict[str, Any]:
-    if getattr(request, "subscribed_topic_regex", None):
-        raise KafkaError(ErrorCode.invalid_request, "regex subscriptions are not supported")
     rebalance_timeout = request.rebalance_timeout
     beat = ConsumerHeartbeatRequest(
         group_id=request.group_id,
@@ -58,6 +56,7 @@ async def handle_consumer_group_heartbeat(
         subscribed_topics=(
             None if request.subscribed_topic_names is None else tuple(request.subscribed_topic_names)
         ),
+        subscribed_topic_regex=getattr(request, "subscribed_topic_regex", None),
         server_assignor=request.server_assignor,
         owned=_owned(request.topic_partitions, topics),
         client_id=ctx.client_id or "",

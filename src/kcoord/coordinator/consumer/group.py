@@ -54,7 +54,7 @@ class ConsumerGroup:
     def subscribed_topics(self) -> frozenset[str]:
         topics: set[str] = set()
         for member in self.members.values():
-            topics |= member.subscribed_topics
+            topics |= member.topics
         return frozenset(topics)
 
     def member_by_instance(self, instance_id: str) -> ConsumerGroupMember | None:

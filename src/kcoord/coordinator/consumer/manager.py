@@ -19,8 +19,9 @@ the shard to take with :meth:`ConsumerGroupManager.drain_records`; loading repla
 from __future__ import annotations
 
 import base64
+import re
 import uuid
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 
 from kcoord.coordinator.assignors import AssignmentSpec, MemberSpec, PartitionAssignor, assignors_by_name
 from kcoord.coordinator.assignors.api import Assignment
@@ -70,11 +71,13 @@ class ConsumerGroupManager:
         partition_count: PartitionCount,
         member_id_factory: Callable[[], str] = new_member_id,
         topic_ids: TopicIds | None = None,
+        topic_names: Callable[[], Iterable[str]] = tuple,
     ) -> None:
         self._timer = timer
         self._config = config
         self._partition_count = partition_count
         self._new_member_id = member_id_factory
+        self._topic_names = topic_names
         available = assignors_by_name()
         self._assignors: dict[str, PartitionAssignor] = {
             name: available[name] for name in config.assignors if name in available
@@ -105,8 +108,9 @@ class ConsumerGroupManager:
         self._replayer.replay(key, value)
 
     def on_loaded(self, now_ms: int) -> None:
-        """Soft state after a load: every member gets a fresh session (and revocation) deadline."""
+        """Soft state after a load: regexes resolved, a fresh session (and revocation) deadline each."""
         for group in self.groups.values():
+            self._resolve_group_regexes(group)
             for member in group.members.values():
                 self._timer.schedule(
                     timer_keys.session_key(group.group_id, member.member_id),
@@ -162,11 +166,17 @@ class ConsumerGroupManager:
                 if request.subscribed_topics is not None
                 else member.subscribed_topics
             ),
+            subscribed_regex=(
+                member.subscribed_regex
+                if request.subscribed_topic_regex is None
+                else request.subscribed_topic_regex or None
+            ),
             server_assignor=request.server_assignor or member.server_assignor,
             client_id=request.client_id,
             client_host=request.client_host,
         )
-        if updated.subscribed_topics != member.subscribed_topics:
+        updated = self._resolve_regex(updated)
+        if updated.topics != member.topics or updated.subscribed_regex != member.subscribed_regex:
             bump = True
         if updated.server_assignor != member.server_assignor:
             bump = True
@@ -217,9 +227,10 @@ class ConsumerGroupManager:
         if request.member_epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             raise KafkaError(ErrorCode.invalid_request, "MemberEpoch is invalid.")
         if request.member_epoch == JOIN_GROUP_MEMBER_EPOCH:
-            if request.subscribed_topics is None:
+            if request.subscribed_topics is None and request.subscribed_topic_regex is None:
                 raise KafkaError(
-                    ErrorCode.invalid_request, "SubscribedTopicNames must be set in first request."
+                    ErrorCode.invalid_request,
+                    "SubscribedTopicNames or SubscribedTopicRegex must be set in first request.",
                 )
         elif request.member_epoch > 0 and not request.member_id:
             raise KafkaError(ErrorCode.invalid_request, "MemberId can't be empty.")
@@ -289,7 +300,7 @@ class ConsumerGroupManager:
         spec = AssignmentSpec(
             members={
                 member_id: MemberSpec(
-                    subscribed_topics=member.subscribed_topics,
+                    subscribed_topics=member.topics,
                     current=group.target.get(member_id, member.assigned),
                     instance_id=member.instance_id,
                 )
@@ -332,12 +343,42 @@ class ConsumerGroupManager:
         return True
 
     def on_topics_changed(self, topic: str) -> None:
-        """A topic grew, appeared or was deleted: its subscribers' groups get a new epoch at once."""
+        """A topic grew, appeared or was deleted: its subscribers' groups get a new epoch at once
+        (regex subscriptions are resolved again first)."""
         for group in self.groups.values():
-            if topic in group.subscribed_topics():
-                before = self._snapshot(group.group_id)
-                self.refresh_metadata(group)
+            before = self._snapshot(group.group_id)
+            resolved = self._resolve_group_regexes(group)
+            if resolved or topic in group.subscribed_topics():
+                if not self.refresh_metadata(group) and resolved:
+                    group.group_epoch += 1
                 self._record(group.group_id, before)
+
+    def _resolve_regex(self, member: ConsumerGroupMember) -> ConsumerGroupMember:
+        if member.subscribed_regex is None:
+            return member if not member.regex_topics else member.with_changes(regex_topics=frozenset())
+        try:
+            pattern = re.compile(member.subscribed_regex)
+        except re.error as exc:
+            raise KafkaError(
+                ErrorCode.invalid_regular_expression, f"SubscribedTopicRegex is invalid: {exc}"
+            ) from None
+        matched = frozenset(name for name in self._topic_names() if pattern.fullmatch(name))
+        return member if matched == member.regex_topics else member.with_changes(regex_topics=matched)
+
+    def _resolve_group_regexes(self, group: ConsumerGroup) -> bool:
+        """Resolve every member's regex again; True when any member's topics changed."""
+        changed = False
+        for member in list(group.members.values()):
+            if member.subscribed_regex is None:
+                continue
+            try:
+                resolved = self._resolve_regex(member)
+            except KafkaError:
+                continue
+            if resolved is not member:
+                group.put_member(resolved)
+                changed = True
+        return changed
 
     # -- leaving, fencing and timers
 
@@ -434,6 +475,7 @@ class ConsumerGroupManager:
                 client_id=m.client_id,
                 client_host=m.client_host,
                 subscribed_topics=tuple(sorted(m.subscribed_topics)),
+                subscribed_regex=m.subscribed_regex,
                 assignment=m.assigned,
                 target_assignment=group.target.get(m.member_id, {}),
             )

@@ -38,6 +38,10 @@ class ConsumerGroupMember:
     client_host: str = ""
     rebalance_timeout_ms: int = 300_000
     subscribed_topics: frozenset[str] = frozenset()
+    subscribed_regex: str | None = None
+    """A regular expression (whole-name match, as Kafka's RE2J ``matches``) over topic names."""
+    regex_topics: frozenset[str] = frozenset()
+    """The existing topics ``subscribed_regex`` matches, as last resolved (not a record)."""
     server_assignor: str | None = None
     member_epoch: int = 0
     previous_member_epoch: int = 0
@@ -47,6 +51,11 @@ class ConsumerGroupMember:
 
     def with_changes(self, **changes: object) -> ConsumerGroupMember:
         return replace(self, **changes)  # type: ignore[arg-type]
+
+    @property
+    def topics(self) -> frozenset[str]:
+        """Every topic the member subscribes to: by name and through its regex."""
+        return self.subscribed_topics | self.regex_topics
 
     @property
     def is_static(self) -> bool:

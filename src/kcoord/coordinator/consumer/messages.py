@@ -18,6 +18,8 @@ class ConsumerHeartbeatRequest:
     """-1: unchanged since the last heartbeat."""
     subscribed_topics: tuple[str, ...] | None = None
     """None: unchanged since the last heartbeat."""
+    subscribed_topic_regex: str | None = None
+    """None: unchanged; "": no regex any more."""
     server_assignor: str | None = None
     owned: Assignment | None = None
     """What the member consumes now; None: unchanged (not sent)."""
@@ -43,6 +45,7 @@ class DescribedConsumerMember:
     client_id: str
     client_host: str
     subscribed_topics: tuple[str, ...]
+    subscribed_regex: str | None
     assignment: Assignment
     target_assignment: Assignment
 

@@ -138,7 +138,7 @@ def _metadata(member: ConsumerGroupMember) -> ConsumerGroupMemberMetadataValue:
         client_id=member.client_id,
         client_host=member.client_host,
         subscribed_topic_names=tuple(sorted(member.subscribed_topics)),
-        subscribed_topic_regex=None,
+        subscribed_topic_regex=member.subscribed_regex,
         rebalance_timeout_ms=member.rebalance_timeout_ms,
         server_assignor=member.server_assignor,
     )
@@ -210,6 +210,7 @@ class GroupReplayer:
                         client_id=value.client_id,
                         client_host=value.client_host,
                         subscribed_topics=frozenset(value.subscribed_topic_names),
+                        subscribed_regex=value.subscribed_topic_regex,
                         rebalance_timeout_ms=value.rebalance_timeout_ms,
                         server_assignor=value.server_assignor,
                     )
