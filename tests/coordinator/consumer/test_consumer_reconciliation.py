@@ -250,3 +250,14 @@ def test_regex_subscription_follows_topic_creation_and_deletion() -> None:
             h.now,
         )
     assert invalid.value.code == ErrorCode.invalid_regular_expression
+
+
+def test_strings_the_log_cannot_hold_are_refused() -> None:
+    """A member id or topic name longer than a record string gets INVALID_REQUEST and changes nothing."""
+    h = Harness()
+    for member_id, topics in (("m" * 40_000, ("orders",)), ("m", ("t" * 40_000,))):
+        with pytest.raises(KafkaError) as refused:
+            h.beat(member_id, 0, topics=topics, owned={})
+        assert refused.value.code == ErrorCode.invalid_request
+    assert not h.manager.has_group(GROUP)
+    assert h.records == []

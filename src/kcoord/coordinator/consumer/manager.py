@@ -49,6 +49,7 @@ from kcoord.coordinator.consumer.persistence import (
     name_based_topic_ids,
 )
 from kcoord.coordinator.consumer.reconcile import reconcile
+from kcoord.coordinator.record_codec import fits_record_string
 from kcoord.coordinator.records import ConsumerGroupRecordKey, CoordinatorRecord
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.timer.api import Timer
@@ -234,6 +235,19 @@ class ConsumerGroupManager:
                 )
         elif request.member_epoch > 0 and not request.member_id:
             raise KafkaError(ErrorCode.invalid_request, "MemberId can't be empty.")
+        texts = (
+            request.group_id,
+            request.member_id,
+            request.instance_id,
+            request.rack_id,
+            request.subscribed_topic_regex,
+            request.client_id,
+            request.client_host,
+            *(request.subscribed_topics or ()),
+        )
+        if not all(fits_record_string(text) for text in texts):
+            # It could never be written to the offsets log: refuse it before it changes anything.
+            raise KafkaError(ErrorCode.invalid_request, "a string of the heartbeat is too long")
         if request.server_assignor is not None and request.server_assignor not in self._assignors:
             raise KafkaError(
                 ErrorCode.unsupported_assignor, f"ServerAssignor {request.server_assignor} is not supported."
