@@ -40,6 +40,9 @@ def test_views_list_and_describe_a_consumer_group() -> None:
     (member,) = view["members"]
     assert member["client_id"] == "c"
     assert member["assignment"] == member["target_assignment"] == {"orders": [0, 1, 2]}
+    assert [(b["trigger"], b["member_id"], b["reconcile_ms"]) for b in view["history"]] == [
+        ("member_joined", "m", 0)
+    ]
 
 
 def test_gauges_count_consumer_groups_by_state() -> None:

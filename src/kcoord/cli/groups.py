@@ -237,6 +237,16 @@ def _history(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(history, indent=1))
         return 0
+    if view.get("type") == "consumer":
+        print(f"Group {view['group']}: {view['state']}, group epoch {view['group_epoch']} (KIP-848)\n")
+        _print_table(
+            ["#", "EPOCH", "TRIGGER", "MEMBER", "RECONCILE-MS"],
+            [
+                [str(i), str(b["epoch"]), b["trigger"], _shown(b["member_id"]), _shown(b["reconcile_ms"])]
+                for i, b in enumerate(history, 1)
+            ],
+        )
+        return 0
     print(
         f"Group {view['group']}: {view['state']}, generation {view['generation']}, "
         f"{len(history)} rebalance(s)\n"

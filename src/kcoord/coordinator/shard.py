@@ -156,14 +156,14 @@ class GroupCoordinatorShard:
         return self.classic.member_disconnected(group_id, member_id, connection_id, now_ms)
 
     def on_partitions_added(self, topic: str, now_ms: int) -> CoordinatorResult:
-        self.consumer.on_topics_changed(topic)
+        self.consumer.on_topics_changed(topic, now_ms)
         result = self.classic.on_partitions_added(topic, now_ms)
         result.records.extend(self.consumer.drain_records())
         return result
 
     def on_topic_changed(self, topic: str, now_ms: int) -> CoordinatorResult:
         """A topic was created or deleted: consumer groups subscribed to it get a new epoch at once."""
-        self.consumer.on_topics_changed(topic)
+        self.consumer.on_topics_changed(topic, now_ms)
         return CoordinatorResult(records=self.consumer.drain_records())
 
     def leave_group(self, request: LeaveGroupRequest, sink: Any, now_ms: int) -> CoordinatorResult:

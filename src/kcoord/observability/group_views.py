@@ -182,6 +182,17 @@ def _describe_consumer(
             for m in group.members
         ],
         "offsets": _offsets(shard, group.group_id, log_end_offset),
+        "rebalances": len(group.history),
+        "history": [
+            {
+                "epoch": bump.epoch,
+                "trigger": bump.trigger,
+                "member_id": bump.member_id,
+                "started_ms": bump.started_ms,
+                "reconcile_ms": bump.reconcile_ms,
+            }
+            for bump in group.history
+        ],
     }
 
 

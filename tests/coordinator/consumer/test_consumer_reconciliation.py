@@ -172,12 +172,12 @@ def test_leave_and_subscription_change_bump_the_group_epoch() -> None:
     assert h.group.group_epoch == e1 + 1
     assert ("payments", 1) in pairs(response.assignment)
     h.topics["orders"] = 8
-    h.manager.on_topics_changed("orders")
+    h.manager.on_topics_changed("orders", h.now)
     assert h.group.group_epoch == e1 + 2
     response = h.beat("a", response.member_epoch, owned=h.group.members["a"].assigned)
     assert ("orders", 7) in pairs(response.assignment)
     del h.topics["payments"]
-    h.manager.on_topics_changed("payments")
+    h.manager.on_topics_changed("payments", h.now)
     response = h.beat("a", response.member_epoch, owned=h.group.members["a"].assigned)
     assert h.group.members["a"].state is MemberState.UNREVOKED_PARTITIONS
     assert (
@@ -235,12 +235,12 @@ def test_regex_subscription_follows_topic_creation_and_deletion() -> None:
     }
     epoch = h.group.group_epoch
     h.topics["orders-asia"] = 1
-    h.manager.on_topics_changed("orders-asia")
+    h.manager.on_topics_changed("orders-asia", h.now)
     assert h.group.group_epoch > epoch
     response = h.beat("a", response.member_epoch, owned=h.group.members["a"].assigned)
     assert ("orders-asia", 0) in pairs(response.assignment)
     h.topics.pop("orders-eu")
-    h.manager.on_topics_changed("orders-eu")
+    h.manager.on_topics_changed("orders-eu", h.now)
     assert "orders-eu" not in h.group.subscribed_topics()
     with pytest.raises(KafkaError) as invalid:
         h.manager.heartbeat(
@@ -261,3 +261,28 @@ def test_strings_the_log_cannot_hold_are_refused() -> None:
         assert refused.value.code == ErrorCode.invalid_request
     assert not h.manager.has_group(GROUP)
     assert h.records == []
+
+
+def test_history_keeps_each_epoch_bump_with_its_trigger_and_reconcile_time() -> None:
+    """Joins, a leave and a session expiry are kept in order; a bump gets its time once Stable."""
+    h = Harness()
+    a = h.beat("a", 0, topics=("orders",), owned={})
+    b = h.beat("b", 0, topics=("orders",), owned={})
+    h.now += 250
+    kept = h.beat("a", a.member_epoch, owned=a.assignment).assignment
+    h.now += 250
+    h.beat("a", a.member_epoch, owned=kept)
+    h.beat("b", b.member_epoch, owned={})
+    assert h.group.state is ConsumerGroupState.STABLE
+    h.beat("b", -1)
+    h.advance(SESSION_MS + 1)
+    bumps = h.manager.describe(GROUP).history  # type: ignore[union-attr]
+    assert [(x.trigger, x.member_id) for x in bumps] == [
+        ("member_joined", "a"),
+        ("member_joined", "b"),
+        ("member_left", "b"),
+        ("session_expired", "a"),
+    ]
+    assert bumps[0].reconcile_ms == 0
+    assert bumps[1].reconcile_ms == 500
+    assert bumps[2].reconcile_ms is None

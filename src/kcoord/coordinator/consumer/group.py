@@ -12,6 +12,7 @@ import enum
 from collections.abc import Iterator
 
 from kcoord.coordinator.assignors.api import Assignment
+from kcoord.coordinator.consumer.history import EpochHistory
 from kcoord.coordinator.consumer.member import ConsumerGroupMember, MemberState
 
 
@@ -35,6 +36,7 @@ class ConsumerGroup:
         self.assignor: str | None = None
         self._owners: dict[tuple[str, int], str] = {}
         self.dead = False
+        self.history = EpochHistory()
 
     # -- state
 

@@ -25,7 +25,7 @@ from collections.abc import Callable, Collection, Iterable
 
 from kcoord.coordinator.assignors import AssignmentSpec, MemberSpec, PartitionAssignor, assignors_by_name
 from kcoord.coordinator.assignors.api import Assignment
-from kcoord.coordinator.consumer import timer_keys
+from kcoord.coordinator.consumer import history, timer_keys
 from kcoord.coordinator.consumer.config import ConsumerGroupConfig
 from kcoord.coordinator.consumer.group import ConsumerGroup, ConsumerGroupState
 from kcoord.coordinator.consumer.member import (
@@ -40,6 +40,7 @@ from kcoord.coordinator.consumer.messages import (
     ConsumerHeartbeatResponse,
     DescribedConsumerGroup,
     DescribedConsumerMember,
+    DescribedEpochBump,
 )
 from kcoord.coordinator.consumer.persistence import (
     GroupReplayer,
@@ -144,7 +145,7 @@ class ConsumerGroupManager:
         self.validate(request)
         # 1. Leaving.
         if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
-            return self._leave(request)
+            return self._leave(request, now_ms)
         # 2. The group.
         group = self.groups.get(request.group_id)
         if group is None:
@@ -177,13 +178,19 @@ class ConsumerGroupManager:
             client_host=request.client_host,
         )
         updated = self._resolve_regex(updated)
-        if updated.topics != member.topics or updated.subscribed_regex != member.subscribed_regex:
-            bump = True
-        if updated.server_assignor != member.server_assignor:
-            bump = True
+        trigger = history.MEMBER_JOINED if bump else None
+        if trigger is None and (
+            updated.topics != member.topics
+            or updated.subscribed_regex != member.subscribed_regex
+            or updated.server_assignor != member.server_assignor
+        ):
+            trigger = history.SUBSCRIPTION_CHANGED
         group.put_member(updated)
-        if self._refresh_counts(group) or bump:
+        if self._refresh_counts(group) and trigger is None:
+            trigger = history.METADATA_CHANGED
+        if trigger is not None:
             group.group_epoch += 1
+            group.history.bumped(group.group_epoch, trigger, updated.member_id, now_ms)
         # 5. The target assignment.
         if group.group_epoch > group.target_epoch:
             self._compute_target(group)
@@ -210,6 +217,8 @@ class ConsumerGroupManager:
                 self._timer.schedule(rebalance_key, now_ms + after.rebalance_timeout_ms)
         else:
             self._timer.cancel(rebalance_key)
+        if group.state is ConsumerGroupState.STABLE:
+            group.history.stable_at(group.group_epoch, now_ms)
         full = request.member_epoch == JOIN_GROUP_MEMBER_EPOCH or (
             request.owned is not None and not _same(request.owned, after.assigned)
         )
@@ -290,7 +299,7 @@ class ConsumerGroupManager:
         group.target[member_id] = target
         return old.with_changes(member_id=member_id, member_epoch=group.target_epoch)
 
-    def _leave(self, request: ConsumerHeartbeatRequest) -> ConsumerHeartbeatResponse:
+    def _leave(self, request: ConsumerHeartbeatRequest, now_ms: int) -> ConsumerHeartbeatResponse:
         group = self.groups.get(request.group_id)
         member = group.members.get(request.member_id) if group is not None else None
         if group is None or member is None:
@@ -300,7 +309,7 @@ class ConsumerGroupManager:
             group.put_member(member.with_changes(member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH))
             self._timer.cancel(timer_keys.rebalance_key(group.group_id, member.member_id))
         else:
-            self.remove_member(group, member.member_id)
+            self.remove_member(group, member.member_id, history.MEMBER_LEFT, now_ms)
         return ConsumerHeartbeatResponse(
             member_id=member.member_id,
             member_epoch=request.member_epoch,
@@ -338,11 +347,12 @@ class ConsumerGroupManager:
                 return self._assignors[best]
         return next(iter(self._assignors.values()))
 
-    def refresh_metadata(self, group: ConsumerGroup) -> bool:
+    def refresh_metadata(self, group: ConsumerGroup, now_ms: int) -> bool:
         """Re-read the partition counts of the subscribed topics; a change bumps the group epoch."""
         if not self._refresh_counts(group):
             return False
         group.group_epoch += 1
+        group.history.bumped(group.group_epoch, history.METADATA_CHANGED, None, now_ms)
         return True
 
     def _refresh_counts(self, group: ConsumerGroup) -> bool:
@@ -356,15 +366,16 @@ class ConsumerGroupManager:
         group.partitions_per_topic = counts
         return True
 
-    def on_topics_changed(self, topic: str) -> None:
+    def on_topics_changed(self, topic: str, now_ms: int) -> None:
         """A topic grew, appeared or was deleted: its subscribers' groups get a new epoch at once
         (regex subscriptions are resolved again first)."""
         for group in self.groups.values():
             before = self._snapshot(group.group_id)
             resolved = self._resolve_group_regexes(group)
             if resolved or topic in group.subscribed_topics():
-                if not self.refresh_metadata(group) and resolved:
+                if not self.refresh_metadata(group, now_ms) and resolved:
                     group.group_epoch += 1
+                    group.history.bumped(group.group_epoch, history.SUBSCRIPTION_CHANGED, None, now_ms)
                 self._record(group.group_id, before)
 
     def _resolve_regex(self, member: ConsumerGroupMember) -> ConsumerGroupMember:
@@ -396,11 +407,12 @@ class ConsumerGroupManager:
 
     # -- leaving, fencing and timers
 
-    def remove_member(self, group: ConsumerGroup, member_id: str) -> None:
+    def remove_member(self, group: ConsumerGroup, member_id: str, trigger: str, now_ms: int) -> None:
         if group.remove_member(member_id) is None:
             return
         self._cancel_timers(group.group_id, member_id)
         group.group_epoch += 1
+        group.history.bumped(group.group_epoch, trigger, member_id, now_ms)
         if not group.members:
             group.target = {}
             group.target_epoch = group.group_epoch
@@ -445,7 +457,8 @@ class ConsumerGroupManager:
         if target.kind == timer_keys.REBALANCE and member.state is not MemberState.UNREVOKED_PARTITIONS:
             return True
         before = self._snapshot(group.group_id)
-        self.remove_member(group, target.member_id)
+        trigger = history.SESSION_EXPIRED if target.kind == timer_keys.SESSION else history.REBALANCE_TIMEOUT
+        self.remove_member(group, target.member_id, trigger, now_ms)
         self._record(group.group_id, before)
         return True
 
@@ -502,6 +515,16 @@ class ConsumerGroupManager:
             target_epoch=group.target_epoch,
             assignor=group.assignor or next(iter(self._assignors)),
             members=members,
+            history=tuple(
+                DescribedEpochBump(
+                    epoch=b.epoch,
+                    trigger=b.trigger,
+                    member_id=b.member_id,
+                    started_ms=b.started_ms,
+                    reconcile_ms=None if b.reconciled_ms is None else b.reconciled_ms - b.started_ms,
+                )
+                for b in group.history.bumps
+            ),
         )
 
     def listed(self, states_filter: Collection[str] | None) -> list[tuple[str, str]]:

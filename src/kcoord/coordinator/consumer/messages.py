@@ -51,6 +51,16 @@ class DescribedConsumerMember:
 
 
 @dataclass(frozen=True, slots=True)
+class DescribedEpochBump:
+    epoch: int
+    trigger: str
+    member_id: str | None
+    started_ms: int
+    reconcile_ms: int | None
+    """From the bump until every member had caught up with it; None while reconciling."""
+
+
+@dataclass(frozen=True, slots=True)
 class DescribedConsumerGroup:
     group_id: str
     state: str
@@ -58,3 +68,4 @@ class DescribedConsumerGroup:
     target_epoch: int
     assignor: str
     members: tuple[DescribedConsumerMember, ...] = field(default=())
+    history: tuple[DescribedEpochBump, ...] = field(default=())
