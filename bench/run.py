@@ -23,6 +23,7 @@ from server import running_kcoord
 SECTIONS = (
     "produce_fetch",
     "group_formation",
+    "consumer_protocol",
     "heartbeat_load",
     "commit_path",
     "offsets_replay",

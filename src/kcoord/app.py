@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 from pathlib import Path
 
 import structlog
@@ -39,6 +40,8 @@ from kcoord.apis.broker import (
 )
 from kcoord.apis.broker.creation_limits import CreationLimits, DescriptorBudget
 from kcoord.apis.groups import (
+    consumer_group_describe,
+    consumer_group_heartbeat,
     delete_groups,
     describe_groups,
     find_coordinator,
@@ -61,6 +64,8 @@ from kcoord.cluster.topic_manager import TopicChange, TopicEvent, TopicManager
 from kcoord.cluster.topic_names import INTERNAL_TOPICS
 from kcoord.config import Settings
 from kcoord.coordinator.classic.config import ClassicGroupConfig
+from kcoord.coordinator.consumer.config import ConsumerGroupConfig
+from kcoord.coordinator.consumer.persistence import TopicIds
 from kcoord.coordinator.shard import GroupCoordinatorShard
 from kcoord.observability.auth_metrics import AuthMetrics
 from kcoord.observability.endpoint import build_endpoint
@@ -220,6 +225,11 @@ class App:
             describe_groups.api(groups, authorizer=auth),
             delete_groups.api(groups, authorizer=auth),
         ]
+        if "consumer" in s["group.coordinator.rebalance.protocols"]:
+            specs += [
+                consumer_group_heartbeat.api(groups, topics, members, authorizer=auth),
+                consumer_group_describe.api(groups, topics, authorizer=auth),
+            ]
         for spec in specs:
             self.registry.add(spec)
 
@@ -291,12 +301,40 @@ class App:
             topic_exists=self._topic_partition_exists,
             observer=self._group_observer,
             past_rebalances=self.rebalance_journal.history,
+            consumer_config=ConsumerGroupConfig(
+                session_timeout_ms=s["group.consumer.session.timeout.ms"],
+                heartbeat_interval_ms=s["group.consumer.heartbeat.interval.ms"],
+                assignors=s["group.consumer.assignors"],
+                max_size=s["group.max.size"],
+                migration_policy=s["group.consumer.migration.policy"],
+            ),
+            partition_count=self._partition_count,
+            topic_ids=TopicIds(self._topic_id, self._topic_name),
+            topic_names=self._subscribable_topics,
         )
 
     def _on_topic_event(self, event: TopicEvent) -> None:
         if event.change is TopicChange.PARTITIONS_ADDED:
             self.growth_hints.topic_grew(event.topic.name)
             self.coordinator.partitions_added(event.topic.name)
+        else:
+            self.coordinator.topic_changed(event.topic.name)
+
+    def _partition_count(self, topic: str) -> int | None:
+        info = self.topics.get(topic)
+        return None if info is None else info.partitions
+
+    def _subscribable_topics(self) -> list[str]:
+        """What a regex subscription may match: internal topics are left out."""
+        return [name for name in self.topics.names() if name not in INTERNAL_TOPICS]
+
+    def _topic_id(self, topic: str) -> uuid.UUID | None:
+        info = self.topics.get(topic)
+        return None if info is None else info.topic_id
+
+    def _topic_name(self, topic_id: uuid.UUID) -> str | None:
+        info = self.topics.get_by_id(topic_id)
+        return None if info is None else info.name
 
     def _topic_partition_exists(self, topic: str, partition: int) -> bool:
         info = self.topics.get(topic)

@@ -151,3 +151,13 @@ def test_limits_section_reports_heartbeat_latency_per_phase() -> None:
     assert "heartbeat flood p99" in out
     assert "heartbeat p99 slow / quiet" in out
     assert "peak rss" in out
+
+
+@pytest.mark.clients
+def test_consumer_protocol_section_compares_the_protocols() -> None:
+    """The KIP-848 section forms and grows a group in every mode and prints the unowned time."""
+    out = run_section("consumer_protocol", "--consumer-protocol-consumers", "2")
+    for mode in ("classic eager", "classic cooperative", "consumer"):
+        assert f"{mode}: join of 1 more" in out
+        assert f"{mode}: unowned during join" in out
+    assert "inf" not in out

@@ -60,6 +60,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--heartbeat-ms", type=int, default=1000)
     parser.add_argument("--instance-id", default=None)
     parser.add_argument("--client-id", default="group-driver")
+    parser.add_argument("--group-protocol", choices=["classic", "consumer"], default="classic")
     return parser.parse_args()
 
 
@@ -145,6 +146,12 @@ def run_confluent(args: argparse.Namespace, commands: Commands) -> None:
         "heartbeat.interval.ms": args.heartbeat_ms,
         "partition.assignment.strategy": args.assignor,
     }
+    if args.group_protocol == "consumer":
+        # KIP-848: the coordinator owns timeouts and assignment; the classic settings are refused.
+        for classic_only in ("session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy"):
+            del config[classic_only]
+        config["group.protocol"] = "consumer"
+        config["group.remote.assignor"] = args.assignor
     if args.instance_id:
         config["group.instance.id"] = args.instance_id
     consumer = Consumer(config)

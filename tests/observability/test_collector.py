@@ -8,10 +8,12 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from kcoord.coordinator.classic.manager import ClassicGroupManager
+from kcoord.coordinator.consumer.config import ConsumerGroupConfig
+from kcoord.coordinator.consumer.manager import ConsumerGroupManager
 from kcoord.observability.collector import GroupCollector
 from kcoord.observability.group_views import describe_group, list_groups
 from kcoord.observability.metrics import KcoordMetrics
-from tests.coordinator.classic.classic_harness import Harness, form_group
+from tests.coordinator.classic.classic_harness import FakeTimer, Harness, form_group
 
 
 @dataclass
@@ -27,10 +29,15 @@ class FakeOffsets:
         return sorted(self.committed)
 
 
+def _no_consumer_groups() -> ConsumerGroupManager:
+    return ConsumerGroupManager(FakeTimer(), ConsumerGroupConfig(), lambda topic: None)
+
+
 @dataclass
 class FakeShard:
     classic: ClassicGroupManager
     offsets: FakeOffsets
+    consumer: ConsumerGroupManager = field(default_factory=_no_consumer_groups)
 
 
 LOG_END = {("orders", 0): 10, ("orders", 1): 7, ("orders", 2): 3}

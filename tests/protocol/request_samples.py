@@ -633,6 +633,46 @@ async def check_delete_acls_disabled(scene: Scene, response: Any) -> None:
     assert [r.error_code for r in response.filter_results] == [ErrorCode.security_disabled]
 
 
+def consumer_heartbeat_sample(scene: Scene) -> dict[str, Any]:
+    """A KIP-848 join: epoch 0, a client-made member id, one subscribed topic."""
+    return {
+        "group_id": scene.group,
+        "member_id": str(uuid.uuid4()),
+        "member_epoch": 0,
+        "rebalance_timeout": 30_000,
+        "subscribed_topic_names": [scene.topic],
+        "topic_partitions": [],
+    }
+
+
+async def check_consumer_heartbeat(scene: Scene, response: Any) -> None:
+    assert response.error_code == ErrorCode.none
+    assert response.member_epoch > 0
+    assert [list(tp.partitions) for tp in response.assignment.topic_partitions] == [[0]]
+
+
+async def consumer_group_join(scene: Scene) -> None:
+    """The scene's topic and a consumer group with one member (ConsumerGroupHeartbeat v0)."""
+    await create_topic(scene)
+    joined = await scene.client.call(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, consumer_heartbeat_sample(scene))
+    assert joined.error_code == ErrorCode.none
+
+
+def consumer_group_describe_sample(scene: Scene) -> dict[str, Any]:
+    return {"group_ids": [scene.group, "no-such-group"], "include_authorized_operations": False}
+
+
+async def check_consumer_group_describe(scene: Scene, response: Any) -> None:
+    group, missing = response.groups
+    assert group.error_code == ErrorCode.none
+    assert group.group_state == "Stable"
+    (member,) = group.members
+    assert [(tp.topic_name, list(tp.partitions)) for tp in member.assignment.topic_partitions] == [
+        (scene.topic, [0])
+    ]
+    assert missing.error_code == ErrorCode.group_id_not_found
+
+
 CASES: dict[int, Case] = {
     ApiKey.PRODUCE: Case(produce_sample, check_produce, create_topic),
     ApiKey.FETCH: Case(fetch_sample, check_fetch, create_topic_with_one_record),
@@ -666,6 +706,10 @@ CASES: dict[int, Case] = {
     ApiKey.DESCRIBE_ACLS: Case(describe_acls_sample, check_describe_acls_disabled),
     ApiKey.CREATE_ACLS: Case(create_acls_sample, check_create_acls_disabled),
     ApiKey.DELETE_ACLS: Case(delete_acls_sample, check_delete_acls_disabled),
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: Case(consumer_heartbeat_sample, check_consumer_heartbeat, create_topic),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: Case(
+        consumer_group_describe_sample, check_consumer_group_describe, consumer_group_join
+    ),
 }
 """API key -> its round-trip case; every key ApiVersions advertises must have one."""
 

@@ -58,6 +58,7 @@ class ClientKind:
     name: str
     client: str  # kafka-python | kafka-python-2 | confluent | aiokafka | kcat | kafkajs
     assignor: str = "range"
+    group_protocol: str = "classic"  # "consumer": KIP-848 (confluent only)
 
     def command(
         self,
@@ -80,6 +81,8 @@ class ClientKind:
             command = [python, str(PYTHON_DRIVER), "--client", library, "--assignor", self.assignor]
             if instance_id:
                 command += ["--instance-id", instance_id]
+            if self.group_protocol != "classic":
+                command += ["--group-protocol", self.group_protocol]
         options = {
             "--bootstrap": bootstrap,
             "--topic": topic,

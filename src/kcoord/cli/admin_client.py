@@ -13,6 +13,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
+from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 
 from kcoord.protocol.api_keys import ApiKey
@@ -25,6 +26,7 @@ API_VERSIONS_V = 3
 FIND_COORDINATOR_V = 3
 LIST_GROUPS_V = 4
 DESCRIBE_GROUPS_V = 5
+CONSUMER_GROUP_DESCRIBE_V = 0
 OFFSET_FETCH_V = 7
 OFFSET_COMMIT_V = 8
 DELETE_GROUPS_V = 2
@@ -147,6 +149,21 @@ class AdminClient:
         (group,) = response.groups
         if int(group.error_code) != 0:
             raise AdminError(f"DescribeGroups {group_id}: {error_name(int(group.error_code))}")
+        return group
+
+    def describe_consumer_group(self, group_id: str) -> Any | None:
+        """The KIP-848 consumer group (ConsumerGroupDescribe), or None when the id is not one."""
+        response = self._coordinator(group_id).call(
+            ApiKey.CONSUMER_GROUP_DESCRIBE,
+            CONSUMER_GROUP_DESCRIBE_V,
+            {"group_ids": [group_id], "include_authorized_operations": False},
+        )
+        (group,) = response.groups
+        code = int(group.error_code)
+        if code in (int(ErrorCode.group_id_not_found), int(ErrorCode.unsupported_version)):
+            return None  # a classic group, or a server without KIP-848
+        if code != 0:
+            raise AdminError(f"ConsumerGroupDescribe {group_id}: {error_name(code)}")
         return group
 
     def group_offsets(self, group_id: str) -> GroupOffsets:

@@ -19,6 +19,7 @@ from urllib.parse import quote
 
 from kcoord.cli import reset_offsets
 from kcoord.cli.admin_client import AdminClient, AdminError
+from kcoord.cli.consumer_groups import assigned_partitions, consumer_members, consumer_rows
 from kcoord.config import parse_host_port
 from kcoord.observability.group_views import decode_member_assignment
 
@@ -173,6 +174,12 @@ def _reset_offsets(args: argparse.Namespace) -> int:
 
 def _describe(args: argparse.Namespace) -> int:
     with client_for(args) as client:
+        consumer_group = client.describe_consumer_group(args.group)
+        if consumer_group is not None:
+            offsets = client.group_offsets(args.group)
+            missing = sorted(set(assigned_partitions(consumer_group)) - set(offsets.log_end))
+            log_end = {**client.log_end_offsets(missing), **offsets.log_end}
+            return _print_consumer_group(args, consumer_group, offsets.committed, log_end)
         group = client.describe_group(args.group)
         offsets = client.group_offsets(args.group)
         if str(group.group_state) == "Dead" and not group.members and not offsets.committed:
@@ -226,6 +233,45 @@ def _describe(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_consumer_group(
+    args: argparse.Namespace,
+    group: Any,
+    committed: dict[tuple[str, int], int],
+    log_end: dict[tuple[str, int], int],
+) -> int:
+    rows = consumer_rows(group, committed, log_end)
+    members = consumer_members(group)
+    if args.json:
+        summary = {
+            "group": args.group,
+            "type": "consumer",
+            "state": str(group.group_state),
+            "group_epoch": int(group.group_epoch),
+            "assignment_epoch": int(group.assignment_epoch),
+            "assignor": str(group.assignor_name),
+            "members": members,
+            "partitions": rows,
+        }
+        print(json.dumps(summary, indent=1))
+        return 0
+    print(
+        f"Group {args.group}: {group.group_state}, consumer protocol (KIP-848), group epoch "
+        f"{group.group_epoch}, assignor {group.assignor_name}, {len(members)} member(s)\n"
+    )
+    headers = [
+        "TOPIC",
+        "PARTITION",
+        "CURRENT-OFFSET",
+        "LOG-END-OFFSET",
+        "LAG",
+        "CONSUMER-ID",
+        "HOST",
+        "CLIENT-ID",
+    ]
+    _print_table(headers, [[_shown(row[key]) for key in row] for row in rows])
+    return 0
+
+
 def _history(args: argparse.Namespace) -> int:
     host, port = _address(args.metrics, 9644)
     url = f"http://{host}:{port}/v1/groups/{quote(args.group, safe='')}"
@@ -241,6 +287,16 @@ def _history(args: argparse.Namespace) -> int:
     history = view["history"]
     if args.json:
         print(json.dumps(history, indent=1))
+        return 0
+    if view.get("type") == "consumer":
+        print(f"Group {view['group']}: {view['state']}, group epoch {view['group_epoch']} (KIP-848)\n")
+        _print_table(
+            ["#", "EPOCH", "TRIGGER", "MEMBER", "RECONCILE-MS"],
+            [
+                [str(i), str(b["epoch"]), b["trigger"], _shown(b["member_id"]), _shown(b["reconcile_ms"])]
+                for i, b in enumerate(history, 1)
+            ],
+        )
         return 0
     print(
         f"Group {view['group']}: {view['state']}, generation {view['generation']}, "

@@ -268,6 +268,27 @@ DEFINITIONS: tuple[Definition, ...] = (
     Definition("group.max.session.timeout.ms", 1800000, _int(1), "Largest session timeout a member may ask."),
     Definition("group.initial.rebalance.delay.ms", 3000, _int(0), "Wait for more members of a new group."),
     Definition("group.max.size", 2147483647, _int(1), "Most members a group may have."),
+    Definition(
+        "group.coordinator.rebalance.protocols",
+        "classic,consumer",
+        _list,
+        "Group protocols served; without consumer, KIP-848's APIs are not offered.",
+    ),
+    Definition(
+        "group.consumer.session.timeout.ms", 45000, _int(1), "Session timeout of consumer group members."
+    ),
+    Definition(
+        "group.consumer.heartbeat.interval.ms", 5000, _int(1), "Heartbeat interval of consumer groups."
+    ),
+    Definition(
+        "group.consumer.assignors", "uniform,range", _list, "Server assignors; the first is the default."
+    ),
+    Definition(
+        "group.consumer.migration.policy",
+        "bidirectional",
+        _choice("disabled", "upgrade", "downgrade", "bidirectional"),
+        "Whether an Empty classic group may become a consumer group (upgrade, bidirectional).",
+    ),
     # authorization
     Definition(
         "authorizer.class.name",

@@ -18,17 +18,21 @@ GroupMetadataValue v0..v4   protocolType, generation i32, protocol?, leader?,
 ==========================  ===========================================================
 
 Keys are never flexible. Flexible values use compact (unsigned-varint, length + 1) strings,
-bytes and arrays, and end every struct with tagged fields, which are skipped when read. Other
-key types (KIP-848 consumer groups, share and streams groups) decode to None so replay can
-skip them. Anything malformed raises :class:`RecordDecodeError` naming the field and offset.
+bytes and arrays, and end every struct with tagged fields, which are skipped when read. KIP-848
+consumer group records (key types 3-8) are laid out by
+:mod:`kcoord.coordinator.consumer_record_codec`. Other key types (share and streams groups)
+decode to None so replay can skip them. Anything malformed raises :class:`RecordDecodeError`
+naming the field and offset.
 """
 
 from __future__ import annotations
 
 import struct
+import uuid
 
 import structlog
 
+from kcoord.coordinator import consumer_record_codec
 from kcoord.coordinator.records import (
     CoordinatorRecord,
     GroupMetadataKey,
@@ -66,6 +70,7 @@ _OFFSET_COMMIT_WRITE_VERSION = 3
 _OFFSET_COMMIT_WITH_EXPIRY_VERSION = 1
 _GROUP_METADATA_WRITE_VERSION = 3
 
+_INT8 = struct.Struct(">b")
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
@@ -122,9 +127,16 @@ class _Reader:
         self._pos = end
         return chunk
 
+    def int8(self, field: str) -> int:
+        value: int = _INT8.unpack(self._take(1, field))[0]
+        return value
+
     def int16(self, field: str) -> int:
         value: int = _INT16.unpack(self._take(2, field))[0]
         return value
+
+    def uuid(self, field: str) -> uuid.UUID:
+        return uuid.UUID(bytes=self._take(16, field))
 
     def int32(self, field: str) -> int:
         value: int = _INT32.unpack(self._take(4, field))[0]
@@ -207,6 +219,8 @@ def decode_key(key: bytes) -> RecordKey | None:
         )
     elif record_type == GROUP_METADATA_KEY:
         decoded = GroupMetadataKey(group=reader.string("group", False))
+    elif record_type in consumer_record_codec.KEY_TYPES.values():
+        decoded = consumer_record_codec.decode_key(record_type, reader)
     elif record_type < 0:
         raise RecordDecodeError(f"record key: negative record type {record_type}")
     else:
@@ -219,6 +233,8 @@ def decode_value(key: RecordKey, value: bytes) -> RecordValue:
     """Decode the value that belongs to ``key``."""
     if isinstance(key, OffsetCommitKey):
         return _decode_offset_commit_value(value)
+    if isinstance(key, consumer_record_codec.CONSUMER_KEY_CLASSES):
+        return consumer_record_codec.decode_value(key, _Reader(value, type(key).__name__))
     return _decode_group_metadata_value(value)
 
 
@@ -373,8 +389,14 @@ class _Writer:
                 f"{self._what}.{field}={value} does not fit in {codec.size * 8} bits"
             ) from None
 
+    def int8(self, value: int, field: str) -> None:
+        self._pack(_INT8, value, field)
+
     def int16(self, value: int, field: str) -> None:
         self._pack(_INT16, value, field)
+
+    def uuid(self, value: uuid.UUID) -> None:
+        self._out += value.bytes
 
     def int32(self, value: int, field: str) -> None:
         self._pack(_INT32, value, field)
@@ -433,6 +455,9 @@ def encode_key(key: RecordKey) -> bytes:
         writer.string(key.group, "group")
         writer.string(key.topic, "topic")
         writer.int32(key.partition, "partition")
+    elif isinstance(key, consumer_record_codec.CONSUMER_KEY_CLASSES):
+        writer = _Writer(type(key).__name__)
+        consumer_record_codec.encode_key(key, writer)
     else:
         writer = _Writer("GroupMetadataKey")
         writer.int16(GROUP_METADATA_KEY, "type")
@@ -456,6 +481,10 @@ def encode_value(value: RecordValue | None, *, version: int | None = None) -> by
         if version == _OFFSET_COMMIT_WRITE_VERSION:
             return _encode_offset_commit_value_v3(value)
         return _encode_offset_commit_value(value, version)
+    if not isinstance(value, GroupMetadataValue):
+        writer = _Writer(type(value).__name__, flexible=True)
+        consumer_record_codec.encode_value(value, writer)
+        return writer.getvalue()
     return _encode_group_metadata_value(value, _GROUP_METADATA_WRITE_VERSION if version is None else version)
 
 

@@ -7,6 +7,7 @@ replay. Encoding to and decoding from Kafka's byte layout lives beside it in
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 
 
@@ -57,8 +58,127 @@ class GroupMetadataValue:
     members: tuple[MemberMetadata, ...]
 
 
-RecordKey = OffsetCommitKey | GroupMetadataKey
-RecordValue = OffsetCommitValue | GroupMetadataValue
+# -- KIP-848 consumer groups (key types 3-8; every value is flexible, version 0)
+
+TopicPartitionsRecord = tuple[tuple[uuid.UUID, tuple[int, ...]], ...]
+"""Partitions by topic id, as the consumer group records hold them."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMetadataKey:
+    """Key type 3."""
+
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMetadataValue:
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupPartitionMetadataKey:
+    """Key type 4."""
+
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupPartitionMetadataValue:
+    topics: tuple[tuple[uuid.UUID, str, int], ...]
+    """(topic id, topic name, number of partitions) of every subscribed topic."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMemberMetadataKey:
+    """Key type 5."""
+
+    group: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMemberMetadataValue:
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+    rebalance_timeout_ms: int
+    server_assignor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupTargetAssignmentMetadataKey:
+    """Key type 6."""
+
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupTargetAssignmentMetadataValue:
+    assignment_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupTargetAssignmentMemberKey:
+    """Key type 7."""
+
+    group: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupTargetAssignmentMemberValue:
+    topic_partitions: TopicPartitionsRecord
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupCurrentMemberAssignmentKey:
+    """Key type 8."""
+
+    group: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupCurrentMemberAssignmentValue:
+    member_epoch: int
+    previous_member_epoch: int
+    state: int
+    """Kafka's MemberState ids: 0 stable, 1 unrevoked partitions, 2 unreleased partitions."""
+    assigned: TopicPartitionsRecord
+    pending_revocation: TopicPartitionsRecord
+
+
+ConsumerGroupRecordKey = (
+    ConsumerGroupMetadataKey
+    | ConsumerGroupPartitionMetadataKey
+    | ConsumerGroupMemberMetadataKey
+    | ConsumerGroupTargetAssignmentMetadataKey
+    | ConsumerGroupTargetAssignmentMemberKey
+    | ConsumerGroupCurrentMemberAssignmentKey
+)
+CONSUMER_GROUP_KEYS = (
+    ConsumerGroupMetadataKey,
+    ConsumerGroupPartitionMetadataKey,
+    ConsumerGroupMemberMetadataKey,
+    ConsumerGroupTargetAssignmentMetadataKey,
+    ConsumerGroupTargetAssignmentMemberKey,
+    ConsumerGroupCurrentMemberAssignmentKey,
+)
+ConsumerGroupRecordValue = (
+    ConsumerGroupMetadataValue
+    | ConsumerGroupPartitionMetadataValue
+    | ConsumerGroupMemberMetadataValue
+    | ConsumerGroupTargetAssignmentMetadataValue
+    | ConsumerGroupTargetAssignmentMemberValue
+    | ConsumerGroupCurrentMemberAssignmentValue
+)
+
+RecordKey = OffsetCommitKey | GroupMetadataKey | ConsumerGroupRecordKey
+RecordValue = OffsetCommitValue | GroupMetadataValue | ConsumerGroupRecordValue
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""One partition of ``__consumer_offsets``: its classic groups and their committed offsets.
+"""One partition of ``__consumer_offsets``: its classic and consumer groups and their committed offsets.
 
 The shard is pure: every method takes the time and returns a :class:`CoordinatorResult`. It
 routes records to the state machine they belong to: offset records are applied once durable
@@ -9,7 +9,7 @@ because the classic groups change their in-memory state as they go, as in Kafka.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 from kcoord.coordinator.classic.config import ClassicGroupConfig
@@ -24,6 +24,15 @@ from kcoord.coordinator.classic.messages import (
     ListedGroup,
     SyncGroupRequest,
 )
+from kcoord.coordinator.consumer.config import ConsumerGroupConfig
+from kcoord.coordinator.consumer.manager import (
+    CONSUMER_PROTOCOL_TYPE,
+    ConsumerGroupManager,
+    PartitionCount,
+)
+from kcoord.coordinator.consumer.messages import ConsumerHeartbeatRequest, DescribedConsumerGroup
+from kcoord.coordinator.consumer.persistence import TopicIds
+from kcoord.coordinator.group_routing import GroupsView, classic_request_error
 from kcoord.coordinator.offsets import (
     CommittedOffset,
     OffsetCommitRequest,
@@ -32,7 +41,7 @@ from kcoord.coordinator.offsets import (
     OffsetFetchTopic,
     OffsetManager,
 )
-from kcoord.coordinator.records import CoordinatorRecord, OffsetCommitKey
+from kcoord.coordinator.records import CONSUMER_GROUP_KEYS, CoordinatorRecord, OffsetCommitKey
 from kcoord.coordinator.result import CoordinatorResult
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.timer.api import Timer
@@ -40,6 +49,10 @@ from kcoord.timer.api import Timer
 TopicExists = Callable[[str, int], bool]
 PastRebalances = Callable[[str], list[RebalanceRecord]]
 """``group id -> its rebalances from before the partition was loaded`` (kept by the shell)."""
+
+
+def _no_topics(topic: str) -> int | None:
+    return None
 
 
 class GroupCoordinatorShard:
@@ -52,9 +65,21 @@ class GroupCoordinatorShard:
         offsets_retention_ms: int,
         topic_exists: TopicExists,
         observer: ClassicGroupObserver | None = None,
+        consumer_config: ConsumerGroupConfig | None = None,
+        partition_count: PartitionCount | None = None,
+        topic_ids: TopicIds | None = None,
+        topic_names: Callable[[], Iterable[str]] = tuple,
         past_rebalances: PastRebalances | None = None,
     ) -> None:
         self.classic = ClassicGroupManager(timer, classic_config, observer)
+        self.consumer = ConsumerGroupManager(
+            timer,
+            consumer_config or ConsumerGroupConfig(),
+            partition_count or _no_topics,
+            topic_ids=topic_ids,
+            topic_names=topic_names,
+        )
+        self._groups = GroupsView(self.classic, self.consumer)
         self._past_rebalances = past_rebalances
         self.offsets = OffsetManager(offset_metadata_max_bytes)
         self._offsets_retention_ms = offsets_retention_ms
@@ -65,6 +90,8 @@ class GroupCoordinatorShard:
     def replay(self, record: CoordinatorRecord) -> None:
         if isinstance(record.key, OffsetCommitKey):
             self.offsets.replay(record)
+        elif isinstance(record.key, CONSUMER_GROUP_KEYS):
+            self.consumer.replay(record.key, record.value)
         else:
             self.classic.replay(record)
 
@@ -81,16 +108,20 @@ class GroupCoordinatorShard:
 
     def on_loaded(self, now_ms: int) -> CoordinatorResult:
         for group_id in self.offsets.all_groups_with_offsets():
-            if not self.classic.has_group(group_id):
+            if not self.classic.has_group(group_id) and not self.consumer.has_group(group_id):
                 self.classic.ensure_simple_group(group_id, now_ms)
         if self._past_rebalances is not None:
             self.classic.restore_history(self._past_rebalances)
+        self.consumer.on_loaded(now_ms)
         return self.classic.on_loaded(now_ms)
 
     def on_timer(self, key: str, now_ms: int) -> CoordinatorResult:
+        if self.consumer.on_timer(key, now_ms):
+            return CoordinatorResult(records=self.consumer.drain_records())
         return self.classic.on_timer(key, now_ms)
 
     def unload(self) -> CoordinatorResult:
+        self.consumer.unload()
         return self.classic.unload()
 
     # -- group membership
@@ -98,6 +129,7 @@ class GroupCoordinatorShard:
     def join_group(
         self, request: JoinGroupRequest, sink: Any, now_ms: int, connection_id: int | None = None
     ) -> CoordinatorResult:
+        classic_request_error(self.consumer, request.group_id, join=True)
         result = self.classic.join_group(request, sink, now_ms)
         if connection_id is not None and request.member_id:
             self.classic.note_member_connection(
@@ -108,6 +140,7 @@ class GroupCoordinatorShard:
     def sync_group(
         self, request: SyncGroupRequest, sink: Any, now_ms: int, connection_id: int | None = None
     ) -> CoordinatorResult:
+        classic_request_error(self.consumer, request.group_id, join=False)
         if connection_id is not None:
             self.classic.note_member_connection(
                 request.group_id, request.member_id, connection_id, now_ms, heartbeat=False
@@ -116,28 +149,72 @@ class GroupCoordinatorShard:
 
     def heartbeat_code(self, request: HeartbeatRequest, now_ms: int, connection_id: int) -> ErrorCode:
         """The heartbeat's answer, computed without a result object (see the classic manager)."""
+        if self.consumer.has_group(request.group_id):
+            return ErrorCode.unknown_member_id
         return self.classic.heartbeat_code(request, now_ms, connection_id)
 
     def member_disconnected(
         self, group_id: str, member_id: str, connection_id: int, now_ms: int
     ) -> CoordinatorResult:
+        if self.consumer.has_group(group_id):
+            self.consumer.member_disconnected(group_id, member_id, connection_id, now_ms)
+            return CoordinatorResult()
         return self.classic.member_disconnected(group_id, member_id, connection_id, now_ms)
 
     def on_partitions_added(self, topic: str, now_ms: int) -> CoordinatorResult:
-        return self.classic.on_partitions_added(topic, now_ms)
+        self.consumer.on_topics_changed(topic, now_ms)
+        result = self.classic.on_partitions_added(topic, now_ms)
+        result.records.extend(self.consumer.drain_records())
+        return result
+
+    def on_topic_changed(self, topic: str, now_ms: int) -> CoordinatorResult:
+        """A topic was created or deleted: consumer groups subscribed to it get a new epoch at once."""
+        self.consumer.on_topics_changed(topic, now_ms)
+        return CoordinatorResult(records=self.consumer.drain_records())
 
     def leave_group(self, request: LeaveGroupRequest, sink: Any, now_ms: int) -> CoordinatorResult:
+        classic_request_error(self.consumer, request.group_id, join=False)
         return self.classic.leave_group(request, sink, now_ms)
+
+    # -- consumer groups (KIP-848)
+
+    def consumer_heartbeat(
+        self, request: ConsumerHeartbeatRequest, sink: Any, now_ms: int, connection_id: int | None = None
+    ) -> CoordinatorResult:
+        """A classic group of that id is upgraded when Empty, the heartbeat joins and the migration
+        policy allows it; else the heartbeat is refused (GROUP_ID_NOT_FOUND, as Kafka)."""
+        result = CoordinatorResult()
+        self.consumer.validate(request)
+        if self.classic.has_group(request.group_id):
+            upgradable = request.member_epoch == 0 and self.consumer.upgrades_classic_groups
+            if not upgradable or self.classic.empty_since_ms(request.group_id) is None:
+                raise KafkaError(
+                    ErrorCode.group_id_not_found, f"Group {request.group_id} is not a consumer group."
+                )
+            result.records.extend(self.classic.delete_group(request.group_id))
+        # A refused heartbeat changes nothing, so it leaves no records behind.
+        response = self.consumer.heartbeat(request, now_ms)
+        result.records.extend(self.consumer.drain_records())
+        if connection_id is not None:
+            self.consumer.note_connection(request.group_id, response.member_id, connection_id)
+        result.respond(sink, response)
+        return result
+
+    def describe_consumer_group(self, group_id: str) -> DescribedConsumerGroup | None:
+        return self.consumer.describe(group_id)
+
+    def is_classic_group(self, group_id: str) -> bool:
+        return self.classic.has_group(group_id)
 
     # -- offsets
 
     def commit_offsets(self, request: OffsetCommitRequest, sink: Any, now_ms: int) -> CoordinatorResult:
-        return self.offsets.commit(request, sink, now_ms, self.classic, self._topic_exists)
+        return self.offsets.commit(request, sink, now_ms, self._groups, self._topic_exists)
 
     def delete_offsets(
         self, group_id: str, topics: list[OffsetDeleteTopic], sink: Any, now_ms: int
     ) -> CoordinatorResult:
-        return self.offsets.delete_offsets(group_id, topics, sink, self.classic)
+        return self.offsets.delete_offsets(group_id, topics, sink, self._groups)
 
     def fetch_offsets(
         self, group_id: str, topics: list[OffsetFetchTopic] | None, require_stable: bool
@@ -147,7 +224,7 @@ class GroupCoordinatorShard:
 
     def expire_offsets(self, now_ms: int) -> CoordinatorResult:
         """Tombstone expired offsets, and an Empty group whose offsets all expire with them."""
-        records = self.offsets.expire(now_ms, self._offsets_retention_ms, self.classic)
+        records = self.offsets.expire(now_ms, self._offsets_retention_ms, self._groups)
         expiring = Counter(r.key.group for r in records if isinstance(r.key, OffsetCommitKey))
         for group_id, count in expiring.items():
             if count >= len(self.offsets.group_offsets(group_id)):
@@ -157,9 +234,17 @@ class GroupCoordinatorShard:
     # -- admin
 
     def list_groups(self, states_filter: Collection[str] | None) -> list[ListedGroup]:
-        return self.classic.list_groups(states_filter)
+        consumer = [
+            ListedGroup(group_id, CONSUMER_PROTOCOL_TYPE, state, group_type="consumer")
+            for group_id, state in self.consumer.listed(states_filter)
+        ]
+        return self.classic.list_groups(states_filter) + consumer
 
     def describe_group(self, group_id: str, api_version: int) -> DescribedGroup:
+        """A consumer group is "not a classic group": as a missing one (Dead; v6+ GROUP_ID_NOT_FOUND)."""
+        if self.consumer.has_group(group_id):
+            error = ErrorCode.group_id_not_found if api_version >= 6 else ErrorCode.none
+            return DescribedGroup(group_id, error, "Dead", "", "")
         return self.classic.describe_groups([group_id], api_version)[0]
 
     def delete_groups(self, group_ids: list[str], sink: Any, now_ms: int) -> CoordinatorResult:
@@ -167,6 +252,16 @@ class GroupCoordinatorShard:
         result = CoordinatorResult()
         answers: list[DeleteGroupResult] = []
         for group_id in group_ids:
+            if self.consumer.has_group(group_id):
+                try:
+                    self.consumer.delete_group(group_id)
+                except KafkaError as exc:
+                    answers.append(DeleteGroupResult(group_id, exc.code))
+                    continue
+                result.records.extend(self.offsets.delete_group_offsets(group_id))
+                result.records.extend(self.consumer.drain_records())
+                answers.append(DeleteGroupResult(group_id, ErrorCode.none))
+                continue
             try:
                 self.classic.validate_delete_group(group_id)
             except KafkaError as exc:

@@ -17,6 +17,7 @@ from prometheus_client.registry import Collector
 from kcoord.observability.group_views import DESCRIBE_VERSION, LogEndOffset, ShardView
 
 GROUP_STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
+CONSUMER_GROUP_STATES = ("Empty", "Assigning", "Reconciling", "Stable")
 
 
 class GroupCollector(Collector):
@@ -78,6 +79,28 @@ class GroupCollector(Collector):
         for protocol in sorted(protocol_types):
             member_family.add_metric([protocol], members.get(protocol, 0))
         yield member_family
+        yield from self._consumer_groups(shards)
+
+    def _consumer_groups(self, shards: list[ShardView]) -> Iterator[GaugeMetricFamily]:
+        """KIP-848 groups apart: their states are not the classic ones."""
+        by_state: Counter[str] = Counter()
+        members = 0
+        for shard in shards:
+            for group_id, state in shard.consumer.listed(None):
+                by_state[state] += 1
+                described = shard.consumer.describe(group_id)
+                members += 0 if described is None else len(described.members)
+        groups = GaugeMetricFamily(
+            "kcoord_consumer_protocol_groups", "KIP-848 consumer groups by state.", labels=["state"]
+        )
+        for state in CONSUMER_GROUP_STATES:
+            groups.add_metric([state], by_state.get(state, 0))
+        yield groups
+        yield GaugeMetricFamily(
+            "kcoord_consumer_protocol_group_members",
+            "Members over all KIP-848 consumer groups.",
+            value=members,
+        )
 
     def _lag(self, shards: list[ShardView]) -> Iterator[GaugeMetricFamily]:
         lag = GaugeMetricFamily(

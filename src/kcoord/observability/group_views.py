@@ -1,4 +1,8 @@
-"""JSON views of the classic groups for ``/v1/groups`` and ``/v1/groups/{group}``.
+"""JSON views of the groups for ``/v1/groups`` and ``/v1/groups/{group}``.
+
+Classic groups show their generation and rebalance history; consumer (KIP-848) groups show their
+group and assignment epochs and each member's epoch, assignment and target assignment (their
+epoch bumps are not kept as history yet).
 
 They read the shards' in-memory state synchronously on the event loop (the shards' own thread),
 so a view is a consistent snapshot. Durations in a rebalance record are milliseconds; a phase
@@ -19,6 +23,7 @@ from kcoord.coordinator.classic.consumer_protocol import (
 )
 from kcoord.coordinator.classic.history import RebalanceRecord
 from kcoord.coordinator.classic.messages import DescribedGroup, ListedGroup
+from kcoord.coordinator.consumer.messages import DescribedConsumerGroup
 
 DESCRIBE_VERSION = 5
 """DescribeGroups version the views ask the manager for (an unknown group comes back as Dead)."""
@@ -47,9 +52,20 @@ class OffsetsView(Protocol):
     def all_groups_with_offsets(self) -> list[str]: ...
 
 
+class ConsumerView(Protocol):
+    """What the views read of a shard's consumer (KIP-848) groups."""
+
+    def listed(self, states_filter: Any) -> list[tuple[str, str]]: ...
+
+    def describe(self, group_id: str) -> DescribedConsumerGroup | None: ...
+
+
 class ShardView(Protocol):
     @property
     def classic(self) -> ClassicView: ...
+
+    @property
+    def consumer(self) -> ConsumerView: ...
 
     @property
     def offsets(self) -> OffsetsView: ...
@@ -75,6 +91,20 @@ def list_groups(shards: Iterable[ShardView]) -> list[dict[str, Any]]:
                     "rebalances": len(shard.classic.rebalance_history(listed.group_id)),
                 }
             )
+        for group_id, _ in shard.consumer.listed(None):
+            described = shard.consumer.describe(group_id)
+            if described is not None:
+                summaries.append(
+                    {
+                        "group": group_id,
+                        "type": "consumer",
+                        "state": described.state,
+                        "protocol_type": "consumer",
+                        "members": len(described.members),
+                        "group_epoch": described.group_epoch,
+                        "assignment_epoch": described.target_epoch,
+                    }
+                )
     return sorted(summaries, key=lambda summary: str(summary["group"]))
 
 
@@ -118,7 +148,68 @@ def describe_group(
     for shard in shards:
         if shard.classic.has_group(group_id):
             return _describe(shard, group_id, log_end_offset)
+        consumer_group = shard.consumer.describe(group_id)
+        if consumer_group is not None:
+            return _describe_consumer(shard, consumer_group, log_end_offset)
     return None
+
+
+def _describe_consumer(
+    shard: ShardView, group: DescribedConsumerGroup, log_end_offset: LogEndOffset
+) -> dict[str, Any]:
+    def sorted_assignment(assignment: Any) -> dict[str, list[int]]:
+        return {topic: sorted(parts) for topic, parts in sorted(assignment.items())}
+
+    return {
+        "group": group.group_id,
+        "type": "consumer",
+        "state": group.state,
+        "protocol_type": "consumer",
+        "group_epoch": group.group_epoch,
+        "assignment_epoch": group.target_epoch,
+        "assignor": group.assignor,
+        "members": [
+            {
+                "member_id": m.member_id,
+                "group_instance_id": m.instance_id,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "member_epoch": m.member_epoch,
+                "subscribed_topics": list(m.subscribed_topics),
+                "assignment": sorted_assignment(m.assignment),
+                "target_assignment": sorted_assignment(m.target_assignment),
+            }
+            for m in group.members
+        ],
+        "offsets": _offsets(shard, group.group_id, log_end_offset),
+        "rebalances": len(group.history),
+        "history": [
+            {
+                "epoch": bump.epoch,
+                "trigger": bump.trigger,
+                "member_id": bump.member_id,
+                "started_ms": bump.started_ms,
+                "reconcile_ms": bump.reconcile_ms,
+            }
+            for bump in group.history
+        ],
+    }
+
+
+def _offsets(shard: ShardView, group_id: str, log_end_offset: LogEndOffset) -> list[dict[str, Any]]:
+    offsets = []
+    for (topic, partition), committed in sorted(shard.offsets.group_offsets(group_id).items()):
+        end = log_end_offset(topic, partition)
+        offsets.append(
+            {
+                "topic": topic,
+                "partition": partition,
+                "committed": committed,
+                "log_end_offset": end,
+                "lag": None if end is None else max(end - committed, 0),
+            }
+        )
+    return offsets
 
 
 def _describe(shard: ShardView, group_id: str, log_end_offset: LogEndOffset) -> dict[str, Any]:
@@ -133,18 +224,7 @@ def _describe(shard: ShardView, group_id: str, log_end_offset: LogEndOffset) -> 
         }
         for member in described.members
     ]
-    offsets = []
-    for (topic, partition), committed in sorted(shard.offsets.group_offsets(group_id).items()):
-        end = log_end_offset(topic, partition)
-        offsets.append(
-            {
-                "topic": topic,
-                "partition": partition,
-                "committed": committed,
-                "log_end_offset": end,
-                "lag": None if end is None else max(end - committed, 0),
-            }
-        )
+    offsets = _offsets(shard, group_id, log_end_offset)
     history = shard.classic.rebalance_history(group_id)
     return {
         "group": group_id,

@@ -26,6 +26,11 @@ from kcoord.coordinator.classic.messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from kcoord.coordinator.consumer.messages import (
+    ConsumerHeartbeatRequest,
+    ConsumerHeartbeatResponse,
+    DescribedConsumerGroup,
+)
 from kcoord.coordinator.offsets import (
     OffsetCommitRequest,
     OffsetCommitResponse,
@@ -83,6 +88,25 @@ class GroupService:
     def member_disconnected(self, group_id: str, member_id: str, connection_id: int) -> None:
         """A connection that carried this member closed (a fast-failover hint)."""
         self._coordinator.member_disconnected(group_id, member_id, connection_id)
+
+    # -- consumer groups (KIP-848)
+
+    async def consumer_heartbeat(
+        self, request: ConsumerHeartbeatRequest, connection_id: int
+    ) -> ConsumerHeartbeatResponse:
+        def beat(shard: GroupCoordinatorShard, sink: Sink, now_ms: int) -> CoordinatorResult:
+            return shard.consumer_heartbeat(request, sink, now_ms, connection_id)
+
+        response: ConsumerHeartbeatResponse = await self._coordinator.write(request.group_id, beat)
+        return response
+
+    def describe_consumer_group(self, group_id: str) -> tuple[DescribedConsumerGroup | None, bool]:
+        """The consumer group, or None; and whether a classic group has that id."""
+
+        def describe(shard: GroupCoordinatorShard) -> tuple[DescribedConsumerGroup | None, bool]:
+            return shard.describe_consumer_group(group_id), shard.is_classic_group(group_id)
+
+        return self._coordinator.read(group_id, describe)
 
     # -- offsets
 

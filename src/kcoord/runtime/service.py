@@ -186,6 +186,12 @@ class GroupCoordinator:
             if runner.state is PartitionState.ACTIVE:
                 runner.run(functools.partial(_partitions_added, runner.shard, topic))
 
+    def topic_changed(self, topic: str) -> None:
+        """A topic was created or deleted: every shard updates the consumer groups subscribed to it."""
+        for runner in self._runners.values():
+            if runner.state is PartitionState.ACTIVE:
+                runner.run(functools.partial(_topic_changed, runner.shard, topic))
+
     def active_shards(self) -> Iterator[Any]:
         for runner in self._runners.values():
             if runner.state is PartitionState.ACTIVE:
@@ -224,6 +230,11 @@ class GroupCoordinator:
 
 def _partitions_added(shard: Any, topic: str, now_ms: int) -> CoordinatorResult:
     result: CoordinatorResult = shard.on_partitions_added(topic, now_ms)
+    return result
+
+
+def _topic_changed(shard: Any, topic: str, now_ms: int) -> CoordinatorResult:
+    result: CoordinatorResult = shard.on_topic_changed(topic, now_ms)
     return result
 
 

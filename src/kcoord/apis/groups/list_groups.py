@@ -45,16 +45,15 @@ async def handle_list_groups(
     types = {t.lower() for t in getattr(request, "types_filter", ()) or ()}
     listing = groups.list_groups(states)
     error = ErrorCode.none if listing.complete else ErrorCode.coordinator_load_in_progress
-    listed_groups = []
-    if not types or "classic" in types:
-        listed_groups = [
-            {
-                "group_id": listed.group_id,
-                "protocol_type": listed.protocol_type,
-                "group_state": listed.state,
-                "group_type": listed.group_type,
-            }
-            for listed in listing.groups
-            if everything or may_group(ctx, authorizer, Op.DESCRIBE, listed.group_id)
-        ]
+    listed_groups = [
+        {
+            "group_id": listed.group_id,
+            "protocol_type": listed.protocol_type,
+            "group_state": listed.state,
+            "group_type": listed.group_type,
+        }
+        for listed in listing.groups
+        if (not types or listed.group_type in types)
+        and (everything or may_group(ctx, authorizer, Op.DESCRIBE, listed.group_id))
+    ]
     return {"error_code": error, "groups": listed_groups}

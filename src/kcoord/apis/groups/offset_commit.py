@@ -1,4 +1,4 @@
-"""OffsetCommit (key 8), versions 2-8.
+"""OffsetCommit (key 8), versions 2-9.
 
 - v2: ``retention_time_ms`` (-1: the broker's offsets.retention.minutes); v0-1 are not served.
 - v3: throttle time in the response.
@@ -6,11 +6,13 @@
 - v6: ``committed_leader_epoch`` per partition.
 - v7: ``group_instance_id`` (static members).
 - v8: flexible.
+- v9: KIP-848: to a consumer group the generation is the member's epoch (STALE_MEMBER_EPOCH when
+  it is not the current one); a generation to a missing group gets GROUP_ID_NOT_FOUND.
 
-v9 (KIP-848 member epochs) is not advertised yet. Checks run in Kafka's order (PROTOCOL.md §2.8)
-inside the group's shard; the response is released once the commit records are durable. Frames
-are read by :mod:`kcoord.apis.groups.offset_commit_wire` straight into the core's request (kio's
-reader stays the fallback).
+Checks run in Kafka's order (PROTOCOL.md §2.8) inside the group's shard; the response is released
+once the commit records are durable. Frames of v2-8 are read by
+:mod:`kcoord.apis.groups.offset_commit_wire` straight into the core's request (kio's reader stays
+the fallback, and reads v9).
 
 Authorization: Group READ (else GROUP_AUTHORIZATION_FAILED), then Topic READ per topic
 (else TOPIC_AUTHORIZATION_FAILED for its partitions, the others committed).
@@ -86,7 +88,7 @@ def to_core(request: Any, api_version: int) -> OffsetCommitRequest:
 
 def api(groups: GroupService, *, authorizer: Authorizer) -> ApiSpec:
     handler = functools.partial(handle_offset_commit, groups=groups, authorizer=authorizer)
-    return ApiSpec(ApiKey.OFFSET_COMMIT, "OffsetCommit", 2, 8, handler, _error_response, decode_offset_commit)
+    return ApiSpec(ApiKey.OFFSET_COMMIT, "OffsetCommit", 2, 9, handler, _error_response, decode_offset_commit)
 
 
 async def handle_offset_commit(

@@ -1,0 +1,111 @@
+"""ConsumerGroupDescribe (key 69), versions 0-1: the members and assignments of consumer groups.
+
+- v0: group state, group and assignment epochs, assignor; per member its epoch, subscription,
+  current and target assignment.
+- v1: ``member_type`` (-1 unknown, 0 classic, 1 consumer); every member here is a consumer member.
+
+A group id that is not a consumer group (missing, or a classic group) gets GROUP_ID_NOT_FOUND, as
+Kafka answers.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kcoord.apis.access import Op, may_group
+from kcoord.cluster.topic_manager import TopicManager
+from kcoord.coordinator.assignors import Assignment
+from kcoord.coordinator.consumer.messages import DescribedConsumerGroup
+from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.errors import KafkaError
+from kcoord.protocol.registry import ApiSpec
+from kcoord.runtime.group_service import GroupService
+from kcoord.security.authorizer import Authorizer
+from kcoord.server.context import RequestContext
+
+CONSUMER_MEMBER_TYPE = 1
+
+
+def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
+    return {"groups": [_failed(group_id, code, None) for group_id in request.group_ids]}
+
+
+def api(groups: GroupService, topics: TopicManager, *, authorizer: Authorizer) -> ApiSpec:
+    handler = functools.partial(
+        handle_consumer_group_describe, groups=groups, topics=topics, authorizer=authorizer
+    )
+    return ApiSpec(ApiKey.CONSUMER_GROUP_DESCRIBE, "ConsumerGroupDescribe", 0, 1, handler, _error_response)
+
+
+async def handle_consumer_group_describe(
+    ctx: RequestContext, request: Any, *, groups: GroupService, topics: TopicManager, authorizer: Authorizer
+) -> dict[str, Any]:
+    """Group DESCRIBE per group, as Kafka asks (else GROUP_AUTHORIZATION_FAILED for that group)."""
+    answers: list[dict[str, Any]] = []
+    for group_id in request.group_ids:
+        if not may_group(ctx, authorizer, Op.DESCRIBE, group_id):
+            answers.append(_failed(group_id, ErrorCode.group_authorization_failed, None))
+            continue
+        try:
+            described, classic = groups.describe_consumer_group(group_id)
+        except KafkaError as exc:
+            answers.append(_failed(group_id, exc.code, None))
+            continue
+        if described is None:
+            kind = "is not a consumer group" if classic else "not found"
+            answers.append(_failed(group_id, ErrorCode.group_id_not_found, f"Group {group_id} {kind}."))
+            continue
+        answers.append(_described(described, topics))
+    return {"groups": answers}
+
+
+def _failed(group_id: str, code: ErrorCode, message: str | None) -> dict[str, Any]:
+    return {
+        "error_code": code,
+        "error_message": message,
+        "group_id": group_id,
+        "group_state": "Dead",
+        "group_epoch": -1,
+        "assignment_epoch": -1,
+        "assignor_name": "",
+        "members": [],
+    }
+
+
+def _described(group: DescribedConsumerGroup, topics: TopicManager) -> dict[str, Any]:
+    return {
+        "error_code": ErrorCode.none,
+        "group_id": group.group_id,
+        "group_state": group.state,
+        "group_epoch": group.group_epoch,
+        "assignment_epoch": group.target_epoch,
+        "assignor_name": group.assignor,
+        "members": [
+            {
+                "member_id": m.member_id,
+                "instance_id": m.instance_id,
+                "rack_id": m.rack_id,
+                "member_epoch": m.member_epoch,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "subscribed_topic_names": list(m.subscribed_topics),
+                "subscribed_topic_regex": m.subscribed_regex,
+                "assignment": {"topic_partitions": _partitions(m.assignment, topics)},
+                "target_assignment": {"topic_partitions": _partitions(m.target_assignment, topics)},
+                "member_type": CONSUMER_MEMBER_TYPE,
+            }
+            for m in group.members
+        ],
+    }
+
+
+def _partitions(assignment: Assignment, topics: TopicManager) -> list[dict[str, Any]]:
+    answer: list[dict[str, Any]] = []
+    for name, partitions in sorted(assignment.items()):
+        info = topics.get(name)
+        if info is not None and partitions:
+            answer.append({"topic_id": info.topic_id, "topic_name": name, "partitions": sorted(partitions)})
+    return answer

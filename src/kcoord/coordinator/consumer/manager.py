@@ -1,0 +1,573 @@
+"""ConsumerGroupHeartbeat and the timers of every consumer group of one shard.
+
+One heartbeat, in Kafka's order:
+1. a leave (epoch -1, or -2 for a static member that will come back) is handled on its own;
+2. the group is found, or created by a join (epoch 0);
+3. the member is found, created, or takes the place of the static member with its instance id;
+   a member whose epoch is neither its current nor (with a subset of its partitions) its previous
+   one is fenced;
+4. its subscription is updated; a change, a new member or a change in the partition counts of the
+   subscribed topics bumps the group epoch;
+5. if the group epoch is ahead of the target assignment, the assignor computes a new target;
+6. the member reconciles towards its target (:mod:`.reconcile`);
+7. its session deadline moves; a member that must revoke partitions gets a rebalance deadline.
+
+Every operation that changes a group leaves the records of the change (:mod:`.persistence`) for
+the shard to take with :meth:`ConsumerGroupManager.drain_records`; loading replays them.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import uuid
+from collections.abc import Callable, Collection, Iterable
+
+from kcoord.coordinator.assignors import AssignmentSpec, MemberSpec, PartitionAssignor, assignors_by_name
+from kcoord.coordinator.assignors.api import Assignment
+from kcoord.coordinator.consumer import history, timer_keys
+from kcoord.coordinator.consumer.config import ConsumerGroupConfig
+from kcoord.coordinator.consumer.group import ConsumerGroup, ConsumerGroupState
+from kcoord.coordinator.consumer.member import (
+    JOIN_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    ConsumerGroupMember,
+    MemberState,
+)
+from kcoord.coordinator.consumer.messages import (
+    ConsumerHeartbeatRequest,
+    ConsumerHeartbeatResponse,
+    DescribedConsumerGroup,
+    DescribedConsumerMember,
+    DescribedEpochBump,
+)
+from kcoord.coordinator.consumer.persistence import (
+    GroupReplayer,
+    GroupSnapshot,
+    TopicIds,
+    changes,
+    name_based_topic_ids,
+)
+from kcoord.coordinator.consumer.reconcile import reconcile
+from kcoord.coordinator.record_codec import fits_record_string
+from kcoord.coordinator.records import ConsumerGroupRecordKey, CoordinatorRecord
+from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.timer.api import Timer
+
+PartitionCount = Callable[[str], int | None]
+"""The number of partitions of a topic, or None when it does not exist."""
+
+CONSUMER_PROTOCOL_TYPE = "consumer"
+
+
+def new_member_id() -> str:
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+class ConsumerGroupManager:
+    def __init__(
+        self,
+        timer: Timer,
+        config: ConsumerGroupConfig,
+        partition_count: PartitionCount,
+        member_id_factory: Callable[[], str] = new_member_id,
+        topic_ids: TopicIds | None = None,
+        topic_names: Callable[[], Iterable[str]] = tuple,
+    ) -> None:
+        self._timer = timer
+        self._config = config
+        self._partition_count = partition_count
+        self._new_member_id = member_id_factory
+        self._topic_names = topic_names
+        available = assignors_by_name()
+        self._assignors: dict[str, PartitionAssignor] = {
+            name: available[name] for name in config.assignors if name in available
+        }
+        if not self._assignors:
+            raise ValueError(f"no known assignor among {config.assignors}")
+        self.groups: dict[str, ConsumerGroup] = {}
+        self._topic_ids = topic_ids or name_based_topic_ids()
+        self._replayer = GroupReplayer(self.groups, self._topic_ids)
+        self._records: list[CoordinatorRecord] = []
+        self._connections: dict[tuple[str, str], int] = {}
+        """The connection that carried each member's last heartbeat (soft state, fast failover)."""
+
+    # -- records
+
+    def drain_records(self) -> list[CoordinatorRecord]:
+        """The records of every change since the last call, in order."""
+        records, self._records = self._records, []
+        return records
+
+    def _snapshot(self, group_id: str) -> GroupSnapshot:
+        return GroupSnapshot.of(self.groups.get(group_id))
+
+    def _record(self, group_id: str, before: GroupSnapshot) -> None:
+        self._records.extend(changes(group_id, before, self._snapshot(group_id), self._topic_ids))
+
+    def replay(self, key: ConsumerGroupRecordKey, value: object) -> None:
+        self._replayer.replay(key, value)
+
+    def on_loaded(self, now_ms: int) -> None:
+        """Soft state after a load: regexes resolved, a fresh session (and revocation) deadline each."""
+        for group in self.groups.values():
+            self._resolve_group_regexes(group)
+            for member in group.members.values():
+                self._timer.schedule(
+                    timer_keys.session_key(group.group_id, member.member_id),
+                    now_ms + self._config.session_timeout_ms,
+                )
+                if member.state is MemberState.UNREVOKED_PARTITIONS:
+                    self._timer.schedule(
+                        timer_keys.rebalance_key(group.group_id, member.member_id),
+                        now_ms + member.rebalance_timeout_ms,
+                    )
+
+    @property
+    def upgrades_classic_groups(self) -> bool:
+        return self._config.upgrades_classic_groups
+
+    def has_group(self, group_id: str) -> bool:
+        return group_id in self.groups
+
+    # -- heartbeat
+
+    def heartbeat(self, request: ConsumerHeartbeatRequest, now_ms: int) -> ConsumerHeartbeatResponse:
+        """Raises :class:`KafkaError` with the code the whole heartbeat is answered with."""
+        before = self._snapshot(request.group_id)
+        try:
+            return self._heartbeat(request, now_ms)
+        finally:
+            self._record(request.group_id, before)
+
+    def _heartbeat(self, request: ConsumerHeartbeatRequest, now_ms: int) -> ConsumerHeartbeatResponse:
+        self.validate(request)
+        # 1. Leaving.
+        if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+            return self._leave(request, now_ms)
+        # 2. The group.
+        group = self.groups.get(request.group_id)
+        if group is None:
+            if request.member_epoch != JOIN_GROUP_MEMBER_EPOCH:
+                raise KafkaError(ErrorCode.group_id_not_found, f"group {request.group_id} not found")
+            group = self.groups[request.group_id] = ConsumerGroup(request.group_id)
+        # 3. The member.
+        member, bump = self._member_for(group, request)
+        # 4. Subscription and metadata.
+        updated = member.with_changes(
+            instance_id=request.instance_id if request.instance_id is not None else member.instance_id,
+            rack_id=request.rack_id if request.rack_id is not None else member.rack_id,
+            rebalance_timeout_ms=(
+                request.rebalance_timeout_ms
+                if request.rebalance_timeout_ms >= 0
+                else member.rebalance_timeout_ms
+            ),
+            subscribed_topics=(
+                frozenset(request.subscribed_topics)
+                if request.subscribed_topics is not None
+                else member.subscribed_topics
+            ),
+            subscribed_regex=(
+                member.subscribed_regex
+                if request.subscribed_topic_regex is None
+                else request.subscribed_topic_regex or None
+            ),
+            server_assignor=request.server_assignor or member.server_assignor,
+            client_id=request.client_id,
+            client_host=request.client_host,
+        )
+        updated = self._resolve_regex(updated)
+        trigger = history.MEMBER_JOINED if bump else None
+        if trigger is None and (
+            updated.topics != member.topics
+            or updated.subscribed_regex != member.subscribed_regex
+            or updated.server_assignor != member.server_assignor
+        ):
+            trigger = history.SUBSCRIPTION_CHANGED
+        group.put_member(updated)
+        if self._refresh_counts(group) and trigger is None:
+            trigger = history.METADATA_CHANGED
+        if trigger is not None:
+            group.group_epoch += 1
+            group.history.bumped(group.group_epoch, trigger, updated.member_id, now_ms)
+        # 5. The target assignment.
+        if group.group_epoch > group.target_epoch:
+            self._compute_target(group)
+        # 6. Reconciliation.
+        before = group.members[updated.member_id]
+        after = reconcile(
+            before,
+            group.target.get(before.member_id, {}),
+            group.target_epoch,
+            group.owner_of,
+            request.owned,
+        )
+        group.put_member(after)
+        # 7. Deadlines.
+        self._timer.schedule(
+            timer_keys.session_key(group.group_id, after.member_id), now_ms + self._config.session_timeout_ms
+        )
+        rebalance_key = timer_keys.rebalance_key(group.group_id, after.member_id)
+        if after.state is MemberState.UNREVOKED_PARTITIONS:
+            if (
+                before.state is not MemberState.UNREVOKED_PARTITIONS
+                or self._timer.deadline(rebalance_key) is None
+            ):
+                self._timer.schedule(rebalance_key, now_ms + after.rebalance_timeout_ms)
+        else:
+            self._timer.cancel(rebalance_key)
+        if group.state is ConsumerGroupState.STABLE:
+            group.history.stable_at(group.group_epoch, now_ms)
+        full = request.member_epoch == JOIN_GROUP_MEMBER_EPOCH or (
+            request.owned is not None and not _same(request.owned, after.assigned)
+        )
+        changed = after.member_epoch != request.member_epoch or not _same(after.assigned, before.assigned)
+        return ConsumerHeartbeatResponse(
+            member_id=after.member_id,
+            member_epoch=after.member_epoch,
+            heartbeat_interval_ms=self._config.heartbeat_interval_ms,
+            assignment=after.assigned if full or changed else None,
+        )
+
+    def validate(self, request: ConsumerHeartbeatRequest) -> None:
+        """The checks that need no group: INVALID_REQUEST and UNSUPPORTED_ASSIGNOR."""
+        if not request.group_id:
+            raise KafkaError(ErrorCode.invalid_request, "GroupId can't be empty.")
+        if request.member_epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            raise KafkaError(ErrorCode.invalid_request, "MemberEpoch is invalid.")
+        if request.member_epoch == JOIN_GROUP_MEMBER_EPOCH:
+            if request.subscribed_topics is None and request.subscribed_topic_regex is None:
+                raise KafkaError(
+                    ErrorCode.invalid_request,
+                    "SubscribedTopicNames or SubscribedTopicRegex must be set in first request.",
+                )
+        elif request.member_epoch > 0 and not request.member_id:
+            raise KafkaError(ErrorCode.invalid_request, "MemberId can't be empty.")
+        texts = (
+            request.group_id,
+            request.member_id,
+            request.instance_id,
+            request.rack_id,
+            request.subscribed_topic_regex,
+            request.client_id,
+            request.client_host,
+            *(request.subscribed_topics or ()),
+        )
+        if not all(fits_record_string(text) for text in texts):
+            # It could never be written to the offsets log: refuse it before it changes anything.
+            raise KafkaError(ErrorCode.invalid_request, "a string of the heartbeat is too long")
+        if request.server_assignor is not None and request.server_assignor not in self._assignors:
+            raise KafkaError(
+                ErrorCode.unsupported_assignor, f"ServerAssignor {request.server_assignor} is not supported."
+            )
+
+    def _member_for(
+        self, group: ConsumerGroup, request: ConsumerHeartbeatRequest
+    ) -> tuple[ConsumerGroupMember, bool]:
+        """The member this heartbeat is for, and whether its arrival bumps the group epoch."""
+        if request.member_epoch != JOIN_GROUP_MEMBER_EPOCH:
+            member = group.members.get(request.member_id)
+            if member is None:
+                raise KafkaError(ErrorCode.unknown_member_id, f"member {request.member_id} is unknown")
+            _check_epoch(member, request)
+            return member, False
+        member_id = request.member_id or self._new_member_id()
+        if request.instance_id is not None:
+            existing = group.member_by_instance(request.instance_id)
+            if existing is not None and existing.member_id != member_id:
+                if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                    raise KafkaError(
+                        ErrorCode.unreleased_instance_id,
+                        f"static member {request.instance_id} is still in use by {existing.member_id}",
+                    )
+                return self._replace_static(group, existing, member_id), False
+        member = group.members.get(member_id)
+        if member is not None:
+            return member.with_changes(member_epoch=JOIN_GROUP_MEMBER_EPOCH), False
+        if len(group.members) >= self._config.max_size:
+            raise KafkaError(ErrorCode.group_max_size_reached, f"group {group.group_id} is full")
+        return ConsumerGroupMember(member_id=member_id), True
+
+    def _replace_static(
+        self, group: ConsumerGroup, old: ConsumerGroupMember, member_id: str
+    ) -> ConsumerGroupMember:
+        """A static member back under a new member id takes over its assignment without a rebalance."""
+        target = group.target.get(old.member_id, {})
+        group.remove_member(old.member_id)
+        self._cancel_timers(group.group_id, old.member_id)
+        group.target[member_id] = target
+        return old.with_changes(member_id=member_id, member_epoch=group.target_epoch)
+
+    def _leave(self, request: ConsumerHeartbeatRequest, now_ms: int) -> ConsumerHeartbeatResponse:
+        group = self.groups.get(request.group_id)
+        member = group.members.get(request.member_id) if group is not None else None
+        if group is None or member is None:
+            raise KafkaError(ErrorCode.unknown_member_id, f"member {request.member_id} is unknown")
+        if request.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH and member.is_static:
+            # Keeps its assignment until it rejoins or its session expires.
+            group.put_member(member.with_changes(member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH))
+            self._timer.cancel(timer_keys.rebalance_key(group.group_id, member.member_id))
+        else:
+            self.remove_member(group, member.member_id, history.MEMBER_LEFT, now_ms)
+        return ConsumerHeartbeatResponse(
+            member_id=member.member_id,
+            member_epoch=request.member_epoch,
+            heartbeat_interval_ms=0,
+        )
+
+    # -- assignment
+
+    def _compute_target(self, group: ConsumerGroup) -> None:
+        assignor = self._assignor_for(group)
+        spec = AssignmentSpec(
+            members={
+                member_id: MemberSpec(
+                    subscribed_topics=member.topics,
+                    current=group.target.get(member_id, member.assigned),
+                    instance_id=member.instance_id,
+                )
+                for member_id, member in group.members.items()
+            },
+            partitions_per_topic=dict(group.partitions_per_topic),
+        )
+        group.target = dict(assignor.assign(spec))
+        group.target_epoch = group.group_epoch
+        group.assignor = assignor.name
+
+    def _assignor_for(self, group: ConsumerGroup) -> PartitionAssignor:
+        """The assignor most members ask for (ties by name), else the configured default."""
+        wanted = sorted(
+            (m.server_assignor for m in group.members.values() if m.server_assignor in self._assignors),
+            key=lambda name: name or "",
+        )
+        if wanted:
+            best = max(set(wanted), key=lambda name: (wanted.count(name), name))
+            if best is not None:
+                return self._assignors[best]
+        return next(iter(self._assignors.values()))
+
+    def refresh_metadata(self, group: ConsumerGroup, now_ms: int) -> bool:
+        """Re-read the partition counts of the subscribed topics; a change bumps the group epoch."""
+        if not self._refresh_counts(group):
+            return False
+        group.group_epoch += 1
+        group.history.bumped(group.group_epoch, history.METADATA_CHANGED, None, now_ms)
+        return True
+
+    def _refresh_counts(self, group: ConsumerGroup) -> bool:
+        counts: dict[str, int] = {}
+        for topic in group.subscribed_topics():
+            count = self._partition_count(topic)
+            if count is not None and count > 0:
+                counts[topic] = count
+        if counts == group.partitions_per_topic:
+            return False
+        group.partitions_per_topic = counts
+        return True
+
+    def on_topics_changed(self, topic: str, now_ms: int) -> None:
+        """A topic grew, appeared or was deleted: its subscribers' groups get a new epoch at once
+        (regex subscriptions are resolved again first)."""
+        for group in self.groups.values():
+            before = self._snapshot(group.group_id)
+            resolved = self._resolve_group_regexes(group)
+            if resolved or topic in group.subscribed_topics():
+                if not self.refresh_metadata(group, now_ms) and resolved:
+                    group.group_epoch += 1
+                    group.history.bumped(group.group_epoch, history.SUBSCRIPTION_CHANGED, None, now_ms)
+                self._record(group.group_id, before)
+
+    def _resolve_regex(self, member: ConsumerGroupMember) -> ConsumerGroupMember:
+        if member.subscribed_regex is None:
+            return member if not member.regex_topics else member.with_changes(regex_topics=frozenset())
+        try:
+            pattern = re.compile(member.subscribed_regex)
+        except re.error as exc:
+            raise KafkaError(
+                ErrorCode.invalid_regular_expression, f"SubscribedTopicRegex is invalid: {exc}"
+            ) from None
+        matched = frozenset(name for name in self._topic_names() if pattern.fullmatch(name))
+        return member if matched == member.regex_topics else member.with_changes(regex_topics=matched)
+
+    def _resolve_group_regexes(self, group: ConsumerGroup) -> bool:
+        """Resolve every member's regex again; True when any member's topics changed."""
+        changed = False
+        for member in list(group.members.values()):
+            if member.subscribed_regex is None:
+                continue
+            try:
+                resolved = self._resolve_regex(member)
+            except KafkaError:
+                continue
+            if resolved is not member:
+                group.put_member(resolved)
+                changed = True
+        return changed
+
+    # -- leaving, fencing and timers
+
+    def remove_member(self, group: ConsumerGroup, member_id: str, trigger: str, now_ms: int) -> None:
+        if group.remove_member(member_id) is None:
+            return
+        self._cancel_timers(group.group_id, member_id)
+        group.group_epoch += 1
+        group.history.bumped(group.group_epoch, trigger, member_id, now_ms)
+        if not group.members:
+            group.target = {}
+            group.target_epoch = group.group_epoch
+
+    def note_connection(self, group_id: str, member_id: str, connection_id: int) -> None:
+        if group_id in self.groups and member_id in self.groups[group_id].members:
+            self._connections[(group_id, member_id)] = connection_id
+
+    def member_disconnected(self, group_id: str, member_id: str, connection_id: int, now_ms: int) -> None:
+        """The member's current connection closed: a dynamic member keeps its place only briefly."""
+        group = self.groups.get(group_id)
+        member = group.members.get(member_id) if group is not None else None
+        if (
+            member is None
+            or member.is_static
+            or self._connections.get((group_id, member_id)) != connection_id
+        ):
+            return
+        grace = max(
+            self._config.failover_grace_floor_ms,
+            min(2 * self._config.heartbeat_interval_ms, self._config.session_timeout_ms),
+        )
+        key = timer_keys.session_key(group_id, member_id)
+        current = self._timer.deadline(key)
+        if current is None or now_ms + grace < current:
+            self._timer.schedule(key, now_ms + grace)
+
+    def _cancel_timers(self, group_id: str, member_id: str) -> None:
+        self._connections.pop((group_id, member_id), None)
+        self._timer.cancel(timer_keys.session_key(group_id, member_id))
+        self._timer.cancel(timer_keys.rebalance_key(group_id, member_id))
+
+    def on_timer(self, key: str, now_ms: int) -> bool:
+        """Handle a fired key of ours; False when the key is not a consumer group's."""
+        target = timer_keys.parse_key(key)
+        if target is None:
+            return False
+        group = self.groups.get(target.group_id)
+        if group is None or target.member_id not in group.members:
+            return True
+        member = group.members[target.member_id]
+        if target.kind == timer_keys.REBALANCE and member.state is not MemberState.UNREVOKED_PARTITIONS:
+            return True
+        before = self._snapshot(group.group_id)
+        trigger = history.SESSION_EXPIRED if target.kind == timer_keys.SESSION else history.REBALANCE_TIMEOUT
+        self.remove_member(group, target.member_id, trigger, now_ms)
+        self._record(group.group_id, before)
+        return True
+
+    def unload(self) -> None:
+        for group in self.groups.values():
+            for member_id in group.members:
+                self._cancel_timers(group.group_id, member_id)
+        self.groups.clear()
+        self._connections.clear()
+
+    # -- offsets and admin
+
+    def validate_offset_commit(
+        self, group_id: str, member_id: str, member_epoch: int, api_version: int
+    ) -> None:
+        """Kafka's rules for commits to a consumer group (an empty group takes admin commits)."""
+        group = self.groups[group_id]
+        if member_epoch < 0 and not member_id and not group.members:
+            return
+        member = group.members.get(member_id)
+        if member is None:
+            raise KafkaError(ErrorCode.unknown_member_id, f"member {member_id} is unknown")
+        if member_epoch != member.member_epoch:
+            code = ErrorCode.stale_member_epoch if api_version >= 9 else ErrorCode.illegal_generation
+            raise KafkaError(code, f"epoch {member_epoch} is not the member's epoch {member.member_epoch}")
+
+    def is_subscribed(self, group_id: str, topic: str) -> bool:
+        group = self.groups.get(group_id)
+        return group is not None and topic in group.subscribed_topics()
+
+    def describe(self, group_id: str) -> DescribedConsumerGroup | None:
+        group = self.groups.get(group_id)
+        if group is None:
+            return None
+        members = tuple(
+            DescribedConsumerMember(
+                member_id=m.member_id,
+                instance_id=m.instance_id,
+                rack_id=m.rack_id,
+                member_epoch=m.member_epoch,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                subscribed_topics=tuple(sorted(m.subscribed_topics)),
+                subscribed_regex=m.subscribed_regex,
+                assignment=m.assigned,
+                target_assignment=group.target.get(m.member_id, {}),
+            )
+            for m in group.members.values()
+        )
+        return DescribedConsumerGroup(
+            group_id=group.group_id,
+            state=group.state.value,
+            group_epoch=group.group_epoch,
+            target_epoch=group.target_epoch,
+            assignor=group.assignor or next(iter(self._assignors)),
+            members=members,
+            history=tuple(
+                DescribedEpochBump(
+                    epoch=b.epoch,
+                    trigger=b.trigger,
+                    member_id=b.member_id,
+                    started_ms=b.started_ms,
+                    reconcile_ms=None if b.reconciled_ms is None else b.reconciled_ms - b.started_ms,
+                )
+                for b in group.history.bumps
+            ),
+        )
+
+    def listed(self, states_filter: Collection[str] | None) -> list[tuple[str, str]]:
+        """(group id, state) of every live group whose state passes the filter (case-insensitive)."""
+        wanted = {s.lower() for s in states_filter} if states_filter else None
+        return [
+            (group.group_id, group.state.value)
+            for group in self.groups.values()
+            if group.state is not ConsumerGroupState.DEAD
+            and (wanted is None or group.state.value.lower() in wanted)
+        ]
+
+    def delete_group(self, group_id: str) -> None:
+        """Only an Empty group can be deleted (GROUP_NOT_EMPTY otherwise)."""
+        group = self.groups[group_id]
+        if group.members:
+            raise KafkaError(ErrorCode.non_empty_group, f"group {group_id} is not empty")
+        before = self._snapshot(group_id)
+        group.dead = True
+        del self.groups[group_id]
+        self._record(group_id, before)
+
+
+def _check_epoch(member: ConsumerGroupMember, request: ConsumerHeartbeatRequest) -> None:
+    """Kafka's fencing: the current epoch, or the previous one when the answer to it was lost."""
+    if request.member_epoch == member.member_epoch:
+        return
+    if (
+        request.member_epoch < member.member_epoch
+        and request.member_epoch == member.previous_member_epoch
+        and request.owned is not None
+        and _subset(request.owned, member.assigned)
+    ):
+        return
+    raise KafkaError(
+        ErrorCode.fenced_member_epoch,
+        f"epoch {request.member_epoch} does not match the member's epoch {member.member_epoch}",
+    )
+
+
+def _subset(small: Assignment, big: Assignment) -> bool:
+    return all(parts <= big.get(topic, frozenset()) for topic, parts in small.items())
+
+
+def _same(a: Assignment, b: Assignment) -> bool:
+    return {t: p for t, p in a.items() if p} == {t: p for t, p in b.items() if p}

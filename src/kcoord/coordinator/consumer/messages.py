@@ -1,0 +1,71 @@
+"""The consumer groups' requests and answers as the core sees them (topic names, not topic ids)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kcoord.coordinator.assignors.api import Assignment
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerHeartbeatRequest:
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    """-1: unchanged since the last heartbeat."""
+    subscribed_topics: tuple[str, ...] | None = None
+    """None: unchanged since the last heartbeat."""
+    subscribed_topic_regex: str | None = None
+    """None: unchanged; "": no regex any more."""
+    server_assignor: str | None = None
+    owned: Assignment | None = None
+    """What the member consumes now; None: unchanged (not sent)."""
+    client_id: str = ""
+    client_host: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerHeartbeatResponse:
+    member_id: str
+    member_epoch: int
+    heartbeat_interval_ms: int
+    assignment: Assignment | None = None
+    """None: the member's assignment did not change (the client keeps what it has)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedConsumerMember:
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topics: tuple[str, ...]
+    subscribed_regex: str | None
+    assignment: Assignment
+    target_assignment: Assignment
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedEpochBump:
+    epoch: int
+    trigger: str
+    member_id: str | None
+    started_ms: int
+    reconcile_ms: int | None
+    """From the bump until every member had caught up with it; None while reconciling."""
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedConsumerGroup:
+    group_id: str
+    state: str
+    group_epoch: int
+    target_epoch: int
+    assignor: str
+    members: tuple[DescribedConsumerMember, ...] = field(default=())
+    history: tuple[DescribedEpochBump, ...] = field(default=())

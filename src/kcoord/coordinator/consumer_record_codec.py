@@ -1,0 +1,190 @@
+"""Kafka's byte layout for the KIP-848 consumer group records (key types 3-8).
+
+===========================================  ==============================================
+key 3 ConsumerGroupMetadata(group)            value v0: epoch i32
+key 4 ConsumerGroupPartitionMetadata(group)   value v0: topics[topicId uuid, topicName,
+                                              numPartitions i32, partitionMetadata[partition
+                                              i32, racks[string]]] (written without racks)
+key 5 ConsumerGroupMemberMetadata(group,      value v0: instanceId?, rackId?, clientId,
+      memberId)                               clientHost, subscribedTopicNames[string],
+                                              subscribedTopicRegex?, rebalanceTimeoutMs i32,
+                                              serverAssignor?
+key 6 ConsumerGroupTargetAssignmentMetadata   value v0: assignmentEpoch i32
+key 7 ConsumerGroupTargetAssignmentMember     value v0: topicPartitions[topicId uuid,
+      (group, memberId)                       partitions[i32]]
+key 8 ConsumerGroupCurrentMemberAssignment    value v0: memberEpoch i32, previousMemberEpoch
+      (group, memberId)                       i32, state i8, assignedPartitions[...],
+                                              partitionsPendingRevocation[...]
+===========================================  ==============================================
+
+Keys are not flexible; every value is flexible (compact strings and arrays, tagged fields at the
+end of each struct, skipped when read: Kafka 4.1's metadata hash among them). The reader and
+writer are :mod:`kcoord.coordinator.record_codec`'s, handed in by it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kcoord.coordinator.records import (
+    ConsumerGroupCurrentMemberAssignmentKey,
+    ConsumerGroupCurrentMemberAssignmentValue,
+    ConsumerGroupMemberMetadataKey,
+    ConsumerGroupMemberMetadataValue,
+    ConsumerGroupMetadataKey,
+    ConsumerGroupMetadataValue,
+    ConsumerGroupPartitionMetadataKey,
+    ConsumerGroupPartitionMetadataValue,
+    ConsumerGroupRecordKey,
+    ConsumerGroupRecordValue,
+    ConsumerGroupTargetAssignmentMemberKey,
+    ConsumerGroupTargetAssignmentMemberValue,
+    ConsumerGroupTargetAssignmentMetadataKey,
+    ConsumerGroupTargetAssignmentMetadataValue,
+    TopicPartitionsRecord,
+)
+
+if TYPE_CHECKING:
+    from kcoord.coordinator.record_codec import _Reader, _Writer
+
+KEY_TYPES: dict[type[ConsumerGroupRecordKey], int] = {
+    ConsumerGroupMetadataKey: 3,
+    ConsumerGroupPartitionMetadataKey: 4,
+    ConsumerGroupMemberMetadataKey: 5,
+    ConsumerGroupTargetAssignmentMetadataKey: 6,
+    ConsumerGroupTargetAssignmentMemberKey: 7,
+    ConsumerGroupCurrentMemberAssignmentKey: 8,
+}
+CONSUMER_KEY_CLASSES = tuple(KEY_TYPES)
+_WITH_MEMBER = (5, 7, 8)
+_BY_TYPE = {number: cls for cls, number in KEY_TYPES.items()}
+VALUE_VERSION = 0
+
+
+def decode_key(record_type: int, reader: _Reader) -> ConsumerGroupRecordKey:
+    group = reader.string("groupId", False)
+    cls = _BY_TYPE[record_type]
+    if record_type in _WITH_MEMBER:
+        return cls(group, reader.string("memberId", False))  # type: ignore[call-arg]
+    return cls(group)  # type: ignore[call-arg]
+
+
+def encode_key(key: ConsumerGroupRecordKey, writer: _Writer) -> None:
+    writer.int16(KEY_TYPES[type(key)], "type")
+    writer.string(key.group, "group")
+    member_id = getattr(key, "member_id", None)
+    if member_id is not None:
+        writer.string(member_id, "member_id")
+
+
+def decode_value(key: ConsumerGroupRecordKey, reader: _Reader) -> ConsumerGroupRecordValue:
+    name = type(key).__name__.replace("Key", "Value")
+    version = reader.int16("version")
+    if version != VALUE_VERSION:
+        from kcoord.coordinator.record_codec import UnsupportedRecordVersionError
+
+        raise UnsupportedRecordVersionError(f"{name} version {version} is not supported (0)")
+    value = _decode_fields(key, reader)
+    reader.skip_tagged_fields(name)
+    reader.finish()
+    return value
+
+
+def _decode_fields(key: ConsumerGroupRecordKey, r: _Reader) -> ConsumerGroupRecordValue:
+    if isinstance(key, ConsumerGroupMetadataKey):
+        return ConsumerGroupMetadataValue(epoch=r.int32("epoch"))
+    if isinstance(key, ConsumerGroupPartitionMetadataKey):
+        topics = []
+        for _ in range(r.array_length("topics", True)):
+            topic_id = r.uuid("topicId")
+            name = r.string("topicName", True)
+            count = r.int32("numPartitions")
+            for _ in range(r.array_length("partitionMetadata", True)):
+                r.int32("partition")
+                for _ in range(r.array_length("racks", True)):
+                    r.string("rack", True)
+                r.skip_tagged_fields("PartitionMetadata")
+            r.skip_tagged_fields("TopicMetadata")
+            topics.append((topic_id, name, count))
+        return ConsumerGroupPartitionMetadataValue(tuple(topics))
+    if isinstance(key, ConsumerGroupMemberMetadataKey):
+        return ConsumerGroupMemberMetadataValue(
+            instance_id=r.nullable_string("instanceId", True),
+            rack_id=r.nullable_string("rackId", True),
+            client_id=r.string("clientId", True),
+            client_host=r.string("clientHost", True),
+            subscribed_topic_names=tuple(
+                r.string("subscribedTopicName", True)
+                for _ in range(r.array_length("subscribedTopicNames", True))
+            ),
+            subscribed_topic_regex=r.nullable_string("subscribedTopicRegex", True),
+            rebalance_timeout_ms=r.int32("rebalanceTimeoutMs"),
+            server_assignor=r.nullable_string("serverAssignor", True),
+        )
+    if isinstance(key, ConsumerGroupTargetAssignmentMetadataKey):
+        return ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=r.int32("assignmentEpoch"))
+    if isinstance(key, ConsumerGroupTargetAssignmentMemberKey):
+        return ConsumerGroupTargetAssignmentMemberValue(_read_partitions(r, "topicPartitions"))
+    return ConsumerGroupCurrentMemberAssignmentValue(
+        member_epoch=r.int32("memberEpoch"),
+        previous_member_epoch=r.int32("previousMemberEpoch"),
+        state=r.int8("state"),
+        assigned=_read_partitions(r, "assignedPartitions"),
+        pending_revocation=_read_partitions(r, "partitionsPendingRevocation"),
+    )
+
+
+def _read_partitions(r: _Reader, field: str) -> TopicPartitionsRecord:
+    entries = []
+    for _ in range(r.array_length(field, True)):
+        topic_id = r.uuid("topicId")
+        partitions = tuple(r.int32("partition") for _ in range(r.array_length("partitions", True)))
+        r.skip_tagged_fields("TopicPartitions")
+        entries.append((topic_id, partitions))
+    return tuple(entries)
+
+
+def encode_value(value: ConsumerGroupRecordValue, w: _Writer) -> None:
+    w.int16(VALUE_VERSION, "version")
+    if isinstance(value, ConsumerGroupMetadataValue):
+        w.int32(value.epoch, "epoch")
+    elif isinstance(value, ConsumerGroupPartitionMetadataValue):
+        w.array_length(len(value.topics), "topics")
+        for topic_id, name, count in value.topics:
+            w.uuid(topic_id)
+            w.string(name, "topic_name")
+            w.int32(count, "num_partitions")
+            w.array_length(0, "partition_metadata")
+            w.empty_tagged_fields()
+    elif isinstance(value, ConsumerGroupMemberMetadataValue):
+        w.nullable_string(value.instance_id, "instance_id")
+        w.nullable_string(value.rack_id, "rack_id")
+        w.string(value.client_id, "client_id")
+        w.string(value.client_host, "client_host")
+        w.array_length(len(value.subscribed_topic_names), "subscribed_topic_names")
+        for name in value.subscribed_topic_names:
+            w.string(name, "subscribed_topic_name")
+        w.nullable_string(value.subscribed_topic_regex, "subscribed_topic_regex")
+        w.int32(value.rebalance_timeout_ms, "rebalance_timeout_ms")
+        w.nullable_string(value.server_assignor, "server_assignor")
+    elif isinstance(value, ConsumerGroupTargetAssignmentMetadataValue):
+        w.int32(value.assignment_epoch, "assignment_epoch")
+    elif isinstance(value, ConsumerGroupTargetAssignmentMemberValue):
+        _write_partitions(w, value.topic_partitions, "topic_partitions")
+    else:
+        w.int32(value.member_epoch, "member_epoch")
+        w.int32(value.previous_member_epoch, "previous_member_epoch")
+        w.int8(value.state, "state")
+        _write_partitions(w, value.assigned, "assigned_partitions")
+        _write_partitions(w, value.pending_revocation, "partitions_pending_revocation")
+    w.empty_tagged_fields()
+
+
+def _write_partitions(w: _Writer, entries: TopicPartitionsRecord, field: str) -> None:
+    w.array_length(len(entries), field)
+    for topic_id, partitions in entries:
+        w.uuid(topic_id)
+        w.array_length(len(partitions), "partitions")
+        for partition in partitions:
+            w.int32(partition, "partition")
+        w.empty_tagged_fields()
