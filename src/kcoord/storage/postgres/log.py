@@ -19,11 +19,11 @@ import structlog
 
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.protocol.record_batch import iter_batches
-from kcoord.storage.api import LogConfig
+from kcoord.storage.api import AppendResult, LogConfig
 from kcoord.storage.compaction import SegmentReader, Swap
 from kcoord.storage.log import SegmentedLog
 from kcoord.storage.memory import MemorySegmentData
-from kcoord.storage.postgres.committer import PostgresCommitter, RoundJob
+from kcoord.storage.postgres.committer import PartitionFencedError, PostgresCommitter, RoundJob
 from kcoord.storage.postgres.errors import storage_errors
 from kcoord.storage.postgres.schema import Connection
 from kcoord.storage.segment import Placement, Segment, SegmentData, scan_segment
@@ -64,8 +64,13 @@ class PostgresLog(SegmentedLog):
         segments: list[Segment],
         pool: asyncpg.Pool,
         committer: PostgresCommitter,
+        owner_epoch: int = 0,
     ) -> None:
         super().__init__(topic, partition, config, clock, segments)
+        self.owner_epoch = owner_epoch
+        """The epoch this log writes under; a round that finds another in the database fences it."""
+        self.fenced: PartitionFencedError | None = None
+        """Set once a round was refused: the log is closed to appends and structural changes for good."""
         self._pool = pool
         self._committer = committer
         self._queue: list[_Op] = []
@@ -73,6 +78,11 @@ class PostgresLog(SegmentedLog):
         self._idle_waiters: list[asyncio.Future[None]] = []
 
     # Appending: queued for the committer, visible when the round commits.
+
+    async def append(self, batch: bytes) -> AppendResult:
+        if self.fenced is not None:
+            raise self.fenced
+        return await super().append(batch)
 
     def _new_segment(self, base_offset: int, now_ms: int) -> Segment:
         return Segment(base_offset, MemorySegmentData(), self._config.index_interval_bytes, now_ms)
@@ -98,7 +108,7 @@ class PostgresLog(SegmentedLog):
             return None
         ops, self._queue = self._queue, []
         self._jobs_in_flight.append(ops)
-        job = RoundJob()
+        job = RoundJob(self._topic, self._partition, self.owner_epoch)
         for op in ops:
             if isinstance(op, _Roll):
                 job.segments.append((self._topic, self._partition, op.new.base_offset, op.new.created_ms))
@@ -141,11 +151,29 @@ class PostgresLog(SegmentedLog):
         self._notify()
 
     def _fail(self, ops: list[_Op], exc: BaseException) -> None:
+        if isinstance(exc, PartitionFencedError):
+            self._fence(ops, exc)
+            return
         self._failure = exc
         logger.error("log.write_failed", topic=self._topic, partition=self._partition, error=repr(exc))
         for op in ops:
             if isinstance(op, _Write) and not op.done.done():
                 op.done.set_exception(KafkaError(ErrorCode.kafka_storage_error, f"log write failed: {exc!r}"))
+
+    def _fence(self, ops: list[_Op], fenced: PartitionFencedError) -> None:
+        """Another node owns the partition now: fail what is queued and never touch its rows again.
+
+        The log is marked closed (no recovery, whose truncation would delete the new owner's rows;
+        no retention or compaction); its in-memory copy is stale from here on.
+        """
+        self.fenced = fenced
+        self._closed = True
+        logger.warning(
+            "log.fenced", topic=self._topic, partition=self._partition, owner_epoch=fenced.epoch
+        )
+        for op in ops:
+            if isinstance(op, _Write) and not op.done.done():
+                op.done.set_exception(fenced)
 
     async def _idle(self) -> None:
         while self._queue or self._jobs_in_flight:

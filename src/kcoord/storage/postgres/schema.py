@@ -4,9 +4,11 @@ A migration is applied once, in its own transaction, under an advisory lock, so 
 starting together against one database migrate it exactly once. New steps are appended to
 :data:`MIGRATIONS`; a step already applied is never edited.
 
-``log_partitions.owner_epoch`` is where fencing will live: a node writes a partition only while
-the epoch it was granted still matches, checked inside the append transaction (see
-:mod:`kcoord.storage.postgres.committer`).
+``log_partitions.owner_epoch`` is where fencing lives: a node writes a partition only while the
+epoch it was granted still matches, checked inside the append transaction (see
+:mod:`kcoord.storage.postgres.committer`). Version 2 adds the nodes of a cluster (``cluster_nodes``,
+each with a lease on the database's clock) and the owner of each partition (``owner_node``; see
+:mod:`kcoord.storage.postgres.ownership`).
 """
 
 from __future__ import annotations
@@ -57,6 +59,20 @@ MIGRATIONS: list[tuple[int, str, str]] = [
             FOREIGN KEY (topic, partition_id) REFERENCES log_partitions ON DELETE CASCADE
         );
         ALTER TABLE log_batches ALTER COLUMN data SET STORAGE EXTERNAL;
+        """,
+    ),
+    (
+        2,
+        "cluster: nodes with leases, partition owners",
+        """
+        CREATE TABLE cluster_nodes (
+            node_id integer PRIMARY KEY,
+            host text NOT NULL,
+            port integer NOT NULL,
+            lease_expires_at timestamptz NOT NULL,
+            registered_at timestamptz NOT NULL DEFAULT now()
+        );
+        ALTER TABLE log_partitions ADD COLUMN owner_node integer;
         """,
     ),
 ]

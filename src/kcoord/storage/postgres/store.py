@@ -107,8 +107,8 @@ class PostgresLogStore(StoreBase[PostgresLog]):
             " ORDER BY topic, partition_id, base_offset"
         ):
             segments[(row["topic"], row["partition_id"])].append((row["base_offset"], row["created_ms"]))
-        for topic, partition in await connection.fetch(
-            "SELECT topic, partition_id FROM log_partitions ORDER BY topic, partition_id"
+        for topic, partition, epoch in await connection.fetch(
+            "SELECT topic, partition_id, owner_epoch FROM log_partitions ORDER BY topic, partition_id"
         ):
             rows = await connection.fetch(
                 "SELECT base_offset, data FROM log_batches WHERE topic = $1 AND partition_id = $2"
@@ -117,7 +117,36 @@ class PostgresLogStore(StoreBase[PostgresLog]):
                 partition,
             )
             loaded = self._rebuild(segments.get((topic, partition), []), rows)
-            self._adopt(self._new_log(topic, partition, self._default_config, loaded))
+            self._adopt(self._new_log(topic, partition, self._default_config, loaded, epoch))
+
+    async def reopen(self, topic: str, partition: int, owner_epoch: int) -> PostgresLog:
+        """The partition as the database holds it now, writing under ``owner_epoch``.
+
+        What a node calls when it takes a partition over: its in-memory copy may be stale (another
+        node appended meanwhile), so the old log object is closed and a fresh one replaces it.
+        """
+        with storage_errors("reopen"):
+            async with self._require_pool().acquire() as connection:
+                bounds = [
+                    (row["base_offset"], row["created_ms"])
+                    for row in await connection.fetch(
+                        "SELECT base_offset, created_ms FROM log_segments"
+                        " WHERE topic = $1 AND partition_id = $2 ORDER BY base_offset",
+                        topic,
+                        partition,
+                    )
+                ]
+                rows = await connection.fetch(
+                    "SELECT base_offset, data FROM log_batches WHERE topic = $1 AND partition_id = $2"
+                    " ORDER BY base_offset",
+                    topic,
+                    partition,
+                )
+        old = self._logs.pop((topic, partition), None)
+        config = old.config if old is not None else self._default_config
+        if old is not None:
+            await old.close()
+        return self._adopt(self._new_log(topic, partition, config, self._rebuild(bounds, rows), owner_epoch))
 
     def _rebuild(self, bounds: list[tuple[int, int]], rows: list[asyncpg.Record]) -> list[Segment]:
         """In-memory segments from the stored segment starts and batch rows (every row in its segment)."""
@@ -143,10 +172,17 @@ class PostgresLogStore(StoreBase[PostgresLog]):
             for (base, created), buffer in zip(bounds, buffers, strict=True)
         ]
 
-    def _new_log(self, topic: str, partition: int, config: LogConfig, segments: list[Segment]) -> PostgresLog:
+    def _new_log(
+        self, topic: str, partition: int, config: LogConfig, segments: list[Segment], owner_epoch: int = 0
+    ) -> PostgresLog:
         return PostgresLog(
-            topic, partition, config, self._clock, segments, self._require_pool(), self.committer
+            topic, partition, config, self._clock, segments, self._require_pool(), self.committer, owner_epoch
         )
+
+    @property
+    def pool(self) -> asyncpg.Pool:
+        """The open pool (the cluster membership shares it)."""
+        return self._require_pool()
 
     def _require_pool(self) -> asyncpg.Pool:
         if self._pool is None:
@@ -174,9 +210,14 @@ class PostgresLogStore(StoreBase[PostgresLog]):
                     partition,
                     now,
                 )
+                epoch = await connection.fetchval(
+                    "SELECT owner_epoch FROM log_partitions WHERE topic = $1 AND partition_id = $2",
+                    topic,
+                    partition,
+                )
         log_config = config or self._default_config
         first = Segment(0, MemorySegmentData(), log_config.index_interval_bytes, now)
-        return self._adopt(self._new_log(topic, partition, log_config, [first]))
+        return self._adopt(self._new_log(topic, partition, log_config, [first], epoch))
 
     async def delete_topic(self, topic: str) -> None:
         for key in [key for key in self._logs if key[0] == topic]:
