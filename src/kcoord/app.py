@@ -46,6 +46,7 @@ from kcoord.apis.groups import (
 from kcoord.apis.groups.common import MemberWatch
 from kcoord.cluster.growth_hints import GrowthHints
 from kcoord.cluster.identity import Node, load_or_create_identity
+from kcoord.cluster.membership import ClusterMembership, LeaseSettings, MembershipDirectory
 from kcoord.cluster.producer_snapshots import ProducerSnapshots
 from kcoord.cluster.producer_state import ProducerStateManager
 from kcoord.cluster.topic_configs import log_config_for
@@ -59,10 +60,12 @@ from kcoord.observability.group_events import GroupEventObserver
 from kcoord.observability.metrics import KcoordMetrics
 from kcoord.protocol.registry import ApiRegistry
 from kcoord.runtime.group_service import GroupService
-from kcoord.runtime.service import GroupCoordinator
+from kcoord.runtime.service import OFFSETS_TOPIC, GroupCoordinator
 from kcoord.server.listener import Listener
 from kcoord.server.router import Router
 from kcoord.storage import open_store
+from kcoord.storage.postgres import PostgresLogStore
+from kcoord.storage.postgres.ownership import Ownership
 from kcoord.timer.api import Timer
 from kcoord.timer.clock import SystemClock
 
@@ -111,7 +114,13 @@ class App:
             expiry_interval_ms=s["offsets.retention.check.interval.ms"],
             append_timeout_ms=s["offsets.commit.timeout.ms"],
             observer=self.metrics,
+            owned_only=s["kcoord.cluster.enable"],
+            serving=self._serving,
         )
+        self.membership: ClusterMembership | None = None
+        """Set at start when ``kcoord.cluster.enable``: this node's lease and owned partitions."""
+        if s["kcoord.cluster.enable"] and not isinstance(self.store, PostgresLogStore):
+            raise ValueError("kcoord.cluster.enable needs a postgresql:// kcoord.storage.url")
         self.groups = GroupService(self.coordinator)
         self._register_apis()
         self.router = Router(self.registry)
@@ -191,6 +200,8 @@ class App:
         bound = await self.listener.start()
         if self.settings["advertised.listeners"] is None:
             self.node.advertised = ("127.0.0.1" if bound[0] in ("0.0.0.0", "::") else bound[0], bound[1])
+        if self.settings["kcoord.cluster.enable"]:
+            await self._join_cluster()
         advertised = self.node.advertised
         metrics_bound = await self.http.start()
         log.info(
@@ -204,6 +215,30 @@ class App:
         )
         self.started.set()
         return bound
+
+    async def _join_cluster(self) -> None:
+        """Take the cluster's id, register with a lease, and claim this node's share of the groups."""
+        store = self.store
+        assert isinstance(store, PostgresLogStore)
+        s, ownership = self.settings, Ownership(store.pool)
+        self.node.cluster_id = await ownership.cluster_id(self.node.cluster_id)
+        coordinator = self.coordinator
+        self.membership = ClusterMembership(
+            ownership,
+            store,
+            self.node.node_id,
+            lambda: self.node.advertised,
+            {OFFSETS_TOPIC: coordinator},
+            lambda: [(OFFSETS_TOPIC, p) for p in range(coordinator.num_partitions)],
+            LeaseSettings(lease_ms=s["kcoord.node.lease.ms"], renew_ms=s["kcoord.node.lease.renew.ms"]),
+            observer=self.metrics,
+        )
+        self.node.directory = MembershipDirectory(self.membership, coordinator.partition_for)
+        await self.membership.start()
+
+    def _serving(self) -> bool:
+        """Whether this node may answer for the groups it holds (alone: always)."""
+        return self.membership is None or self.membership.serving()
 
     def _new_shard(self, partition: int, timer: Timer) -> GroupCoordinatorShard:
         s = self.settings
@@ -235,6 +270,8 @@ class App:
         """Stop accepting, drain in-flight requests (bounded), then flush and close the logs."""
         await self.listener.stop_accepting()
         self.listener.stop_reading()
+        if self.membership is not None:
+            await self.membership.stop()
         await self.coordinator.stop()
         await self.listener.drain(self.settings["kcoord.shutdown.timeout.ms"] / 1000)
         await self.producer_snapshots.stop()

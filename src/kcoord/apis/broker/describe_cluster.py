@@ -5,7 +5,8 @@
   broker, so a controller request gets MISMATCHED_ENDPOINT_TYPE as from a Kafka broker.
 - v2: ``include_fenced_brokers`` and a per-broker ``is_fenced``; this node is never fenced.
 
-confluent-kafka's ``AdminClient.describe_cluster`` uses it; the answer matches Metadata's.
+confluent-kafka's ``AdminClient.describe_cluster`` uses it; the answer matches Metadata's (in a
+cluster: every live node).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from kcoord.apis.broker.metadata import CLUSTER_OPERATIONS, OPERATIONS_OMITTED, broker_entry
+from kcoord.apis.broker.metadata import CLUSTER_OPERATIONS, OPERATIONS_OMITTED, broker_entries
 from kcoord.cluster.identity import Node
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
@@ -44,7 +45,6 @@ async def handle_describe_cluster(ctx: RequestContext, request: Any, *, node: No
             "cluster_id": node.cluster_id,
             "brokers": [],
         }
-    broker = broker_entry(node)
     with_ops = bool(request.include_cluster_authorized_operations)
     return {
         "throttle_time": 0,
@@ -61,6 +61,7 @@ async def handle_describe_cluster(ctx: RequestContext, request: Any, *, node: No
                 "rack": None,
                 "is_fenced": False,
             }
+            for broker in broker_entries(node)
         ],
         "cluster_authorized_operations": CLUSTER_OPERATIONS if with_ops else OPERATIONS_OMITTED,
     }

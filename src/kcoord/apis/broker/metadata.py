@@ -10,7 +10,8 @@
 - v13: a top-level error_code (KIP-1102 rebootstrap); always 0 here.
 
 One node is every partition's leader, its only replica and its whole ISR, and the controller
-(admin clients send to ``controller_id`` and stall on -1).
+(admin clients send to ``controller_id`` and stall on -1). In a cluster the brokers are the live
+nodes (topic partitions are still led by the node answering).
 
 Auto-creation: a requested topic that does not exist is created when both the request allows it
 (v4+; always before) and ``auto.create.topics.enable`` is on. Unlike Apache Kafka, which answers
@@ -37,6 +38,7 @@ __all__ = [
     "CLUSTER_OPERATIONS",
     "OPERATIONS_OMITTED",
     "TOPIC_OPERATIONS",
+    "broker_entries",
     "broker_entry",
     "handle_metadata",
 ]
@@ -62,6 +64,18 @@ def broker_entry(node: Node) -> dict[str, Any]:
     """This node as a Metadata/DescribeCluster broker entry (DescribeCluster renames node_id)."""
     host, port = node.advertised
     return {"node_id": node.node_id, "host": host, "port": port, "rack": None}
+
+
+def broker_entries(node: Node) -> list[dict[str, Any]]:
+    """Every live node of the cluster (this one always among them), or this node alone."""
+    if node.directory is None:
+        return [broker_entry(node)]
+    entries = [
+        {"node_id": node_id, "host": host, "port": port, "rack": None}
+        for node_id, host, port in node.directory.brokers()
+        if node_id != node.node_id
+    ]
+    return sorted([broker_entry(node), *entries], key=lambda entry: int(entry["node_id"]))
 
 
 def _topic_entry(node: int, info: TopicInfo, with_operations: bool) -> dict[str, Any]:
@@ -167,7 +181,7 @@ async def handle_metadata(
     include_cluster_ops = bool(getattr(request, "include_cluster_authorized_operations", False))
     return {
         "throttle_time": 0,
-        "brokers": [broker_entry(node)],
+        "brokers": broker_entries(node),
         "cluster_id": node.cluster_id,
         "controller_id": node.node_id,
         "topics": entries,

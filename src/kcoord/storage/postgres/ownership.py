@@ -72,6 +72,19 @@ class Ownership:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self._pool = pool
 
+    async def cluster_id(self, proposed: str) -> str:
+        """The cluster's id: ``proposed`` if this is the first node ever, else the one stored."""
+        with storage_errors("cluster id"):
+            async with self._pool.acquire() as connection, connection.transaction():
+                await connection.execute(
+                    "INSERT INTO cluster_meta (key, value) VALUES ('cluster.id', $1) ON CONFLICT DO NOTHING",
+                    proposed,
+                )
+                stored: str = await connection.fetchval(
+                    "SELECT value FROM cluster_meta WHERE key = 'cluster.id'"
+                )
+        return stored
+
     async def register(self, node_id: int, host: str, port: int, lease_ms: int) -> bool:
         """Take ``node_id`` with a fresh lease; False while another holder's lease on it is still live."""
         with storage_errors("register node"):

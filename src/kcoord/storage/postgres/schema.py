@@ -73,6 +73,10 @@ MIGRATIONS: list[tuple[int, str, str]] = [
             registered_at timestamptz NOT NULL DEFAULT now()
         );
         ALTER TABLE log_partitions ADD COLUMN owner_node integer;
+        CREATE TABLE cluster_meta (
+            key text PRIMARY KEY,
+            value text NOT NULL
+        );
         """,
     ),
 ]

@@ -1,0 +1,134 @@
+"""Three kcoord nodes over one PostgreSQL: the offsets partitions are spread over them, a paused
+coordinator's groups move to a survivor after its lease with their commits, and the paused node's
+writes are refused once it resumes (epoch fencing), after which it steps down."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kcoord.protocol.errors import ErrorCode
+from tests.support.cluster_nodes import (
+    OFFSETS_PARTITIONS,
+    commit_error,
+    committed,
+    create_topic,
+    find_coordinator,
+    group_on,
+    owners,
+    start_nodes,
+    wait_until,
+)
+from tests.support.postgres import PostgresCluster
+from tests.support.raw_client import RawClient
+from tests.support.server import KcoordProcess
+
+pytestmark = pytest.mark.clients
+
+LEASE_MS = 3000
+RENEW_MS = 500
+TOPIC = "cluster-t"
+
+
+@pytest.fixture
+def database(postgres_cluster: PostgresCluster) -> str:
+    return postgres_cluster.create_database()
+
+
+@pytest.fixture
+def three_nodes(
+    kcoord_factory: type[KcoordProcess], tmp_path: Path, database: str, postgres_cluster: PostgresCluster
+) -> Iterator[list[KcoordProcess]]:
+    nodes = start_nodes(
+        kcoord_factory,
+        tmp_path,
+        database,
+        3,
+        **{"kcoord.node.lease.ms": str(LEASE_MS), "kcoord.node.lease.renew.ms": str(RENEW_MS)},
+    )
+    wait_until(
+        lambda: set(owners(postgres_cluster, database).values()) == {1, 2, 3},
+        30,
+        "the offsets partitions spread over the three nodes",
+    )
+    for node in nodes:
+        create_topic(node, TOPIC, 1)
+    yield nodes
+    for node in nodes:
+        if node.proc is not None and node.proc.poll() is None:
+            os.kill(node.proc.pid, signal.SIGCONT)
+
+
+def test_partitions_are_spread_and_every_node_agrees(
+    three_nodes: list[KcoordProcess], postgres_cluster: PostgresCluster, database: str
+) -> None:
+    """Each node owns a third of the offsets partitions (within one) and every node names the same
+    coordinator for a group, which accepts its commits while the others answer NOT_COORDINATOR."""
+    spread = Counter(owners(postgres_cluster, database).values())
+    assert sum(spread.values()) == OFFSETS_PARTITIONS
+    assert max(spread.values()) - min(spread.values()) <= 1
+    for node_id in (1, 2, 3):
+        group = group_on(node_id, three_nodes, "spread")
+        assert {find_coordinator(node, group) for node in three_nodes} == {(ErrorCode.none, node_id)}
+        for node in three_nodes:
+            with RawClient(node.host, node.port) as client:
+                expected = ErrorCode.none if node is three_nodes[node_id - 1] else ErrorCode.not_coordinator
+                assert commit_error(client, group, TOPIC, 3) == expected
+
+
+def test_a_paused_coordinator_is_replaced_and_fenced(
+    three_nodes: list[KcoordProcess], postgres_cluster: PostgresCluster, database: str
+) -> None:
+    """SIGSTOP the coordinator past its lease: a survivor becomes the coordinator with the committed
+    offset; after SIGCONT the old node's commit (sent on a connection it accepted before the pause)
+    is refused, it steps down, and the commit it refused never shows."""
+    old = three_nodes[0]
+    group = group_on(1, three_nodes, "paused")
+    with RawClient(old.host, old.port) as stale:
+        assert commit_error(stale, group, TOPIC, 5) == ErrorCode.none
+        assert old.proc is not None
+        os.kill(old.proc.pid, signal.SIGSTOP)
+        survivor = three_nodes[1]
+        took = wait_until(
+            lambda: find_coordinator(survivor, group)[1] in (2, 3), 30, "a survivor coordinates the group"
+        )
+        new_id = find_coordinator(survivor, group)[1]
+        new = three_nodes[new_id - 1]
+        wait_until(lambda: committed(new, group) == (ErrorCode.none, 5), 15, "the new coordinator loaded")
+        with RawClient(new.host, new.port) as client:
+            assert commit_error(client, group, TOPIC, 7) == ErrorCode.none
+
+        os.kill(old.proc.pid, signal.SIGCONT)
+        assert commit_error(stale, group, TOPIC, 99) in (
+            ErrorCode.not_coordinator,
+            ErrorCode.coordinator_not_available,
+        )
+    old.wait_for_event("cluster.stepping_down", timeout=10)
+    assert committed(new, group) == (ErrorCode.none, 7)
+    wait_until(
+        lambda: find_coordinator(old, group) == (ErrorCode.none, new_id), 10, "the old node points at the new"
+    )
+    assert took < (LEASE_MS + 4 * RENEW_MS) / 1000 + 5
+    print(f"failover after SIGSTOP: FindCoordinator moved {took:.2f}s after the pause (lease {LEASE_MS} ms)")
+
+
+def test_a_clean_shutdown_hands_over_at_once(
+    three_nodes: list[KcoordProcess], postgres_cluster: PostgresCluster, database: str
+) -> None:
+    """SIGTERM a node: its partitions are owned by the others well before its lease could lapse."""
+    group = group_on(3, three_nodes, "handover")
+    with RawClient(three_nodes[2].host, three_nodes[2].port) as client:
+        assert commit_error(client, group, TOPIC, 11) == ErrorCode.none
+    assert three_nodes[2].terminate() == 0
+    took = wait_until(
+        lambda: set(owners(postgres_cluster, database).values()) == {1, 2}, 10, "the others own everything"
+    )
+    assert took < LEASE_MS / 1000
+    wait_until(lambda: find_coordinator(three_nodes[0], group)[1] in (1, 2), 5, "a new coordinator")
+    new = three_nodes[find_coordinator(three_nodes[0], group)[1] - 1]
+    wait_until(lambda: committed(new, group) == (ErrorCode.none, 11), 10, "commits carried over")
