@@ -117,3 +117,25 @@ async def test_leases_lapse_and_free_the_partitions(
     ]
     assert await ownership.register(1, "127.0.0.1", 9001, LEASE_MS)
     assert await ownership.claim(1, "t", 1) == 2
+
+
+async def test_structural_changes_are_fenced_too(
+    two_nodes: tuple[PostgresLogStore, PostgresLogStore], make_batch: BatchBuilder
+) -> None:
+    """A former owner's truncation (what recovery after a failed round does) is refused before it
+    deletes anything, so the new owner's batches stay."""
+    one, two = two_nodes
+    ownership = Ownership(one.pool)
+    assert await ownership.register(1, "127.0.0.1", 9001, LEASE_MS)
+    assert await ownership.register(2, "127.0.0.1", 9002, LEASE_MS)
+    await one.create("t", 0)
+    log_one = await one.reopen("t", 0, await ownership.claim(1, "t", 0) or 0)
+    await log_one.append(make_batch([b"a"]))
+    await ownership.release(1, "t", 0)
+    log_two = await two.reopen("t", 0, await ownership.claim(2, "t", 0) or 0)
+    await log_two.append(make_batch([b"b"]))
+
+    with pytest.raises(PartitionFencedError):
+        await log_one.truncate_to(0)
+    fresh = await two.reopen("t", 0, 2)
+    assert [base for base, _, _ in batches_of(fresh.read(0, 1 << 20))] == [0, 1]

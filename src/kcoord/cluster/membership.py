@@ -59,6 +59,8 @@ class PartitionHost(Protocol):
 class ReopeningStore(Protocol):
     async def reopen(self, topic: str, partition: int, owner_epoch: int) -> PartitionLog: ...
 
+    async def forget(self, topic: str, partition: int) -> None: ...
+
 
 class MembershipObserver(Protocol):
     def ownership_moved(self, topic: str, partition: int, change: str) -> None: ...
@@ -235,6 +237,8 @@ class ClusterMembership:
         for key in sorted(wanted):
             if desired.get(key) == self.node_id and key not in self._owned and self.serving():
                 await self._claim(key)
+            if key not in self._owned:
+                await self._store.forget(*key)
 
     async def _claim(self, key: PartitionKey) -> None:
         topic, partition = key

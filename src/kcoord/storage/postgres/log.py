@@ -168,9 +168,7 @@ class PostgresLog(SegmentedLog):
         """
         self.fenced = fenced
         self._closed = True
-        logger.warning(
-            "log.fenced", topic=self._topic, partition=self._partition, owner_epoch=fenced.epoch
-        )
+        logger.warning("log.fenced", topic=self._topic, partition=self._partition, owner_epoch=fenced.epoch)
         for op in ops:
             if isinstance(op, _Write) and not op.done.done():
                 op.done.set_exception(fenced)
@@ -188,8 +186,8 @@ class PostgresLog(SegmentedLog):
     # Structural changes (appends held back, the committer idle for this log).
 
     async def _create_segment(self, base_offset: int, now_ms: int) -> Segment:
-        with storage_errors("segment create"):
-            await self._pool.execute(
+        async with self._transaction("segment create") as connection:
+            await connection.execute(
                 "INSERT INTO log_segments (topic, partition_id, base_offset, created_ms)"
                 " VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
                 self._topic,
@@ -209,8 +207,8 @@ class PostgresLog(SegmentedLog):
             created_ms=segment.created_ms,
             verify_crc=False,
         )
-        with storage_errors("truncate"):
-            await self._pool.execute(
+        async with self._transaction("truncate") as connection:
+            await connection.execute(
                 "DELETE FROM log_batches WHERE topic = $1 AND partition_id = $2 AND base_offset >= $3",
                 self._topic,
                 self._partition,
@@ -249,9 +247,26 @@ class PostgresLog(SegmentedLog):
 
     @asynccontextmanager
     async def _transaction(self, action: str) -> AsyncIterator[Connection]:
-        """One pooled connection in one transaction; database failures raise KAFKA_STORAGE_ERROR."""
+        """One pooled connection in one transaction, under this log's owner epoch.
+
+        Structural changes (truncation after a failed round, retention, compaction swaps) delete
+        rows, so they are fenced like appends: the partition's row is locked ``FOR SHARE`` and a
+        moved-on epoch raises :class:`PartitionFencedError` before anything is touched. Database
+        failures raise KAFKA_STORAGE_ERROR.
+        """
+        if self.fenced is not None:
+            raise self.fenced
         with storage_errors(action):
             async with self._pool.acquire() as connection, connection.transaction():
+                epoch = await connection.fetchval(
+                    "SELECT owner_epoch FROM log_partitions WHERE topic = $1 AND partition_id = $2 FOR SHARE",
+                    self._topic,
+                    self._partition,
+                )
+                if epoch != self.owner_epoch:
+                    fenced = PartitionFencedError(self._topic, self._partition, self.owner_epoch)
+                    self._fence([], fenced)
+                    raise fenced
                 yield connection
 
     async def _close_files(self) -> None:

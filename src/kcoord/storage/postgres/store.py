@@ -148,6 +148,13 @@ class PostgresLogStore(StoreBase[PostgresLog]):
             await old.close()
         return self._adopt(self._new_log(topic, partition, config, self._rebuild(bounds, rows), owner_epoch))
 
+    async def forget(self, topic: str, partition: int) -> None:
+        """Close and drop this node's copy of a partition another node owns, so no retention or
+        compaction pass of this node ever works on a stale copy (a later :meth:`reopen` reloads it)."""
+        log = self._logs.pop((topic, partition), None)
+        if log is not None:
+            await log.close()
+
     def _rebuild(self, bounds: list[tuple[int, int]], rows: list[asyncpg.Record]) -> list[Segment]:
         """In-memory segments from the stored segment starts and batch rows (every row in its segment)."""
         if not bounds:
