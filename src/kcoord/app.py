@@ -46,7 +46,7 @@ from kcoord.apis.groups import (
 from kcoord.apis.groups.common import MemberWatch
 from kcoord.cluster.growth_hints import GrowthHints
 from kcoord.cluster.identity import Node, load_or_create_identity
-from kcoord.cluster.membership import ClusterMembership, LeaseSettings, MembershipDirectory
+from kcoord.cluster.membership import ClusterMembership, LeaseSettings, LogOnlyHost, MembershipDirectory
 from kcoord.cluster.producer_snapshots import ProducerSnapshots
 from kcoord.cluster.producer_state import ProducerStateManager
 from kcoord.cluster.topic_configs import log_config_for
@@ -100,7 +100,7 @@ class App:
             log_cleaner_backoff_ms=s["log.cleaner.backoff.ms"],
         )
         self.store.timings = self.metrics
-        self.topics = TopicManager(self.store, s, self.data_dir)
+        self.topics = TopicManager(self.store, s, self.data_dir, shared=s["kcoord.cluster.enable"])
         self.producers = ProducerStateManager(self.data_dir)
         self.producer_snapshots = ProducerSnapshots(
             self.data_dir, self.store, self.producers, internal_topics=INTERNAL_TOPICS
@@ -222,17 +222,18 @@ class App:
         assert isinstance(store, PostgresLogStore)
         s, ownership = self.settings, Ownership(store.pool)
         self.node.cluster_id = await ownership.cluster_id(self.node.cluster_id)
-        coordinator = self.coordinator
+        coordinator, topics, topic_host = self.coordinator, self.topics, LogOnlyHost()
         self.membership = ClusterMembership(
             ownership,
             store,
             self.node.node_id,
             lambda: self.node.advertised,
-            {OFFSETS_TOPIC: coordinator},
-            lambda: [(OFFSETS_TOPIC, p) for p in range(coordinator.num_partitions)],
+            lambda topic: coordinator if topic == OFFSETS_TOPIC else topic_host,
+            lambda: [(info.name, p) for info in topics.topics() for p in range(info.partitions)],
             LeaseSettings(lease_ms=s["kcoord.node.lease.ms"], renew_ms=s["kcoord.node.lease.renew.ms"]),
             observer=self.metrics,
         )
+        self.membership.on_catalogue = topics.adopt
         self.node.directory = MembershipDirectory(self.membership, coordinator.partition_for)
         await self.membership.start()
 

@@ -10,8 +10,10 @@ from typing import Any
 
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
+from tests.support.batches import build_batch
 from tests.support.postgres import PostgresCluster
 from tests.support.raw_client import RawClient
+from tests.support.raw_ops import produce
 from tests.support.server import KcoordProcess
 
 OFFSETS_PARTITIONS = 12
@@ -132,3 +134,35 @@ def group_on(node_id: int, nodes: list[KcoordProcess], prefix: str) -> str:
         if error == ErrorCode.none and coordinator == node_id:
             return group
     raise AssertionError(f"no group coordinated by node {node_id}")
+
+
+def produce_to_leaders(
+    nodes: list[KcoordProcess], topic: str, partitions: int, count: int, timeout: float = 30.0
+) -> set[tuple[int, int]]:
+    """Append ``count`` records to each partition at whichever live node leads it now (retrying
+    while a partition has no live leader); the acknowledged (partition, offset) pairs."""
+    written: set[tuple[int, int]] = set()
+    now_ms = int(time.time() * 1000)
+    for partition in range(partitions):
+        records = [(f"k{partition}".encode(), f"p{partition}-{i}".encode()) for i in range(count)]
+        deadline = time.monotonic() + timeout
+        while True:
+            for node in nodes:
+                if node.proc is None or node.proc.poll() is not None:
+                    continue
+                try:
+                    with RawClient(node.host, node.port, client_id="cluster-producer") as raw:
+                        error, base = produce(
+                            raw, topic, partition, build_batch(records, timestamp_ms=now_ms)
+                        )
+                except OSError:
+                    continue
+                if error == ErrorCode.none:
+                    written.update((partition, base + i) for i in range(count))
+                    break
+            else:
+                assert time.monotonic() < deadline, f"{topic}-{partition} found no leader"
+                time.sleep(0.2)
+                continue
+            break
+    return written

@@ -35,6 +35,9 @@ class NodeDirectory(Protocol):
     def coordinator(self, group_id: str) -> BrokerAddress | None:
         """The node coordinating ``group_id`` (None: no live owner yet; the client retries)."""
 
+    def leader(self, topic: str, partition: int) -> int | None:
+        """The node leading ``topic``-``partition`` (None: no live owner yet)."""
+
 
 @dataclass(slots=True)
 class Node:

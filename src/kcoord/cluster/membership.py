@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -31,7 +31,14 @@ from kcoord.protocol.errors import KafkaError
 from kcoord.storage.api import PartitionLog
 from kcoord.storage.postgres.ownership import LiveNode, Ownership, PartitionOwner
 
-__all__ = ["ClusterMembership", "LeaseSettings", "MembershipDirectory", "MembershipObserver", "PartitionHost"]
+__all__ = [
+    "ClusterMembership",
+    "LeaseSettings",
+    "LogOnlyHost",
+    "MembershipDirectory",
+    "MembershipObserver",
+    "PartitionHost",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -54,6 +61,17 @@ class PartitionHost(Protocol):
     async def acquire(self, partition: int, partition_log: PartitionLog) -> None: ...
 
     async def release(self, partition: int) -> None: ...
+
+
+class LogOnlyHost:
+    """The host of a topic partition: serving it is having its fresh log in the store, which the
+    claim reopened (and which reconciliation forgets once the partition is someone else's)."""
+
+    async def acquire(self, partition: int, partition_log: PartitionLog) -> None:
+        return None
+
+    async def release(self, partition: int) -> None:
+        return None
 
 
 class ReopeningStore(Protocol):
@@ -85,7 +103,7 @@ class ClusterMembership:
         store: ReopeningStore,
         node_id: int,
         advertised: Callable[[], tuple[str, int]],
-        hosts: dict[str, PartitionHost],
+        host_for: Callable[[str], PartitionHost],
         partitions: Callable[[], Sequence[PartitionKey]],
         settings: LeaseSettings = LeaseSettings(),
         *,
@@ -96,7 +114,10 @@ class ClusterMembership:
         self._store = store
         self.node_id = node_id
         self._advertised = advertised
-        self._hosts = hosts
+        self._host_for = host_for
+        self.on_catalogue: Callable[[dict[str, int]], Awaitable[None]] | None = None
+        """Told every partition count the database holds, before each reconciliation (the topic
+        catalogue adopts what other nodes created)."""
         self._partitions = partitions
         self._settings = settings
         self._observer: MembershipObserver = observer or _NoObserver()
@@ -225,7 +246,12 @@ class ClusterMembership:
         """Serve exactly the partitions the spread gives this node, claiming and releasing as needed."""
         self.live = await self._ownership.live_nodes()
         self.owners = {(o.topic, o.partition): o for o in await self._ownership.owners()}
-        wanted = {key for key in self._partitions() if key[0] in self._hosts}
+        if self.on_catalogue is not None:
+            counts: dict[str, int] = {}
+            for topic, partition in self.owners:
+                counts[topic] = max(counts.get(topic, 0), partition + 1)
+            await self.on_catalogue(counts)
+        wanted = set(self._partitions()) & set(self.owners)
         desired = assign(sorted(wanted), [node.node_id for node in self.live])
         for key, epoch in list(self._owned.items()):
             recorded = self.owners.get(key)
@@ -249,7 +275,7 @@ class ClusterMembership:
         previous = self.owners.get(key)
         partition_log = await self._store.reopen(topic, partition, epoch)
         self._owned[key] = epoch
-        await self._hosts[topic].acquire(partition, partition_log)
+        await self._host_for(topic).acquire(partition, partition_log)
         self._observer.ownership_moved(topic, partition, "acquired")
         self._log.info(
             "cluster.partition_acquired",
@@ -263,7 +289,7 @@ class ClusterMembership:
     async def _drop(self, key: PartitionKey, *, release: bool, reason: str = "stepping down") -> None:
         topic, partition = key
         epoch = self._owned.pop(key)
-        await self._hosts[topic].release(partition)
+        await self._host_for(topic).release(partition)
         if release:
             await self._ownership.release(self.node_id, topic, partition)
         self._observer.ownership_moved(topic, partition, "fenced" if reason == "fenced" else "released")
@@ -285,3 +311,7 @@ class MembershipDirectory:
     def coordinator(self, group_id: str) -> BrokerAddress | None:
         owner = self._membership.owner_of(CONSUMER_OFFSETS, self._partition_for(group_id))
         return None if owner is None else (owner.node_id, owner.host, owner.port)
+
+    def leader(self, topic: str, partition: int) -> int | None:
+        owner = self._membership.owner_of(topic, partition)
+        return None if owner is None else owner.node_id

@@ -11,7 +11,7 @@
 
 One node is every partition's leader, its only replica and its whole ISR, and the controller
 (admin clients send to ``controller_id`` and stall on -1). In a cluster the brokers are the live
-nodes (topic partitions are still led by the node answering).
+nodes and each partition's leader is its owner (LEADER_NOT_AVAILABLE while it has none).
 
 Auto-creation: a requested topic that does not exist is created when both the request allows it
 (v4+; always before) and ``auto.create.topics.enable`` is on. Unlike Apache Kafka, which answers
@@ -78,24 +78,27 @@ def broker_entries(node: Node) -> list[dict[str, Any]]:
     return sorted([broker_entry(node), *entries], key=lambda entry: int(entry["node_id"]))
 
 
-def _topic_entry(node: int, info: TopicInfo, with_operations: bool) -> dict[str, Any]:
+def _partition_entry(node: Node, topic: str, index: int) -> dict[str, Any]:
+    """One partition, led by this node alone or in a cluster by its owner (none: LEADER_NOT_AVAILABLE)."""
+    leader: int | None = node.node_id if node.directory is None else node.directory.leader(topic, index)
+    return {
+        "error_code": ErrorCode.none if leader is not None else ErrorCode.leader_not_available,
+        "partition_index": index,
+        "leader_id": -1 if leader is None else leader,
+        "leader_epoch": -1,
+        "replica_nodes": [] if leader is None else [leader],
+        "isr_nodes": [] if leader is None else [leader],
+        "offline_replicas": [],
+    }
+
+
+def _topic_entry(node: Node, info: TopicInfo, with_operations: bool) -> dict[str, Any]:
     return {
         "error_code": ErrorCode.none,
         "name": info.name,
         "topic_id": info.topic_id,
         "is_internal": info.internal,
-        "partitions": [
-            {
-                "error_code": ErrorCode.none,
-                "partition_index": index,
-                "leader_id": node,
-                "leader_epoch": -1,
-                "replica_nodes": [node],
-                "isr_nodes": [node],
-                "offline_replicas": [],
-            }
-            for index in range(info.partitions)
-        ],
+        "partitions": [_partition_entry(node, info.name, index) for index in range(info.partitions)],
         "topic_authorized_operations": TOPIC_OPERATIONS if with_operations else OPERATIONS_OMITTED,
     }
 
@@ -113,7 +116,7 @@ def _error_entry(name: str | None, code: ErrorCode, topic_id: uuid.UUID = ZERO_U
 async def _requested_topic(
     ctx: RequestContext,
     topics: TopicManager,
-    node_id: int,
+    node: Node,
     name: str | None,
     topic_id: uuid.UUID | None,
     auto_create: bool,
@@ -124,7 +127,7 @@ async def _requested_topic(
         if info is None:
             unknown = ErrorCode.unknown_topic_id
             return _error_entry(None if ctx.api_version >= 12 else "", unknown, topic_id or ZERO_UUID)
-        return _topic_entry(node_id, info, with_ops)
+        return _topic_entry(node, info, with_ops)
     if topic_name_problem(name) is not None:
         return _error_entry(name, ErrorCode.invalid_topic_exception)
     info = topics.get(name)
@@ -135,7 +138,7 @@ async def _requested_topic(
             return _error_entry(name, exc.code)
     if info is None:
         return _error_entry(name, ErrorCode.unknown_topic_or_partition)
-    return _topic_entry(node_id, info, with_ops)
+    return _topic_entry(node, info, with_ops)
 
 
 def metadata_error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
@@ -161,7 +164,7 @@ async def handle_metadata(
     with_ops = bool(getattr(request, "include_topic_authorized_operations", False))
     requested = request.topics
     if requested is None or (version == 0 and not requested):
-        entries = [_topic_entry(node.node_id, info, with_ops) for info in topics.topics()]
+        entries = [_topic_entry(node, info, with_ops) for info in topics.topics()]
     else:
         auto_create = bool(getattr(request, "allow_auto_topic_creation", True))
         auto_create = auto_create and auto_create_enabled
@@ -175,9 +178,7 @@ async def handle_metadata(
             if (name, topic_id) in seen:
                 continue
             seen.add((name, topic_id))
-            entries.append(
-                await _requested_topic(ctx, topics, node.node_id, name, topic_id, auto_create, with_ops)
-            )
+            entries.append(await _requested_topic(ctx, topics, node, name, topic_id, auto_create, with_ops))
     include_cluster_ops = bool(getattr(request, "include_cluster_authorized_operations", False))
     return {
         "throttle_time": 0,
