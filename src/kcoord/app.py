@@ -143,6 +143,7 @@ class App:
             host=metrics_host,
             port=metrics_port,
             max_lag_series=s["kcoord.lag.max.series"],
+            cluster_status=lambda: None if self.membership is None else self.membership.status(),
         )
         self.started = asyncio.Event()
 

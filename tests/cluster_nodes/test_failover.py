@@ -4,17 +4,23 @@ writes are refused once it resumes (epoch fencing), after which it steps down.""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
+import sys
+import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
 from tests.support.cluster_nodes import (
     OFFSETS_PARTITIONS,
+    call,
     commit_error,
     committed,
     create_topic,
@@ -29,6 +35,12 @@ from tests.support.raw_client import RawClient
 from tests.support.server import KcoordProcess
 
 pytestmark = pytest.mark.clients
+
+ALL_TOPICS = {
+    "topics": None,
+    "allow_auto_topic_creation": False,
+    "include_topic_authorized_operations": False,
+}
 
 LEASE_MS = 3000
 RENEW_MS = 500
@@ -79,6 +91,43 @@ def test_partitions_are_spread_and_every_node_agrees(
             with RawClient(node.host, node.port) as client:
                 expected = ErrorCode.none if node is three_nodes[node_id - 1] else ErrorCode.not_coordinator
                 assert commit_error(client, group, TOPIC, 3) == expected
+
+
+def test_nodes_and_owners_are_visible_everywhere(three_nodes: list[KcoordProcess]) -> None:
+    """Metadata and DescribeCluster list the three live nodes; /v1/cluster and ``kcoord cluster
+    status`` show every offsets partition with a live owner and its epoch."""
+    for node in three_nodes:
+        metadata = call(
+            node,
+            ApiKey.METADATA,
+            12,
+            {
+                "topics": None,
+                "allow_auto_topic_creation": False,
+                "include_topic_authorized_operations": False,
+            },
+        )
+        assert sorted((b.node_id, b.port) for b in metadata.brokers) == [
+            (n + 1, three_nodes[n].port) for n in range(3)
+        ]
+        described = call(node, ApiKey.DESCRIBE_CLUSTER, 0, {"include_cluster_authorized_operations": False})
+        assert sorted(b.broker_id for b in described.brokers) == [1, 2, 3]
+        assert described.cluster_id == metadata.cluster_id
+    address = three_nodes[0].metrics_address
+    with urllib.request.urlopen(f"http://{address}/v1/cluster", timeout=10) as reply:
+        status = json.loads(reply.read())
+    assert status["cluster"] and status["serving"]
+    assert [n["node_id"] for n in status["live_nodes"]] == [1, 2, 3]
+    offsets = status["partitions"]["__consumer_offsets"]
+    assert len(offsets) == OFFSETS_PARTITIONS and {e["owner"] for e in offsets} == {1, 2, 3}
+    shown = subprocess.run(
+        [sys.executable, "-m", "kcoord", "cluster", "status", "--metrics", address],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    ).stdout
+    assert "__consumer_offsets" in shown and all(f"127.0.0.1:{n.port}" in shown for n in three_nodes)
 
 
 def test_a_paused_coordinator_is_replaced_and_fenced(

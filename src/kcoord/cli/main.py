@@ -11,6 +11,7 @@ from typing import Any
 
 import structlog
 
+from kcoord.cli import cluster as cli_cluster
 from kcoord.cli import groups as cli_groups
 from kcoord.cli import topics as cli_topics
 from kcoord.cli.startup import serve
@@ -37,6 +38,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_setting_flags(show)
     cli_groups.add_commands(commands)
     cli_topics.add_commands(commands)
+    cli_cluster.add_commands(commands)
     return parser
 
 
@@ -118,6 +120,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cli_groups.run(args)
     if args.command in ("topics", "produce", "consume"):
         return cli_topics.run(args)
+    if args.command == "cluster":
+        return cli_cluster.run(args)
     try:
         settings = load_settings(args)
     except SettingsError as exc:

@@ -20,7 +20,7 @@ import contextlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import structlog
 
@@ -151,6 +151,21 @@ class ClusterMembership:
         if owner is None or owner.node_id is None or owner.node_id == self.node_id:
             return None
         return next((node for node in self.live if node.node_id == owner.node_id), None)
+
+    def status(self) -> dict[str, Any]:
+        """What ``/v1/cluster`` shows: this node, the live nodes, and every partition's owner."""
+        partitions: dict[str, list[dict[str, Any]]] = {}
+        for (topic, partition), owner in sorted(self.owners.items()):
+            partitions.setdefault(topic, []).append(
+                {"partition": partition, "owner": owner.node_id, "epoch": owner.epoch}
+            )
+        return {
+            "node_id": self.node_id,
+            "serving": self.serving(),
+            "live_nodes": [{"node_id": n.node_id, "host": n.host, "port": n.port} for n in self.live],
+            "owned": len(self._owned),
+            "partitions": partitions,
+        }
 
     # -- lifecycle
 

@@ -2,12 +2,14 @@
 
 - ``/metrics``: the Prometheus exposition of the node's own registry;
 - ``/v1/groups``: every group (state, protocol type, members, generation, rebalances);
-- ``/v1/groups/{group}``: members, assignments, offsets and lag, the last rebalances; 404 if unknown.
+- ``/v1/groups/{group}``: members, assignments, offsets and lag, the last rebalances; 404 if unknown;
+- ``/v1/cluster``: in a cluster, the live nodes and which node owns each partition (with its epoch);
+  a single node says ``{"cluster": false}``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kcoord.cluster.topic_manager import TopicManager
@@ -20,6 +22,7 @@ from kcoord.runtime.service import GroupCoordinator
 from kcoord.server.listener import Listener
 
 GROUPS_PATH = "/v1/groups"
+CLUSTER_PATH = "/v1/cluster"
 
 
 def build_endpoint(
@@ -31,6 +34,7 @@ def build_endpoint(
     host: str,
     port: int,
     max_lag_series: int,
+    cluster_status: Callable[[], dict[str, Any] | None] = lambda: None,
 ) -> HttpEndpoint:
     """The endpoint over these parts; registers the scrape-time collector in ``metrics``' registry."""
 
@@ -77,5 +81,11 @@ def build_endpoint(
             return HttpResponse.json({"error": f"unknown group {group_id!r}"}, 404)
         return HttpResponse.json(view)
 
-    routes: list[Route] = [metrics_route, groups_route]
+    def cluster_route(path: str) -> HttpResponse | None:
+        if path.rstrip("/") != CLUSTER_PATH:
+            return None
+        status = cluster_status()
+        return HttpResponse.json({"cluster": False} if status is None else {"cluster": True, **status})
+
+    routes: list[Route] = [metrics_route, groups_route, cluster_route]
     return HttpEndpoint(host, port, routes)
