@@ -29,6 +29,7 @@ SECTIONS = (
     "member_memory",
     "fuzz",
     "storage_engines",
+    "cluster_failover",
 )
 """Section modules in the order they run."""
 
