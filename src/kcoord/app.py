@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from pathlib import Path
+from typing import Any
 
 import structlog
 
@@ -144,6 +145,7 @@ class App:
             port=metrics_port,
             max_lag_series=s["kcoord.lag.max.series"],
             cluster_status=lambda: None if self.membership is None else self.membership.status(),
+            coordinator_moves=self._coordinator_moves if s["kcoord.cluster.enable"] else None,
         )
         self.started = asyncio.Event()
 
@@ -237,6 +239,12 @@ class App:
         self.membership.on_catalogue = topics.adopt
         self.node.directory = MembershipDirectory(self.membership, coordinator.partition_for)
         await self.membership.start()
+
+    def _coordinator_moves(self, group_id: str) -> list[dict[str, Any]]:
+        """Each claim of the group's offsets partition: its history of coordinator moves."""
+        if self.membership is None:
+            return []
+        return self.membership.moves_of(OFFSETS_TOPIC, self.coordinator.partition_for(group_id))
 
     def _serving(self) -> bool:
         """Whether this node may answer for the groups it holds (alone: always)."""

@@ -15,9 +15,9 @@ from kcoord.protocol.errors import ErrorCode
 from tests.support.cluster_nodes import (
     find_coordinator,
     group_on,
-    owners,
     produce_to_leaders,
     start_nodes,
+    wait_converged,
     wait_until,
 )
 from tests.support.failover_clients import DefaultTimingGroup
@@ -42,7 +42,7 @@ def test_sigkill_of_the_coordinator_moves_the_group_without_a_rebalance(
     again within lease + 2 heartbeats, every acknowledged record consumed exactly once."""
     database = postgres_cluster.create_database()
     nodes = start_nodes(kcoord_factory, tmp_path, database, 3)
-    wait_until(lambda: set(owners(postgres_cluster, database).values()) == {1, 2, 3}, 30, "offsets spread")
+    wait_converged(nodes, postgres_cluster, database)
     with RawClient(nodes[0].host, nodes[0].port) as raw:
         assert create_topic(raw, TOPIC, PARTITIONS) == 0
     expected = produce_to_leaders(nodes, TOPIC, PARTITIONS, PER_ROUND)

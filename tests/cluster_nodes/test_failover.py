@@ -21,6 +21,7 @@ from kcoord.protocol.errors import ErrorCode
 from tests.support.cluster_nodes import (
     OFFSETS_PARTITIONS,
     call,
+    cluster_status,
     commit_error,
     committed,
     create_topic,
@@ -28,6 +29,7 @@ from tests.support.cluster_nodes import (
     group_on,
     owners,
     start_nodes,
+    wait_converged,
     wait_until,
 )
 from tests.support.postgres import PostgresCluster
@@ -63,11 +65,7 @@ def three_nodes(
         3,
         **{"kcoord.node.lease.ms": str(LEASE_MS), "kcoord.node.lease.renew.ms": str(RENEW_MS)},
     )
-    wait_until(
-        lambda: set(owners(postgres_cluster, database).values()) == {1, 2, 3},
-        30,
-        "the offsets partitions spread over the three nodes",
-    )
+    wait_converged(nodes, postgres_cluster, database)
     for node in nodes:
         create_topic(node, TOPIC, 1)
     yield nodes
@@ -114,8 +112,8 @@ def test_nodes_and_owners_are_visible_everywhere(three_nodes: list[KcoordProcess
         assert sorted(b.broker_id for b in described.brokers) == [1, 2, 3]
         assert described.cluster_id == metadata.cluster_id
     address = three_nodes[0].metrics_address
-    with urllib.request.urlopen(f"http://{address}/v1/cluster", timeout=10) as reply:
-        status = json.loads(reply.read())
+
+    status = cluster_status(three_nodes[0])
     assert status["cluster"] and status["serving"]
     assert [n["node_id"] for n in status["live_nodes"]] == [1, 2, 3]
     offsets = status["partitions"]["__consumer_offsets"]
@@ -134,8 +132,9 @@ def test_a_paused_coordinator_is_replaced_and_fenced(
     three_nodes: list[KcoordProcess], postgres_cluster: PostgresCluster, database: str
 ) -> None:
     """SIGSTOP the coordinator past its lease: a survivor becomes the coordinator with the committed
-    offset; after SIGCONT the old node's commit (sent on a connection it accepted before the pause)
-    is refused, it steps down, and the commit it refused never shows."""
+    offset and the group's history shows the move; after SIGCONT the old node's commit (sent on a
+    connection it accepted before the pause) is refused, it steps down, and the refused commit never
+    shows."""
     old = three_nodes[0]
     group = group_on(1, three_nodes, "paused")
     with RawClient(old.host, old.port) as stale:
@@ -151,6 +150,10 @@ def test_a_paused_coordinator_is_replaced_and_fenced(
         wait_until(lambda: committed(new, group) == (ErrorCode.none, 5), 15, "the new coordinator loaded")
         with RawClient(new.host, new.port) as client:
             assert commit_error(client, group, TOPIC, 7) == ErrorCode.none
+        with urllib.request.urlopen(f"http://{new.metrics_address}/v1/groups/{group}", timeout=10) as reply:
+            moves = json.loads(reply.read())["coordinator_moves"]
+        assert (moves[-1]["node_id"], moves[-1]["previous_node"]) == (new_id, 1)
+        assert [move["epoch"] for move in moves] == sorted(move["epoch"] for move in moves)
 
         os.kill(old.proc.pid, signal.SIGCONT)
         assert commit_error(stale, group, TOPIC, 99) in (

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cluster_nodes import group_on, owners, produce_to_leaders, start_nodes, wait_until
+from tests.support.cluster_nodes import group_on, produce_to_leaders, start_nodes, wait_converged
 from tests.support.failover_clients import DefaultTimingGroup
 from tests.support.group_clients import ClientKind
 from tests.support.postgres import PostgresCluster
@@ -32,8 +32,7 @@ def test_a_rolling_restart_loses_nothing(
     the group keeps consuming and every acknowledged record is consumed."""
     database = postgres_cluster.create_database()
     nodes = start_nodes(kcoord_factory, tmp_path, database, 3)
-    spread = lambda: set(owners(postgres_cluster, database).values()) == {1, 2, 3}  # noqa: E731
-    wait_until(spread, 30, "offsets spread")
+    wait_converged(nodes, postgres_cluster, database)
     with RawClient(nodes[0].host, nodes[0].port) as raw:
         assert create_topic(raw, TOPIC, PARTITIONS) == 0
     expected = produce_to_leaders(nodes, TOPIC, PARTITIONS, PER_ROUND)
@@ -55,7 +54,7 @@ def test_a_rolling_restart_loses_nothing(
             group.wait_consumed(expected, timeout=60)
             pauses.append(time.monotonic() - produced_at)
             node.start()
-            wait_until(spread, 30, "the restarted node owns a share again")
+            wait_converged(nodes, postgres_cluster, database)
             produced_at = time.monotonic()
             expected |= produce_to_leaders(nodes, TOPIC, PARTITIONS, PER_ROUND, timeout=60)
             group.wait_consumed(expected, timeout=60)

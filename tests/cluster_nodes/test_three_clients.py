@@ -12,10 +12,9 @@ from kcoord.protocol.errors import ErrorCode
 from tests.support.cluster_nodes import (
     find_coordinator,
     group_on,
-    owners,
     produce_to_leaders,
     start_nodes,
-    wait_until,
+    wait_converged,
 )
 from tests.support.failover_clients import DefaultTimingGroup
 from tests.support.group_clients import ClientKind, assert_exactly_once
@@ -40,7 +39,7 @@ def test_groups_on_every_node_consume_exactly_once(
     FindCoordinator says, every record consumed exactly once per group."""
     database = postgres_cluster.create_database()
     nodes = start_nodes(kcoord_factory, tmp_path, database, 3)
-    wait_until(lambda: set(owners(postgres_cluster, database).values()) == {1, 2, 3}, 30, "offsets spread")
+    wait_converged(nodes, postgres_cluster, database)
     with RawClient(nodes[2].host, nodes[2].port) as raw:
         assert create_topic(raw, TOPIC, PARTITIONS) == 0
     expected = produce_to_leaders(nodes, TOPIC, PARTITIONS, PER_ROUND)

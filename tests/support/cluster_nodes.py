@@ -3,7 +3,9 @@ tests drive them with (FindCoordinator, OffsetCommit, OffsetFetch, CreateTopics)
 
 from __future__ import annotations
 
+import json
 import time
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -166,3 +168,29 @@ def produce_to_leaders(
                 continue
             break
     return written
+
+
+def cluster_status(node: KcoordProcess) -> dict[str, Any]:
+    """The node's ``/v1/cluster``."""
+    with urllib.request.urlopen(f"http://{node.metrics_address}/v1/cluster", timeout=10) as reply:
+        status: dict[str, Any] = json.loads(reply.read())
+    return status
+
+
+def wait_converged(
+    nodes: list[KcoordProcess], postgres: PostgresCluster, database: str, timeout: float = 30
+) -> None:
+    """Wait until the offsets partitions are spread over exactly these nodes in the database and
+    every node's view (as of its last renewal) agrees, so any node answers FindCoordinator."""
+    ids = {int(node.settings["node.id"]) for node in nodes}
+    wait_until(lambda: set(owners(postgres, database).values()) == ids, timeout, "offsets spread")
+
+    def every_view_settled() -> bool:
+        for node in nodes:
+            status = cluster_status(node)
+            seen = {entry["owner"] for entry in status["partitions"].get("__consumer_offsets", [])}
+            if seen != ids or {n["node_id"] for n in status["live_nodes"]} != ids:
+                return False
+        return True
+
+    wait_until(every_view_settled, timeout, "every node sees the spread")

@@ -29,7 +29,7 @@ from kcoord.cluster.identity import BrokerAddress
 from kcoord.cluster.topic_names import CONSUMER_OFFSETS
 from kcoord.protocol.errors import KafkaError
 from kcoord.storage.api import PartitionLog
-from kcoord.storage.postgres.ownership import LiveNode, Ownership, PartitionOwner
+from kcoord.storage.postgres.ownership import LiveNode, Ownership, OwnershipMove, PartitionOwner
 
 __all__ = [
     "ClusterMembership",
@@ -124,6 +124,7 @@ class ClusterMembership:
         self._monotonic = monotonic
         self._deadline = 0.0
         self._owned: dict[PartitionKey, int] = {}
+        self._moves: dict[PartitionKey, list[OwnershipMove]] = {}
         self._task: asyncio.Task[None] | None = None
         self.live: list[LiveNode] = []
         """The live nodes as last read."""
@@ -166,6 +167,20 @@ class ClusterMembership:
             "owned": len(self._owned),
             "partitions": partitions,
         }
+
+    def moves_of(self, topic: str, partition: int) -> list[dict[str, Any]]:
+        """The recorded owner changes of a partition this node serves (read when it claimed it)."""
+        if (topic, partition) not in self._owned:
+            return []
+        return [
+            {
+                "epoch": move.epoch,
+                "node_id": move.node_id,
+                "previous_node": move.previous_node,
+                "moved_at_ms": move.moved_at_ms,
+            }
+            for move in self._moves.get((topic, partition), [])
+        ]
 
     # -- lifecycle
 
@@ -289,6 +304,7 @@ class ClusterMembership:
             return  # its owner's lease has not lapsed yet: the next round tries again
         previous = self.owners.get(key)
         partition_log = await self._store.reopen(topic, partition, epoch)
+        self._moves[key] = await self._ownership.moves(topic, partition)
         self._owned[key] = epoch
         await self._host_for(topic).acquire(partition, partition_log)
         self._observer.ownership_moved(topic, partition, "acquired")

@@ -2,7 +2,8 @@
 
 - ``/metrics``: the Prometheus exposition of the node's own registry;
 - ``/v1/groups``: every group (state, protocol type, members, generation, rebalances);
-- ``/v1/groups/{group}``: members, assignments, offsets and lag, the last rebalances; 404 if unknown;
+- ``/v1/groups/{group}``: members, assignments, offsets and lag, the last rebalances (in a cluster
+  also ``coordinator_moves``: each claim of the group's offsets partition); 404 if unknown;
 - ``/v1/cluster``: in a cluster, the live nodes and which node owns each partition (with its epoch);
   a single node says ``{"cluster": false}``.
 """
@@ -35,6 +36,7 @@ def build_endpoint(
     port: int,
     max_lag_series: int,
     cluster_status: Callable[[], dict[str, Any] | None] = lambda: None,
+    coordinator_moves: Callable[[str], list[dict[str, Any]]] | None = None,
 ) -> HttpEndpoint:
     """The endpoint over these parts; registers the scrape-time collector in ``metrics``' registry."""
 
@@ -79,6 +81,8 @@ def build_endpoint(
         view: dict[str, Any] | None = describe_group(shards(), group_id, log_end_offset)
         if view is None:
             return HttpResponse.json({"error": f"unknown group {group_id!r}"}, 404)
+        if coordinator_moves is not None:
+            view["coordinator_moves"] = coordinator_moves(group_id)
         return HttpResponse.json(view)
 
     def cluster_route(path: str) -> HttpResponse | None:

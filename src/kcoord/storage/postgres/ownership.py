@@ -20,7 +20,7 @@ import asyncpg
 
 from kcoord.storage.postgres.errors import storage_errors
 
-__all__ = ["LiveNode", "Ownership", "PartitionOwner"]
+__all__ = ["LiveNode", "Ownership", "OwnershipMove", "PartitionOwner"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +28,16 @@ class LiveNode:
     node_id: int
     host: str
     port: int
+
+
+@dataclass(frozen=True, slots=True)
+class OwnershipMove:
+    """One claim of a partition: who took it (from whom), under which epoch, when (epoch ms)."""
+
+    epoch: int
+    node_id: int
+    previous_node: int | None
+    moved_at_ms: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,12 +67,21 @@ RETURNING node_id
 """
 
 _CLAIM = f"""
-UPDATE log_partitions AS p SET owner_node = $1, owner_epoch = p.owner_epoch + 1
-WHERE p.topic = $2 AND p.partition_id = $3
-  AND EXISTS (SELECT 1 FROM cluster_nodes me WHERE me.node_id = $1 AND me.{_LIVE})
-  AND (p.owner_node IS NULL OR p.owner_node = $1
-       OR NOT EXISTS (SELECT 1 FROM cluster_nodes o WHERE o.node_id = p.owner_node AND o.{_LIVE}))
-RETURNING p.owner_epoch
+WITH claimed AS (
+    UPDATE log_partitions AS p SET owner_node = $1, owner_epoch = p.owner_epoch + 1
+    WHERE p.topic = $2 AND p.partition_id = $3
+      AND EXISTS (SELECT 1 FROM cluster_nodes me WHERE me.node_id = $1 AND me.{_LIVE})
+      AND (p.owner_node IS NULL OR p.owner_node = $1
+           OR NOT EXISTS (SELECT 1 FROM cluster_nodes o WHERE o.node_id = p.owner_node AND o.{_LIVE}))
+    RETURNING p.owner_epoch
+), moved AS (
+    INSERT INTO ownership_moves (topic, partition_id, epoch, node_id, previous_node)
+    SELECT $2, $3, c.owner_epoch, $1,
+           (SELECT m.node_id FROM ownership_moves m WHERE m.topic = $2 AND m.partition_id = $3
+            ORDER BY m.epoch DESC LIMIT 1)
+    FROM claimed c
+)
+SELECT owner_epoch FROM claimed
 """
 
 
@@ -131,6 +150,22 @@ class Ownership:
         with storage_errors("claim partition"):
             epoch: int | None = await self._pool.fetchval(_CLAIM, node_id, topic, partition)
         return epoch
+
+    async def moves(self, topic: str, partition: int, limit: int = 32) -> list[OwnershipMove]:
+        """The last ``limit`` claims of the partition, oldest first."""
+        with storage_errors("list moves"):
+            rows = await self._pool.fetch(
+                "SELECT epoch, node_id, previous_node,"
+                " (extract(epoch FROM moved_at) * 1000)::bigint AS moved_at_ms FROM ownership_moves"
+                " WHERE topic = $1 AND partition_id = $2 ORDER BY epoch DESC LIMIT $3",
+                topic,
+                partition,
+                limit,
+            )
+        return [
+            OwnershipMove(row["epoch"], row["node_id"], row["previous_node"], row["moved_at_ms"])
+            for row in reversed(rows)
+        ]
 
     async def release(self, node_id: int, topic: str, partition: int) -> None:
         """Give the partition up (if still ours) so its next owner can claim it at once."""

@@ -79,6 +79,21 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         );
         """,
     ),
+    (
+        3,
+        "cluster: every change of a partition's owner",
+        """
+        CREATE TABLE ownership_moves (
+            topic text NOT NULL,
+            partition_id integer NOT NULL,
+            epoch bigint NOT NULL,
+            node_id integer NOT NULL,
+            previous_node integer,
+            moved_at timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (topic, partition_id, epoch)
+        );
+        """,
+    ),
 ]
 
 
