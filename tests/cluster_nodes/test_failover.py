@@ -9,6 +9,8 @@ import os
 import signal
 import subprocess
 import sys
+import time
+import urllib.error
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator
@@ -32,6 +34,8 @@ from tests.support.cluster_nodes import (
     wait_converged,
     wait_until,
 )
+from tests.support.failover_clients import DefaultTimingGroup, group_view
+from tests.support.group_clients import ClientKind
 from tests.support.postgres import PostgresCluster
 from tests.support.raw_client import RawClient
 from tests.support.server import KcoordProcess
@@ -184,3 +188,47 @@ def test_a_clean_shutdown_hands_over_at_once(
     wait_until(lambda: find_coordinator(three_nodes[0], group)[1] in (1, 2), 5, "a new coordinator")
     new = three_nodes[find_coordinator(three_nodes[0], group)[1] - 1]
     wait_until(lambda: committed(new, group) == (ErrorCode.none, 11), 10, "commits carried over")
+
+
+def _generations(nodes: list[KcoordProcess], group: str) -> dict[int, int]:
+    """Node id -> the generation of ``group`` on every node that holds it loaded now."""
+    held: dict[int, int] = {}
+    for node in nodes:
+        try:
+            held[int(node.settings["node.id"])] = int(group_view(node, group)["generation"])
+        except urllib.error.HTTPError as exc:
+            assert exc.code == 404
+    return held
+
+
+def test_a_paused_coordinator_never_answers_beside_its_successor(
+    three_nodes: list[KcoordProcess], postgres_cluster: PostgresCluster, database: str
+) -> None:
+    """A kafka-python member in a group coordinated by node 1: SIGSTOP node 1 past its lease, a
+    survivor loads the group with the same generation (no rebalance), and from SIGCONT on no two
+    nodes ever hold the group at once (the old node steps down, re-registers, and may take the group
+    back by the spread, a handover), always at the generation it had."""
+    group_id = group_on(1, three_nodes, "generation")
+    bootstrap = ",".join(node.bootstrap for node in three_nodes)
+    group = DefaultTimingGroup(three_nodes[1], TOPIC, group_id, 1, bootstrap=bootstrap)
+    try:
+        member = group.start(ClientKind("kafka-python", "kafka-python"), session_timeout_ms=10_000)
+        group.wait_balanced([member], timeout=60)
+        before = _generations(three_nodes, group_id)
+        assert list(before) == [1]
+        assignments = len(member.of_kind("assigned"))
+        old = three_nodes[0]
+        assert old.proc is not None
+        os.kill(old.proc.pid, signal.SIGSTOP)
+        wait_until(lambda: set(_generations(three_nodes[1:], group_id)) & {2, 3}, 30, "a survivor loads it")
+        os.kill(old.proc.pid, signal.SIGCONT)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            held = _generations(three_nodes, group_id)
+            assert len(held) <= 1, held  # none for a moment while the group moves back to node 1
+            assert set(held.values()) <= set(before.values()), (held, before)
+            time.sleep(0.05)
+        old.wait_for_event("cluster.stepping_down", timeout=10)
+        assert len(member.of_kind("assigned")) == assignments, group.diagnose()
+    finally:
+        group.stop_all()

@@ -235,6 +235,9 @@ class GroupCoordinator:
                 runner.run(functools.partial(_partitions_added, runner.shard, topic))
 
     def active_shards(self) -> Iterator[Any]:
+        """The loaded shards this node may answer for (none while its cluster lease may have lapsed)."""
+        if not self._serving():
+            return
         for runner in self._runners.values():
             if runner.state is PartitionState.ACTIVE:
                 yield runner.shard
