@@ -146,6 +146,14 @@ class TopicManager:
             return None
         return self._store.get(name, partition)
 
+    def missing_log_error(self, name: str, partition: int) -> ErrorCode:
+        """Why ``partition_log`` found no log: the partition exists but another node leads it
+        (NOT_LEADER_OR_FOLLOWER, so the client refreshes its metadata), or it does not exist."""
+        info = self._topics.get(name)
+        if info is not None and 0 <= partition < info.partitions:
+            return ErrorCode.not_leader_or_follower
+        return ErrorCode.unknown_topic_or_partition
+
     def log_config(self, info: TopicInfo) -> LogConfig:
         return log_config_for(info.configs, self._settings)
 
