@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import os
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -36,6 +35,7 @@ from kcoord.cluster.topic_names import CONSUMER_OFFSETS, INTERNAL_TOPICS, check_
 from kcoord.config import Settings
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.storage.api import LogConfig, LogStore, PartitionLog
+from kcoord.storage.atomic_file import write_text_atomically
 
 __all__ = [
     "CATALOGUE_FILE",
@@ -386,7 +386,7 @@ class TopicManager:
             "version": _CATALOGUE_VERSION,
             "topics": [_to_json(info) for info in self.topics()],
         }
-        await asyncio.to_thread(_write_atomically, self._path, json.dumps(document, indent=1) + "\n")
+        await asyncio.to_thread(write_text_atomically, self._path, json.dumps(document, indent=1) + "\n")
 
     def _notify(self, event: TopicEvent) -> None:
         for listener in list(self._listeners):
@@ -426,18 +426,3 @@ def _read_catalogue(path: Path) -> list[TopicInfo] | None:
     if document.get("version") != _CATALOGUE_VERSION:
         raise ValueError(f"{path}: unknown catalogue version {document.get('version')!r}")
     return [_from_json(entry) for entry in document["topics"]]
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
