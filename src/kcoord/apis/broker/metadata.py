@@ -226,12 +226,12 @@ async def handle_metadata(
                     entries.append(_topic_entry(node, info, operations))
             return _answer(ctx, authorizer, node, listener, entries, include_cluster_ops, 0)
 
-        if all_topics is None or node.directory is not None:
-            # In a cluster the leaders and brokers change without the catalogue changing: no cache.
+        if all_topics is None or node.directory is not None or authorizer.enabled:
+            # The cached answer follows the catalogue only: in a cluster the leaders and brokers
+            # change without it, and with an authorizer what one may see depends on who asks, from
+            # where, and on ACLs that change without it.
             return await encode_answer(version, await build_all())
-        # What a principal may see differs per principal once an authorizer decides.
-        viewer = str(ctx.principal) if authorizer.enabled else ""
-        key = (with_ops, include_cluster_ops, node.address_for(listener), node.cluster_id, viewer)
+        key = (with_ops, include_cluster_ops, node.address_for(listener), node.cluster_id)
         return await all_topics.answer(version, key, build_all)
     auto_create = bool(getattr(request, "allow_auto_topic_creation", True))
     auto_create = auto_create and auto_create_enabled
