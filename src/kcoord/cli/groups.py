@@ -268,7 +268,7 @@ def _print_consumer_group(
         "HOST",
         "CLIENT-ID",
     ]
-    _print_table(headers, [[_shown(row[key]) for key in row] for row in rows])
+    print_table(headers, [[_shown(row[key]) for key in row] for row in rows])
     return 0
 
 
@@ -290,7 +290,7 @@ def _history(args: argparse.Namespace) -> int:
         return 0
     if view.get("type") == "consumer":
         print(f"Group {view['group']}: {view['state']}, group epoch {view['group_epoch']} (KIP-848)\n")
-        _print_table(
+        print_table(
             ["#", "EPOCH", "TRIGGER", "MEMBER", "RECONCILE-MS"],
             [
                 [str(i), str(b["epoch"]), b["trigger"], _shown(b["member_id"]), _shown(b["reconcile_ms"])]

@@ -25,6 +25,7 @@ from kcoord.coordinator.classic.messages import (
     SyncGroupRequest,
 )
 from kcoord.coordinator.consumer.config import ConsumerGroupConfig
+from kcoord.coordinator.consumer.group_configs import GroupConfigOverrides
 from kcoord.coordinator.consumer.manager import (
     CONSUMER_PROTOCOL_TYPE,
     ConsumerGroupManager,
@@ -70,6 +71,7 @@ class GroupCoordinatorShard:
         topic_ids: TopicIds | None = None,
         topic_names: Callable[[], Iterable[str]] = tuple,
         past_rebalances: PastRebalances | None = None,
+        group_overrides: GroupConfigOverrides | None = None,
     ) -> None:
         self.classic = ClassicGroupManager(timer, classic_config, observer)
         self.consumer = ConsumerGroupManager(
@@ -78,6 +80,7 @@ class GroupCoordinatorShard:
             partition_count or _no_topics,
             topic_ids=topic_ids,
             topic_names=topic_names,
+            overrides=group_overrides,
         )
         self._groups = GroupsView(self.classic, self.consumer)
         self._past_rebalances = past_rebalances
