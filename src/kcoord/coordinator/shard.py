@@ -220,9 +220,16 @@ class GroupCoordinatorShard:
         return self.offsets.delete_offsets(group_id, topics, sink, self._groups)
 
     def fetch_offsets(
-        self, group_id: str, topics: list[OffsetFetchTopic] | None, require_stable: bool
+        self,
+        group_id: str,
+        topics: list[OffsetFetchTopic] | None,
+        require_stable: bool,
+        member: tuple[str | None, int] = (None, -1),
     ) -> OffsetFetchResponse:
-        """A read: the group's committed offsets (``topics`` None: every partition it committed)."""
+        """A read: the group's committed offsets (``topics`` None: every partition it committed).
+
+        ``member`` is OffsetFetch v9's (member id, member epoch), checked for consumer groups."""
+        self.consumer.validate_offset_fetch(group_id, *member)
         return self.offsets.fetch(group_id, topics, require_stable)
 
     def expire_offsets(self, now_ms: int) -> CoordinatorResult:

@@ -481,6 +481,22 @@ class ConsumerGroupManager:
 
     # -- offsets and admin
 
+    def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> None:
+        """OffsetFetch v9's member check on a consumer group, as Kafka: without a member id and with
+        a negative epoch (admin clients, classic members) the fetch is accepted; otherwise the
+        member must exist (UNKNOWN_MEMBER_ID) and send its current epoch (STALE_MEMBER_EPOCH)."""
+        group = self.groups.get(group_id)
+        if group is None or (not member_id and member_epoch < 0):
+            return
+        member = group.members.get(member_id or "")
+        if member is None:
+            raise KafkaError(ErrorCode.unknown_member_id, f"member {member_id} is unknown")
+        if member_epoch != member.member_epoch:
+            raise KafkaError(
+                ErrorCode.stale_member_epoch,
+                f"epoch {member_epoch} is not the member's epoch {member.member_epoch}",
+            )
+
     def validate_offset_commit(
         self, group_id: str, member_id: str, member_epoch: int, api_version: int
     ) -> None:
