@@ -84,6 +84,8 @@ def _heartbeat_interval(server: KcoordProcess, group: str) -> int:
 
 def test_one_group_is_tuned_and_keeps_its_configs_across_a_restart(server: KcoordProcess) -> None:
     _alter(server, "tuned", {HEARTBEAT: "1500", SESSION: "9000"})
+    altered = server.wait_for_event("group.configs.altered")
+    assert (altered["group"], altered["configs"]) == ("tuned", {HEARTBEAT: 1500, SESSION: 9000})
 
     assert _describe(server, "tuned") == {
         HEARTBEAT: ("1500", ConfigSource.GROUP_CONFIG.value),

@@ -17,6 +17,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+import structlog
+
 from kcoord.apis.access import Op, may_group
 from kcoord.apis.broker.group_config_entries import RESOURCE_GROUP, group_config_defaults
 from kcoord.config import Settings
@@ -29,6 +31,8 @@ from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
 __all__ = ["api", "handle_incremental_alter_configs"]
+
+log = structlog.get_logger(__name__)
 
 
 def _answer(resource: Any, code: ErrorCode = ErrorCode.none, message: str | None = None) -> dict[str, Any]:
@@ -64,6 +68,7 @@ async def _alter_group(
         raise KafkaError(ErrorCode.invalid_config, str(exc)) from None
     if not validate_only:
         await store.put(group_id, values)
+        log.info("group.configs.altered", group=group_id, configs=values)
     return _answer(resource)
 
 
