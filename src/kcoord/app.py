@@ -31,6 +31,7 @@ from kcoord.apis.broker import (
     describe_cluster,
     describe_configs,
     fetch,
+    incremental_alter_configs,
     init_producer_id,
     list_offsets,
     metadata,
@@ -75,6 +76,7 @@ from kcoord.observability.group_events import GroupEventObserver
 from kcoord.observability.http_security import http_security
 from kcoord.observability.metrics import KcoordMetrics
 from kcoord.protocol.registry import ApiRegistry
+from kcoord.runtime.group_config_store import GroupConfigStore
 from kcoord.runtime.group_service import GroupService
 from kcoord.runtime.rebalance_journal import JOURNAL_FILE, JournalingObserver, RebalanceJournal
 from kcoord.runtime.service import OFFSETS_TOPIC, GroupCoordinator
@@ -112,6 +114,7 @@ class App:
         first = (configured[0].host, configured[0].port) if configured else DEFAULT_ADVERTISED
         self.node = Node(identity.node_id, identity.cluster_id, first)
         self.credentials = CredentialStore(self.data_dir)
+        self.group_configs = GroupConfigStore(self.data_dir)
         self.registry = ApiRegistry()
         self.metrics = KcoordMetrics(api_registry=self.registry)
         self.group_events = GroupEventObserver(self.metrics)
@@ -216,7 +219,10 @@ class App:
             create_partitions.api(topics, node.node_id, self.creation_limits, authorizer=auth),
             delete_topics.api(topics, enabled=s["delete.topic.enable"], authorizer=auth),
             delete_records.api(topics, authorizer=auth),
-            describe_configs.api(topics, s, node.node_id, authorizer=auth),
+            describe_configs.api(
+                topics, s, node.node_id, authorizer=auth, group_configs=self.group_configs.overrides
+            ),
+            incremental_alter_configs.api(self.group_configs, s, authorizer=auth),
             describe_cluster.api(node, authorizer=auth),
             describe_acls.api(auth),
             create_acls.api(auth),
@@ -356,6 +362,7 @@ class App:
             partition_count=self._partition_count,
             topic_ids=TopicIds(self._topic_id, self._topic_name),
             topic_names=self._subscribable_topics,
+            group_overrides=self.group_configs.overrides,
         )
 
     def _on_topic_event(self, event: TopicEvent) -> None:
