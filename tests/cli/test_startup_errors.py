@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -16,8 +17,15 @@ from tests.support.server import KcoordProcess
 
 
 def kcoord(*args: str) -> subprocess.CompletedProcess[str]:
+    """``kcoord ARGS`` with no KCOORD_* variables of the test run (they would be read as settings)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KCOORD_")}
     return subprocess.run(
-        [sys.executable, "-m", "kcoord", *args], capture_output=True, text=True, timeout=60, check=False
+        [sys.executable, "-m", "kcoord", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=env,
     )
 
 
