@@ -106,7 +106,10 @@ def test_an_unbounded_pool_only_counts() -> None:
 def test_the_descriptor_budget_refuses_partitions_that_would_eat_the_reserve() -> None:
     """With room for one more partition's descriptors besides the reserve, two are refused with
     POLICY_VIOLATION and one is allowed."""
-    budget = DescriptorBudget(reserved=10, limit=DescriptorBudget.open_descriptors() + 10 + 5)
+    open_now = DescriptorBudget.open_descriptors()
+    reserved = (open_now + 5) // 3  # small enough that the quarter-of-the-limit cap leaves it as is
+    budget = DescriptorBudget(reserved=reserved, limit=open_now + reserved + 5)
+    assert budget.reserved == reserved
     limits = CreationLimits(rate=0, max_partitions_per_request=100, descriptors=budget)
     request = limits.budget(_context(), quota_error=True)
     refusal = request.refusal(2)
@@ -139,3 +142,12 @@ ANY_MESSAGE = _AnyMessage()
 def _context() -> RequestContext:
     header = RequestHeader(19, 7, correlation_id=1, client_id="units")
     return RequestContext(header=header, connection=ConnectionInfo(1, "127.0.0.1", 50000))
+
+
+def test_the_descriptor_reserve_is_at_most_a_quarter_of_the_limit() -> None:
+    """Under a limit of 1,024 descriptors (a container's default) the reserve of 1,024 shrinks to 256,
+    so topics can still be created; a generous limit keeps the configured reserve."""
+    assert DescriptorBudget(reserved=1024, limit=1024).reserved == 256
+    assert DescriptorBudget(reserved=1024, limit=65536).reserved == 1024
+    small = DescriptorBudget(reserved=1024, limit=DescriptorBudget.open_descriptors() + 256 + 3 * 10)
+    assert small.allows(10)

@@ -39,12 +39,18 @@ DESCRIPTORS_PER_PARTITION = 3
 
 
 class DescriptorBudget:
-    """Whether the process can afford the descriptors of more partitions."""
+    """Whether the process can afford the descriptors of more partitions.
+
+    The reserve kept free for connections is ``kcoord.descriptors.reserved`` but never more than a
+    quarter of the limit: under a common default of 1,024 descriptors (a container's, say) a fixed
+    reserve of 1,024 would refuse every topic.
+    """
 
     def __init__(self, reserved: int, *, limit: int | None = None) -> None:
-        self.reserved = reserved
         soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         self.limit = limit if limit is not None else soft
+        unlimited = self.limit == resource.RLIM_INFINITY or self.limit <= 0
+        self.reserved = reserved if unlimited else min(reserved, self.limit // 4)
 
     @staticmethod
     def open_descriptors() -> int:
