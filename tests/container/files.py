@@ -52,11 +52,12 @@ def load_yaml(path: Path) -> Any:
     return json.loads(done.stdout)
 
 
-def compose_config() -> dict[str, Any]:
+def compose_config(*profiles: str) -> dict[str, Any]:
     """``docker-compose config --format json``: the compose file as compose validates and normalises it."""
+    profile_flags = [flag for profile in profiles for flag in ("--profile", profile)]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KCOORD_", "COMPOSE_"))}
     done = subprocess.run(
-        [tool("docker-compose"), "-f", str(COMPOSE_FILE), "config", "--format", "json"],
+        [tool("docker-compose"), "-f", str(COMPOSE_FILE), *profile_flags, "config", "--format", "json"],
         capture_output=True,
         text=True,
         timeout=60,
