@@ -33,6 +33,7 @@ SECTIONS = (
     "storage_engines",
     "secure_load",
     "limits",
+    "cluster_failover",
 )
 """Section modules in the order they run."""
 

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import uuid
 from pathlib import Path
+from typing import Any
 
 import structlog
 
@@ -30,6 +31,7 @@ from kcoord.apis.broker import (
     describe_cluster,
     describe_configs,
     fetch,
+    incremental_alter_configs,
     init_producer_id,
     list_offsets,
     metadata,
@@ -57,6 +59,7 @@ from kcoord.apis.groups import (
 from kcoord.apis.groups.common import MemberWatch
 from kcoord.cluster.growth_hints import GrowthHints
 from kcoord.cluster.identity import Node, load_or_create_identity
+from kcoord.cluster.membership import ClusterMembership, LeaseSettings, LogOnlyHost, MembershipDirectory
 from kcoord.cluster.producer_snapshots import ProducerSnapshots
 from kcoord.cluster.producer_state import ProducerStateManager
 from kcoord.cluster.topic_configs import log_config_for
@@ -73,9 +76,10 @@ from kcoord.observability.group_events import GroupEventObserver
 from kcoord.observability.http_security import http_security
 from kcoord.observability.metrics import KcoordMetrics
 from kcoord.protocol.registry import ApiRegistry
+from kcoord.runtime.group_config_store import GroupConfigStore
 from kcoord.runtime.group_service import GroupService
 from kcoord.runtime.rebalance_journal import JOURNAL_FILE, JournalingObserver, RebalanceJournal
-from kcoord.runtime.service import GroupCoordinator
+from kcoord.runtime.service import OFFSETS_TOPIC, GroupCoordinator
 from kcoord.security.authorizer import AclAuthorizer, build_authorizer
 from kcoord.security.credentials import CredentialStore
 from kcoord.security.sasl import SaslSettings
@@ -84,6 +88,8 @@ from kcoord.server.listener_set import ListenerSet, advertised_addresses
 from kcoord.server.memory_pool import MemoryPool
 from kcoord.server.router import Router
 from kcoord.storage import open_store
+from kcoord.storage.postgres import PostgresLogStore
+from kcoord.storage.postgres.ownership import Ownership
 from kcoord.timer.api import Timer
 from kcoord.timer.clock import SystemClock
 
@@ -108,6 +114,7 @@ class App:
         first = (configured[0].host, configured[0].port) if configured else DEFAULT_ADVERTISED
         self.node = Node(identity.node_id, identity.cluster_id, first)
         self.credentials = CredentialStore(self.data_dir)
+        self.group_configs = GroupConfigStore(self.data_dir)
         self.registry = ApiRegistry()
         self.metrics = KcoordMetrics(api_registry=self.registry)
         self.group_events = GroupEventObserver(self.metrics)
@@ -122,7 +129,7 @@ class App:
             log_cleaner_backoff_ms=s["log.cleaner.backoff.ms"],
         )
         self.store.timings = self.metrics
-        self.topics = TopicManager(self.store, s, self.data_dir)
+        self.topics = TopicManager(self.store, s, self.data_dir, shared=s["kcoord.cluster.enable"])
         self.producers = ProducerStateManager(self.data_dir)
         self.producer_snapshots = ProducerSnapshots(
             self.data_dir, self.store, self.producers, internal_topics=INTERNAL_TOPICS
@@ -137,7 +144,13 @@ class App:
             expiry_interval_ms=s["offsets.retention.check.interval.ms"],
             append_timeout_ms=s["offsets.commit.timeout.ms"],
             observer=self.metrics,
+            owned_only=s["kcoord.cluster.enable"],
+            serving=self._serving,
         )
+        self.membership: ClusterMembership | None = None
+        """Set at start when ``kcoord.cluster.enable``: this node's lease and owned partitions."""
+        if s["kcoord.cluster.enable"] and not isinstance(self.store, PostgresLogStore):
+            raise ValueError("kcoord.cluster.enable needs a postgresql:// kcoord.storage.url")
         self.groups = GroupService(self.coordinator)
         self.creation_limits = CreationLimits(
             rate=s["controller.mutation.rate"],
@@ -160,6 +173,8 @@ class App:
             port=metrics_port,
             max_lag_series=s["kcoord.lag.max.series"],
             **http_security(s, self.credentials, self.auth_metrics),
+            cluster_status=lambda: None if self.membership is None else self.membership.status(),
+            coordinator_moves=self._coordinator_moves if s["kcoord.cluster.enable"] else None,
         )
         self.started = asyncio.Event()
 
@@ -204,7 +219,10 @@ class App:
             create_partitions.api(topics, node.node_id, self.creation_limits, authorizer=auth),
             delete_topics.api(topics, enabled=s["delete.topic.enable"], authorizer=auth),
             delete_records.api(topics, authorizer=auth),
-            describe_configs.api(topics, s, node.node_id, authorizer=auth),
+            describe_configs.api(
+                topics, s, node.node_id, authorizer=auth, group_configs=self.group_configs.overrides
+            ),
+            incremental_alter_configs.api(self.group_configs, s, authorizer=auth),
             describe_cluster.api(node, authorizer=auth),
             describe_acls.api(auth),
             create_acls.api(auth),
@@ -271,6 +289,8 @@ class App:
         bound = next(iter(all_bound.values()))
         self.node.listener_addresses = advertised_addresses(self.settings, all_bound)
         self.node.advertised = next(iter(self.node.listener_addresses.values()))
+        if self.settings["kcoord.cluster.enable"]:
+            await self._join_cluster()
         advertised = self.node.advertised
         metrics_bound = await self.http.start()
         log.info(
@@ -285,6 +305,37 @@ class App:
         )
         self.started.set()
         return bound
+
+    async def _join_cluster(self) -> None:
+        """Take the cluster's id, register with a lease, and claim this node's share of the groups."""
+        store = self.store
+        assert isinstance(store, PostgresLogStore)
+        s, ownership = self.settings, Ownership(store.pool)
+        self.node.cluster_id = await ownership.cluster_id(self.node.cluster_id)
+        coordinator, topics, topic_host = self.coordinator, self.topics, LogOnlyHost()
+        self.membership = ClusterMembership(
+            ownership,
+            store,
+            self.node.node_id,
+            lambda: self.node.advertised,
+            lambda topic: coordinator if topic == OFFSETS_TOPIC else topic_host,
+            lambda: [(info.name, p) for info in topics.topics() for p in range(info.partitions)],
+            LeaseSettings(lease_ms=s["kcoord.node.lease.ms"], renew_ms=s["kcoord.node.lease.renew.ms"]),
+            observer=self.metrics,
+        )
+        self.membership.on_catalogue = topics.adopt
+        self.node.directory = MembershipDirectory(self.membership, coordinator.partition_for)
+        await self.membership.start()
+
+    def _coordinator_moves(self, group_id: str) -> list[dict[str, Any]]:
+        """Each claim of the group's offsets partition: its history of coordinator moves."""
+        if self.membership is None:
+            return []
+        return self.membership.moves_of(OFFSETS_TOPIC, self.coordinator.partition_for(group_id))
+
+    def _serving(self) -> bool:
+        """Whether this node may answer for the groups it holds (alone: always)."""
+        return self.membership is None or self.membership.serving()
 
     def _new_shard(self, partition: int, timer: Timer) -> GroupCoordinatorShard:
         s = self.settings
@@ -312,6 +363,7 @@ class App:
             partition_count=self._partition_count,
             topic_ids=TopicIds(self._topic_id, self._topic_name),
             topic_names=self._subscribable_topics,
+            group_overrides=self.group_configs.overrides,
         )
 
     def _on_topic_event(self, event: TopicEvent) -> None:
@@ -345,6 +397,8 @@ class App:
         """Stop accepting, drain in-flight requests (bounded), then flush and close the logs."""
         await self.listener.stop_accepting()
         self.listener.stop_reading()
+        if self.membership is not None:
+            await self.membership.stop()
         await self.coordinator.stop()
         await self.listener.drain(self.settings["kcoord.shutdown.timeout.ms"] / 1000)
         await self.rebalance_journal.close()

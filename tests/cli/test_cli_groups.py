@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import argparse
 import socket
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import pytest
 
 from kcoord.cli import main
-from kcoord.cli.groups import describe_rows
+from kcoord.cli.groups import _print_consumer_group, describe_rows
 from kcoord.coordinator.classic.consumer_protocol import ConsumerAssignment, encode_assignment
 
 
@@ -42,6 +44,41 @@ def test_describe_rows_join_assignments_with_committed_and_log_end_offsets() -> 
         (1, None, None, "m-1"),
         (2, 9, 0, None),
     ]
+
+
+def test_a_consumer_group_prints_its_partition_table(capsys: pytest.CaptureFixture[str]) -> None:
+    """A KIP-848 group's text description: a title line, then one table row per partition."""
+    partitions = SimpleNamespace(topic_name="t", partitions=[0])
+    member = SimpleNamespace(
+        member_id="m-1",
+        instance_id=None,
+        client_id="app",
+        client_host="/127.0.0.1",
+        member_epoch=3,
+        assignment=SimpleNamespace(topic_partitions=[partitions]),
+        target_assignment=SimpleNamespace(topic_partitions=[partitions]),
+    )
+    group = SimpleNamespace(
+        group_state="Stable", group_epoch=3, assignment_epoch=3, assignor_name="uniform", members=[member]
+    )
+    args = argparse.Namespace(group="g", json=False)
+    assert _print_consumer_group(args, group, {("t", 0): 4}, {("t", 0): 10}) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert (
+        lines[0]
+        == "Group g: Stable, consumer protocol (KIP-848), group epoch 3, assignor uniform, 1 member(s)"
+    )
+    assert lines[2].split() == [
+        "TOPIC",
+        "PARTITION",
+        "CURRENT-OFFSET",
+        "LOG-END-OFFSET",
+        "LAG",
+        "CONSUMER-ID",
+        "HOST",
+        "CLIENT-ID",
+    ]
+    assert lines[3].split() == ["t", "0", "4", "10", "6", "m-1", "/127.0.0.1", "app"]
 
 
 def test_health_exits_one_when_nothing_listens(capsys: pytest.CaptureFixture[str]) -> None:

@@ -220,6 +220,14 @@ async def test_a_stranger_can_neither_evict_commit_delete_nor_delete_a_topic(sec
         await asyncio.to_thread(member.close)
 
 
+def _describe_group_configs_sample(scene: samples.Scene) -> dict[str, Any]:
+    return {
+        "resources": [{"resource_type": 32, "resource_name": scene.group, "configuration_keys": None}],
+        "include_synonyms": False,
+        "include_documentation": False,
+    }
+
+
 GROUP_DENIED, TOPIC_DENIED = ErrorCode.group_authorization_failed, ErrorCode.topic_authorization_failed
 REFUSALS: list[tuple[ApiKey, int, samples.Sample, ErrorCode]] = [
     (ApiKey.FIND_COORDINATOR, 3, samples.find_coordinator_sample, GROUP_DENIED),
@@ -233,6 +241,8 @@ REFUSALS: list[tuple[ApiKey, int, samples.Sample, ErrorCode]] = [
     (ApiKey.LIST_OFFSETS, 7, samples.list_offsets_sample, TOPIC_DENIED),
     (ApiKey.CREATE_PARTITIONS, 3, samples.create_partitions_sample, TOPIC_DENIED),
     (ApiKey.DESCRIBE_CONFIGS, 4, samples.describe_configs_sample, TOPIC_DENIED),
+    (ApiKey.DESCRIBE_CONFIGS, 4, _describe_group_configs_sample, GROUP_DENIED),
+    (ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, samples.incremental_alter_configs_sample, GROUP_DENIED),
     (ApiKey.INIT_PRODUCER_ID, 4, samples.init_producer_id_sample, ErrorCode.cluster_authorization_failed),
     (ApiKey.DESCRIBE_CLUSTER, 1, samples.describe_cluster_sample, ErrorCode.cluster_authorization_failed),
     (ApiKey.DESCRIBE_ACLS, 3, samples.describe_acls_sample, ErrorCode.cluster_authorization_failed),

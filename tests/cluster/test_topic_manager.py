@@ -332,3 +332,16 @@ async def test_load_deletes_orphan_logs_and_recreates_missing_ones(tmp_path: Pat
 def test_settings_helper_spells_dots_as_underscores() -> None:
     """The test helper turns num_partitions=3 into the num.partitions setting."""
     assert make_settings(num_partitions=3)["num.partitions"] == 3
+
+
+async def test_a_known_partition_without_a_local_log_is_led_elsewhere(tmp_path: Path) -> None:
+    """A partition the catalogue knows but this node holds no log of (in a cluster: another node owns
+    it) answers NOT_LEADER_OR_FOLLOWER, so clients refresh metadata; anything else is unknown."""
+    store = MemoryLogStore()
+    app = await open_app(tmp_path, store)
+    await app.topics.create("orders", 2)
+    await store.delete_topic("orders")
+    assert app.topics.partition_log("orders", 0) is None
+    assert app.topics.missing_log_error("orders", 0) == ErrorCode.not_leader_or_follower
+    assert app.topics.missing_log_error("orders", 2) == ErrorCode.unknown_topic_or_partition
+    assert app.topics.missing_log_error("nope", 0) == ErrorCode.unknown_topic_or_partition

@@ -53,9 +53,10 @@ def load_yaml(path: Path) -> Any:
 
 
 def compose_config(*profiles: str) -> dict[str, Any]:
-    """``docker-compose config --format json``: the compose file as compose validates and normalises it."""
-    profile_flags = [flag for profile in profiles for flag in ("--profile", profile)]
+    """``docker-compose config --format json``: the compose file as compose validates and normalises it
+    (with ``profiles`` active)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KCOORD_", "COMPOSE_"))}
+    profile_flags = [flag for profile in profiles for flag in ("--profile", profile)]
     done = subprocess.run(
         [tool("docker-compose"), "-f", str(COMPOSE_FILE), *profile_flags, "config", "--format", "json"],
         capture_output=True,

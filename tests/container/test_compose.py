@@ -119,3 +119,25 @@ def test_grafana_provisions_the_datasource_and_dashboard(compose: dict[str, Any]
     dashboards = _mount(service, provider["options"]["path"])
     assert Path(dashboards["source"]) == DEPLOY / "grafana" / "dashboards"
     assert (REPO / "deploy" / "grafana" / "dashboards" / "kcoord.json").is_file()
+
+
+def test_cluster_profile_runs_three_nodes_over_one_postgres() -> None:
+    """The ``cluster`` profile adds PostgreSQL and three clustered nodes with distinct ids, each
+    advertising the loopback port it is published on, all on the same database."""
+    compose = compose_config("cluster")
+    nodes = [f"kcoord-{n}" for n in (1, 2, 3)]
+    assert {"postgres", *nodes} <= set(compose["services"])
+    ids, urls = set(), set()
+    for name in nodes:
+        service = _service(compose, name)
+        env = dict(service["environment"])
+        assert {n for n in env if n.startswith("KCOORD_")} <= SETTING_ENV_NAMES
+        settings = effective_settings(env, service["command"][2:])
+        assert settings["kcoord.cluster.enable"] == "True"
+        ids.add(str(settings["node.id"]))
+        urls.add(settings["kcoord.storage.url"])
+        published = {int(p["target"]): int(p["published"]) for p in service["ports"]}
+        assert port_of(settings["advertised.listeners"]) == published[port_of(settings["listeners"])]
+    assert ids == {"1", "2", "3"}
+    (url,) = urls
+    assert "@postgres:" in url

@@ -673,6 +673,31 @@ async def check_consumer_group_describe(scene: Scene, response: Any) -> None:
     assert missing.error_code == ErrorCode.group_id_not_found
 
 
+def incremental_alter_configs_sample(scene: Scene) -> dict[str, Any]:
+    """One group's heartbeat interval set; GROUP is config resource type 32."""
+    return {
+        "resources": [
+            {
+                "resource_type": 32,
+                "resource_name": scene.group,
+                "configs": [
+                    {"name": "consumer.heartbeat.interval.ms", "config_operation": 0, "value": "1000"}
+                ],
+            }
+        ],
+        "validate_only": False,
+    }
+
+
+async def check_incremental_alter_configs(scene: Scene, response: Any) -> None:
+    (result,) = response.responses
+    assert (result.error_code, result.resource_type, result.resource_name) == (
+        ErrorCode.none,
+        32,
+        scene.group,
+    )
+
+
 CASES: dict[int, Case] = {
     ApiKey.PRODUCE: Case(produce_sample, check_produce, create_topic),
     ApiKey.FETCH: Case(fetch_sample, check_fetch, create_topic_with_one_record),
@@ -707,6 +732,7 @@ CASES: dict[int, Case] = {
     ApiKey.CREATE_ACLS: Case(create_acls_sample, check_create_acls_disabled),
     ApiKey.DELETE_ACLS: Case(delete_acls_sample, check_delete_acls_disabled),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: Case(consumer_heartbeat_sample, check_consumer_heartbeat, create_topic),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: Case(incremental_alter_configs_sample, check_incremental_alter_configs),
     ApiKey.CONSUMER_GROUP_DESCRIBE: Case(
         consumer_group_describe_sample, check_consumer_group_describe, consumer_group_join
     ),

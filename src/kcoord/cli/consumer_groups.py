@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kcoord.cli.partition_rows import partition_rows
+
 
 def _assignment(assignment: Any) -> dict[str, list[int]]:
     return {str(tp.topic_name): sorted(int(p) for p in tp.partitions) for tp in assignment.topic_partitions}
@@ -37,24 +39,7 @@ def consumer_rows(
         for topic, partitions in _assignment(member.assignment).items():
             for partition in partitions:
                 owners[(topic, partition)] = member
-    rows = []
-    for topic, partition in sorted(set(owners) | set(committed)):
-        member = owners.get((topic, partition))
-        current = committed.get((topic, partition))
-        end = log_end.get((topic, partition))
-        rows.append(
-            {
-                "topic": topic,
-                "partition": partition,
-                "current_offset": current,
-                "log_end_offset": end,
-                "lag": None if current is None or end is None else max(end - current, 0),
-                "consumer_id": None if member is None else str(member.member_id),
-                "host": None if member is None else str(member.client_host),
-                "client_id": None if member is None else str(member.client_id),
-            }
-        )
-    return rows
+    return partition_rows(owners, committed, log_end)
 
 
 def assigned_partitions(group: Any) -> list[tuple[str, int]]:

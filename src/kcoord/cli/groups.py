@@ -20,6 +20,7 @@ from urllib.parse import quote
 from kcoord.cli import reset_offsets
 from kcoord.cli.admin_client import AdminClient, AdminError
 from kcoord.cli.consumer_groups import assigned_partitions, consumer_members, consumer_rows
+from kcoord.cli.partition_rows import PARTITION_HEADERS, partition_rows
 from kcoord.config import parse_host_port
 from kcoord.observability.group_views import decode_member_assignment
 
@@ -120,24 +121,7 @@ def describe_rows(
         for topic, partitions in (assignment or {}).items():
             for partition in partitions:
                 owners[(topic, partition)] = member
-    rows = []
-    for topic, partition in sorted(set(owners) | set(committed)):
-        member = owners.get((topic, partition))
-        current = committed.get((topic, partition))
-        end = log_end.get((topic, partition))
-        rows.append(
-            {
-                "topic": topic,
-                "partition": partition,
-                "current_offset": current,
-                "log_end_offset": end,
-                "lag": None if current is None or end is None else max(end - current, 0),
-                "consumer_id": None if member is None else str(member.member_id),
-                "host": None if member is None else str(member.client_host),
-                "client_id": None if member is None else str(member.client_id),
-            }
-        )
-    return rows
+    return partition_rows(owners, committed, log_end)
 
 
 def _delete(args: argparse.Namespace) -> int:
@@ -204,33 +188,18 @@ def _describe(args: argparse.Namespace) -> int:
         }
         for m in group.members
     ]
-    if args.json:
-        summary = {
-            "group": args.group,
-            "state": str(group.group_state),
-            "protocol_type": str(group.protocol_type),
-            "protocol": str(group.protocol_data),
-            "members": members,
-            "partitions": rows,
-        }
-        print(json.dumps(summary, indent=1))
-        return 0
-    print(
+    summary = {
+        "group": args.group,
+        "state": str(group.group_state),
+        "protocol_type": str(group.protocol_type),
+        "protocol": str(group.protocol_data),
+        "members": members,
+    }
+    title = (
         f"Group {args.group}: {group.group_state}, protocol {group.protocol_type}/{group.protocol_data}, "
-        f"{len(members)} member(s)\n"
+        f"{len(members)} member(s)"
     )
-    headers = [
-        "TOPIC",
-        "PARTITION",
-        "CURRENT-OFFSET",
-        "LOG-END-OFFSET",
-        "LAG",
-        "CONSUMER-ID",
-        "HOST",
-        "CLIENT-ID",
-    ]
-    print_table(headers, [[_shown(row[key]) for key in row] for row in rows])
-    return 0
+    return _print_description(args, summary, title, rows)
 
 
 def _print_consumer_group(
@@ -241,34 +210,31 @@ def _print_consumer_group(
 ) -> int:
     rows = consumer_rows(group, committed, log_end)
     members = consumer_members(group)
-    if args.json:
-        summary = {
-            "group": args.group,
-            "type": "consumer",
-            "state": str(group.group_state),
-            "group_epoch": int(group.group_epoch),
-            "assignment_epoch": int(group.assignment_epoch),
-            "assignor": str(group.assignor_name),
-            "members": members,
-            "partitions": rows,
-        }
-        print(json.dumps(summary, indent=1))
-        return 0
-    print(
+    summary = {
+        "group": args.group,
+        "type": "consumer",
+        "state": str(group.group_state),
+        "group_epoch": int(group.group_epoch),
+        "assignment_epoch": int(group.assignment_epoch),
+        "assignor": str(group.assignor_name),
+        "members": members,
+    }
+    title = (
         f"Group {args.group}: {group.group_state}, consumer protocol (KIP-848), group epoch "
-        f"{group.group_epoch}, assignor {group.assignor_name}, {len(members)} member(s)\n"
+        f"{group.group_epoch}, assignor {group.assignor_name}, {len(members)} member(s)"
     )
-    headers = [
-        "TOPIC",
-        "PARTITION",
-        "CURRENT-OFFSET",
-        "LOG-END-OFFSET",
-        "LAG",
-        "CONSUMER-ID",
-        "HOST",
-        "CLIENT-ID",
-    ]
-    _print_table(headers, [[_shown(row[key]) for key in row] for row in rows])
+    return _print_description(args, summary, title, rows)
+
+
+def _print_description(
+    args: argparse.Namespace, summary: dict[str, Any], title: str, rows: list[dict[str, Any]]
+) -> int:
+    """``summary`` with the partition rows as JSON, or ``title`` over the partition table."""
+    if args.json:
+        print(json.dumps({**summary, "partitions": rows}, indent=1))
+        return 0
+    print(f"{title}\n")
+    print_table(PARTITION_HEADERS, [[_shown(row[key]) for key in row] for row in rows])
     return 0
 
 
@@ -290,7 +256,7 @@ def _history(args: argparse.Namespace) -> int:
         return 0
     if view.get("type") == "consumer":
         print(f"Group {view['group']}: {view['state']}, group epoch {view['group_epoch']} (KIP-848)\n")
-        _print_table(
+        print_table(
             ["#", "EPOCH", "TRIGGER", "MEMBER", "RECONCILE-MS"],
             [
                 [str(i), str(b["epoch"]), b["trigger"], _shown(b["member_id"]), _shown(b["reconcile_ms"])]

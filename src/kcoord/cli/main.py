@@ -12,6 +12,7 @@ from typing import Any
 import structlog
 
 from kcoord.cli import acls as cli_acls
+from kcoord.cli import cluster as cli_cluster
 from kcoord.cli import groups as cli_groups
 from kcoord.cli import topics as cli_topics
 from kcoord.cli import users as cli_users
@@ -41,6 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     cli_topics.add_commands(commands)
     cli_users.add_commands(commands)
     cli_acls.add_commands(commands)
+    cli_cluster.add_commands(commands)
     return parser
 
 
@@ -126,6 +128,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cli_users.run(args)
     if args.command == "acls":
         return cli_acls.run(args)
+    if args.command == "cluster":
+        return cli_cluster.run(args)
     try:
         settings = load_settings(args)
     except SettingsError as exc:

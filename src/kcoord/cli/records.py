@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import crc32c
 
 from kcoord.protocol.record_batch import iter_batches
+from kcoord.protocol.varint import encode_varint, read_varint
 from kcoord.storage.compaction_records import decode_records
 
 __all__ = ["ConsoleRecord", "decode_fetched", "encode_batch", "partition_for_key"]
@@ -46,15 +47,15 @@ def encode_batch(records: Sequence[ConsoleRecord]) -> bytes:
         inner = b"".join(
             (
                 b"\x00",
-                _varint(record.timestamp_ms - base_ts),
-                _varint(delta),
+                encode_varint(record.timestamp_ms - base_ts),
+                encode_varint(delta),
                 _varbytes(record.key),
                 _varbytes(record.value),
-                _varint(len(record.headers)),
+                encode_varint(len(record.headers)),
                 *(_varbytes(name.encode()) + _varbytes(value) for name, value in record.headers),
             )
         )
-        body.append(_varint(len(inner)) + inner)
+        body.append(encode_varint(len(inner)) + inner)
     max_ts = max(r.timestamp_ms for r in records)
     after_crc = _AFTER_CRC.pack(0, len(records) - 1, base_ts, max_ts, -1, -1, -1, len(records)) + b"".join(
         body
@@ -117,7 +118,7 @@ def _value_and_headers(tail: bytes) -> tuple[bytes | None, tuple[tuple[str, byte
     """A record's stored bytes from the key on: key, value, then the headers."""
     _, pos = _read_bytes(tail, 0)
     value, pos = _read_bytes(tail, pos)
-    count, pos = _read_varint(tail, pos)
+    count, pos = read_varint(tail, pos)
     headers = []
     for _ in range(count):
         name, pos = _read_bytes(tail, pos)
@@ -127,34 +128,11 @@ def _value_and_headers(tail: bytes) -> tuple[bytes | None, tuple[tuple[str, byte
 
 
 def _read_bytes(buf: bytes, pos: int) -> tuple[bytes | None, int]:
-    length, pos = _read_varint(buf, pos)
+    length, pos = read_varint(buf, pos)
     if length < 0:
         return None, pos
     return buf[pos : pos + length], pos + length
 
 
-def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if pos >= len(buf):
-            raise ValueError("record runs past its end")
-        byte = buf[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
-
-
-def _varint(value: int) -> bytes:
-    zigzag = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while zigzag >= 0x80:
-        out.append((zigzag & 0x7F) | 0x80)
-        zigzag >>= 7
-    out.append(zigzag)
-    return bytes(out)
-
-
 def _varbytes(value: bytes | None) -> bytes:
-    return _varint(-1) if value is None else _varint(len(value)) + value
+    return encode_varint(-1) if value is None else encode_varint(len(value)) + value

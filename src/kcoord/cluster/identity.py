@@ -11,6 +11,7 @@ import os
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 META_FILE = "meta.properties"
 
@@ -21,17 +22,36 @@ class NodeIdentity:
     cluster_id: str
 
 
+BrokerAddress = tuple[int, str, int]
+"""(node id, host, port) as Metadata, DescribeCluster and FindCoordinator give it."""
+
+
+class NodeDirectory(Protocol):
+    """The nodes of a cluster, for the APIs that tell clients where to go."""
+
+    def brokers(self) -> list[BrokerAddress]:
+        """Every live node, by id."""
+
+    def coordinator(self, group_id: str) -> BrokerAddress | None:
+        """The node coordinating ``group_id`` (None: no live owner yet; the client retries)."""
+
+    def leader(self, topic: str, partition: int) -> int | None:
+        """The node leading ``topic``-``partition`` (None: no live owner yet)."""
+
+
 @dataclass(slots=True)
 class Node:
     """This node as clients see it: its identity and the address it advertises.
 
     The advertised address is only settled once the listener has bound (port 0 in tests), so the
-    composition root sets it then; until then it is the configured one.
+    composition root sets it then; until then it is the configured one. ``directory`` is set when
+    the node is one of a cluster; alone, it is every group's coordinator and the only broker.
     """
 
     node_id: int
     cluster_id: str
     advertised: tuple[str, int]
+    directory: NodeDirectory | None = None
     listener_addresses: dict[str, tuple[str, int]] = field(default_factory=dict)
     """The advertised address per listener name; a client is told the one of the listener it used."""
 

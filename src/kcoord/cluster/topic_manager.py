@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import os
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -36,6 +35,7 @@ from kcoord.cluster.topic_names import CONSUMER_OFFSETS, INTERNAL_TOPICS, check_
 from kcoord.config import Settings
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.storage.api import LogConfig, LogStore, PartitionLog
+from kcoord.storage.atomic_file import write_text_atomically
 
 __all__ = [
     "CATALOGUE_FILE",
@@ -55,6 +55,18 @@ _CATALOGUE_VERSION = 1
 
 MAX_PARTITIONS = 100_000
 """Most partitions one topic may have: each is a log with open files, so the count is bounded."""
+
+
+def shared_topic_id(name: str) -> uuid.UUID:
+    """The id every node of a cluster gives topic ``name`` without asking another (same rules as
+    :func:`new_topic_id`: never zero, never printing with a leading ``-``)."""
+    salt = 0
+    while True:
+        topic_id = uuid.uuid5(uuid.NAMESPACE_URL, f"kcoord-topic:{salt}:{name}")
+        text = base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return topic_id
+        salt += 1
 
 
 def new_topic_id() -> uuid.UUID:
@@ -97,8 +109,10 @@ TopicListener = Callable[[TopicEvent], None]
 
 
 class TopicManager:
-    def __init__(self, store: LogStore, settings: Settings, data_dir: Path) -> None:
+    def __init__(self, store: LogStore, settings: Settings, data_dir: Path, *, shared: bool = False) -> None:
         self._store = store
+        self._shared = shared
+        """One of several nodes over one store: ids derive from names, logs are never orphans."""
         self._settings = settings
         self._path = Path(data_dir) / CATALOGUE_FILE
         self._topics: dict[str, TopicInfo] = {}
@@ -132,6 +146,14 @@ class TopicManager:
             return None
         return self._store.get(name, partition)
 
+    def missing_log_error(self, name: str, partition: int) -> ErrorCode:
+        """Why ``partition_log`` found no log: the partition exists but another node leads it
+        (NOT_LEADER_OR_FOLLOWER, so the client refreshes its metadata), or it does not exist."""
+        info = self._topics.get(name)
+        if info is not None and 0 <= partition < info.partitions:
+            return ErrorCode.not_leader_or_follower
+        return ErrorCode.unknown_topic_or_partition
+
     def log_config(self, info: TopicInfo) -> LogConfig:
         return log_config_for(info.configs, self._settings)
 
@@ -161,6 +183,10 @@ class TopicManager:
                 await self._save()
         else:
             self._install(catalogue)
+            if self._shared:
+                self._install(
+                    self._adopted(name, count) for name, count in found.items() if name not in self._topics
+                )
             for orphan in sorted(set(found) - set(self._topics)):
                 log.warning("topics.orphan_logs_deleted", topic=orphan)
                 await self._store.delete_topic(orphan)
@@ -186,7 +212,7 @@ class TopicManager:
             existing = self._topics.get(name)
             if existing is not None:
                 return existing
-            info = TopicInfo(name, new_topic_id(), self._settings["num.partitions"])
+            info = TopicInfo(name, self._new_id(name), self._settings["num.partitions"])
             await self._create_locked(info)
             return info
 
@@ -251,7 +277,7 @@ class TopicManager:
                 )
             if validate_only:
                 return TopicInfo(name, uuid.UUID(int=0), partitions, overrides, internal)
-            info = TopicInfo(name, new_topic_id(), partitions, overrides, internal)
+            info = TopicInfo(name, self._new_id(name), partitions, overrides, internal)
             await self._create_locked(info)
             return info
 
@@ -306,7 +332,32 @@ class TopicManager:
     def _adopted(self, name: str, partitions: int) -> TopicInfo:
         internal = name in INTERNAL_TOPICS
         configs = self._offsets_topic_configs() if name == CONSUMER_OFFSETS else {}
-        return TopicInfo(name, new_topic_id(), partitions, configs, internal)
+        return TopicInfo(name, self._new_id(name), partitions, configs, internal)
+
+    def _new_id(self, name: str) -> uuid.UUID:
+        return shared_topic_id(name) if self._shared else new_topic_id()
+
+    async def adopt(self, found: Mapping[str, int]) -> None:
+        """A cluster node learns the topics other nodes created (and partitions they added) from the
+        partition counts the shared store holds; listeners hear of them as of local changes."""
+        async with self._lock:
+            events: list[TopicEvent] = []
+            for name, count in sorted(found.items()):
+                known = self._topics.get(name)
+                if known is None:
+                    info = self._adopted(name, count)
+                    events.append(TopicEvent(TopicChange.CREATED, info, 0))
+                elif count > known.partitions:
+                    info = replace(known, partitions=count)
+                    events.append(TopicEvent(TopicChange.PARTITIONS_ADDED, info, known.partitions))
+                else:
+                    continue
+                self._install([info])
+                log.info("topics.adopted_from_cluster", topic=name, partitions=count)
+            if events:
+                await self._save()
+        for event in events:
+            self._notify(event)
 
     async def _create_locked(self, info: TopicInfo) -> None:
         """Logs first, catalogue second: a crash in between leaves orphan logs, deleted at load."""
@@ -335,7 +386,7 @@ class TopicManager:
             "version": _CATALOGUE_VERSION,
             "topics": [_to_json(info) for info in self.topics()],
         }
-        await asyncio.to_thread(_write_atomically, self._path, json.dumps(document, indent=1) + "\n")
+        await asyncio.to_thread(write_text_atomically, self._path, json.dumps(document, indent=1) + "\n")
 
     def _notify(self, event: TopicEvent) -> None:
         for listener in list(self._listeners):
@@ -375,18 +426,3 @@ def _read_catalogue(path: Path) -> list[TopicInfo] | None:
     if document.get("version") != _CATALOGUE_VERSION:
         raise ValueError(f"{path}: unknown catalogue version {document.get('version')!r}")
     return [_from_json(entry) for entry in document["topics"]]
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)

@@ -335,6 +335,16 @@ DEFINITIONS: tuple[Definition, ...] = (
         "Log engine: file:///path, memory:// or postgresql://user:password@host:port/db;"
         " empty: file:// under log.dirs.",
     ),
+    Definition(
+        "kcoord.cluster.enable",
+        False,
+        _bool,
+        "Run as one of several nodes sharing a postgresql:// store (leases, ownership, failover).",
+    ),
+    Definition(
+        "kcoord.node.lease.ms", 6000, _int(1000), "A cluster node is gone once it has not renewed for this."
+    ),
+    Definition("kcoord.node.lease.renew.ms", 1000, _int(100), "How often a cluster node renews its lease."),
 )
 
 BY_NAME: dict[str, Definition] = {d.name: d for d in DEFINITIONS}

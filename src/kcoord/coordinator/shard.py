@@ -25,6 +25,7 @@ from kcoord.coordinator.classic.messages import (
     SyncGroupRequest,
 )
 from kcoord.coordinator.consumer.config import ConsumerGroupConfig
+from kcoord.coordinator.consumer.group_configs import GroupConfigOverrides
 from kcoord.coordinator.consumer.manager import (
     CONSUMER_PROTOCOL_TYPE,
     ConsumerGroupManager,
@@ -70,6 +71,7 @@ class GroupCoordinatorShard:
         topic_ids: TopicIds | None = None,
         topic_names: Callable[[], Iterable[str]] = tuple,
         past_rebalances: PastRebalances | None = None,
+        group_overrides: GroupConfigOverrides | None = None,
     ) -> None:
         self.classic = ClassicGroupManager(timer, classic_config, observer)
         self.consumer = ConsumerGroupManager(
@@ -78,6 +80,7 @@ class GroupCoordinatorShard:
             partition_count or _no_topics,
             topic_ids=topic_ids,
             topic_names=topic_names,
+            overrides=group_overrides,
         )
         self._groups = GroupsView(self.classic, self.consumer)
         self._past_rebalances = past_rebalances
@@ -217,9 +220,16 @@ class GroupCoordinatorShard:
         return self.offsets.delete_offsets(group_id, topics, sink, self._groups)
 
     def fetch_offsets(
-        self, group_id: str, topics: list[OffsetFetchTopic] | None, require_stable: bool
+        self,
+        group_id: str,
+        topics: list[OffsetFetchTopic] | None,
+        require_stable: bool,
+        member: tuple[str | None, int] = (None, -1),
     ) -> OffsetFetchResponse:
-        """A read: the group's committed offsets (``topics`` None: every partition it committed)."""
+        """A read: the group's committed offsets (``topics`` None: every partition it committed).
+
+        ``member`` is OffsetFetch v9's (member id, member epoch), checked for consumer groups."""
+        self.consumer.validate_offset_fetch(group_id, *member)
         return self.offsets.fetch(group_id, topics, require_stable)
 
     def expire_offsets(self, now_ms: int) -> CoordinatorResult:

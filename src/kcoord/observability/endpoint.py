@@ -2,14 +2,17 @@
 
 - ``/metrics``: the Prometheus exposition of the node's own registry;
 - ``/v1/groups``: every group (state, protocol type, members, generation, rebalances);
-- ``/v1/groups/{group}``: members, assignments, offsets and lag, the last rebalances; 404 if unknown;
-- ``/ui``: the web console over those two (:mod:`kcoord.observability.console_route`).
+- ``/v1/groups/{group}``: members, assignments, offsets and lag, the last rebalances (in a cluster
+  also ``coordinator_moves``: each claim of the group's offsets partition); 404 if unknown;
+- ``/v1/cluster``: in a cluster, the live nodes and which node owns each partition (with its epoch);
+  a single node says ``{"cluster": false}``.
+- ``/ui``: the web console over the group views (:mod:`kcoord.observability.console_route`).
 """
 
 from __future__ import annotations
 
 import ssl
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kcoord.cluster.topic_manager import TopicManager
@@ -23,6 +26,7 @@ from kcoord.runtime.service import GroupCoordinator
 from kcoord.server.listener_set import ListenerSet
 
 GROUPS_PATH = "/v1/groups"
+CLUSTER_PATH = "/v1/cluster"
 
 
 def build_endpoint(
@@ -36,6 +40,8 @@ def build_endpoint(
     max_lag_series: int,
     ssl_context: ssl.SSLContext | None = None,
     authorize: Authorize | None = None,
+    cluster_status: Callable[[], dict[str, Any] | None] = lambda: None,
+    coordinator_moves: Callable[[str], list[dict[str, Any]]] | None = None,
 ) -> HttpEndpoint:
     """The endpoint over these parts; registers the scrape-time collector in ``metrics``' registry."""
 
@@ -80,7 +86,15 @@ def build_endpoint(
         view: dict[str, Any] | None = describe_group(shards(), group_id, log_end_offset)
         if view is None:
             return HttpResponse.json({"error": f"unknown group {group_id!r}"}, 404)
+        if coordinator_moves is not None:
+            view["coordinator_moves"] = coordinator_moves(group_id)
         return HttpResponse.json(view)
 
-    routes: list[Route] = [metrics_route, groups_route, console_route()]
+    def cluster_route(path: str) -> HttpResponse | None:
+        if path.rstrip("/") != CLUSTER_PATH:
+            return None
+        status = cluster_status()
+        return HttpResponse.json({"cluster": False} if status is None else {"cluster": True, **status})
+
+    routes: list[Route] = [metrics_route, groups_route, cluster_route, console_route()]
     return HttpEndpoint(host, port, routes, ssl_context=ssl_context, authorize=authorize)

@@ -133,6 +133,17 @@ class KcoordMetrics:
             buckets=_REBALANCE_BUCKETS,
             registry=r,
         )
+        self.ownership_moves = Counter(
+            "kcoord_ownership_moves",
+            "Partitions this cluster node acquired, released, or lost to another node's claim (fenced).",
+            ["topic", "change"],
+            registry=r,
+        )
+        self.lease_losses = Counter(
+            "kcoord_lease_losses",
+            "Times this cluster node stopped serving because its lease was not renewed in time.",
+            registry=r,
+        )
 
     def limit_hit(self, limit: str) -> None:
         """A limit (named by its setting) refused or held back a connection, frame or creation."""
@@ -219,6 +230,14 @@ class KcoordMetrics:
 
     def append_failed(self, partition: int) -> None:
         self.offsets_append_failures.labels(partition=str(partition)).inc()
+
+    # -- cluster membership hooks (a kcoord.cluster.membership.MembershipObserver) --------------
+
+    def ownership_moved(self, topic: str, partition: int, change: str) -> None:
+        self.ownership_moves.labels(topic=topic, change=change).inc()
+
+    def lease_lost(self) -> None:
+        self.lease_losses.inc()
 
 
 def _accepted_produce_bytes(request: Any, body: Any) -> int:

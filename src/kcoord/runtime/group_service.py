@@ -118,10 +118,14 @@ class GroupService:
         return response
 
     def fetch_offsets(
-        self, group_id: str, topics: list[OffsetFetchTopic] | None, require_stable: bool
+        self,
+        group_id: str,
+        topics: list[OffsetFetchTopic] | None,
+        require_stable: bool,
+        member: tuple[str | None, int] = (None, -1),
     ) -> OffsetFetchResponse:
         def fetch(shard: GroupCoordinatorShard) -> OffsetFetchResponse:
-            return shard.fetch_offsets(group_id, topics, require_stable)
+            return shard.fetch_offsets(group_id, topics, require_stable, member)
 
         return self._coordinator.read(group_id, fetch)
 

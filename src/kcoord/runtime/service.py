@@ -5,6 +5,12 @@ creates that topic at start, starts one :class:`PartitionRunner` per partition (
 partition from the log concurrently), drives the shared timing wheel, and runs the periodic
 offset expiry. Edge modules call :meth:`write` (an operation that may append records and whose
 response is released after they are durable) or :meth:`read` (a synchronous look at the state).
+
+In a cluster (``owned_only``) the service starts with no partition: the node's membership hands
+it the partitions this node owns (:meth:`acquire`, which loads the group state another node left
+in the shared log, answering COORDINATOR_LOAD_IN_PROGRESS meanwhile) and takes them back
+(:meth:`release`). A group on a partition it does not hold, or any group while ``serving`` says the
+node's lease may have lapsed, gets NOT_COORDINATOR, which sends clients back to FindCoordinator.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from kio.schema.errors import ErrorCode
 from kcoord.coordinator.classic.messages import HeartbeatRequest
 from kcoord.coordinator.partitioner import partition_for
 from kcoord.coordinator.result import CoordinatorResult
+from kcoord.protocol.errors import KafkaError
 from kcoord.runtime.observer import NO_OBSERVER, RuntimeObserver
 from kcoord.runtime.runner import (
     DEFAULT_APPEND_TIMEOUT_MS,
@@ -68,8 +75,12 @@ class GroupCoordinator:
         expiry_interval_ms: int,
         append_timeout_ms: int = DEFAULT_APPEND_TIMEOUT_MS,
         observer: RuntimeObserver = NO_OBSERVER,
+        owned_only: bool = False,
+        serving: Callable[[], bool] = lambda: True,
     ) -> None:
         self._topics = topics
+        self._owned_only = owned_only
+        self._serving = serving
         self._clock = clock
         self._shard_factory = shard_factory
         self.num_partitions = num_partitions
@@ -84,23 +95,55 @@ class GroupCoordinator:
     async def start(self) -> None:
         """Create the offsets topic if needed and start loading every partition."""
         self.num_partitions = await self._topics.ensure_offsets_topic(self.num_partitions)
-        for partition in range(self.num_partitions):
+        for partition in range(0 if self._owned_only else self.num_partitions):
             partition_log = self._topics.partition_log(OFFSETS_TOPIC, partition)
             if partition_log is None:
                 raise RuntimeError(f"{OFFSETS_TOPIC}-{partition} has no log")
-            new_shard = functools.partial(self._new_shard, partition)
-            self._runners[partition] = PartitionRunner(
-                partition,
-                new_shard(),
-                partition_log,
-                self._clock,
-                shard_factory=new_shard,
-                observer=self._observer,
-                append_timeout_ms=self._append_timeout_ms,
-            )
+            self._runners[partition] = self._new_runner(partition, partition_log)
         self._driver.start()
         self._spawn(self._load_all())
         self._spawn(self._expire_periodically())
+
+    def _new_runner(self, partition: int, partition_log: PartitionLog) -> PartitionRunner:
+        new_shard = functools.partial(self._new_shard, partition)
+        return PartitionRunner(
+            partition,
+            new_shard(),
+            partition_log,
+            self._clock,
+            shard_factory=new_shard,
+            observer=self._observer,
+            append_timeout_ms=self._append_timeout_ms,
+        )
+
+    async def acquire(self, partition: int, partition_log: PartitionLog) -> None:
+        """This node owns ``partition`` now (its log fresh from the shared store): load its groups."""
+        previous = self._runners.pop(partition, None)
+        if previous is not None:
+            await previous.close()
+        runner = self._runners[partition] = self._new_runner(partition, partition_log)
+        started = time.perf_counter()
+
+        async def load() -> None:
+            await runner.load()
+            log.info(
+                "offsets_partition.acquired",
+                partition=partition,
+                records=runner.load_stats.records,
+                duration_ms=round((time.perf_counter() - started) * 1000, 1),
+            )
+
+        self._spawn(load())
+
+    async def release(self, partition: int) -> None:
+        """This node no longer owns ``partition``: fail its parked requests and drop its state."""
+        runner = self._runners.pop(partition, None)
+        if runner is not None:
+            await runner.close()
+            log.info("offsets_partition.released", partition=partition)
+
+    def owned_partitions(self) -> list[int]:
+        return sorted(self._runners)
 
     def _new_shard(self, partition: int) -> Shard:
         return self._shard_factory(partition, PrefixedTimer(self._driver, partition))
@@ -146,7 +189,10 @@ class GroupCoordinator:
         return partition_for(group_id, self.num_partitions)
 
     def runner(self, group_id: str) -> PartitionRunner:
-        return self._runners[self.partition_for(group_id)]
+        runner = self._runners.get(self.partition_for(group_id))
+        if runner is None or not self._serving():
+            raise KafkaError(ErrorCode.not_coordinator)
+        return runner
 
     async def write(self, group_id: str, operation: Operation) -> Any:
         """Run ``operation`` on the group's shard; returns the response once it is released."""
@@ -175,7 +221,9 @@ class GroupCoordinator:
 
     def member_disconnected(self, group_id: str, member_id: str, connection_id: int) -> None:
         """A connection that carried this member closed (fast-failover hint; see classic/liveness.py)."""
-        runner = self.runner(group_id)
+        runner = self._runners.get(self.partition_for(group_id))
+        if runner is None:
+            return
         shard: Any = runner.shard
         if runner.state is PartitionState.ACTIVE:
             runner.run(lambda now: shard.member_disconnected(group_id, member_id, connection_id, now))
@@ -193,6 +241,9 @@ class GroupCoordinator:
                 runner.run(functools.partial(_topic_changed, runner.shard, topic))
 
     def active_shards(self) -> Iterator[Any]:
+        """The loaded shards this node may answer for (none while its cluster lease may have lapsed)."""
+        if not self._serving():
+            return
         for runner in self._runners.values():
             if runner.state is PartitionState.ACTIVE:
                 yield runner.shard

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from kcoord.security.acl import AclBinding, AclOperation, AclPermission, PatternType, ResourceType
+from kcoord.storage.atomic_file import write_text_atomically
 
 FILE_NAME = "acls.json"
 _FORMAT_VERSION = 1
@@ -33,7 +33,7 @@ class AclStore:
 
     async def save(self, bindings: Iterable[AclBinding]) -> None:
         document = {"version": _FORMAT_VERSION, "acls": [to_json(b) for b in bindings]}
-        await asyncio.to_thread(_write_atomically, self.path, json.dumps(document, indent=1) + "\n")
+        await asyncio.to_thread(write_text_atomically, self.path, json.dumps(document, indent=1) + "\n")
 
     def _read(self) -> list[AclBinding]:
         try:
@@ -70,18 +70,3 @@ def from_json(item: dict[str, Any]) -> AclBinding:
     )
     binding.validate()
     return binding
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)

@@ -26,6 +26,7 @@ from typing import Any
 import crc32c
 
 from kcoord.protocol.record_batch import CRC_START, HEADER_SIZE, LOG_OVERHEAD, BatchHeader, Compression
+from kcoord.protocol.varint import encode_varint, read_varint
 
 __all__ = ["DELETE_HORIZON_FLAG", "CleanableRecord", "decode_records", "encode_batch"]
 
@@ -66,16 +67,16 @@ def decode_records(batch: bytes | memoryview, header: BatchHeader) -> list[Clean
     records: list[CleanableRecord] = []
     pos = 0
     for _ in range(header.record_count):
-        length, pos = _read_varint(body, pos)
+        length, pos = read_varint(body, pos)
         end = pos + length
         if length < 0 or end > len(body):
             raise ValueError("record runs past the batch")
         attributes = body[pos]
-        timestamp_delta, at = _read_varint(body, pos + 1)
-        offset_delta, tail_start = _read_varint(body, at)
-        key_length, at = _read_varint(body, tail_start)
+        timestamp_delta, at = read_varint(body, pos + 1)
+        offset_delta, tail_start = read_varint(body, at)
+        key_length, at = read_varint(body, tail_start)
         key = bytes(body[at : at + key_length]) if key_length >= 0 else None
-        value_length, _ = _read_varint(body, at + max(key_length, 0))
+        value_length, _ = read_varint(body, at + max(key_length, 0))
         records.append(
             CleanableRecord(
                 offset=header.base_offset + offset_delta,
@@ -107,12 +108,12 @@ def encode_batch(
         inner = b"".join(
             (
                 bytes([record.attributes & 0xFF]),
-                _varint(record.timestamp - base_timestamp),
-                _varint(record.offset - base_offset),
+                encode_varint(record.timestamp - base_timestamp),
+                encode_varint(record.offset - base_offset),
                 record.tail,
             )
         )
-        encoded.append(_varint(len(inner)) + inner)
+        encoded.append(encode_varint(len(inner)) + inner)
     attributes = template.attributes & ~(_COMPRESSION_MASK | DELETE_HORIZON_FLAG)
     if delete_horizon_ms is not None:
         attributes |= DELETE_HORIZON_FLAG
@@ -135,31 +136,6 @@ def encode_batch(
         base_offset, batch_length, template.partition_leader_epoch, 2, crc32c.crc32c(after_crc)
     )
     return prefix + after_crc
-
-
-def _read_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
-    """A zigzag varint/varlong at ``pos``: (value, position after it)."""
-    result = 0
-    shift = 0
-    while True:
-        if pos >= len(buf) or shift > 63:
-            raise ValueError("varint runs past the batch")
-        byte = buf[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
-
-
-def _varint(value: int) -> bytes:
-    zigzag = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while zigzag >= 0x80:
-        out.append((zigzag & 0x7F) | 0x80)
-        zigzag >>= 7
-    out.append(zigzag)
-    return bytes(out)
 
 
 def _decompressor(codec: int) -> Callable[[bytes], bytes] | None:

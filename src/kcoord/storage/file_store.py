@@ -63,32 +63,50 @@ class FileLogStore(StoreBase[FileLog]):
         loop = asyncio.get_running_loop()
         clean = await loop.run_in_executor(self._executor, self._prepare_root)
         for directory, topic, partition in await loop.run_in_executor(self._executor, self._partition_dirs):
-            config = self._default_config
             load = functools.partial(
-                load_segments,
+                self._load_log,
                 directory,
                 topic,
                 partition,
-                index_interval_bytes=config.index_interval_bytes,
+                self._default_config,
                 now_ms=self._clock.now_ms(),
                 clean_shutdown=clean,
             )
-            segments = await loop.run_in_executor(self._executor, load)
-            log_start = await loop.run_in_executor(self._executor, read_log_start, directory)
-            log = FileLog(
-                directory,
-                topic,
-                partition,
-                config,
-                self._clock,
-                segments,
-                self._executor,
-                self._committer,
-                log_start,
-            )
+            log = await loop.run_in_executor(self._executor, load)
             self._adopt(log).start()
         logger.info("log_store.opened", root=str(self.root), partitions=len(self._logs), clean_shutdown=clean)
         self._start_background()
+
+    def _load_log(
+        self,
+        directory: Path,
+        topic: str,
+        partition: int,
+        config: LogConfig,
+        *,
+        now_ms: int,
+        clean_shutdown: bool,
+    ) -> FileLog:
+        """A partition's log from its directory (blocking: runs on the storage executor)."""
+        segments = load_segments(
+            directory,
+            topic,
+            partition,
+            index_interval_bytes=config.index_interval_bytes,
+            now_ms=now_ms,
+            clean_shutdown=clean_shutdown,
+        )
+        return FileLog(
+            directory,
+            topic,
+            partition,
+            config,
+            self._clock,
+            segments,
+            self._executor,
+            self._committer,
+            read_log_start(directory),
+        )
 
     def _prepare_root(self) -> bool:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -123,26 +141,7 @@ class FileLogStore(StoreBase[FileLog]):
         def make() -> FileLog:
             directory.mkdir(parents=True, exist_ok=True)
             fsync_directory(self.root)
-            segments = load_segments(
-                directory,
-                topic,
-                partition,
-                index_interval_bytes=config.index_interval_bytes,
-                now_ms=now,
-                clean_shutdown=False,
-            )
-            log_start = read_log_start(directory)
-            return FileLog(
-                directory,
-                topic,
-                partition,
-                config,
-                self._clock,
-                segments,
-                self._executor,
-                self._committer,
-                log_start,
-            )
+            return self._load_log(directory, topic, partition, config, now_ms=now, clean_shutdown=False)
 
         log = await asyncio.get_running_loop().run_in_executor(self._executor, make)
         self._adopt(log).start()

@@ -7,6 +7,7 @@ import uuid
 
 from kcoord.coordinator.assignors import Assignment
 from kcoord.coordinator.consumer.config import ConsumerGroupConfig
+from kcoord.coordinator.consumer.group_configs import GroupConfigOverrides
 from kcoord.coordinator.consumer.manager import ConsumerGroupManager
 from kcoord.coordinator.consumer.messages import ConsumerHeartbeatRequest, ConsumerHeartbeatResponse
 from kcoord.coordinator.consumer.persistence import TopicIds
@@ -42,7 +43,10 @@ class DictTimer:
 
 class Harness:
     def __init__(
-        self, topics: dict[str, int] | None = None, assignors: tuple[str, ...] = ("uniform", "range")
+        self,
+        topics: dict[str, int] | None = None,
+        assignors: tuple[str, ...] = ("uniform", "range"),
+        overrides: GroupConfigOverrides | None = None,
     ) -> None:
         self.topics: dict[str, int] = dict(topics or {"orders": 6})
         self.timer = DictTimer()
@@ -58,6 +62,7 @@ class Harness:
             member_id_factory=lambda: f"gen-{next(ids)}",
             topic_ids=TopicIds(self.topic_id, self.topic_name),
             topic_names=lambda: list(self.topics),
+            overrides=overrides,
         )
 
     def topic_id(self, name: str) -> uuid.UUID | None:

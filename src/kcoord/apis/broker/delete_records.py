@@ -86,7 +86,7 @@ async def _delete_before(topics: TopicManager, name: str, index: int, offset: in
     info = topics.get(name)
     partition_log = topics.partition_log(name, index)
     if info is None or partition_log is None:
-        raise KafkaError(ErrorCode.unknown_topic_or_partition)
+        raise KafkaError(topics.missing_log_error(name, index))
     if info.internal:
         raise KafkaError(ErrorCode.invalid_topic_exception, f"cannot delete records of internal topic {name}")
     if not partition_log.config.deletes:

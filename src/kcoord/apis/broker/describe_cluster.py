@@ -5,7 +5,8 @@
   broker, so a controller request gets MISMATCHED_ENDPOINT_TYPE as from a Kafka broker.
 - v2: ``include_fenced_brokers`` and a per-broker ``is_fenced``; this node is never fenced.
 
-confluent-kafka's ``AdminClient.describe_cluster`` uses it; the answer matches Metadata's.
+confluent-kafka's ``AdminClient.describe_cluster`` uses it; the answer matches Metadata's (in a
+cluster: every live node).
 
 Authorization: Cluster DESCRIBE, else CLUSTER_AUTHORIZATION_FAILED.
 """
@@ -16,7 +17,7 @@ import functools
 from typing import Any
 
 from kcoord.apis.access import Op, authorized_operations, may_cluster
-from kcoord.apis.broker.metadata import broker_entry
+from kcoord.apis.broker.metadata import broker_entries
 from kcoord.cluster.identity import Node
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
@@ -54,7 +55,6 @@ async def handle_describe_cluster(
             "cluster_id": node.cluster_id,
             "brokers": [],
         }
-    broker = broker_entry(node, ctx.connection.listener_name)
     with_ops = bool(request.include_cluster_authorized_operations)
     operations = authorized_operations(ctx, authorizer, ResourceType.CLUSTER, CLUSTER_NAME, asked=with_ops)
     return {
@@ -72,6 +72,7 @@ async def handle_describe_cluster(
                 "rack": None,
                 "is_fenced": False,
             }
+            for broker in broker_entries(node, ctx.connection.listener_name)
         ],
         "cluster_authorized_operations": operations,
     }

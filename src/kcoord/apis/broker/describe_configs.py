@@ -10,13 +10,16 @@ Resources served:
   DYNAMIC_TOPIC_CONFIG; otherwise the node's setting of the broker synonym (STATIC_BROKER_CONFIG
   when it was set in the file, environment or flags, DEFAULT_CONFIG when not).
 - BROKER (4), named by this node's id or ``""`` (the cluster default): every kcoord setting under
-  its Kafka name. All are read-only: kcoord has no IncrementalAlterConfigs.
+  its Kafka name. All are read-only.
+- GROUP (32): the consumer group configs of Kafka 4 (see :mod:`.group_config_entries`), which
+  IncrementalAlterConfigs changes per group.
 
 A null or empty key list means all configs. Other resource types, another node's id, unknown and
 illegal topic names fail that resource only, with Kafka's error codes.
 
 Authorization: Topic DESCRIBE_CONFIGS (else TOPIC_AUTHORIZATION_FAILED); a broker's
-configs need Cluster DESCRIBE_CONFIGS (else CLUSTER_AUTHORIZATION_FAILED).
+configs need Cluster DESCRIBE_CONFIGS (else CLUSTER_AUTHORIZATION_FAILED); a group's need Group
+DESCRIBE_CONFIGS (else GROUP_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ import functools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from kcoord.apis.access import Op, may_cluster, may_topic
+from kcoord.apis.access import Op, may_cluster, may_group, may_topic
+from kcoord.apis.broker.group_config_entries import RESOURCE_GROUP, group_config_entries
 from kcoord.cluster.topic_configs import (
     ConfigEntry,
     ConfigSource,
@@ -37,6 +41,7 @@ from kcoord.cluster.topic_manager import TopicManager
 from kcoord.cluster.topic_names import topic_name_problem
 from kcoord.config import Settings
 from kcoord.config.definitions import BY_NAME
+from kcoord.coordinator.consumer.group_configs import GroupConfigOverrides
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.protocol.registry import ApiSpec
@@ -123,7 +128,12 @@ def _selected(entries: Iterable[ConfigEntry], keys: Sequence[str] | None) -> lis
 
 
 def _resource_result(
-    topics: TopicManager, settings: Settings, node_id: int, resource: Any, request: Any
+    topics: TopicManager,
+    settings: Settings,
+    node_id: int,
+    groups: GroupConfigOverrides,
+    resource: Any,
+    request: Any,
 ) -> dict[str, Any]:
     result: dict[str, Any] = {
         "error_code": ErrorCode.none,
@@ -137,6 +147,9 @@ def _resource_result(
             entries = _topic_entries(topics, settings, resource.resource_name)
         elif resource.resource_type == RESOURCE_BROKER:
             entries = _broker_entries(settings, node_id, resource.resource_name)
+        elif resource.resource_type == RESOURCE_GROUP:
+            name = resource.resource_name
+            entries = group_config_entries(settings, groups.of(name), name)
         else:
             raise KafkaError(
                 ErrorCode.invalid_request, f"Resource type {resource.resource_type} is not supported."
@@ -168,9 +181,21 @@ def describe_configs_error_response(request: Any, code: ErrorCode) -> dict[str, 
     }
 
 
-def api(topics: TopicManager, settings: Settings, node_id: int, *, authorizer: Authorizer) -> ApiSpec:
+def api(
+    topics: TopicManager,
+    settings: Settings,
+    node_id: int,
+    *,
+    authorizer: Authorizer,
+    group_configs: GroupConfigOverrides | None = None,
+) -> ApiSpec:
     handler = functools.partial(
-        handle_describe_configs, topics=topics, settings=settings, node_id=node_id, authorizer=authorizer
+        handle_describe_configs,
+        topics=topics,
+        settings=settings,
+        node_id=node_id,
+        authorizer=authorizer,
+        group_configs=group_configs or GroupConfigOverrides(),
     )
     return ApiSpec(ApiKey.DESCRIBE_CONFIGS, "DescribeConfigs", 1, 4, handler, describe_configs_error_response)
 
@@ -183,11 +208,12 @@ async def handle_describe_configs(
     settings: Settings,
     node_id: int,
     authorizer: Authorizer,
+    group_configs: GroupConfigOverrides,
 ) -> dict[str, Any]:
     results = [
         _denied(r, code)
         if (code := _refusal(ctx, authorizer, r)) is not None
-        else _resource_result(topics, settings, node_id, r, request)
+        else _resource_result(topics, settings, node_id, group_configs, r, request)
         for r in request.resources
     ]
     return {"throttle_time": 0, "results": results}
@@ -200,6 +226,10 @@ def _refusal(ctx: RequestContext, authorizer: Authorizer, resource: Any) -> Erro
             return ErrorCode.topic_authorization_failed
     elif resource.resource_type == RESOURCE_BROKER and not may_cluster(ctx, authorizer, Op.DESCRIBE_CONFIGS):
         return ErrorCode.cluster_authorization_failed
+    elif resource.resource_type == RESOURCE_GROUP and not may_group(
+        ctx, authorizer, Op.DESCRIBE_CONFIGS, resource.resource_name
+    ):
+        return ErrorCode.group_authorization_failed
     return None
 
 

@@ -72,6 +72,8 @@ class _PartitionFetch:
     fetch_offset: int
     max_bytes: int
     log: PartitionLog | None
+    missing: ErrorCode = ErrorCode.unknown_topic_or_partition
+    """The error when ``log`` is None (NOT_LEADER_OR_FOLLOWER where another node leads it)."""
 
 
 @dataclass(slots=True)
@@ -103,6 +105,7 @@ async def handle_fetch(
                     int(p.fetch_offset),
                     int(p.partition_max_bytes),
                     topics.partition_log(t.topic, int(p.partition)),
+                    topics.missing_log_error(t.topic, int(p.partition)),
                 )
                 for p in t.partitions
             ],
@@ -156,7 +159,7 @@ def _read(plan: list[tuple[str, list[_PartitionFetch]]], max_bytes: int) -> _Rea
         for part in parts:
             partition_log = part.log
             if partition_log is None:
-                answers.append(_error(part.index, ErrorCode.unknown_topic_or_partition))
+                answers.append(_error(part.index, part.missing))
                 has_error = True
                 continue
             start = partition_log.log_start_offset

@@ -73,6 +73,7 @@ async def handle_list_offsets(
                         int(p.partition_index),
                         int(p.timestamp),
                         topics.partition_log(t.name, int(p.partition_index)),
+                        topics.missing_log_error(t.name, int(p.partition_index)),
                     )
                     for p in t.partitions
                 ],
@@ -82,9 +83,11 @@ async def handle_list_offsets(
     }
 
 
-def _lookup(index: int, timestamp: int, partition_log: PartitionLog | None) -> dict[str, Any]:
+def _lookup(
+    index: int, timestamp: int, partition_log: PartitionLog | None, missing: ErrorCode
+) -> dict[str, Any]:
     if partition_log is None:
-        return _answer(index, ErrorCode.unknown_topic_or_partition)
+        return _answer(index, missing)
     if timestamp == LATEST_TIMESTAMP:
         return _answer(index, ErrorCode.none, partition_log.log_end_offset)
     if timestamp == EARLIEST_TIMESTAMP:

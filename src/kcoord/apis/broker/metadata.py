@@ -10,7 +10,8 @@
 - v13: a top-level error_code (KIP-1102 rebootstrap); always 0 here.
 
 One node is every partition's leader, its only replica and its whole ISR, and the controller
-(admin clients send to ``controller_id`` and stall on -1).
+(admin clients send to ``controller_id`` and stall on -1). In a cluster the brokers are the live
+nodes and each partition's leader is its owner (LEADER_NOT_AVAILABLE while it has none).
 
 Auto-creation: a requested topic that does not exist is created when both the request allows it
 (v4+; always before) and ``auto.create.topics.enable`` is on. Unlike Apache Kafka, which answers
@@ -45,6 +46,7 @@ from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
 __all__ = [
+    "broker_entries",
     "broker_entry",
     "handle_metadata",
 ]
@@ -59,24 +61,41 @@ def broker_entry(node: Node, listener_name: str) -> dict[str, Any]:
     return {"node_id": node.node_id, "host": host, "port": port, "rack": None}
 
 
-def _topic_entry(node: int, info: TopicInfo, operations: int) -> dict[str, Any]:
+def broker_entries(node: Node, listener_name: str) -> list[dict[str, Any]]:
+    """Every live node of the cluster (this one always among them, at the address of the listener the
+    client used), or this node alone."""
+    this = broker_entry(node, listener_name)
+    if node.directory is None:
+        return [this]
+    entries = [
+        {"node_id": node_id, "host": host, "port": port, "rack": None}
+        for node_id, host, port in node.directory.brokers()
+        if node_id != node.node_id
+    ]
+    return sorted([this, *entries], key=lambda entry: int(entry["node_id"]))
+
+
+def _partition_entry(node: Node, topic: str, index: int) -> dict[str, Any]:
+    """One partition, led by this node alone or in a cluster by its owner (none: LEADER_NOT_AVAILABLE)."""
+    leader: int | None = node.node_id if node.directory is None else node.directory.leader(topic, index)
+    return {
+        "error_code": ErrorCode.none if leader is not None else ErrorCode.leader_not_available,
+        "partition_index": index,
+        "leader_id": -1 if leader is None else leader,
+        "leader_epoch": -1,
+        "replica_nodes": [] if leader is None else [leader],
+        "isr_nodes": [] if leader is None else [leader],
+        "offline_replicas": [],
+    }
+
+
+def _topic_entry(node: Node, info: TopicInfo, operations: int) -> dict[str, Any]:
     return {
         "error_code": ErrorCode.none,
         "name": info.name,
         "topic_id": info.topic_id,
         "is_internal": info.internal,
-        "partitions": [
-            {
-                "error_code": ErrorCode.none,
-                "partition_index": index,
-                "leader_id": node,
-                "leader_epoch": -1,
-                "replica_nodes": [node],
-                "isr_nodes": [node],
-                "offline_replicas": [],
-            }
-            for index in range(info.partitions)
-        ],
+        "partitions": [_partition_entry(node, info.name, index) for index in range(info.partitions)],
         "topic_authorized_operations": operations,
     }
 
@@ -92,20 +111,20 @@ def _error_entry(name: str | None, code: ErrorCode, topic_id: uuid.UUID = ZERO_U
 
 
 def _described(
-    ctx: RequestContext, authorizer: Authorizer, node_id: int, info: TopicInfo, with_ops: bool
+    ctx: RequestContext, authorizer: Authorizer, node: Node, info: TopicInfo, with_ops: bool
 ) -> dict[str, Any]:
     """The topic's entry, or TOPIC_AUTHORIZATION_FAILED if the principal may not DESCRIBE it."""
     if not may_topic(ctx, authorizer, Op.DESCRIBE, info.name):
         return _error_entry(info.name, ErrorCode.topic_authorization_failed)
     operations = authorized_operations(ctx, authorizer, ResourceType.TOPIC, info.name, asked=with_ops)
-    return _topic_entry(node_id, info, operations)
+    return _topic_entry(node, info, operations)
 
 
 async def _requested_topic(
     ctx: RequestContext,
     topics: TopicManager,
     authorizer: Authorizer,
-    node_id: int,
+    node: Node,
     name: str | None,
     topic_id: uuid.UUID | None,
     auto_create: bool,
@@ -117,7 +136,7 @@ async def _requested_topic(
         if info is None:
             unknown = ErrorCode.unknown_topic_id
             return _error_entry(None if ctx.api_version >= 12 else "", unknown, topic_id or ZERO_UUID)
-        return _described(ctx, authorizer, node_id, info, with_ops)
+        return _described(ctx, authorizer, node, info, with_ops)
     if topic_name_problem(name) is not None:
         return _error_entry(name, ErrorCode.invalid_topic_exception)
     if not may_topic(ctx, authorizer, Op.DESCRIBE, name):
@@ -134,7 +153,7 @@ async def _requested_topic(
             return _error_entry(name, exc.code)
     if info is None:
         return _error_entry(name, ErrorCode.unknown_topic_or_partition)
-    return _described(ctx, authorizer, node_id, info, with_ops)
+    return _described(ctx, authorizer, node, info, with_ops)
 
 
 def _may_create(ctx: RequestContext, authorizer: Authorizer, name: str) -> bool:
@@ -204,14 +223,15 @@ async def handle_metadata(
                     operations = authorized_operations(
                         ctx, authorizer, ResourceType.TOPIC, info.name, asked=with_ops
                     )
-                    entries.append(_topic_entry(node.node_id, info, operations))
+                    entries.append(_topic_entry(node, info, operations))
             return _answer(ctx, authorizer, node, listener, entries, include_cluster_ops, 0)
 
-        if all_topics is None:
+        if all_topics is None or node.directory is not None or authorizer.enabled:
+            # The cached answer follows the catalogue only: in a cluster the leaders and brokers
+            # change without it, and with an authorizer what one may see depends on who asks, from
+            # where, and on ACLs that change without it.
             return await encode_answer(version, await build_all())
-        # What a principal may see differs per principal once an authorizer decides.
-        viewer = str(ctx.principal) if authorizer.enabled else ""
-        key = (with_ops, include_cluster_ops, node.address_for(listener), node.cluster_id, viewer)
+        key = (with_ops, include_cluster_ops, node.address_for(listener), node.cluster_id)
         return await all_topics.answer(version, key, build_all)
     auto_create = bool(getattr(request, "allow_auto_topic_creation", True))
     auto_create = auto_create and auto_create_enabled
@@ -230,7 +250,7 @@ async def handle_metadata(
         seen.add((name, topic_id))
         entries.append(
             await _requested_topic(
-                ctx, topics, authorizer, node.node_id, name, topic_id, auto_create, with_ops, budget
+                ctx, topics, authorizer, node, name, topic_id, auto_create, with_ops, budget
             )
         )
     throttle_ms = budget.throttle_ms if budget is not None else 0
@@ -252,7 +272,7 @@ def _answer(
     )
     return {
         "throttle_time": throttle_ms,
-        "brokers": [broker_entry(node, listener_name)],
+        "brokers": broker_entries(node, listener_name),
         "cluster_id": node.cluster_id,
         "controller_id": node.node_id,
         "topics": entries,

@@ -116,7 +116,7 @@ async def handle_produce(
                 continue
             partition_log = topics.partition_log(name, index) if info is not None else None
             if partition_log is None:
-                answers.append(_error(index, ErrorCode.unknown_topic_or_partition))
+                answers.append(_error(index, topics.missing_log_error(name, index)))
                 continue
             if internal:
                 answers.append(

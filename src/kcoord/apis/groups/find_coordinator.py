@@ -8,7 +8,9 @@
 - v5/v6: new error semantics only (v6: share-group keys, type 2); layout as v4.
 
 On one node every group's coordinator is this node; its partition of ``__consumer_offsets`` is
-``partition_for(group_id)``. Transaction and share coordinators are not served: those keys get
+``partition_for(group_id)``. In a cluster the coordinator is that partition's owner among the live
+nodes; while it has none (a failover in progress) the answer is COORDINATOR_NOT_AVAILABLE, which
+clients retry. Transaction and share coordinators are not served: those keys get
 INVALID_REQUEST, a fatal answer, rather than a retriable one that would make a client spin.
 
 Authorization: Group DESCRIBE per key, else GROUP_AUTHORIZATION_FAILED.
@@ -40,14 +42,25 @@ def _answer(node: Node, key: str, key_type: int, authorized: bool, listener_name
     elif not authorized:
         error, message = ErrorCode.group_authorization_failed, f"Group DESCRIBE on {key!r} is not authorized."
     else:
+        node_id = node.node_id
+        if node.directory is not None:
+            found = node.directory.coordinator(key)
+            if found is None:
+                return _error_answer(key, ErrorCode.coordinator_not_available, "no live coordinator yet")
+            if found[0] != node.node_id:  # this node answers with the listener the client used
+                node_id, host, port = found
         return {
             "key": key,
             "error_code": ErrorCode.none,
             "error_message": None,
-            "node_id": node.node_id,
+            "node_id": node_id,
             "host": host,
             "port": port,
         }
+    return _error_answer(key, error, message)
+
+
+def _error_answer(key: str, error: ErrorCode, message: str) -> dict[str, Any]:
     return {"key": key, "error_code": error, "error_message": message, "node_id": -1, "host": "", "port": -1}
 
 

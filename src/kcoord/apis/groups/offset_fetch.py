@@ -1,4 +1,4 @@
-"""OffsetFetch (key 9), versions 1-8.
+"""OffsetFetch (key 9), versions 1-9.
 
 - v1: one group, explicit topics; errors per partition only.
 - v2: ``topics`` null = every partition the group has committed; a top-level error code.
@@ -7,6 +7,9 @@
 - v6: flexible.
 - v7: ``require_stable`` (no transactional offsets here, so always stable).
 - v8: several groups per request: ``groups[]`` in and out, an error per group.
+- v9: per group ``member_id`` and ``member_epoch`` (KIP-848): for a consumer group a member that
+  gives them must exist (UNKNOWN_MEMBER_ID) with its current epoch (STALE_MEMBER_EPOCH), the
+  group's error; no member id and epoch -1 (admin clients) fetch without a check.
 
 An unknown group is not an error: its partitions answer offset -1 (PROTOCOL.md §2.8). A group
 error (its partition is loading, say) goes into each partition for v1, the top level for v2-7
@@ -53,13 +56,14 @@ def _fetch_one(
     group_id: str,
     topics: list[OffsetFetchTopic] | None,
     stable: bool,
+    member: tuple[str | None, int] = (None, -1),
 ) -> OffsetFetchResponse:
     if not group_id:
         raise KafkaError(ErrorCode.invalid_group_id)
     require_group(ctx, authorizer, Op.DESCRIBE, group_id)
     if not authorizer.enabled:
-        return groups.fetch_offsets(group_id, topics, stable)
-    return _fetch_authorized(ctx, groups, authorizer, group_id, topics, stable)
+        return groups.fetch_offsets(group_id, topics, stable, member)
+    return _fetch_authorized(ctx, groups, authorizer, group_id, topics, stable, member)
 
 
 def _fetch_authorized(
@@ -69,15 +73,16 @@ def _fetch_authorized(
     group_id: str,
     topics: list[OffsetFetchTopic] | None,
     stable: bool,
+    member: tuple[str | None, int],
 ) -> OffsetFetchResponse:
     """Topics the principal may not DESCRIBE: left out of an all-topics fetch, and answered
     TOPIC_AUTHORIZATION_FAILED per partition when named, as Kafka does."""
     if topics is None:
-        response = groups.fetch_offsets(group_id, None, stable)
+        response = groups.fetch_offsets(group_id, None, stable, member)
         shown = [t for t in response.topics if may_topic(ctx, authorizer, Op.DESCRIBE, t.name)]
         return OffsetFetchResponse(response.group_id, shown, response.error_code)
     allowed = [t for t in topics if may_topic(ctx, authorizer, Op.DESCRIBE, t.name)]
-    response = groups.fetch_offsets(group_id, allowed, stable)
+    response = groups.fetch_offsets(group_id, allowed, stable, member)
     code = ErrorCode.topic_authorization_failed
     denied = [
         OffsetFetchTopicResult(
@@ -131,7 +136,7 @@ def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
 
 def api(groups: GroupService, *, authorizer: Authorizer) -> ApiSpec:
     handler = functools.partial(handle_offset_fetch, groups=groups, authorizer=authorizer)
-    return ApiSpec(ApiKey.OFFSET_FETCH, "OffsetFetch", 1, 8, handler, _error_response)
+    return ApiSpec(ApiKey.OFFSET_FETCH, "OffsetFetch", 1, 9, handler, _error_response)
 
 
 async def handle_offset_fetch(
@@ -142,8 +147,9 @@ async def handle_offset_fetch(
         answers = []
         for group in request.groups:
             topics = _topics(group.topics)
+            member = (getattr(group, "member_id", None), int(getattr(group, "member_epoch", -1)))
             try:
-                answers.append(_fetch_one(ctx, groups, authorizer, group.group_id, topics, stable))
+                answers.append(_fetch_one(ctx, groups, authorizer, group.group_id, topics, stable, member))
             except KafkaError as exc:
                 answers.append(_group_error(group.group_id, exc.code))
         return _encoded(ctx.api_version, answers, {"groups": answers})

@@ -28,6 +28,7 @@ from kcoord.coordinator.assignors.api import Assignment
 from kcoord.coordinator.consumer import history, timer_keys
 from kcoord.coordinator.consumer.config import ConsumerGroupConfig
 from kcoord.coordinator.consumer.group import ConsumerGroup, ConsumerGroupState
+from kcoord.coordinator.consumer.group_configs import GroupConfigOverrides
 from kcoord.coordinator.consumer.member import (
     JOIN_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -74,9 +75,11 @@ class ConsumerGroupManager:
         member_id_factory: Callable[[], str] = new_member_id,
         topic_ids: TopicIds | None = None,
         topic_names: Callable[[], Iterable[str]] = tuple,
+        overrides: GroupConfigOverrides | None = None,
     ) -> None:
         self._timer = timer
         self._config = config
+        self._overrides = overrides or GroupConfigOverrides()
         self._partition_count = partition_count
         self._new_member_id = member_id_factory
         self._topic_names = topic_names
@@ -116,13 +119,19 @@ class ConsumerGroupManager:
             for member in group.members.values():
                 self._timer.schedule(
                     timer_keys.session_key(group.group_id, member.member_id),
-                    now_ms + self._config.session_timeout_ms,
+                    now_ms + self._session_timeout_ms(group.group_id),
                 )
                 if member.state is MemberState.UNREVOKED_PARTITIONS:
                     self._timer.schedule(
                         timer_keys.rebalance_key(group.group_id, member.member_id),
                         now_ms + member.rebalance_timeout_ms,
                     )
+
+    def _session_timeout_ms(self, group_id: str) -> int:
+        return self._overrides.session_timeout_ms(group_id, self._config.session_timeout_ms)
+
+    def _heartbeat_interval_ms(self, group_id: str) -> int:
+        return self._overrides.heartbeat_interval_ms(group_id, self._config.heartbeat_interval_ms)
 
     @property
     def upgrades_classic_groups(self) -> bool:
@@ -206,7 +215,8 @@ class ConsumerGroupManager:
         group.put_member(after)
         # 7. Deadlines.
         self._timer.schedule(
-            timer_keys.session_key(group.group_id, after.member_id), now_ms + self._config.session_timeout_ms
+            timer_keys.session_key(group.group_id, after.member_id),
+            now_ms + self._session_timeout_ms(group.group_id),
         )
         rebalance_key = timer_keys.rebalance_key(group.group_id, after.member_id)
         if after.state is MemberState.UNREVOKED_PARTITIONS:
@@ -226,7 +236,7 @@ class ConsumerGroupManager:
         return ConsumerHeartbeatResponse(
             member_id=after.member_id,
             member_epoch=after.member_epoch,
-            heartbeat_interval_ms=self._config.heartbeat_interval_ms,
+            heartbeat_interval_ms=self._heartbeat_interval_ms(group.group_id),
             assignment=after.assigned if full or changed else None,
         )
 
@@ -433,7 +443,7 @@ class ConsumerGroupManager:
             return
         grace = max(
             self._config.failover_grace_floor_ms,
-            min(2 * self._config.heartbeat_interval_ms, self._config.session_timeout_ms),
+            min(2 * self._heartbeat_interval_ms(group_id), self._session_timeout_ms(group_id)),
         )
         key = timer_keys.session_key(group_id, member_id)
         current = self._timer.deadline(key)
@@ -470,6 +480,22 @@ class ConsumerGroupManager:
         self._connections.clear()
 
     # -- offsets and admin
+
+    def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> None:
+        """OffsetFetch v9's member check on a consumer group, as Kafka: without a member id and with
+        a negative epoch (admin clients, classic members) the fetch is accepted; otherwise the
+        member must exist (UNKNOWN_MEMBER_ID) and send its current epoch (STALE_MEMBER_EPOCH)."""
+        group = self.groups.get(group_id)
+        if group is None or (not member_id and member_epoch < 0):
+            return
+        member = group.members.get(member_id or "")
+        if member is None:
+            raise KafkaError(ErrorCode.unknown_member_id, f"member {member_id} is unknown")
+        if member_epoch != member.member_epoch:
+            raise KafkaError(
+                ErrorCode.stale_member_epoch,
+                f"epoch {member_epoch} is not the member's epoch {member.member_epoch}",
+            )
 
     def validate_offset_commit(
         self, group_id: str, member_id: str, member_epoch: int, api_version: int

@@ -10,10 +10,13 @@ commit (one WAL flush) carries every append that arrived during the previous one
 A failed round fails every append in it (nothing of it was committed); each log then cuts itself
 back to what is durable before it takes appends again (see ``SegmentedLog._recover``).
 
-Fencing, later: the round will carry each partition's granted epoch as one more array and insert
-only rows whose ``log_partitions.owner_epoch`` still matches (a join in the same statement, under
-the row lock an ownership change takes with ``UPDATE``); the rows returned tell which logs were
-fenced, and those answer NOT_LEADER_OR_FOLLOWER / NOT_COORDINATOR.
+Fencing: the round carries each log's owner epoch (the one it was granted, see
+:mod:`kcoord.storage.postgres.ownership`) and inserts only the rows of partitions whose
+``log_partitions.owner_epoch`` still matches, checked in the same statement under a ``FOR SHARE``
+row lock, which an ownership change (an ``UPDATE`` of that row) waits for and which re-checks a
+row such a change updated meanwhile. The statement returns the partitions it accepted; every
+other log of the round was fenced: its appends fail with :class:`PartitionFencedError` and it never
+writes again. A node that never changes owners (one node over PostgreSQL) keeps epoch 0.
 """
 
 from __future__ import annotations
@@ -25,7 +28,9 @@ from typing import Protocol
 
 import asyncpg
 
-__all__ = ["BatchRow", "PostgresCommitter", "RoundJob", "RoundLog", "SegmentRow"]
+from kcoord.protocol.errors import ErrorCode, KafkaError
+
+__all__ = ["BatchRow", "PartitionFencedError", "PostgresCommitter", "RoundJob", "RoundLog", "SegmentRow"]
 
 SegmentRow = tuple[str, int, int, int]
 """(topic, partition, base offset, created ms)."""
@@ -35,22 +40,49 @@ BatchRow = tuple[str, int, int, int, int, int, bytes]
 
 
 COMMIT_ROUND = """
-WITH new_segments AS (
+WITH owned AS (
+    SELECT p.topic, p.partition_id
+    FROM log_partitions p
+    JOIN unnest($12::text[], $13::integer[], $14::bigint[]) AS e(topic, partition_id, epoch)
+      ON p.topic = e.topic AND p.partition_id = e.partition_id AND p.owner_epoch = e.epoch
+    FOR SHARE OF p
+), new_segments AS (
     INSERT INTO log_segments (topic, partition_id, base_offset, created_ms)
-    SELECT * FROM unnest($1::text[], $2::integer[], $3::bigint[], $4::bigint[])
+    SELECT s.* FROM unnest($1::text[], $2::integer[], $3::bigint[], $4::bigint[])
+        AS s(topic, partition_id, base_offset, created_ms)
+    WHERE (s.topic, s.partition_id) IN (SELECT topic, partition_id FROM owned)
     ON CONFLICT DO NOTHING
+), new_batches AS (
+    INSERT INTO log_batches (topic, partition_id, base_offset, last_offset, max_timestamp, size, data)
+    SELECT b.* FROM unnest($5::text[], $6::integer[], $7::bigint[], $8::bigint[], $9::bigint[],
+                           $10::integer[], $11::bytea[])
+        AS b(topic, partition_id, base_offset, last_offset, max_timestamp, size, data)
+    WHERE (b.topic, b.partition_id) IN (SELECT topic, partition_id FROM owned)
 )
-INSERT INTO log_batches (topic, partition_id, base_offset, last_offset, max_timestamp, size, data)
-SELECT * FROM unnest($5::text[], $6::integer[], $7::bigint[], $8::bigint[], $9::bigint[], $10::integer[],
-                     $11::bytea[])
+SELECT topic, partition_id FROM owned
 """
 """A whole round as one statement, so one transaction and one round trip however many appends it holds."""
 
 
+class PartitionFencedError(KafkaError):
+    """The partition's owner epoch moved on: another node owns it now, this log may never write again."""
+
+    def __init__(self, topic: str, partition: int, epoch: int) -> None:
+        super().__init__(
+            ErrorCode.not_leader_or_follower, f"{topic}-{partition}: owner epoch {epoch} was fenced"
+        )
+        self.topic = topic
+        self.partition = partition
+        self.epoch = epoch
+
+
 @dataclass(slots=True)
 class RoundJob:
-    """A log's part of one round."""
+    """A log's part of one round: its rows and the owner epoch they are written under."""
 
+    topic: str
+    partition: int
+    epoch: int
     segments: list[SegmentRow] = field(default_factory=list)
     batches: list[BatchRow] = field(default_factory=list)
 
@@ -74,6 +106,8 @@ class PostgresCommitter:
         self._drainer: asyncio.Task[None] | None = None
         self.rounds = 0
         """Rounds committed so far (tests and the bench read it)."""
+        self.fenced = 0
+        """Jobs refused because their partition's owner epoch had moved on."""
 
     def request(self, log: RoundLog) -> None:
         """``log`` has queued work: it joins the next round (a round starts at once when idle)."""
@@ -89,22 +123,29 @@ class PostgresCommitter:
                 if not jobs:
                     continue
                 try:
-                    await self._commit([job for _, job in jobs])
+                    owned = await self._commit([job for _, job in jobs])
                 except Exception as exc:
                     for log, job in jobs:
                         log.finish_job(job, exc)
                     continue
                 self.rounds += 1
                 for log, job in jobs:
-                    log.finish_job(job, None)
+                    if (job.topic, job.partition) in owned:
+                        log.finish_job(job, None)
+                    else:
+                        self.fenced += 1
+                        log.finish_job(job, PartitionFencedError(job.topic, job.partition, job.epoch))
         finally:
             self._drainer = None
 
-    async def _commit(self, jobs: list[RoundJob]) -> None:
+    async def _commit(self, jobs: list[RoundJob]) -> set[tuple[str, int]]:
+        """Write the round; the partitions whose epoch held (the others' rows were not written)."""
         segments = _columns([row for job in jobs for row in job.segments], 4)
         batches = _columns([row for job in jobs for row in job.batches], 7)
+        epochs = _columns([(job.topic, job.partition, job.epoch) for job in jobs], 3)
         async with self._pool.acquire() as connection:
-            await connection.execute(COMMIT_ROUND, *segments, *batches)
+            rows = await connection.fetch(COMMIT_ROUND, *segments, *batches, *epochs)
+        return {(row["topic"], row["partition_id"]) for row in rows}
 
 
 def _columns(rows: Sequence[tuple[object, ...]], width: int) -> list[list[object]]:

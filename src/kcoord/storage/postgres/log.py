@@ -19,11 +19,11 @@ import structlog
 
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.protocol.record_batch import iter_batches
-from kcoord.storage.api import LogConfig
+from kcoord.storage.api import AppendResult, LogConfig
 from kcoord.storage.compaction import SegmentReader, Swap
 from kcoord.storage.log import SegmentedLog
 from kcoord.storage.memory import MemorySegmentData
-from kcoord.storage.postgres.committer import PostgresCommitter, RoundJob
+from kcoord.storage.postgres.committer import PartitionFencedError, PostgresCommitter, RoundJob
 from kcoord.storage.postgres.errors import storage_errors
 from kcoord.storage.postgres.schema import Connection
 from kcoord.storage.segment import Placement, Segment, SegmentData, scan_segment
@@ -64,9 +64,14 @@ class PostgresLog(SegmentedLog):
         segments: list[Segment],
         pool: asyncpg.Pool,
         committer: PostgresCommitter,
+        owner_epoch: int = 0,
         log_start_offset: int | None = None,
     ) -> None:
         super().__init__(topic, partition, config, clock, segments, log_start_offset)
+        self.owner_epoch = owner_epoch
+        """The epoch this log writes under; a round that finds another in the database fences it."""
+        self.fenced: PartitionFencedError | None = None
+        """Set once a round was refused: the log is closed to appends and structural changes for good."""
         self._pool = pool
         self._committer = committer
         self._queue: list[_Op] = []
@@ -74,6 +79,11 @@ class PostgresLog(SegmentedLog):
         self._idle_waiters: list[asyncio.Future[None]] = []
 
     # Appending: queued for the committer, visible when the round commits.
+
+    async def append(self, batch: bytes) -> AppendResult:
+        if self.fenced is not None:
+            raise self.fenced
+        return await super().append(batch)
 
     def _new_segment(self, base_offset: int, now_ms: int) -> Segment:
         return Segment(base_offset, MemorySegmentData(), self._config.index_interval_bytes, now_ms)
@@ -99,7 +109,7 @@ class PostgresLog(SegmentedLog):
             return None
         ops, self._queue = self._queue, []
         self._jobs_in_flight.append(ops)
-        job = RoundJob()
+        job = RoundJob(self._topic, self._partition, self.owner_epoch)
         for op in ops:
             if isinstance(op, _Roll):
                 job.segments.append((self._topic, self._partition, op.new.base_offset, op.new.created_ms))
@@ -142,11 +152,27 @@ class PostgresLog(SegmentedLog):
         self._notify()
 
     def _fail(self, ops: list[_Op], exc: BaseException) -> None:
+        if isinstance(exc, PartitionFencedError):
+            self._fence(ops, exc)
+            return
         self._failure = exc
         logger.error("log.write_failed", topic=self._topic, partition=self._partition, error=repr(exc))
         for op in ops:
             if isinstance(op, _Write) and not op.done.done():
                 op.done.set_exception(KafkaError(ErrorCode.kafka_storage_error, f"log write failed: {exc!r}"))
+
+    def _fence(self, ops: list[_Op], fenced: PartitionFencedError) -> None:
+        """Another node owns the partition now: fail what is queued and never touch its rows again.
+
+        The log is marked closed (no recovery, whose truncation would delete the new owner's rows;
+        no retention or compaction); its in-memory copy is stale from here on.
+        """
+        self.fenced = fenced
+        self._closed = True
+        logger.warning("log.fenced", topic=self._topic, partition=self._partition, owner_epoch=fenced.epoch)
+        for op in ops:
+            if isinstance(op, _Write) and not op.done.done():
+                op.done.set_exception(fenced)
 
     async def _idle(self) -> None:
         while self._queue or self._jobs_in_flight:
@@ -161,8 +187,8 @@ class PostgresLog(SegmentedLog):
     # Structural changes (appends held back, the committer idle for this log).
 
     async def _create_segment(self, base_offset: int, now_ms: int) -> Segment:
-        with storage_errors("segment create"):
-            await self._pool.execute(
+        async with self._transaction("segment create") as connection:
+            await connection.execute(
                 "INSERT INTO log_segments (topic, partition_id, base_offset, created_ms)"
                 " VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
                 self._topic,
@@ -182,8 +208,8 @@ class PostgresLog(SegmentedLog):
             created_ms=segment.created_ms,
             verify_crc=False,
         )
-        with storage_errors("truncate"):
-            await self._pool.execute(
+        async with self._transaction("truncate") as connection:
+            await connection.execute(
                 "DELETE FROM log_batches WHERE topic = $1 AND partition_id = $2 AND base_offset >= $3",
                 self._topic,
                 self._partition,
@@ -231,9 +257,26 @@ class PostgresLog(SegmentedLog):
 
     @asynccontextmanager
     async def _transaction(self, action: str) -> AsyncIterator[Connection]:
-        """One pooled connection in one transaction; database failures raise KAFKA_STORAGE_ERROR."""
+        """One pooled connection in one transaction, under this log's owner epoch.
+
+        Structural changes (truncation after a failed round, retention, compaction swaps) delete
+        rows, so they are fenced like appends: the partition's row is locked ``FOR SHARE`` and a
+        moved-on epoch raises :class:`PartitionFencedError` before anything is touched. Database
+        failures raise KAFKA_STORAGE_ERROR.
+        """
+        if self.fenced is not None:
+            raise self.fenced
         with storage_errors(action):
             async with self._pool.acquire() as connection, connection.transaction():
+                epoch = await connection.fetchval(
+                    "SELECT owner_epoch FROM log_partitions WHERE topic = $1 AND partition_id = $2 FOR SHARE",
+                    self._topic,
+                    self._partition,
+                )
+                if epoch != self.owner_epoch:
+                    fenced = PartitionFencedError(self._topic, self._partition, self.owner_epoch)
+                    self._fence([], fenced)
+                    raise fenced
                 yield connection
 
     async def _close_files(self) -> None:

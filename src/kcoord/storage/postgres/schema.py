@@ -4,9 +4,11 @@ A migration is applied once, in its own transaction, under an advisory lock, so 
 starting together against one database migrate it exactly once. New steps are appended to
 :data:`MIGRATIONS`; a step already applied is never edited.
 
-``log_partitions.owner_epoch`` is where fencing will live: a node writes a partition only while
-the epoch it was granted still matches, checked inside the append transaction (see
-:mod:`kcoord.storage.postgres.committer`).
+``log_partitions.owner_epoch`` is where fencing lives: a node writes a partition only while the
+epoch it was granted still matches, checked inside the append transaction (see
+:mod:`kcoord.storage.postgres.committer`). Version 2 adds the nodes of a cluster (``cluster_nodes``,
+each with a lease on the database's clock) and the owner of each partition (``owner_node``; see
+:mod:`kcoord.storage.postgres.ownership`).
 """
 
 from __future__ import annotations
@@ -61,6 +63,39 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     ),
     (
         2,
+        "cluster: nodes with leases, partition owners",
+        """
+        CREATE TABLE cluster_nodes (
+            node_id integer PRIMARY KEY,
+            host text NOT NULL,
+            port integer NOT NULL,
+            lease_expires_at timestamptz NOT NULL,
+            registered_at timestamptz NOT NULL DEFAULT now()
+        );
+        ALTER TABLE log_partitions ADD COLUMN owner_node integer;
+        CREATE TABLE cluster_meta (
+            key text PRIMARY KEY,
+            value text NOT NULL
+        );
+        """,
+    ),
+    (
+        3,
+        "cluster: every change of a partition's owner",
+        """
+        CREATE TABLE ownership_moves (
+            topic text NOT NULL,
+            partition_id integer NOT NULL,
+            epoch bigint NOT NULL,
+            node_id integer NOT NULL,
+            previous_node integer,
+            moved_at timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (topic, partition_id, epoch)
+        );
+        """,
+    ),
+    (
+        4,
         "partition logs: the log start offset DeleteRecords moved (null: the first batch's offset)",
         """
         ALTER TABLE log_partitions ADD COLUMN log_start_offset bigint;

@@ -107,8 +107,9 @@ class PostgresLogStore(StoreBase[PostgresLog]):
             " ORDER BY topic, partition_id, base_offset"
         ):
             segments[(row["topic"], row["partition_id"])].append((row["base_offset"], row["created_ms"]))
-        for topic, partition, log_start in await connection.fetch(
-            "SELECT topic, partition_id, log_start_offset FROM log_partitions ORDER BY topic, partition_id"
+        for topic, partition, epoch, log_start in await connection.fetch(
+            "SELECT topic, partition_id, owner_epoch, log_start_offset FROM log_partitions"
+            " ORDER BY topic, partition_id"
         ):
             rows = await connection.fetch(
                 "SELECT base_offset, data FROM log_batches WHERE topic = $1 AND partition_id = $2"
@@ -117,7 +118,49 @@ class PostgresLogStore(StoreBase[PostgresLog]):
                 partition,
             )
             loaded = self._rebuild(segments.get((topic, partition), []), rows)
-            self._adopt(self._new_log(topic, partition, self._default_config, loaded, log_start))
+            self._adopt(self._new_log(topic, partition, self._default_config, loaded, epoch, log_start))
+
+    async def reopen(self, topic: str, partition: int, owner_epoch: int) -> PostgresLog:
+        """The partition as the database holds it now, writing under ``owner_epoch``.
+
+        What a node calls when it takes a partition over: its in-memory copy may be stale (another
+        node appended meanwhile), so the old log object is closed and a fresh one replaces it.
+        """
+        with storage_errors("reopen"):
+            async with self._require_pool().acquire() as connection:
+                bounds = [
+                    (row["base_offset"], row["created_ms"])
+                    for row in await connection.fetch(
+                        "SELECT base_offset, created_ms FROM log_segments"
+                        " WHERE topic = $1 AND partition_id = $2 ORDER BY base_offset",
+                        topic,
+                        partition,
+                    )
+                ]
+                rows = await connection.fetch(
+                    "SELECT base_offset, data FROM log_batches WHERE topic = $1 AND partition_id = $2"
+                    " ORDER BY base_offset",
+                    topic,
+                    partition,
+                )
+                log_start = await connection.fetchval(
+                    "SELECT log_start_offset FROM log_partitions WHERE topic = $1 AND partition_id = $2",
+                    topic,
+                    partition,
+                )
+        old = self._logs.pop((topic, partition), None)
+        config = old.config if old is not None else self._default_config
+        if old is not None:
+            await old.close()
+        rebuilt = self._rebuild(bounds, rows)
+        return self._adopt(self._new_log(topic, partition, config, rebuilt, owner_epoch, log_start))
+
+    async def forget(self, topic: str, partition: int) -> None:
+        """Close and drop this node's copy of a partition another node owns, so no retention or
+        compaction pass of this node ever works on a stale copy (a later :meth:`reopen` reloads it)."""
+        log = self._logs.pop((topic, partition), None)
+        if log is not None:
+            await log.close()
 
     def _rebuild(self, bounds: list[tuple[int, int]], rows: list[asyncpg.Record]) -> list[Segment]:
         """In-memory segments from the stored segment starts and batch rows (every row in its segment)."""
@@ -149,6 +192,7 @@ class PostgresLogStore(StoreBase[PostgresLog]):
         partition: int,
         config: LogConfig,
         segments: list[Segment],
+        owner_epoch: int = 0,
         log_start_offset: int | None = None,
     ) -> PostgresLog:
         return PostgresLog(
@@ -159,8 +203,14 @@ class PostgresLogStore(StoreBase[PostgresLog]):
             segments,
             self._require_pool(),
             self.committer,
+            owner_epoch,
             log_start_offset,
         )
+
+    @property
+    def pool(self) -> asyncpg.Pool:
+        """The open pool (the cluster membership shares it)."""
+        return self._require_pool()
 
     def _require_pool(self) -> asyncpg.Pool:
         if self._pool is None:
@@ -188,9 +238,14 @@ class PostgresLogStore(StoreBase[PostgresLog]):
                     partition,
                     now,
                 )
+                epoch = await connection.fetchval(
+                    "SELECT owner_epoch FROM log_partitions WHERE topic = $1 AND partition_id = $2",
+                    topic,
+                    partition,
+                )
         log_config = config or self._default_config
         first = Segment(0, MemorySegmentData(), log_config.index_interval_bytes, now)
-        return self._adopt(self._new_log(topic, partition, log_config, [first]))
+        return self._adopt(self._new_log(topic, partition, log_config, [first], epoch))
 
     async def delete_topic(self, topic: str) -> None:
         for key in [key for key in self._logs if key[0] == topic]:

@@ -1,0 +1,35 @@
+"""Kafka's zigzag varints (varint and varlong alike), as the record format (magic 2) uses them.
+
+The offsets log's hot path has its own unrolled copy in :mod:`kcoord.protocol.plain_batch`;
+these serve the readers and writers that look inside records less often (the log cleaner, the CLI).
+"""
+
+from __future__ import annotations
+
+__all__ = ["encode_varint", "read_varint"]
+
+
+def read_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+    """A zigzag varint/varlong at ``pos``: (value, position after it); ValueError past the end."""
+    result = 0
+    shift = 0
+    while True:
+        if pos >= len(buf) or shift > 63:
+            raise ValueError("varint runs past the end of the record")
+        byte = buf[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+
+
+def encode_varint(value: int) -> bytes:
+    """``value`` (a 64-bit signed integer) as a zigzag varint."""
+    zigzag = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while zigzag >= 0x80:
+        out.append((zigzag & 0x7F) | 0x80)
+        zigzag >>= 7
+    out.append(zigzag)
+    return bytes(out)

@@ -1,0 +1,179 @@
+"""Nodes with leases and the owner of every partition, kept in PostgreSQL beside the logs.
+
+A node registers its id and advertised address in ``cluster_nodes`` with a lease measured on the
+database's clock (``now()``), so nodes never compare their own clocks. A node is live while its
+lease has not expired; a node that stops renewing is gone once it lapses.
+
+Each row of ``log_partitions`` names its owner (``owner_node``) and an ``owner_epoch`` that grows
+on every claim. A claim succeeds only when the partition has no owner, is this node's own (a
+restarted node fences its former self), or its owner's lease has lapsed; the epoch it returns is
+the one the claimer's log writes under, checked by every commit round
+(:mod:`kcoord.storage.postgres.committer`). A release (a clean shutdown, or a partition that moves
+to a node that joined) clears the owner at once, so the next owner need not wait for a lease.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import asyncpg
+
+from kcoord.storage.postgres.errors import storage_errors
+
+__all__ = ["LiveNode", "Ownership", "OwnershipMove", "PartitionOwner"]
+
+
+@dataclass(frozen=True, slots=True)
+class LiveNode:
+    node_id: int
+    host: str
+    port: int
+
+
+@dataclass(frozen=True, slots=True)
+class OwnershipMove:
+    """One claim of a partition: who took it (from whom), under which epoch, when (epoch ms)."""
+
+    epoch: int
+    node_id: int
+    previous_node: int | None
+    moved_at_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionOwner:
+    topic: str
+    partition: int
+    node_id: int | None
+    epoch: int
+
+
+_LIVE = "lease_expires_at > now()"
+
+_REGISTER = f"""
+INSERT INTO cluster_nodes AS n (node_id, host, port, lease_expires_at)
+VALUES ($1, $2, $3, now() + $4 * interval '1 millisecond')
+ON CONFLICT (node_id) DO UPDATE
+    SET host = excluded.host, port = excluded.port, lease_expires_at = excluded.lease_expires_at,
+        registered_at = now()
+    WHERE NOT n.{_LIVE}
+RETURNING node_id
+"""
+
+_RENEW = f"""
+UPDATE cluster_nodes SET lease_expires_at = now() + $2 * interval '1 millisecond'
+WHERE node_id = $1 AND {_LIVE}
+RETURNING node_id
+"""
+
+_CLAIM = f"""
+WITH claimed AS (
+    UPDATE log_partitions AS p SET owner_node = $1, owner_epoch = p.owner_epoch + 1
+    WHERE p.topic = $2 AND p.partition_id = $3
+      AND EXISTS (SELECT 1 FROM cluster_nodes me WHERE me.node_id = $1 AND me.{_LIVE})
+      AND (p.owner_node IS NULL OR p.owner_node = $1
+           OR NOT EXISTS (SELECT 1 FROM cluster_nodes o WHERE o.node_id = p.owner_node AND o.{_LIVE}))
+    RETURNING p.owner_epoch
+), moved AS (
+    INSERT INTO ownership_moves (topic, partition_id, epoch, node_id, previous_node)
+    SELECT $2, $3, c.owner_epoch, $1,
+           (SELECT m.node_id FROM ownership_moves m WHERE m.topic = $2 AND m.partition_id = $3
+            ORDER BY m.epoch DESC LIMIT 1)
+    FROM claimed c
+)
+SELECT owner_epoch FROM claimed
+"""
+
+
+class Ownership:
+    """The cluster tables of one database, reached through a store's pool."""
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._pool = pool
+
+    async def cluster_id(self, proposed: str) -> str:
+        """The cluster's id: ``proposed`` if this is the first node ever, else the one stored."""
+        with storage_errors("cluster id"):
+            async with self._pool.acquire() as connection, connection.transaction():
+                await connection.execute(
+                    "INSERT INTO cluster_meta (key, value) VALUES ('cluster.id', $1) ON CONFLICT DO NOTHING",
+                    proposed,
+                )
+                stored: str = await connection.fetchval(
+                    "SELECT value FROM cluster_meta WHERE key = 'cluster.id'"
+                )
+        return stored
+
+    async def register(self, node_id: int, host: str, port: int, lease_ms: int) -> bool:
+        """Take ``node_id`` with a fresh lease; False while another holder's lease on it is still live."""
+        with storage_errors("register node"):
+            row = await self._pool.fetchval(_REGISTER, node_id, host, port, lease_ms)
+        return row is not None
+
+    async def renew(self, node_id: int, lease_ms: int) -> bool:
+        """Extend the lease; False when it had lapsed already (the node must step down and register again)."""
+        with storage_errors("renew lease"):
+            row = await self._pool.fetchval(_RENEW, node_id, lease_ms)
+        return row is not None
+
+    async def deregister(self, node_id: int) -> None:
+        """A clean exit: release every partition the node owns and drop its row, in one transaction."""
+        with storage_errors("deregister node"):
+            async with self._pool.acquire() as connection, connection.transaction():
+                await connection.execute(
+                    "UPDATE log_partitions SET owner_node = NULL WHERE owner_node = $1", node_id
+                )
+                await connection.execute("DELETE FROM cluster_nodes WHERE node_id = $1", node_id)
+
+    async def live_nodes(self) -> list[LiveNode]:
+        """Every node whose lease has not lapsed, by id."""
+        with storage_errors("list nodes"):
+            rows = await self._pool.fetch(
+                f"SELECT node_id, host, port FROM cluster_nodes WHERE {_LIVE} ORDER BY node_id"
+            )
+        return [LiveNode(row["node_id"], row["host"], row["port"]) for row in rows]
+
+    async def owners(self) -> list[PartitionOwner]:
+        """Every partition with its recorded owner (None: unowned) and epoch."""
+        with storage_errors("list owners"):
+            rows = await self._pool.fetch(
+                "SELECT topic, partition_id, owner_node, owner_epoch FROM log_partitions"
+                " ORDER BY topic, partition_id"
+            )
+        return [
+            PartitionOwner(row["topic"], row["partition_id"], row["owner_node"], row["owner_epoch"])
+            for row in rows
+        ]
+
+    async def claim(self, node_id: int, topic: str, partition: int) -> int | None:
+        """Become the owner of ``topic``-``partition``; the new epoch, or None when it is not free."""
+        with storage_errors("claim partition"):
+            epoch: int | None = await self._pool.fetchval(_CLAIM, node_id, topic, partition)
+        return epoch
+
+    async def moves(self, topic: str, partition: int, limit: int = 32) -> list[OwnershipMove]:
+        """The last ``limit`` claims of the partition, oldest first."""
+        with storage_errors("list moves"):
+            rows = await self._pool.fetch(
+                "SELECT epoch, node_id, previous_node,"
+                " (extract(epoch FROM moved_at) * 1000)::bigint AS moved_at_ms FROM ownership_moves"
+                " WHERE topic = $1 AND partition_id = $2 ORDER BY epoch DESC LIMIT $3",
+                topic,
+                partition,
+                limit,
+            )
+        return [
+            OwnershipMove(row["epoch"], row["node_id"], row["previous_node"], row["moved_at_ms"])
+            for row in reversed(rows)
+        ]
+
+    async def release(self, node_id: int, topic: str, partition: int) -> None:
+        """Give the partition up (if still ours) so its next owner can claim it at once."""
+        with storage_errors("release partition"):
+            await self._pool.execute(
+                "UPDATE log_partitions SET owner_node = NULL"
+                " WHERE topic = $2 AND partition_id = $3 AND owner_node = $1",
+                node_id,
+                topic,
+                partition,
+            )

@@ -1,0 +1,76 @@
+"""Acceptance 5 of issue 9: ``pg_ctl restart`` under a three-node cluster with a consuming group
+and produces: acknowledged records are all consumed, the nodes recover without a restart of
+their own, and the group's commits work again afterwards."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from kcoord.protocol.errors import ErrorCode
+from tests.support.cluster_nodes import (
+    committed,
+    find_coordinator,
+    group_on,
+    produce_to_leaders,
+    start_nodes,
+    wait_converged,
+    wait_until,
+)
+from tests.support.failover_clients import DefaultTimingGroup
+from tests.support.group_clients import ClientKind
+from tests.support.postgres import PostgresCluster
+from tests.support.raw_client import RawClient
+from tests.support.raw_ops import create_topic
+from tests.support.server import KcoordProcess
+
+pytestmark = pytest.mark.clients
+
+KINDS = [ClientKind("confluent", "confluent"), ClientKind("kafka-python", "kafka-python")]
+TOPIC, PARTITIONS, PER_ROUND, ROUNDS = "pg-bounce", 4, 5, 10
+
+
+def test_a_database_restart_under_load_recovers_by_itself(
+    kcoord_factory: type[KcoordProcess], tmp_path: Path, postgres_cluster: PostgresCluster
+) -> None:
+    """Produce rounds keep going while PostgreSQL restarts; every acknowledged record is consumed,
+    no node restarted, and the group commits again through its coordinator."""
+    database = postgres_cluster.create_database()
+    nodes = start_nodes(kcoord_factory, tmp_path, database, 3)
+    wait_converged(nodes, postgres_cluster, database)
+    with RawClient(nodes[0].host, nodes[0].port) as raw:
+        assert create_topic(raw, TOPIC, PARTITIONS) == 0
+    expected = produce_to_leaders(nodes, TOPIC, PARTITIONS, PER_ROUND)
+    bootstrap = ",".join(node.bootstrap for node in nodes)
+    group = DefaultTimingGroup(nodes[0], TOPIC, group_on(3, nodes, "bounce"), PARTITIONS, bootstrap=bootstrap)
+    pids = [node.proc.pid for node in nodes if node.proc is not None]
+    try:
+        for kind in KINDS:
+            group.start(kind, session_timeout_ms=10_000)
+        group.wait_balanced(timeout=60)
+        group.wait_consumed(expected, timeout=60)
+        restarter = threading.Thread(target=postgres_cluster.restart)
+        for round_number in range(ROUNDS):
+            if round_number == 2:
+                restarter.start()
+            expected |= produce_to_leaders(nodes, TOPIC, PARTITIONS, PER_ROUND, timeout=60)
+            time.sleep(0.2)
+        restarter.join(60)
+        group.wait_consumed(expected, timeout=90)
+        assert [node.proc.pid for node in nodes if node.proc is not None] == pids
+        assert all(node.proc is not None and node.proc.poll() is None for node in nodes)
+        assert all(len(node.events("kcoord.started")) == 1 for node in nodes)
+        error, coordinator = find_coordinator(nodes[0], group.group)
+        assert error == ErrorCode.none
+        wait_until(
+            lambda: committed(nodes[coordinator - 1], group.group)[0] == ErrorCode.none, 30, "offsets served"
+        )
+        before = {m.name: dict(m.committed) for m in group.drivers}
+        expected |= produce_to_leaders(nodes, TOPIC, PARTITIONS, PER_ROUND, timeout=60)
+        group.wait_consumed(expected, timeout=60)
+        wait_until(lambda: all(m.committed != before[m.name] for m in group.drivers), 30, "commits again")
+    finally:
+        group.stop_all()
