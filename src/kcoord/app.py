@@ -258,6 +258,7 @@ class App:
             failure_delay_s=s["connection.failed.authentication.delay.ms"] / 1000,
             store=self.credentials,
             on_failure=lambda mechanism: self.auth_metrics.failure(listener_name, mechanism),
+            max_receive_bytes=s["sasl.server.max.receive.size"],
         )
 
     async def start(self) -> tuple[str, int]:

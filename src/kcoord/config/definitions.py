@@ -193,6 +193,12 @@ DEFINITIONS: tuple[Definition, ...] = (
         _int(0),
         "Delay before answering a failed authentication (slows password guessing).",
     ),
+    Definition(
+        "sasl.server.max.receive.size",
+        524288,
+        _int(64),
+        "Largest frame a SASL listener accepts before the connection has authenticated.",
+    ),
     # limits
     Definition("socket.send.buffer.bytes", 102400, _int(-1), "SO_SNDBUF of client connections (-1: OS)."),
     Definition("socket.receive.buffer.bytes", -1, _int(-1), "SO_RCVBUF of client connections (-1: OS)."),

@@ -53,6 +53,8 @@ class SaslSettings:
     store: CredentialStore
     on_failure: Callable[[str], None]
     """Called with the mechanism on every failed login (the metric)."""
+    max_receive_bytes: int = 524288
+    """``sasl.server.max.receive.size``: the largest frame accepted before authentication."""
 
 
 class PlainServer:
@@ -96,6 +98,10 @@ class SaslSession:
     @property
     def failed(self) -> bool:
         return self.state is SaslState.FAILED
+
+    @property
+    def max_receive_bytes(self) -> int:
+        return self._settings.max_receive_bytes
 
     @property
     def enabled_mechanisms(self) -> list[str]:

@@ -55,6 +55,7 @@ class Connection:
             max_request_bytes=max_request_bytes,
             limits=limits or ServerLimits.unlimited(),
             peer=info.client_host,
+            sasl=info.sasl,
         )
         self._idle_timeout_s = idle_timeout_s
         self._log = log.bind(connection_id=info.connection_id, peer=f"{info.client_host}:{info.client_port}")

@@ -16,6 +16,9 @@
   the event loop until its buffer ran dry (twenty such clients stalled a bystander for seconds).
   A connection whose next frame is already buffered yields before reading it once it has run for
   :data:`TURN_S` since it last waited (a connection that waits for its next frame yields anyway).
+- ``sasl.server.max.receive.size``: on a SASL listener, until the connection has authenticated, a
+  larger frame closes it (a stranger cannot make the server buffer 100 MB). The lower limit is the
+  one compared on the hot path; only a frame above it asks whether authentication lifted it.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import struct
 
+from kcoord.security.sasl import SaslSession, SaslState
 from kcoord.server.limits import ServerLimits
 from kcoord.server.router import CloseConnectionError
 
@@ -44,9 +48,15 @@ class FrameReader:
         max_request_bytes: int,
         limits: ServerLimits,
         peer: str,
+        sasl: SaslSession | None = None,
     ) -> None:
         self._reader = reader
         self._max_request_bytes = max_request_bytes
+        self._sasl = sasl
+        self._limit = max_request_bytes
+        """The size above which a frame is looked at: the pre-authentication limit until authenticated."""
+        if sasl is not None:
+            self._limit = min(max_request_bytes, sasl.max_receive_bytes)
         self._pool = limits.pool
         self._read_timeout_s = limits.read_timeout_s
         self._peer = peer
@@ -74,8 +84,8 @@ class FrameReader:
         (size,) = _SIZE.unpack(head)
         if size < 0:
             raise CloseConnectionError(f"negative frame size {size}")
-        if size > self._max_request_bytes:
-            raise CloseConnectionError(f"frame of {size} bytes exceeds socket.request.max.bytes")
+        if size > self._limit:
+            self._check_size(size)
         if size > SMALL_FRAME_BYTES and self._pool is not None:
             await self._reserve(size)
         try:
@@ -88,6 +98,20 @@ class FrameReader:
             ) from exc
         except asyncio.IncompleteReadError as exc:
             raise CloseConnectionError(f"frame cut off: {len(exc.partial)} of {size} bytes") from exc
+
+    def _check_size(self, size: int) -> None:
+        """Closes for a frame above the limit in force; lifts the SASL limit once authenticated."""
+        sasl = self._sasl
+        if sasl is not None:
+            if sasl.state is not SaslState.AUTHENTICATED:
+                self._observe("sasl.server.max.receive.size")
+                raise CloseConnectionError(
+                    f"frame of {size} bytes before authentication exceeds sasl.server.max.receive.size"
+                )
+            self._sasl = None
+            self._limit = self._max_request_bytes
+        if size > self._max_request_bytes:
+            raise CloseConnectionError(f"frame of {size} bytes exceeds socket.request.max.bytes")
 
     async def _reserve(self, size: int) -> None:
         assert self._pool is not None
