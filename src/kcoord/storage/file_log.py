@@ -36,6 +36,8 @@ from kcoord.storage.file_segment import FileSegmentData, fsync_directory
 from kcoord.storage.group_commit import CommitJob, GroupCommitter, JobOutcome
 from kcoord.storage.log import SegmentedLog
 from kcoord.storage.log_start_file import write_log_start
+from kcoord.storage.queued_ops import QueuedRoll as _Roll
+from kcoord.storage.queued_ops import QueuedWrite as _Write
 from kcoord.storage.segment import Placement, Segment, SegmentData, scan_segment
 from kcoord.timer.api import Clock
 
@@ -45,21 +47,6 @@ logger = structlog.get_logger(__name__)
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
-
-
-@dataclass(slots=True)
-class _Write:
-    segment: Segment
-    data: bytes
-    placement: Placement
-    done: asyncio.Future[None]
-
-
-@dataclass(slots=True)
-class _Roll:
-    old: Segment
-    new: Segment
-    seal_entry: tuple[int, int] | None
 
 
 @dataclass(slots=True)

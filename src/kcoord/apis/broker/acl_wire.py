@@ -40,10 +40,7 @@ def binding_from_wire(creation: Any) -> AclBinding:
         enum_or_unknown(AclOperation, creation.operation),
         enum_or_unknown(AclPermission, creation.permission_type),
     )
-    try:
-        binding.validate()
-    except ValueError as exc:
-        raise KafkaError(ErrorCode.invalid_request, str(exc)) from exc
+    _validate(binding)
     return binding
 
 
@@ -58,8 +55,13 @@ def filter_from_wire(item: Any) -> AclBindingFilter:
         enum_or_unknown(AclOperation, item.operation),
         enum_or_unknown(AclPermission, item.permission_type),
     )
+    _validate(acl_filter)
+    return acl_filter
+
+
+def _validate(value: AclBinding | AclBindingFilter) -> None:
+    """The model's own checks, answered as INVALID_REQUEST."""
     try:
-        acl_filter.validate()
+        value.validate()
     except ValueError as exc:
         raise KafkaError(ErrorCode.invalid_request, str(exc)) from exc
-    return acl_filter

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 
 import asyncpg
 import structlog
@@ -26,27 +25,14 @@ from kcoord.storage.memory import MemorySegmentData
 from kcoord.storage.postgres.committer import PartitionFencedError, PostgresCommitter, RoundJob
 from kcoord.storage.postgres.errors import storage_errors
 from kcoord.storage.postgres.schema import Connection
+from kcoord.storage.queued_ops import QueuedRoll as _Roll
+from kcoord.storage.queued_ops import QueuedWrite as _Write
 from kcoord.storage.segment import Placement, Segment, SegmentData, scan_segment
 from kcoord.timer.api import Clock
 
 __all__ = ["PostgresLog"]
 
 logger = structlog.get_logger(__name__)
-
-
-@dataclass(slots=True)
-class _Write:
-    segment: Segment
-    data: bytes
-    placement: Placement
-    done: asyncio.Future[None]
-
-
-@dataclass(slots=True)
-class _Roll:
-    old: Segment
-    new: Segment
-    seal_entry: tuple[int, int] | None
 
 
 _Op = _Write | _Roll
