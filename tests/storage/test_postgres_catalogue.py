@@ -126,8 +126,8 @@ async def test_every_change_bumps_the_version_and_a_refused_one_does_not(
     two_stores: tuple[PostgresLogStore, PostgresLogStore],
 ) -> None:
     """Create, grow, reconfigure and delete each move the version by one; a create of a taken name,
-    a grow that does not grow, changes to an unknown topic and a delete of an internal topic
-    change nothing."""
+    a grow that does not grow, changes to an unknown topic, a config change its callback refuses
+    and a delete of an internal topic change nothing."""
     catalogue = TopicCatalogue(two_stores[0].pool)
     start = await catalogue.version()
     assert await catalogue.create(_row("t", 1, retention_ms="1000"), NOW_MS)
@@ -135,19 +135,31 @@ async def test_every_change_bumps_the_version_and_a_refused_one_does_not(
     assert await catalogue.add_partitions("t", 3, NOW_MS) == (GrowOutcome.GROWN, 3)
     assert await catalogue.add_partitions("t", 2, NOW_MS) == (GrowOutcome.NOT_GROWING, 3)
     assert await catalogue.add_partitions("nope", 4, NOW_MS) == (GrowOutcome.UNKNOWN, 0)
-    assert await catalogue.set_configs("t", {"max.message.bytes": "2048"})
-    assert not await catalogue.set_configs("nope", {})
+    assert await catalogue.alter_configs(
+        "t", lambda current, _: {**current, "max.message.bytes": "2048"}
+    ) == {
+        "retention.ms": "1000",
+        "max.message.bytes": "2048",
+    }
+    assert await catalogue.alter_configs("t", lambda current, _: {"max.message.bytes": "2048"}) is not None
+    assert await catalogue.alter_configs("nope", lambda current, _: {}) is None
+
+    def refuse(current: dict[str, str], internal: bool) -> dict[str, str]:
+        raise ValueError("refused")
+
+    with pytest.raises(ValueError):
+        await catalogue.alter_configs("t", refuse)
     internal = CatalogueRow("__consumer_offsets", uuid.uuid4(), 1, {}, internal=True)
     assert await catalogue.create(internal, NOW_MS)
     assert (await catalogue.delete("__consumer_offsets"))[0] is DeleteOutcome.INTERNAL
     assert await catalogue.delete("nope") == (DeleteOutcome.UNKNOWN, None)
-    assert await catalogue.version() == start + 4
+    assert await catalogue.version() == start + 5
     (stored,) = [row for row in (await catalogue.snapshot()).topics if row.name == "t"]
     assert (stored.partitions, dict(stored.configs)) == (3, {"max.message.bytes": "2048"})
     assert await _partition_rows(two_stores[0], "t") == [(0, 1), (1, 1), (2, 1)]
     outcome, deleted = await catalogue.delete("t")
     assert outcome is DeleteOutcome.DELETED and deleted == stored
-    assert await catalogue.version() == start + 5
+    assert await catalogue.version() == start + 6
     assert [row.name for row in (await catalogue.snapshot()).topics] == ["__consumer_offsets"]
 
 

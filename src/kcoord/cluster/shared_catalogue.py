@@ -134,9 +134,20 @@ class SharedCatalogue:
                 f"to the requested {new_total}.",
             )
 
-    async def set_configs(self, name: str, configs: Mapping[str, str]) -> None:
-        """Commit a topic's new overrides; UNKNOWN_TOPIC_OR_PARTITION when it is gone."""
-        if not await self._table.set_configs(name, configs):
+    async def alter_configs(
+        self, name: str, change: Callable[[Mapping[str, str]], Mapping[str, str]]
+    ) -> None:
+        """Commit ``change`` of a topic's overrides, applied to the overrides the database holds;
+        UNKNOWN_TOPIC_OR_PARTITION when it is gone, INVALID_REQUEST for an internal topic."""
+
+        def guarded(current: dict[str, str], internal: bool) -> Mapping[str, str]:
+            if internal:
+                raise KafkaError(
+                    ErrorCode.invalid_request, f"kcoord manages internal topic '{name}''s configs."
+                )
+            return change(current)
+
+        if await self._table.alter_configs(name, guarded) is None:
             raise KafkaError(ErrorCode.unknown_topic_or_partition, f"Topic '{name}' does not exist.")
 
     async def forget_logs(self, name: str, partitions: int) -> None:

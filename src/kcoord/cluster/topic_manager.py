@@ -27,7 +27,7 @@ import asyncio
 import base64
 import json
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
@@ -331,8 +331,7 @@ class TopicManager:
             if validate_only:
                 return grown
             if self._shared is not None:
-                await self._shared.add_partitions(name, new_total)
-                await self._sync_locked(self._shared, changed_here=name)
+                await self._committed(self._shared, name, self._shared.add_partitions(name, new_total))
                 return self._topics.get(name, grown)
             self._install([grown])
             await self._save()
@@ -342,11 +341,15 @@ class TopicManager:
         return grown
 
     async def alter_configs(
-        self, name: str, configs: Mapping[str, str], validate_only: bool = False
-    ) -> TopicInfo:
-        """Replace ``name``'s config overrides with ``configs`` (already validated) and apply them to
-        its logs; UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST for internal topics (kcoord sets those)."""
+        self, name: str, change: Callable[[Mapping[str, str]], Mapping[str, str]], validate_only: bool = False
+    ) -> None:
+        """Replace ``name``'s overrides with ``change(current overrides)`` (which validates them, raising
+        ``KafkaError``) and apply them to its logs; UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST for
+        internal topics (kcoord sets those). In a cluster the current overrides are the database's."""
         async with self._lock:
+            if self._shared is not None and not validate_only:
+                await self._committed(self._shared, name, self._shared.alter_configs(name, change))
+                return
             info = self._topics.get(name)
             if info is None:
                 raise KafkaError(ErrorCode.unknown_topic_or_partition, f"Topic '{name}' does not exist.")
@@ -354,18 +357,13 @@ class TopicManager:
                 raise KafkaError(
                     ErrorCode.invalid_request, f"kcoord manages internal topic '{name}''s configs."
                 )
-            altered = replace(info, configs=dict(configs))
+            altered = replace(info, configs=dict(change(info.configs)))
             if validate_only:
-                return altered
-            if self._shared is not None:
-                await self._shared.set_configs(name, altered.configs)
-                await self._sync_locked(self._shared, changed_here=name)
-                return self._topics.get(name, altered)
+                return
             self._install([altered])
             await self._save()
             self._apply_log_config(altered)
         log.info("topic.configs_altered", topic=name, configs=dict(altered.configs))
-        return altered
 
     # --- the shared catalogue (cluster mode) ------------------------------------------------
 
@@ -381,6 +379,8 @@ class TopicManager:
                 await self._sync_locked(self._shared)
         except KafkaError as exc:
             log.warning("topics.catalogue_refresh_failed", error=exc.message)
+        except Exception:
+            log.exception("topics.catalogue_refresh_failed")
 
     async def _load_shared(self, shared: SharedCatalogue) -> None:
         self._shared_version, topics = await shared.snapshot()
@@ -393,20 +393,22 @@ class TopicManager:
                 await shared.forget_logs(topic, partition + 1)
         log.info("topics.loaded", topics=len(self._topics), catalogue_version=self._shared_version)
 
-    async def _create_shared(self, shared: SharedCatalogue, info: TopicInfo) -> None:
+    async def _committed(self, shared: SharedCatalogue, name: str, change: Awaitable[Any]) -> Any:
+        """Commit ``change`` to the shared catalogue, then bring this node's view up to date, also
+        when it was refused (a refusal means this node's view of ``name`` was stale)."""
         try:
-            await shared.create(info)
+            return await change
         finally:
-            await self._sync_locked(shared, changed_here=info.name)
+            await self._sync_locked(shared, changed_here=name)
+
+    async def _create_shared(self, shared: SharedCatalogue, info: TopicInfo) -> None:
+        await self._committed(shared, info.name, shared.create(info))
 
     async def _delete_shared(self, shared: SharedCatalogue, name: str) -> TopicInfo:
         known = self._topics.get(name)
         if known is not None and known.internal:
             raise KafkaError(ErrorCode.invalid_request, f"Internal topic '{name}' cannot be deleted.")
-        try:
-            deleted = await shared.delete(name)
-        finally:
-            await self._sync_locked(shared, changed_here=name)
+        deleted: TopicInfo = await self._committed(shared, name, shared.delete(name))
         return deleted
 
     async def _sync_locked(self, shared: SharedCatalogue, changed_here: str | None = None) -> None:

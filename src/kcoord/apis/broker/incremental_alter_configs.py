@@ -96,12 +96,10 @@ async def _alter_topic(
     name = resource.resource_name
     if not may_topic(ctx, authorizer, Op.ALTER_CONFIGS, name):
         raise KafkaError(ErrorCode.topic_authorization_failed, "Authorization failed.")
-    info = topics.get(name)
-    if info is None:
-        raise KafkaError(ErrorCode.unknown_topic_or_partition, f"Topic '{name}' does not exist.")
     operations = [(c.name, int(c.config_operation), c.value) for c in resource.configs]
-    values = altered_topic_configs(info.configs, operations, settings)
-    await topics.alter_configs(name, values, validate_only)
+    await topics.alter_configs(
+        name, lambda current: altered_topic_configs(current, operations, settings), validate_only
+    )
     return _answer(resource)
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -183,24 +183,32 @@ class TopicCatalogue:
             return GrowOutcome.NOT_GROWING, int(undo.value)
         return GrowOutcome.GROWN, new_total
 
-    async def set_configs(self, name: str, configs: Mapping[str, str]) -> bool:
-        """Replace the topic's overrides; False when there is no such topic."""
+    async def alter_configs(
+        self, name: str, change: Callable[[dict[str, str], bool], Mapping[str, str]]
+    ) -> Mapping[str, str] | None:
+        """Replace the topic's overrides with ``change(current overrides, internal)``, computed under
+        the catalogue lock so no other node's change in between is lost; the new overrides, or None
+        when there is no such topic. An exception from ``change`` rolls everything back."""
         try:
             with storage_errors("alter topic configs"):
                 async with self._pool.acquire() as connection, connection.transaction():
                     version = await connection.fetchval(_BUMP)
-                    updated = await connection.fetchval(
-                        "UPDATE topic_catalogue SET configs = $2::jsonb, version = $3 WHERE name = $1"
-                        " RETURNING 1",
+                    record = await connection.fetchrow(
+                        "SELECT configs::text AS configs, internal FROM topic_catalogue WHERE name = $1", name
+                    )
+                    if record is None:
+                        raise _NothingChangedError(None)
+                    current = {str(k): str(v) for k, v in json.loads(record["configs"]).items()}
+                    altered = dict(change(current, record["internal"]))
+                    await connection.execute(
+                        "UPDATE topic_catalogue SET configs = $2::jsonb, version = $3 WHERE name = $1",
                         name,
-                        json.dumps(dict(configs), sort_keys=True),
+                        json.dumps(altered, sort_keys=True),
                         version,
                     )
-                    if updated is None:
-                        raise _NothingChangedError(None)
         except _NothingChangedError:
-            return False
-        return True
+            return None
+        return altered
 
 
 async def _add_partition_rows(connection: Connection, topic: str, first: int, end: int, now_ms: int) -> None:
