@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from kcoord.cluster.shared_catalogue import SharedCatalogue, diff
+from kcoord.cluster.shared_catalogue import ConfiguredHost, SharedCatalogue, diff
 from kcoord.cluster.topic_manager import CATALOGUE_FILE, TopicChange, TopicEvent, TopicInfo, TopicManager
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.storage import LogConfig
+from kcoord.storage.api import PartitionLog
+from kcoord.storage.memory import MemoryLogStore
 from kcoord.storage.postgres import PostgresLogStore
 from tests.apis.broker.topic_app import make_settings
 from tests.support.postgres import PostgresCluster
@@ -165,3 +167,29 @@ def test_diff_orders_a_recreation_as_deletion_then_creation() -> None:
     assert sorted(changes.deleted) == ["gone", "re"]
     assert [t.name for t in changes.created] == ["re", "fresh"]
     assert changes.grown == [grown] and changes.reconfigured == [grown]
+
+
+class RecordingHost:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, int, int]] = []
+
+    async def acquire(self, partition: int, partition_log: PartitionLog) -> None:
+        self.calls.append(("acquire", partition, partition_log.config.retention_ms))
+
+    async def release(self, partition: int) -> None:
+        self.calls.append(("release", partition, 0))
+
+
+async def test_a_claimed_log_gets_its_topics_config_before_it_is_served() -> None:
+    """A partition's log reopened on a claim carries the store's default config; the host wrapper
+    gives it the topic's (say retention.ms) before the inner host serves it, and leaves the log of
+    an unknown topic alone."""
+    store = MemoryLogStore(LogConfig())
+    await store.open()
+    configs = {"t": LogConfig(retention_ms=1234)}
+    inner = RecordingHost()
+    host = ConfiguredHost(inner, "t", configs.get)
+    await host.acquire(0, await store.create("t", 0))
+    await host.release(0)
+    await ConfiguredHost(inner, "u", configs.get).acquire(0, await store.create("u", 0))
+    assert inner.calls == [("acquire", 0, 1234), ("release", 0, 0), ("acquire", 0, LogConfig().retention_ms)]

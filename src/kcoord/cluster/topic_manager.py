@@ -387,10 +387,13 @@ class TopicManager:
         self._install(topics)
         for info in topics:
             self._apply_log_config(info)
+        uncatalogued: dict[str, int] = {}
         for topic, partition in self._store.partitions():
             if topic not in self._topics:
-                log.warning("topics.uncatalogued_log_ignored", topic=topic, partition=partition)
-                await shared.forget_logs(topic, partition + 1)
+                uncatalogued[topic] = max(uncatalogued.get(topic, 0), partition + 1)
+        for topic, partitions in sorted(uncatalogued.items()):
+            log.warning("topics.uncatalogued_logs_ignored", topic=topic, partitions=partitions)
+            await shared.forget_logs(topic, partitions)
         log.info("topics.loaded", topics=len(self._topics), catalogue_version=self._shared_version)
 
     async def _committed(self, shared: SharedCatalogue, name: str, change: Awaitable[Any]) -> Any:
