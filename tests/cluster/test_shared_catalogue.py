@@ -146,6 +146,20 @@ async def test_a_create_race_between_nodes_has_one_winner(nodes: tuple[Node, Nod
     assert a.topics.get("raced") == b.topics.get("raced") == winners[0]
 
 
+async def test_auto_creation_takes_a_topic_another_node_made_and_makes_new_ones_for_all(
+    nodes: tuple[Node, Node],
+) -> None:
+    """Auto-creating a name another node created (not yet refreshed here) gives that topic, not an
+    error or a second id; a name nobody has is created with num.partitions for every node."""
+    a, b = nodes
+    made = await a.topics.create("t", 2)
+    assert await b.topics.ensure("t") == made
+    fresh = await b.topics.ensure("auto")
+    assert fresh is not None and fresh.partitions == make_settings()["num.partitions"]
+    await a.topics.refresh()
+    assert a.topics.get("auto") == fresh
+
+
 async def test_internal_topics_stay(nodes: tuple[Node, Node]) -> None:
     """The offsets topic is created once for both nodes and neither may delete it."""
     a, b = nodes
