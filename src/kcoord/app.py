@@ -62,6 +62,7 @@ from kcoord.cluster.identity import Node, load_or_create_identity
 from kcoord.cluster.membership import ClusterMembership, LeaseSettings, LogOnlyHost, MembershipDirectory
 from kcoord.cluster.producer_snapshots import ProducerSnapshots
 from kcoord.cluster.producer_state import ProducerStateManager
+from kcoord.cluster.shared_catalogue import ConfiguredHost, SharedCatalogue
 from kcoord.cluster.topic_configs import log_config_for
 from kcoord.cluster.topic_manager import TopicChange, TopicEvent, TopicManager
 from kcoord.cluster.topic_names import INTERNAL_TOPICS
@@ -129,7 +130,12 @@ class App:
             log_cleaner_backoff_ms=s["log.cleaner.backoff.ms"],
         )
         self.store.timings = self.metrics
-        self.topics = TopicManager(self.store, s, self.data_dir, shared=s["kcoord.cluster.enable"])
+        shared: SharedCatalogue | None = None
+        if s["kcoord.cluster.enable"]:
+            if not isinstance(self.store, PostgresLogStore):
+                raise ValueError("kcoord.cluster.enable needs a postgresql:// kcoord.storage.url")
+            shared = SharedCatalogue(self.store, self.metrics)
+        self.topics = TopicManager(self.store, s, self.data_dir, shared=shared)
         self.producers = ProducerStateManager(self.data_dir)
         self.producer_snapshots = ProducerSnapshots(
             self.data_dir, self.store, self.producers, internal_topics=INTERNAL_TOPICS
@@ -149,8 +155,6 @@ class App:
         )
         self.membership: ClusterMembership | None = None
         """Set at start when ``kcoord.cluster.enable``: this node's lease and owned partitions."""
-        if s["kcoord.cluster.enable"] and not isinstance(self.store, PostgresLogStore):
-            raise ValueError("kcoord.cluster.enable needs a postgresql:// kcoord.storage.url")
         self.groups = GroupService(self.coordinator)
         self.creation_limits = CreationLimits(
             rate=s["controller.mutation.rate"],
@@ -222,7 +226,7 @@ class App:
             describe_configs.api(
                 topics, s, node.node_id, authorizer=auth, group_configs=self.group_configs.overrides
             ),
-            incremental_alter_configs.api(self.group_configs, s, authorizer=auth),
+            incremental_alter_configs.api(self.group_configs, s, authorizer=auth, topics=topics),
             describe_cluster.api(node, authorizer=auth),
             describe_acls.api(auth),
             create_acls.api(auth),
@@ -318,12 +322,14 @@ class App:
             store,
             self.node.node_id,
             lambda: self.node.advertised,
-            lambda topic: coordinator if topic == OFFSETS_TOPIC else topic_host,
+            lambda topic: ConfiguredHost(
+                coordinator if topic == OFFSETS_TOPIC else topic_host, topic, topics.log_config_of
+            ),
             lambda: [(info.name, p) for info in topics.topics() for p in range(info.partitions)],
             LeaseSettings(lease_ms=s["kcoord.node.lease.ms"], renew_ms=s["kcoord.node.lease.renew.ms"]),
             observer=self.metrics,
         )
-        self.membership.on_catalogue = topics.adopt
+        self.membership.on_catalogue = topics.refresh
         self.node.directory = MembershipDirectory(self.membership, coordinator.partition_for)
         await self.membership.start()
 

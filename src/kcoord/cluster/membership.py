@@ -115,9 +115,9 @@ class ClusterMembership:
         self.node_id = node_id
         self._advertised = advertised
         self._host_for = host_for
-        self.on_catalogue: Callable[[dict[str, int]], Awaitable[None]] | None = None
-        """Told every partition count the database holds, before each reconciliation (the topic
-        catalogue adopts what other nodes created)."""
+        self.on_catalogue: Callable[[], Awaitable[None]] | None = None
+        """Called before each reconciliation, so the topic catalogue applies other nodes' changes
+        and the spread covers the partitions of topics they created."""
         self._partitions = partitions
         self._settings = settings
         self._observer: MembershipObserver = observer or _NoObserver()
@@ -277,10 +277,7 @@ class ClusterMembership:
         self.live = await self._ownership.live_nodes()
         self.owners = {(o.topic, o.partition): o for o in await self._ownership.owners()}
         if self.on_catalogue is not None:
-            counts: dict[str, int] = {}
-            for topic, partition in self.owners:
-                counts[topic] = max(counts.get(topic, 0), partition + 1)
-            await self.on_catalogue(counts)
+            await self.on_catalogue()
         wanted = set(self._partitions()) & set(self.owners)
         desired = assign(sorted(wanted), [node.node_id for node in self.live])
         for key, epoch in list(self._owned.items()):

@@ -13,7 +13,7 @@ work, but nothing acts on them: kcoord has one replica and no compaction of user
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
@@ -29,6 +29,7 @@ __all__ = [
     "ConfigSource",
     "ConfigType",
     "TopicConfigDef",
+    "altered_topic_configs",
     "describe_topic_configs",
     "effective_value",
     "log_config_for",
@@ -207,6 +208,49 @@ def validate_topic_configs(configs: Mapping[str, str | None]) -> dict[str, str]:
         except ValueError as exc:
             raise KafkaError(ErrorCode.invalid_config, f"Invalid value {raw!r} for {name}: {exc}") from exc
     return result
+
+
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+"""IncrementalAlterConfigs' ``config_operation`` values."""
+
+
+def altered_topic_configs(
+    overrides: Mapping[str, str], operations: Sequence[tuple[str, int, str | None]], settings: Settings
+) -> dict[str, str]:
+    """A topic's overrides after IncrementalAlterConfigs' ``(name, operation, value)`` steps, as
+    Kafka applies them: SET replaces, DELETE drops the override (back to the broker default),
+    APPEND and SUBTRACT add or remove items of a list config's current value. ``KafkaError``:
+    INVALID_REQUEST for a name given twice or an unknown operation, INVALID_CONFIG otherwise."""
+    names = [name for name, _, _ in operations]
+    if len(set(names)) != len(names):
+        raise KafkaError(ErrorCode.invalid_request, "Error due to duplicate config keys")
+    result = dict(overrides)
+    for name, operation, value in operations:
+        definition = TOPIC_CONFIGS.get(name)
+        if definition is None:
+            raise KafkaError(ErrorCode.invalid_config, f"Unknown topic config name: {name}")
+        if operation == DELETE:
+            result.pop(name, None)
+            continue
+        if operation not in (SET, APPEND, SUBTRACT):
+            raise KafkaError(ErrorCode.invalid_request, f"Unknown config operation {operation} for {name}")
+        if value is None:
+            raise KafkaError(ErrorCode.invalid_config, f"Null value not supported for topic config {name}")
+        if operation == SET:
+            result[name] = value
+            continue
+        if definition.kind is not ConfigType.LIST:
+            raise KafkaError(
+                ErrorCode.invalid_config, f"Config value append is not allowed for config key: {name}"
+            )
+        current = [item for item in effective_value(name, result, settings).split(",") if item]
+        items = [item.strip() for item in value.split(",") if item.strip()]
+        if operation == APPEND:
+            merged = list(dict.fromkeys(current + items))
+        else:
+            merged = [item for item in current if item not in items]
+        result[name] = ",".join(merged)
+    return validate_topic_configs(result)
 
 
 def render_setting(value: Any) -> str:

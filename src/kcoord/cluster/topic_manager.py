@@ -14,6 +14,11 @@ At load the two are reconciled:
 Changes run one at a time under one lock, so concurrent CreateTopics for the same name see
 TOPIC_ALREADY_EXISTS instead of racing. Listeners (the group coordinator) hear of a change once it
 is durable.
+
+In a cluster (a :class:`~kcoord.cluster.shared_catalogue.SharedCatalogue` given) none of the above
+file handling applies: the catalogue lives in PostgreSQL, every change is committed there first,
+and this node's view follows it (:meth:`TopicManager.refresh`, on every membership renewal). Logs
+are not created here then: each partition's owner reopens it from the database when it claims it.
 """
 
 from __future__ import annotations
@@ -22,11 +27,11 @@ import asyncio
 import base64
 import json
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -36,6 +41,9 @@ from kcoord.config import Settings
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.storage.api import LogConfig, LogStore, PartitionLog
 from kcoord.storage.atomic_file import write_text_atomically
+
+if TYPE_CHECKING:
+    from kcoord.cluster.shared_catalogue import SharedCatalogue
 
 __all__ = [
     "CATALOGUE_FILE",
@@ -55,18 +63,6 @@ _CATALOGUE_VERSION = 1
 
 MAX_PARTITIONS = 100_000
 """Most partitions one topic may have: each is a log with open files, so the count is bounded."""
-
-
-def shared_topic_id(name: str) -> uuid.UUID:
-    """The id every node of a cluster gives topic ``name`` without asking another (same rules as
-    :func:`new_topic_id`: never zero, never printing with a leading ``-``)."""
-    salt = 0
-    while True:
-        topic_id = uuid.uuid5(uuid.NAMESPACE_URL, f"kcoord-topic:{salt}:{name}")
-        text = base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
-        if not text.startswith("-"):
-            return topic_id
-        salt += 1
 
 
 def new_topic_id() -> uuid.UUID:
@@ -109,10 +105,14 @@ TopicListener = Callable[[TopicEvent], None]
 
 
 class TopicManager:
-    def __init__(self, store: LogStore, settings: Settings, data_dir: Path, *, shared: bool = False) -> None:
+    def __init__(
+        self, store: LogStore, settings: Settings, data_dir: Path, *, shared: SharedCatalogue | None = None
+    ) -> None:
         self._store = store
         self._shared = shared
-        """One of several nodes over one store: ids derive from names, logs are never orphans."""
+        """One of several nodes over one database: the catalogue there is the truth (module docstring)."""
+        self._shared_version = 0
+        """The shared catalogue's version this node's view is the state of."""
         self._settings = settings
         self._path = Path(data_dir) / CATALOGUE_FILE
         self._topics: dict[str, TopicInfo] = {}
@@ -157,6 +157,11 @@ class TopicManager:
     def log_config(self, info: TopicInfo) -> LogConfig:
         return log_config_for(info.configs, self._settings)
 
+    def log_config_of(self, name: str) -> LogConfig | None:
+        """The log config of topic ``name`` as this node knows it (None: unknown topic)."""
+        info = self._topics.get(name)
+        return None if info is None else self.log_config(info)
+
     def max_message_bytes(self, info: TopicInfo) -> int:
         """The largest record batch a Produce to this topic may carry (``max.message.bytes``)."""
         return int(effective_value("max.message.bytes", info.configs, self._settings))
@@ -170,6 +175,9 @@ class TopicManager:
 
     async def load(self) -> None:
         """Read the catalogue and reconcile it with the logs the store found (module docstring)."""
+        if self._shared is not None:
+            await self._load_shared(self._shared)
+            return
         catalogue = await asyncio.to_thread(_read_catalogue, self._path)
         found: dict[str, int] = {}
         for topic, partition in self._store.partitions():
@@ -183,10 +191,6 @@ class TopicManager:
                 await self._save()
         else:
             self._install(catalogue)
-            if self._shared:
-                self._install(
-                    self._adopted(name, count) for name, count in found.items() if name not in self._topics
-                )
             for orphan in sorted(set(found) - set(self._topics)):
                 log.warning("topics.orphan_logs_deleted", topic=orphan)
                 await self._store.delete_topic(orphan)
@@ -212,9 +216,16 @@ class TopicManager:
             existing = self._topics.get(name)
             if existing is not None:
                 return existing
-            info = TopicInfo(name, self._new_id(name), self._settings["num.partitions"])
-            await self._create_locked(info)
-            return info
+            info = TopicInfo(name, new_topic_id(), self._settings["num.partitions"])
+            if self._shared is None:
+                await self._create_locked(info)
+                return info
+            try:
+                await self._create_shared(self._shared, info)
+            except KafkaError as exc:
+                if exc.code != ErrorCode.topic_already_exists:
+                    raise
+            return self._topics.get(name)
 
     async def ensure_offsets_topic(self, partitions: int) -> int:
         """Create ``__consumer_offsets`` (compacted, ``offsets.topic.segment.bytes`` segments) if
@@ -261,7 +272,7 @@ class TopicManager:
             replication_factor = self._settings["default.replication.factor"]
         overrides = validate_topic_configs(configs or {})
         async with self._lock:
-            if name in self._topics:
+            if name in self._topics and (self._shared is None or validate_only):
                 raise KafkaError(ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
             if name in INTERNAL_TOPICS and not internal:
                 raise KafkaError(ErrorCode.invalid_request, f"'{name}' is reserved for kcoord's internal use")
@@ -277,13 +288,18 @@ class TopicManager:
                 )
             if validate_only:
                 return TopicInfo(name, uuid.UUID(int=0), partitions, overrides, internal)
-            info = TopicInfo(name, self._new_id(name), partitions, overrides, internal)
-            await self._create_locked(info)
+            info = TopicInfo(name, new_topic_id(), partitions, overrides, internal)
+            if self._shared is None:
+                await self._create_locked(info)
+            else:
+                await self._create_shared(self._shared, info)
             return info
 
     async def delete(self, name: str) -> TopicInfo:
         """Delete a topic and its logs; UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST for internal ones."""
         async with self._lock:
+            if self._shared is not None:
+                return await self._delete_shared(self._shared, name)
             info = self._topics.get(name)
             if info is None:
                 raise KafkaError(ErrorCode.unknown_topic_or_partition, f"Topic '{name}' does not exist.")
@@ -314,12 +330,143 @@ class TopicManager:
             grown = replace(info, partitions=new_total)
             if validate_only:
                 return grown
+            if self._shared is not None:
+                await self._committed(self._shared, name, self._shared.add_partitions(name, new_total))
+                return self._topics.get(name, grown)
             self._install([grown])
             await self._save()
             await self._create_logs(grown, range(info.partitions, new_total))
         log.info("topic.partitions_added", topic=name, partitions=new_total)
         self._notify(TopicEvent(TopicChange.PARTITIONS_ADDED, grown, info.partitions))
         return grown
+
+    async def alter_configs(
+        self, name: str, change: Callable[[Mapping[str, str]], Mapping[str, str]], validate_only: bool = False
+    ) -> None:
+        """Replace ``name``'s overrides with ``change(current overrides)`` (which validates them, raising
+        ``KafkaError``) and apply them to its logs; UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST for
+        internal topics (kcoord sets those). In a cluster the current overrides are the database's."""
+        async with self._lock:
+            if self._shared is not None and not validate_only:
+                await self._committed(self._shared, name, self._shared.alter_configs(name, change))
+                return
+            info = self._topics.get(name)
+            if info is None:
+                raise KafkaError(ErrorCode.unknown_topic_or_partition, f"Topic '{name}' does not exist.")
+            if info.internal:
+                raise KafkaError(
+                    ErrorCode.invalid_request, f"kcoord manages internal topic '{name}''s configs."
+                )
+            altered = replace(info, configs=dict(change(info.configs)))
+            if validate_only:
+                return
+            self._install([altered])
+            await self._save()
+            self._apply_log_config(altered)
+        log.info("topic.configs_altered", topic=name, configs=dict(altered.configs))
+
+    # --- the shared catalogue (cluster mode) ------------------------------------------------
+
+    async def refresh(self) -> None:
+        """Apply what other nodes changed in the shared catalogue, if its version moved (the
+        membership calls this on every renewal; failures are logged and retried next time)."""
+        if self._shared is None:
+            return
+        try:
+            if await self._shared.version() == self._shared_version:
+                return
+            async with self._lock:
+                await self._sync_locked(self._shared)
+        except KafkaError as exc:
+            log.warning("topics.catalogue_refresh_failed", error=exc.message)
+        except Exception:
+            log.exception("topics.catalogue_refresh_failed")
+
+    async def _load_shared(self, shared: SharedCatalogue) -> None:
+        self._shared_version, topics = await shared.snapshot()
+        self._install(topics)
+        for info in topics:
+            self._apply_log_config(info)
+        uncatalogued: dict[str, int] = {}
+        for topic, partition in self._store.partitions():
+            if topic not in self._topics:
+                uncatalogued[topic] = max(uncatalogued.get(topic, 0), partition + 1)
+        for topic, partitions in sorted(uncatalogued.items()):
+            log.warning("topics.uncatalogued_logs_ignored", topic=topic, partitions=partitions)
+            await shared.forget_logs(topic, partitions)
+        log.info("topics.loaded", topics=len(self._topics), catalogue_version=self._shared_version)
+
+    async def _committed(self, shared: SharedCatalogue, name: str, change: Awaitable[Any]) -> Any:
+        """Commit ``change`` to the shared catalogue, then bring this node's view up to date, also
+        when it was refused (a refusal means this node's view of ``name`` was stale)."""
+        try:
+            return await change
+        finally:
+            await self._sync_locked(shared, changed_here=name)
+
+    async def _create_shared(self, shared: SharedCatalogue, info: TopicInfo) -> None:
+        await self._committed(shared, info.name, shared.create(info))
+
+    async def _delete_shared(self, shared: SharedCatalogue, name: str) -> TopicInfo:
+        known = self._topics.get(name)
+        if known is not None and known.internal:
+            raise KafkaError(ErrorCode.invalid_request, f"Internal topic '{name}' cannot be deleted.")
+        deleted: TopicInfo = await self._committed(shared, name, shared.delete(name))
+        return deleted
+
+    async def _sync_locked(self, shared: SharedCatalogue, changed_here: str | None = None) -> None:
+        """Make this node's view the shared catalogue: logs closed for deleted topics, configs
+        applied to the logs it holds, listeners told, as for changes made here."""
+        version, changes = await shared.changes_from(self._topics)
+        if version <= self._shared_version and changed_here is None:
+            return
+        self._shared_version = max(version, self._shared_version)
+        events: list[TopicEvent] = []
+        for name in changes.deleted:
+            gone = self._topics.pop(name)
+            self._by_id.pop(gone.topic_id, None)
+            await shared.forget_logs(name, gone.partitions)
+            events.append(TopicEvent(TopicChange.DELETED, gone, gone.partitions))
+            self._applied(shared, "deleted", gone, changed_here, topic_id=str(gone.topic_id))
+        for info in changes.created:
+            self._install([info])
+            events.append(TopicEvent(TopicChange.CREATED, info, 0))
+            self._applied(
+                shared, "created", info, changed_here, topic_id=str(info.topic_id), partitions=info.partitions
+            )
+        for info in changes.grown:
+            previous = self._topics[info.name].partitions
+            self._install([info])
+            events.append(TopicEvent(TopicChange.PARTITIONS_ADDED, info, previous))
+            self._applied(shared, "partitions_added", info, changed_here, partitions=info.partitions)
+        for info in changes.reconfigured:
+            self._install([info])
+            self._apply_log_config(info)
+            self._applied(shared, "configs_altered", info, changed_here, configs=dict(info.configs))
+        for event in events:
+            self._notify(event)
+
+    def _applied(
+        self, shared: SharedCatalogue, change: str, info: TopicInfo, changed_here: str | None, **details: Any
+    ) -> None:
+        here = info.name == changed_here
+        if not here:
+            shared.observer.catalogue_change_applied(change)
+        log.info(
+            f"topic.{change}",
+            topic=info.name,
+            origin="this node" if here else "another node",
+            catalogue_version=self._shared_version,
+            **details,
+        )
+
+    def _apply_log_config(self, info: TopicInfo) -> None:
+        """Give the logs of ``info`` this node holds its current config."""
+        config = self.log_config(info)
+        for partition in range(info.partitions):
+            partition_log = self._store.get(info.name, partition)
+            if partition_log is not None:
+                partition_log.update_config(config)
 
     # --- internals ------------------------------------------------------------------------
 
@@ -332,32 +479,7 @@ class TopicManager:
     def _adopted(self, name: str, partitions: int) -> TopicInfo:
         internal = name in INTERNAL_TOPICS
         configs = self._offsets_topic_configs() if name == CONSUMER_OFFSETS else {}
-        return TopicInfo(name, self._new_id(name), partitions, configs, internal)
-
-    def _new_id(self, name: str) -> uuid.UUID:
-        return shared_topic_id(name) if self._shared else new_topic_id()
-
-    async def adopt(self, found: Mapping[str, int]) -> None:
-        """A cluster node learns the topics other nodes created (and partitions they added) from the
-        partition counts the shared store holds; listeners hear of them as of local changes."""
-        async with self._lock:
-            events: list[TopicEvent] = []
-            for name, count in sorted(found.items()):
-                known = self._topics.get(name)
-                if known is None:
-                    info = self._adopted(name, count)
-                    events.append(TopicEvent(TopicChange.CREATED, info, 0))
-                elif count > known.partitions:
-                    info = replace(known, partitions=count)
-                    events.append(TopicEvent(TopicChange.PARTITIONS_ADDED, info, known.partitions))
-                else:
-                    continue
-                self._install([info])
-                log.info("topics.adopted_from_cluster", topic=name, partitions=count)
-            if events:
-                await self._save()
-        for event in events:
-            self._notify(event)
+        return TopicInfo(name, new_topic_id(), partitions, configs, internal)
 
     async def _create_locked(self, info: TopicInfo) -> None:
         """Logs first, catalogue second: a crash in between leaves orphan logs, deleted at load."""

@@ -139,6 +139,12 @@ class KcoordMetrics:
             ["topic", "change"],
             registry=r,
         )
+        self.catalogue_changes = Counter(
+            "kcoord_topic_catalogue_changes_applied",
+            "Topic catalogue changes other cluster nodes made that this node applied.",
+            ["change"],
+            registry=r,
+        )
         self.lease_losses = Counter(
             "kcoord_lease_losses",
             "Times this cluster node stopped serving because its lease was not renewed in time.",
@@ -238,6 +244,10 @@ class KcoordMetrics:
 
     def lease_lost(self) -> None:
         self.lease_losses.inc()
+
+    def catalogue_change_applied(self, change: str) -> None:
+        """A topic created, deleted, grown or reconfigured by another node (a CatalogueObserver)."""
+        self.catalogue_changes.labels(change=change).inc()
 
 
 def _accepted_produce_bytes(request: Any, body: Any) -> int:

@@ -159,3 +159,27 @@ async def test_describe_configs_needs_describe_configs(tmp_path: Path) -> None:
         ErrorCode.cluster_authorization_failed,
     ]
     assert response.results[0].configs
+
+
+async def test_altering_topic_configs_needs_alter_configs_on_the_topic(tmp_path: Path) -> None:
+    """IncrementalAlterConfigs for a topic: ALTER_CONFIGS on it alters, anything less (even
+    DESCRIBE_CONFIGS) is TOPIC_AUTHORIZATION_FAILED and changes nothing."""
+    app = await _secured(tmp_path, (TOPIC, "alpha", Op.ALTER_CONFIGS), (TOPIC, "beta", Op.DESCRIBE_CONFIGS))
+    body = {
+        "resources": [
+            {
+                "resource_type": RESOURCE_TOPIC,
+                "resource_name": name,
+                "configs": [{"name": "retention.ms", "config_operation": 0, "value": "1000"}],
+            }
+            for name in ("alpha", "beta")
+        ],
+        "validate_only": False,
+    }
+    answer = await call(app, ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, body)
+    assert [(r.resource_name, r.error_code) for r in answer.responses] == [
+        ("alpha", ErrorCode.none),
+        ("beta", ErrorCode.topic_authorization_failed),
+    ]
+    assert dict(app.topics.get("alpha").configs) == {"retention.ms": "1000"}  # type: ignore[union-attr]
+    assert dict(app.topics.get("beta").configs) == {}  # type: ignore[union-attr]

@@ -18,6 +18,7 @@ from kcoord.apis.broker import (
     delete_topics,
     describe_cluster,
     describe_configs,
+    incremental_alter_configs,
     metadata,
 )
 from kcoord.cluster.identity import Node
@@ -32,6 +33,7 @@ from kcoord.protocol.codec import (
     response_class,
 )
 from kcoord.protocol.registry import ApiRegistry
+from kcoord.runtime.group_config_store import GroupConfigStore
 from kcoord.security.authorizer import build_authorizer
 from kcoord.server.context import ConnectionInfo, RequestContext
 from kcoord.storage.api import LogStore
@@ -66,6 +68,9 @@ class TopicApp:
                 create_partitions.api(topics, NODE_ID, authorizer=auth),
                 delete_topics.api(topics, enabled=settings["delete.topic.enable"], authorizer=auth),
                 describe_configs.api(topics, settings, NODE_ID, authorizer=auth),
+                incremental_alter_configs.api(
+                    GroupConfigStore(data_dir), settings, authorizer=auth, topics=topics
+                ),
                 describe_cluster.api(self.node, authorizer=auth),
             ]
         )

@@ -8,7 +8,11 @@ starting together against one database migrate it exactly once. New steps are ap
 epoch it was granted still matches, checked inside the append transaction (see
 :mod:`kcoord.storage.postgres.committer`). Version 2 adds the nodes of a cluster (``cluster_nodes``,
 each with a lease on the database's clock) and the owner of each partition (``owner_node``; see
-:mod:`kcoord.storage.postgres.ownership`).
+:mod:`kcoord.storage.postgres.ownership`). Version 5 adds the topic catalogue every node shares
+(``topic_catalogue``, with a ``topic_catalogue_version`` that every change bumps; see
+:mod:`kcoord.storage.postgres.catalogue`); it adopts the topics found in ``log_partitions`` with
+fresh random ids (an id whose base64 form would start with ``-``, which Kafka never issues, gets
+its first digit replaced).
 """
 
 from __future__ import annotations
@@ -99,6 +103,38 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         "partition logs: the log start offset DeleteRecords moved (null: the first batch's offset)",
         """
         ALTER TABLE log_partitions ADD COLUMN log_start_offset bigint;
+        """,
+    ),
+    (
+        5,
+        "cluster: the shared topic catalogue, adopting the topics the logs already hold",
+        """
+        CREATE TABLE topic_catalogue (
+            name text PRIMARY KEY,
+            topic_id uuid NOT NULL UNIQUE,
+            partitions integer NOT NULL CHECK (partitions > 0),
+            configs jsonb NOT NULL DEFAULT '{}'::jsonb,
+            internal boolean NOT NULL DEFAULT false,
+            version bigint NOT NULL
+        );
+        CREATE TABLE topic_catalogue_version (
+            single_row boolean PRIMARY KEY DEFAULT true CHECK (single_row),
+            version bigint NOT NULL
+        );
+        INSERT INTO topic_catalogue_version (version) VALUES (1);
+        INSERT INTO topic_catalogue (name, topic_id, partitions, configs, internal, version)
+        SELECT topic,
+               CASE WHEN left(id::text, 2) IN ('f8', 'f9', 'fa', 'fb')
+                    THEN ('7' || substr(id::text, 2))::uuid ELSE id END,
+               partitions,
+               CASE WHEN topic = '__consumer_offsets'
+                    THEN '{"cleanup.policy": "compact"}'::jsonb ELSE '{}'::jsonb END,
+               topic = '__consumer_offsets',
+               1
+        FROM (
+            SELECT topic, max(partition_id) + 1 AS partitions, gen_random_uuid() AS id
+            FROM log_partitions GROUP BY topic
+        ) AS found;
         """,
     ),
 ]

@@ -1,0 +1,226 @@
+"""The topic catalogue every node of a cluster shares: ``topic_catalogue`` in PostgreSQL.
+
+One row per topic (name, random id, partition count, config overrides, internal flag, the
+catalogue version of its last change) and one counter row, ``topic_catalogue_version``, that every
+change bumps inside its own transaction. Taking that row's lock first serialises every catalogue
+change of every node, so two nodes creating one name race cleanly: the second waits, then finds
+the row and loses. The partition rows of ``log_partitions`` (and their first segment) are written
+in the same transaction as the catalogue row, so a topic never exists without its logs or the
+reverse; a delete removes both (the logs' batches go with them by ``ON DELETE CASCADE``).
+
+A recreated topic's partitions start at the highest owner epoch the old topic's partitions ever
+had (``ownership_moves`` outlives them), so the first claim of the new partition gets an epoch no
+stale log of the old one holds, and fencing keeps a slow former owner out of the new log.
+
+Other nodes learn of changes by polling :meth:`TopicCatalogue.version` (one indexed row) and
+reading the whole catalogue (:meth:`TopicCatalogue.snapshot`) when it moved.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+import asyncpg
+
+from kcoord.storage.postgres.errors import storage_errors
+from kcoord.storage.postgres.schema import Connection
+
+__all__ = ["CatalogueRow", "CatalogueSnapshot", "DeleteOutcome", "GrowOutcome", "TopicCatalogue"]
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogueRow:
+    name: str
+    topic_id: uuid.UUID
+    partitions: int
+    configs: Mapping[str, str] = field(default_factory=dict)
+    internal: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogueSnapshot:
+    """The whole catalogue as of one catalogue version."""
+
+    version: int
+    topics: list[CatalogueRow]
+
+
+class DeleteOutcome(Enum):
+    DELETED = "deleted"
+    UNKNOWN = "unknown"
+    INTERNAL = "internal"
+
+
+class GrowOutcome(Enum):
+    GROWN = "grown"
+    UNKNOWN = "unknown"
+    NOT_GROWING = "not_growing"
+    """The topic already has at least the requested count (another node grew it meanwhile)."""
+
+
+_BUMP = "UPDATE topic_catalogue_version SET version = version + 1 RETURNING version"
+
+_ADD_PARTITIONS = """
+INSERT INTO log_partitions (topic, partition_id, owner_epoch)
+SELECT $1, p, coalesce((SELECT max(m.epoch) FROM ownership_moves m
+                        WHERE m.topic = $1 AND m.partition_id = p), 0)
+FROM generate_series($2::integer, $3::integer - 1) AS p
+"""
+
+_ADD_FIRST_SEGMENTS = """
+INSERT INTO log_segments (topic, partition_id, base_offset, created_ms)
+SELECT $1, p, 0, $4 FROM generate_series($2::integer, $3::integer - 1) AS p
+"""
+
+
+def _row(record: asyncpg.Record) -> CatalogueRow:
+    return CatalogueRow(
+        name=record["name"],
+        topic_id=record["topic_id"],
+        partitions=record["partitions"],
+        configs={str(k): str(v) for k, v in json.loads(record["configs"]).items()},
+        internal=record["internal"],
+    )
+
+
+class TopicCatalogue:
+    """The catalogue tables of one database, reached through a store's pool."""
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._pool = pool
+
+    async def version(self) -> int:
+        """The catalogue version: it grows with every committed change."""
+        with storage_errors("read catalogue version"):
+            version: int = await self._pool.fetchval("SELECT version FROM topic_catalogue_version")
+        return version
+
+    async def snapshot(self) -> CatalogueSnapshot:
+        """Every topic and the version they are the state of, read in one snapshot."""
+        with storage_errors("read catalogue"):
+            async with (
+                self._pool.acquire() as connection,
+                connection.transaction(isolation="repeatable_read", readonly=True),
+            ):
+                version: int = await connection.fetchval("SELECT version FROM topic_catalogue_version")
+                records = await connection.fetch(
+                    "SELECT name, topic_id, partitions, configs::text AS configs, internal"
+                    " FROM topic_catalogue ORDER BY name"
+                )
+        return CatalogueSnapshot(version, [_row(record) for record in records])
+
+    async def create(self, row: CatalogueRow, now_ms: int) -> bool:
+        """Add the topic with its partitions' rows; False (nothing changed) when the name is taken."""
+        try:
+            with storage_errors("create topic"):
+                async with self._pool.acquire() as connection, connection.transaction():
+                    version = await connection.fetchval(_BUMP)
+                    if await connection.fetchval("SELECT 1 FROM topic_catalogue WHERE name = $1", row.name):
+                        raise _NothingChangedError(None)
+                    await connection.execute(
+                        "INSERT INTO topic_catalogue (name, topic_id, partitions, configs, internal, version)"
+                        " VALUES ($1, $2, $3, $4::jsonb, $5, $6)",
+                        row.name,
+                        row.topic_id,
+                        row.partitions,
+                        json.dumps(dict(row.configs), sort_keys=True),
+                        row.internal,
+                        version,
+                    )
+                    await _add_partition_rows(connection, row.name, 0, row.partitions, now_ms)
+        except _NothingChangedError:
+            return False
+        return True
+
+    async def delete(self, name: str) -> tuple[DeleteOutcome, CatalogueRow | None]:
+        """Remove a non-internal topic and its logs; the row as it was (None when unknown)."""
+        try:
+            with storage_errors("delete topic"):
+                async with self._pool.acquire() as connection, connection.transaction():
+                    await connection.fetchval(_BUMP)
+                    record = await connection.fetchrow(
+                        "SELECT name, topic_id, partitions, configs::text AS configs, internal"
+                        " FROM topic_catalogue WHERE name = $1",
+                        name,
+                    )
+                    if record is None or record["internal"]:
+                        raise _NothingChangedError(record)
+                    await connection.execute("DELETE FROM topic_catalogue WHERE name = $1", name)
+                    await connection.execute("DELETE FROM log_partitions WHERE topic = $1", name)
+        except _NothingChangedError as undo:
+            if undo.value is None:
+                return DeleteOutcome.UNKNOWN, None
+            return DeleteOutcome.INTERNAL, _row(undo.value)
+        return DeleteOutcome.DELETED, _row(record)
+
+    async def add_partitions(self, name: str, new_total: int, now_ms: int) -> tuple[GrowOutcome, int]:
+        """Grow the topic to ``new_total`` partitions; the outcome and the count it has now (0 when
+        unknown)."""
+        try:
+            with storage_errors("add partitions"):
+                async with self._pool.acquire() as connection, connection.transaction():
+                    version = await connection.fetchval(_BUMP)
+                    current = await connection.fetchval(
+                        "SELECT partitions FROM topic_catalogue WHERE name = $1", name
+                    )
+                    if current is None or current >= new_total:
+                        raise _NothingChangedError(current)
+                    await connection.execute(
+                        "UPDATE topic_catalogue SET partitions = $2, version = $3 WHERE name = $1",
+                        name,
+                        new_total,
+                        version,
+                    )
+                    await _add_partition_rows(connection, name, current, new_total, now_ms)
+        except _NothingChangedError as undo:
+            if undo.value is None:
+                return GrowOutcome.UNKNOWN, 0
+            return GrowOutcome.NOT_GROWING, int(undo.value)
+        return GrowOutcome.GROWN, new_total
+
+    async def alter_configs(
+        self, name: str, change: Callable[[dict[str, str], bool], Mapping[str, str]]
+    ) -> Mapping[str, str] | None:
+        """Replace the topic's overrides with ``change(current overrides, internal)``, computed under
+        the catalogue lock so no other node's change in between is lost; the new overrides, or None
+        when there is no such topic. An exception from ``change`` rolls everything back."""
+        try:
+            with storage_errors("alter topic configs"):
+                async with self._pool.acquire() as connection, connection.transaction():
+                    version = await connection.fetchval(_BUMP)
+                    record = await connection.fetchrow(
+                        "SELECT configs::text AS configs, internal FROM topic_catalogue WHERE name = $1", name
+                    )
+                    if record is None:
+                        raise _NothingChangedError(None)
+                    current = {str(k): str(v) for k, v in json.loads(record["configs"]).items()}
+                    altered = dict(change(current, record["internal"]))
+                    await connection.execute(
+                        "UPDATE topic_catalogue SET configs = $2::jsonb, version = $3 WHERE name = $1",
+                        name,
+                        json.dumps(altered, sort_keys=True),
+                        version,
+                    )
+        except _NothingChangedError:
+            return None
+        return altered
+
+
+async def _add_partition_rows(connection: Connection, topic: str, first: int, end: int, now_ms: int) -> None:
+    """The ``log_partitions`` rows of partitions ``first`` to ``end - 1``, each with its first segment."""
+    await connection.execute(_ADD_PARTITIONS, topic, first, end)
+    await connection.execute(_ADD_FIRST_SEGMENTS, topic, first, end, now_ms)
+
+
+class _NothingChangedError(Exception):
+    """Raised inside a catalogue transaction that changes nothing, to roll back its version bump;
+    carries what the caller needs to say why."""
+
+    def __init__(self, value: Any) -> None:
+        super().__init__()
+        self.value = value
