@@ -35,6 +35,7 @@ from kcoord.apis.broker import (
     init_producer_id,
     list_offsets,
     metadata,
+    offset_for_leader_epoch,
     produce,
     sasl_authenticate,
     sasl_handshake,
@@ -59,6 +60,7 @@ from kcoord.apis.groups import (
 from kcoord.apis.groups.common import MemberWatch
 from kcoord.cluster.growth_hints import GrowthHints
 from kcoord.cluster.identity import Node, load_or_create_identity
+from kcoord.cluster.leader_epochs import RecordedEpochs
 from kcoord.cluster.membership import ClusterMembership, LeaseSettings, LogOnlyHost, MembershipDirectory
 from kcoord.cluster.producer_snapshots import ProducerSnapshots
 from kcoord.cluster.producer_state import ProducerStateManager
@@ -148,6 +150,7 @@ class App:
             serving=self._serving,
         )
         self.membership: ClusterMembership | None = None
+        self.leader_epochs = RecordedEpochs()
         """Set at start when ``kcoord.cluster.enable``: this node's lease and owned partitions."""
         if s["kcoord.cluster.enable"] and not isinstance(self.store, PostgresLogStore):
             raise ValueError("kcoord.cluster.enable needs a postgresql:// kcoord.storage.url")
@@ -214,6 +217,7 @@ class App:
             produce.api(topics, self.producers, authorizer=auth),
             fetch.api(topics, self.growth_hints, authorizer=auth),
             list_offsets.api(topics, authorizer=auth),
+            offset_for_leader_epoch.api(topics, self.leader_epochs, authorizer=auth),
             init_producer_id.api(self.producers, authorizer=auth),
             create_topics.api(topics, s, node.node_id, self.creation_limits, authorizer=auth),
             create_partitions.api(topics, node.node_id, self.creation_limits, authorizer=auth),
@@ -324,6 +328,7 @@ class App:
             observer=self.metrics,
         )
         self.membership.on_catalogue = topics.adopt
+        self.leader_epochs.ownership = ownership
         self.node.directory = MembershipDirectory(self.membership, coordinator.partition_for)
         await self.membership.start()
 

@@ -19,8 +19,10 @@ from kcoord.apis.broker import (
     describe_cluster,
     describe_configs,
     metadata,
+    offset_for_leader_epoch,
 )
 from kcoord.cluster.identity import Node
+from kcoord.cluster.leader_epochs import RecordedEpochs
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.config import Settings
 from kcoord.protocol.codec import (
@@ -67,6 +69,7 @@ class TopicApp:
                 delete_topics.api(topics, enabled=settings["delete.topic.enable"], authorizer=auth),
                 describe_configs.api(topics, settings, NODE_ID, authorizer=auth),
                 describe_cluster.api(self.node, authorizer=auth),
+                offset_for_leader_epoch.api(topics, RecordedEpochs(), authorizer=auth),
             ]
         )
 

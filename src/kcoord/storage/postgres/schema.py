@@ -8,7 +8,8 @@ starting together against one database migrate it exactly once. New steps are ap
 epoch it was granted still matches, checked inside the append transaction (see
 :mod:`kcoord.storage.postgres.committer`). Version 2 adds the nodes of a cluster (``cluster_nodes``,
 each with a lease on the database's clock) and the owner of each partition (``owner_node``; see
-:mod:`kcoord.storage.postgres.ownership`).
+:mod:`kcoord.storage.postgres.ownership`). Version 5 records where each owner epoch (each partition's
+leader epoch) starts in the log, which OffsetForLeaderEpoch answers from.
 """
 
 from __future__ import annotations
@@ -99,6 +100,20 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         "partition logs: the log start offset DeleteRecords moved (null: the first batch's offset)",
         """
         ALTER TABLE log_partitions ADD COLUMN log_start_offset bigint;
+        """,
+    ),
+    (
+        5,
+        "cluster: where each leader epoch of a partition starts (KIP-101's leader epoch cache)",
+        """
+        CREATE TABLE leader_epochs (
+            topic text NOT NULL,
+            partition_id integer NOT NULL,
+            epoch bigint NOT NULL,
+            start_offset bigint NOT NULL,
+            PRIMARY KEY (topic, partition_id, epoch),
+            FOREIGN KEY (topic, partition_id) REFERENCES log_partitions ON DELETE CASCADE
+        );
         """,
     ),
 ]
