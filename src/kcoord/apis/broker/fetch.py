@@ -9,9 +9,10 @@
 - v8, v10: no change to the body. v9: ``current_leader_epoch`` per partition, checked as Kafka
   does (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH, see :mod:`kcoord.cluster.leader_epochs`).
 - v11: ``rack_id`` in the request, ``preferred_read_replica`` in the response.
-- v12: flexible; ``last_fetched_epoch`` and ``diverging_epoch``: Kafka's followers send the epoch
-  to learn where their log diverged; consumers send -1 (librdkafka, and Java's consumer leaves it
-  out), and kcoord's shared logs never diverge, so it is not read and no divergence is answered.
+- v12: flexible; ``last_fetched_epoch`` and ``diverging_epoch``: Kafka answers a diverging epoch
+  when the fetch offset is past the end of the fetcher's last fetched epoch (its followers rely on
+  it; librdkafka and Java's consumer send none, kafka-python does). kcoord's shared logs never
+  diverge, so no position read from them can be past the end of its epoch: it is not looked up.
 - v13+ name topics by id; not served.
 
 What kcoord answers:
