@@ -13,10 +13,12 @@ from __future__ import annotations
 import re
 import time
 import urllib.request
+import uuid
 from pathlib import Path
 
 import pytest
 
+from kcoord.protocol.api_keys import ApiKey
 from tests.support.cluster_nodes import (
     cluster_status,
     group_on,
@@ -61,6 +63,20 @@ def validations(nodes: list[KcoordProcess]) -> float:
         for (_, error), count in offset_for_leader_epoch_requests(node).items()
         if error == "NONE"
     )
+
+
+def metadata_epochs(node: KcoordProcess) -> dict[int, tuple[int, int]]:
+    """Partition of TOPIC -> (leader, leader epoch) as the node's Metadata v12 answers."""
+    body = {
+        "topics": [{"topic_id": uuid.UUID(int=0), "name": TOPIC}],
+        "allow_auto_topic_creation": False,
+        "include_topic_authorized_operations": False,
+    }
+    with RawClient(node.host, node.port) as raw:
+        answer = raw.call(ApiKey.METADATA, 12, body)
+    return {
+        int(p.partition_index): (int(p.leader_id), int(p.leader_epoch)) for p in answer.topics[0].partitions
+    }
 
 
 def epochs(node: KcoordProcess) -> dict[int, tuple[int | None, int]]:
@@ -110,6 +126,12 @@ def test_a_consumer_validates_its_position_after_a_leader_failover(
         )
         after = epochs(nodes[1])
         assert all(after[p][1] > before[p][1] for p in moved), (before, after)
+
+        def metadata_moved() -> bool:
+            answered = metadata_epochs(nodes[2])
+            return all(answered[p][0] in (2, 3) and answered[p][1] > before[p][1] for p in moved)
+
+        wait_until(metadata_moved, 10, "Metadata reports the new leaders with newer epochs")
         later = produce_to_leaders(survivors, TOPIC, PARTITIONS, PER_ROUND, timeout=60)
         expected |= later
         counts = group.wait_consumed(expected, timeout=60)

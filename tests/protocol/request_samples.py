@@ -182,6 +182,10 @@ def metadata_sample(scene: Scene) -> dict[str, Any]:
     }
 
 
+COMMITTED_EPOCH = 3
+"""The leader epoch the samples commit (OffsetCommit v6+ carries it; OffsetFetch v5+ returns it)."""
+
+
 def commit_sample(scene: Scene, offset: int = 42) -> dict[str, Any]:
     return {
         "group_id": scene.group,
@@ -196,7 +200,7 @@ def commit_sample(scene: Scene, offset: int = 42) -> dict[str, Any]:
                     {
                         "partition_index": 0,
                         "committed_offset": offset,
-                        "committed_leader_epoch": -1,
+                        "committed_leader_epoch": COMMITTED_EPOCH,
                         "committed_metadata": "round trip",
                     }
                 ],
@@ -447,6 +451,8 @@ async def check_offset_fetch(scene: Scene, response: Any) -> None:
     partition = topics[0].partitions[0]
     assert partition.error_code == ErrorCode.none
     assert (partition.committed_offset, partition.metadata) == (42, "round trip")
+    if scene.version >= 5:
+        assert partition.committed_leader_epoch == COMMITTED_EPOCH, "stored from OffsetCommit v8"
 
 
 async def check_find_coordinator(scene: Scene, response: Any) -> None:
