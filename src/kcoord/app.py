@@ -35,6 +35,7 @@ from kcoord.apis.broker import (
     init_producer_id,
     list_offsets,
     metadata,
+    offset_for_leader_epoch,
     produce,
     sasl_authenticate,
     sasl_handshake,
@@ -59,6 +60,7 @@ from kcoord.apis.groups import (
 from kcoord.apis.groups.common import MemberWatch
 from kcoord.cluster.growth_hints import GrowthHints
 from kcoord.cluster.identity import Node, load_or_create_identity
+from kcoord.cluster.leader_epochs import RecordedEpochs
 from kcoord.cluster.membership import ClusterMembership, LeaseSettings, LogOnlyHost, MembershipDirectory
 from kcoord.cluster.producer_snapshots import ProducerSnapshots
 from kcoord.cluster.producer_state import ProducerStateManager
@@ -154,6 +156,7 @@ class App:
             serving=self._serving,
         )
         self.membership: ClusterMembership | None = None
+        self.leader_epochs = RecordedEpochs()
         """Set at start when ``kcoord.cluster.enable``: this node's lease and owned partitions."""
         self.groups = GroupService(self.coordinator)
         self.creation_limits = CreationLimits(
@@ -218,6 +221,7 @@ class App:
             produce.api(topics, self.producers, authorizer=auth),
             fetch.api(topics, self.growth_hints, authorizer=auth),
             list_offsets.api(topics, authorizer=auth),
+            offset_for_leader_epoch.api(topics, self.leader_epochs, authorizer=auth),
             init_producer_id.api(self.producers, authorizer=auth),
             create_topics.api(topics, s, node.node_id, self.creation_limits, authorizer=auth),
             create_partitions.api(topics, node.node_id, self.creation_limits, authorizer=auth),
@@ -330,6 +334,7 @@ class App:
             observer=self.metrics,
         )
         self.membership.on_catalogue = topics.refresh
+        self.leader_epochs.ownership = ownership
         self.node.directory = MembershipDirectory(self.membership, coordinator.partition_for)
         await self.membership.start()
 

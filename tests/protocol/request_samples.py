@@ -182,6 +182,10 @@ def metadata_sample(scene: Scene) -> dict[str, Any]:
     }
 
 
+COMMITTED_EPOCH = 3
+"""The leader epoch the samples commit (OffsetCommit v6+ carries it; OffsetFetch v5+ returns it)."""
+
+
 def commit_sample(scene: Scene, offset: int = 42) -> dict[str, Any]:
     return {
         "group_id": scene.group,
@@ -196,7 +200,7 @@ def commit_sample(scene: Scene, offset: int = 42) -> dict[str, Any]:
                     {
                         "partition_index": 0,
                         "committed_offset": offset,
-                        "committed_leader_epoch": -1,
+                        "committed_leader_epoch": COMMITTED_EPOCH,
                         "committed_metadata": "round trip",
                     }
                 ],
@@ -304,6 +308,12 @@ def delete_records_sample(scene: Scene) -> dict[str, Any]:
     }
 
 
+def offset_for_leader_epoch_sample(scene: Scene) -> dict[str, Any]:
+    """Where epoch 0 (a node alone has no other) ended, checked against current epoch 0."""
+    partition = {"partition": 0, "current_leader_epoch": 0, "leader_epoch": 0}
+    return {"replica_id": -1, "topics": [{"topic": scene.topic, "partitions": [partition]}]}
+
+
 def init_producer_id_sample(scene: Scene) -> dict[str, Any]:
     return {"transactional_id": None, "transaction_timeout": 60_000, "producer_id": -1, "producer_epoch": -1}
 
@@ -408,6 +418,13 @@ async def check_list_offsets(scene: Scene, response: Any) -> None:
     assert answer.offset == 1, "the latest offset follows the one record"
 
 
+async def check_offset_for_leader_epoch(scene: Scene, response: Any) -> None:
+    (topic,) = response.topics
+    (answer,) = topic.partitions
+    assert (topic.topic, answer.partition, answer.error_code) == (scene.topic, 0, ErrorCode.none)
+    assert (answer.leader_epoch, answer.end_offset) == (0, 1), "the current epoch ends at the log end"
+
+
 async def check_metadata(scene: Scene, response: Any) -> None:
     assert [(b.node_id, b.host, b.port) for b in response.brokers] == [
         (scene.node_id, "127.0.0.1", scene.port)
@@ -434,6 +451,8 @@ async def check_offset_fetch(scene: Scene, response: Any) -> None:
     partition = topics[0].partitions[0]
     assert partition.error_code == ErrorCode.none
     assert (partition.committed_offset, partition.metadata) == (42, "round trip")
+    if scene.version >= 5:
+        assert partition.committed_leader_epoch == COMMITTED_EPOCH, "stored from OffsetCommit v8"
 
 
 async def check_find_coordinator(scene: Scene, response: Any) -> None:
@@ -716,6 +735,9 @@ CASES: dict[int, Case] = {
     ApiKey.CREATE_TOPICS: Case(create_topics_sample, check_create_topics),
     ApiKey.DELETE_TOPICS: Case(delete_topics_sample, check_delete_topics, create_topic),
     ApiKey.DELETE_RECORDS: Case(delete_records_sample, check_delete_records, create_topic_with_one_record),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: Case(
+        offset_for_leader_epoch_sample, check_offset_for_leader_epoch, create_topic_with_one_record
+    ),
     ApiKey.INIT_PRODUCER_ID: Case(init_producer_id_sample, check_init_producer_id),
     ApiKey.DESCRIBE_CONFIGS: Case(describe_configs_sample, check_describe_configs, create_topic),
     ApiKey.CREATE_PARTITIONS: Case(create_partitions_sample, check_create_partitions, create_topic),

@@ -20,6 +20,7 @@ from kcoord.protocol.record_batch import (
     HEADER_SIZE,
     Compression,
     TruncatedBatchError,
+    batch_leader_epoch,
     iter_batches,
     parse_header,
     prepare_for_append,
@@ -188,11 +189,15 @@ def test_with_log_append_time_sets_flag_time_and_crc() -> None:
 
 
 def test_prepare_for_append_sets_offset_epoch_and_optional_time() -> None:
-    """The stored form has the assigned offset and leader epoch -1; the CRC stays valid either way."""
+    """The stored form has the assigned offset and leader epoch (-1 unless given); the CRC stays valid."""
     data = make_batch([b"a"])
     plain = prepare_for_append(data, base_offset=42)
     assert parse_header(plain).base_offset == 42
-    assert parse_header(plain).partition_leader_epoch == -1
+    assert parse_header(plain).partition_leader_epoch == -1 == batch_leader_epoch(plain)
+    led = prepare_for_append(data, base_offset=42, leader_epoch=7)
+    assert parse_header(led).partition_leader_epoch == 7 == batch_leader_epoch(led)
+    validate_produced(led, api_version=9)
+    assert batch_leader_epoch(b"short") == -1
     assert plain[16:] == data[16:]
     stamped = prepare_for_append(data, base_offset=43, log_append_time_ms=99)
     assert parse_header(stamped).max_timestamp == 99

@@ -30,7 +30,8 @@ async def fill(
 async def test_append_assigns_consecutive_offsets(
     open_engine: StoreFactory, make_batch: BatchBuilder
 ) -> None:
-    """Each append takes the next offsets; the stored batches carry them and read back whole."""
+    """Each append takes the next offsets and the log's leader epoch (0 alone); the stored batches carry
+    them and read back whole."""
     store = await open_engine()
     log = await store.create("t", 0)
     first = await log.append(make_batch([b"a", b"b", b"c"]))
@@ -42,7 +43,8 @@ async def test_append_assigns_consecutive_offsets(
     data = log.read(0, 1 << 20)
     assert offsets_in(data) == [(0, 2), (3, 3)]
     assert valid_prefix_length(data, verify_crc=True) == len(data)
-    assert parse_header(data).partition_leader_epoch == -1
+    assert log.leader_epoch == 0
+    assert [header.partition_leader_epoch for _, header in iter_batches(data)] == [0, 0]
 
 
 async def test_read_starts_at_the_batch_holding_the_offset(

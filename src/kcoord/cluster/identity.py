@@ -38,6 +38,9 @@ class NodeDirectory(Protocol):
     def leader(self, topic: str, partition: int) -> int | None:
         """The node leading ``topic``-``partition`` (None: no live owner yet)."""
 
+    def leader_epoch(self, topic: str, partition: int) -> int:
+        """The partition's leader epoch as Metadata reports it (-1: never led)."""
+
 
 @dataclass(slots=True)
 class Node:

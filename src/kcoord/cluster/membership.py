@@ -3,7 +3,8 @@
 A loop renews the node's lease every ``renew_ms`` and then reconciles ownership: it reads the live
 nodes and every partition's owner, computes the deterministic spread (:mod:`.assignment`), gives
 up what is no longer this node's (stop serving first, then clear the owner in the database) and
-claims what is (a new epoch, the log reopened fresh from the database, then the host loads it).
+claims what is (a new epoch, the log reopened fresh from the database, where the new leader epoch
+starts recorded, then the host loads it).
 
 Leases are kept on the database's clock, but the node decides whether it may still serve on its
 own monotonic clock: a renewal sent at ``t`` lets it serve until ``t + lease_ms - renew_ms``, which
@@ -153,6 +154,14 @@ class ClusterMembership:
             return None
         return next((node for node in self.live if node.node_id == owner.node_id), None)
 
+    def leader_epoch(self, topic: str, partition: int) -> int:
+        """The partition's leader epoch: the one this node writes under, else the owner's as last
+        read (-1: never owned)."""
+        if (topic, partition) in self._owned and self.serving():
+            return self._owned[(topic, partition)]
+        owner = self.owners.get((topic, partition))
+        return -1 if owner is None or owner.epoch == 0 else owner.epoch
+
     def status(self) -> dict[str, Any]:
         """What ``/v1/cluster`` shows: this node, the live nodes, and every partition's owner."""
         partitions: dict[str, list[dict[str, Any]]] = {}
@@ -301,6 +310,7 @@ class ClusterMembership:
             return  # its owner's lease has not lapsed yet: the next round tries again
         previous = self.owners.get(key)
         partition_log = await self._store.reopen(topic, partition, epoch)
+        await self._ownership.record_epoch_start(topic, partition, epoch, partition_log.log_end_offset)
         self._moves[key] = await self._ownership.moves(topic, partition)
         self._owned[key] = epoch
         await self._host_for(topic).acquire(partition, partition_log)
@@ -343,3 +353,6 @@ class MembershipDirectory:
     def leader(self, topic: str, partition: int) -> int | None:
         owner = self._membership.owner_of(topic, partition)
         return None if owner is None else owner.node_id
+
+    def leader_epoch(self, topic: str, partition: int) -> int:
+        return self._membership.leader_epoch(topic, partition)

@@ -34,6 +34,7 @@ __all__ = [
     "BatchHeader",
     "Compression",
     "TruncatedBatchError",
+    "batch_leader_epoch",
     "iter_batches",
     "parse_header",
     "prepare_for_append",
@@ -218,6 +219,14 @@ def with_base_offset(data: bytes, base_offset: int) -> bytes:
     return _I64.pack(base_offset) + data[8:]
 
 
+def batch_leader_epoch(data: bytes | bytearray | memoryview) -> int:
+    """The partition leader epoch stamped on the batch at the start of ``data`` (-1: none, or no batch)."""
+    if len(data) < HEADER_SIZE:
+        return _NO_LEADER_EPOCH
+    (epoch,) = _I32.unpack_from(data, 12)
+    return int(epoch)
+
+
 def with_log_append_time(data: bytes, now_ms: int) -> bytes:
     """``data`` stamped with the broker's time: attribute bit 3 set, maxTimestamp = now, CRC recomputed."""
     head = bytearray(data[:HEADER_SIZE])
@@ -225,14 +234,22 @@ def with_log_append_time(data: bytes, now_ms: int) -> bytes:
     return b"".join((head, memoryview(data)[HEADER_SIZE:]))
 
 
-def prepare_for_append(data: bytes, *, base_offset: int, log_append_time_ms: int | None = None) -> bytes:
-    """The bytes the log stores: base offset set, leader epoch -1, LogAppendTime stamped if asked.
+def prepare_for_append(
+    data: bytes,
+    *,
+    base_offset: int,
+    log_append_time_ms: int | None = None,
+    leader_epoch: int = _NO_LEADER_EPOCH,
+) -> bytes:
+    """The bytes the log stores: base offset and the leader epoch it is appended under (as Kafka's
+    leader stamps every batch, so a consumer's position carries the epoch, KIP-320), LogAppendTime
+    stamped if asked.
 
     Only the 61-byte header is rewritten; the records are copied once, never parsed.
     """
     head = bytearray(data[:HEADER_SIZE])
     _I64.pack_into(head, 0, base_offset)
-    _I32.pack_into(head, 12, _NO_LEADER_EPOCH)
+    _I32.pack_into(head, 12, leader_epoch)
     body = memoryview(data)[HEADER_SIZE:]
     if log_append_time_ms is not None:
         _stamp_log_append_time(head, body, log_append_time_ms)

@@ -114,6 +114,11 @@ class PartitionLog(Protocol):
         """One past the last readable offset (the high watermark on a single node)."""
 
     @property
+    def leader_epoch(self) -> int:
+        """The leader epoch of this partition while this node leads it (KIP-101): the owner epoch in a
+        cluster, 0 for a node alone. Stamped on every batch appended."""
+
+    @property
     def size_bytes(self) -> int:
         """Bytes held in all segments."""
 

@@ -96,6 +96,11 @@ class SegmentedLog(ABC):
         return self._end_offset
 
     @property
+    def leader_epoch(self) -> int:
+        """The leader epoch every append is stamped with: 0 for a log only this node ever writes."""
+        return 0
+
+    @property
     def size_bytes(self) -> int:
         return sum(segment.size for segment in self._segments)
 
@@ -167,7 +172,9 @@ class SegmentedLog(ABC):
         segment = self._segment_for_append(header.size, header.last_offset_delta, now)
         base_offset = self._next_offset
         log_append_time = now if self._config.message_timestamp_type == "LogAppendTime" else None
-        data = prepare_for_append(batch, base_offset=base_offset, log_append_time_ms=log_append_time)
+        data = prepare_for_append(
+            batch, base_offset=base_offset, log_append_time_ms=log_append_time, leader_epoch=self.leader_epoch
+        )
         max_timestamp = header.max_timestamp if log_append_time is None else log_append_time
         placement = segment.plan(
             base_offset, header.next_offset - header.base_offset + base_offset, max_timestamp, len(data)

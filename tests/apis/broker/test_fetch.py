@@ -12,8 +12,9 @@ import pytest
 from kcoord.apis.broker.fetch import fetch_error, handle_fetch
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.protocol.record_batch import batch_leader_epoch
 from kcoord.storage import PartitionLog
-from tests.support.served import served_registry, served_spec
+from tests.support.served import served_spec
 
 from .data_path_helpers import DataPathApp, context, make_app, make_batch, on_the_wire, request
 
@@ -195,8 +196,42 @@ async def test_every_served_version_encodes(app: DataPathApp, version: int) -> N
     assert getattr(decoded, "session_id", 0) == 0
 
 
+@pytest.mark.parametrize(
+    ("current", "error"),
+    [(-1, ErrorCode.none), (0, ErrorCode.none), (1, ErrorCode.unknown_leader_epoch)],
+)
+async def test_current_leader_epoch_is_checked_from_v9(
+    app: DataPathApp, current: int, error: ErrorCode
+) -> None:
+    """v9+: the partition's current_leader_epoch must be the leader's (0 alone) or -1; a newer one is
+    UNKNOWN_LEADER_EPOCH with no data; v4-v8 carry no epoch and are never refused for it."""
+    await log_of(app, 0).append(make_batch([b"a"]))
+    body = fetch_body(("t", 0, 0))
+    body["topics"][0]["partitions"][0]["current_leader_epoch"] = current
+    ctx = context(ApiKey.FETCH, 12)
+    response = await handle_fetch(
+        ctx,
+        request(ApiKey.FETCH, 12, body),
+        topics=app.topics,
+        hints=app.growth_hints,
+        authorizer=app.authorizer,
+    )
+    answer = answers(response)[("t", 0)]
+    assert answer["error_code"] == error
+    assert (answer["records"] != b"") == (error == ErrorCode.none)
+    old = answers(await fetch(app, ("t", 0, 0), version=8))[("t", 0)]
+    assert old["error_code"] == ErrorCode.none
+
+
+async def test_stored_batches_carry_the_leader_epoch(app: DataPathApp) -> None:
+    """What a consumer fetches is stamped with the leader epoch it was appended under (0 alone), so
+    its position carries an epoch to validate after a leader change (KIP-320)."""
+    await log_of(app, 0).append(make_batch([b"a"]))
+    records = answers(await fetch(app, ("t", 0, 0)))[("t", 0)]["records"]
+    assert batch_leader_epoch(records) == 0
+
+
 def test_advertised_versions() -> None:
     """Fetch is advertised v4-v12: record batch v2 needs v4, v13+ name topics by id."""
     spec = served_spec(ApiKey.FETCH)
     assert (spec.min_version, spec.max_version) == (4, 12)
-    assert served_registry().get(ApiKey.OFFSET_FOR_LEADER_EPOCH) is None

@@ -54,11 +54,36 @@ async def lookup(
 
 
 async def test_latest_and_earliest(app: DataPathApp) -> None:
-    """-1 answers the log end offset and -2 the log start offset, both with timestamp -1."""
+    """-1 answers the log end offset and -2 the log start offset, both with timestamp -1 and the
+    leader epoch (0 alone)."""
     latest = await lookup(app, "t", 0, -1)
     earliest = await lookup(app, "t", 0, -2)
-    assert (latest["offset"], latest["timestamp"], latest["leader_epoch"]) == (6, -1, -1)
-    assert (earliest["offset"], earliest["timestamp"]) == (0, -1)
+    assert (latest["offset"], latest["timestamp"], latest["leader_epoch"]) == (6, -1, 0)
+    assert (earliest["offset"], earliest["timestamp"], earliest["leader_epoch"]) == (0, -1, 0)
+
+
+async def test_current_leader_epoch_is_checked(app: DataPathApp) -> None:
+    """v4+: a current_leader_epoch newer than the leader's is UNKNOWN_LEADER_EPOCH, an older one
+    FENCED_LEADER_EPOCH, -1 or the leader's own is answered; found records carry their batch's epoch."""
+    ctx = context(ApiKey.LIST_OFFSETS, 7)
+    req_body = body(("t", 0, -1), ("t", 1, -1))
+    codes = []
+    for current in (-1, 0, 1, -3):
+        for topic in req_body["topics"]:
+            topic["partitions"][0]["current_leader_epoch"] = current
+        response = await handle_list_offsets(
+            ctx, request(ApiKey.LIST_OFFSETS, 7, req_body), topics=app.topics, authorizer=app.authorizer
+        )
+        codes.append({p["error_code"] for t in response["topics"] for p in t["partitions"]})
+    assert codes == [
+        {ErrorCode.none},
+        {ErrorCode.none},
+        {ErrorCode.unknown_leader_epoch},
+        {ErrorCode.fenced_leader_epoch},
+    ]
+    assert (await lookup(app, "t", 0, T0 + 500))["leader_epoch"] == 0
+    assert (await lookup(app, "t", 0, -3))["leader_epoch"] == 0
+    assert (await lookup(app, "t", 1, -2))["leader_epoch"] == 0, "an empty log: the leader's epoch"
 
 
 async def test_max_timestamp(app: DataPathApp) -> None:
@@ -135,13 +160,13 @@ def test_error_response_covers_every_partition() -> None:
 
 @pytest.mark.parametrize("version", [1, 2, 4, 6, 7])
 async def test_every_served_version_encodes(app: DataPathApp, version: int) -> None:
-    """Answers encode at v1-v7, with leader_epoch -1 from v4."""
+    """Answers encode at v1-v7, with leader_epoch 0 from v4."""
     ctx = context(ApiKey.LIST_OFFSETS, version)
     req = request(ApiKey.LIST_OFFSETS, version, body(("t", 0, -1)))
     response = await handle_list_offsets(ctx, req, topics=app.topics, authorizer=app.authorizer)
     answer = on_the_wire(ApiKey.LIST_OFFSETS, version, response).topics[0].partitions[0]
     assert (answer.offset, answer.timestamp) == (6, -1)
-    assert getattr(answer, "leader_epoch", -1) == -1
+    assert getattr(answer, "leader_epoch", 0) == 0
 
 
 def test_advertised_versions() -> None:

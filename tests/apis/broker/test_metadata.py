@@ -48,7 +48,8 @@ async def _app_with_topics(tmp_path: Path, **flags: Any) -> TopicApp:
 async def test_every_version_lists_this_node_as_leader_of_every_partition(
     tmp_path: Path, version: int
 ) -> None:
-    """At every version the one broker is the advertised node and leads, replicates and is the ISR."""
+    """At every version the one broker is the advertised node and leads, replicates and is the ISR, at
+    leader epoch 0 from v7 (a single Kafka broker's epoch for a topic it created)."""
     app = await _app_with_topics(tmp_path)
     response = await _metadata(app, version, ["beta"])
     assert [(b.node_id, b.host, b.port) for b in response.brokers] == [(NODE_ID, *ADVERTISED)]
@@ -58,7 +59,8 @@ async def test_every_version_lists_this_node_as_leader_of_every_partition(
     for partition in topic.partitions:
         assert partition.leader_id == NODE_ID
         assert partition.replica_nodes == (NODE_ID,) and partition.isr_nodes == (NODE_ID,)
-        assert getattr(partition, "leader_epoch", -1) == -1
+        assert getattr(partition, "leader_epoch", 0) == 0
+        assert version < 7 or hasattr(partition, "leader_epoch")
         assert getattr(partition, "offline_replicas", ()) == ()
 
 

@@ -20,8 +20,10 @@ from kcoord.apis.broker import (
     describe_configs,
     incremental_alter_configs,
     metadata,
+    offset_for_leader_epoch,
 )
 from kcoord.cluster.identity import Node
+from kcoord.cluster.leader_epochs import RecordedEpochs
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.config import Settings
 from kcoord.protocol.codec import (
@@ -72,6 +74,7 @@ class TopicApp:
                     GroupConfigStore(data_dir), settings, authorizer=auth, topics=topics
                 ),
                 describe_cluster.api(self.node, authorizer=auth),
+                offset_for_leader_epoch.api(topics, RecordedEpochs(), authorizer=auth),
             ]
         )
 

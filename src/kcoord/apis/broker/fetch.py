@@ -6,9 +6,13 @@
 - v6: no change to the body.
 - v7: fetch sessions (``session_id``, ``session_epoch``, ``forgotten_topics_data``); top-level
   ``error_code``.
-- v8, v10: no change to the body. v9: ``current_leader_epoch`` per partition.
+- v8, v10: no change to the body. v9: ``current_leader_epoch`` per partition, checked as Kafka
+  does (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH, see :mod:`kcoord.cluster.leader_epochs`).
 - v11: ``rack_id`` in the request, ``preferred_read_replica`` in the response.
-- v12: flexible; ``last_fetched_epoch`` and diverging-epoch fields (unused: epochs are -1).
+- v12: flexible; ``last_fetched_epoch`` and ``diverging_epoch``: Kafka answers a diverging epoch
+  when the fetch offset is past the end of the fetcher's last fetched epoch (its followers rely on
+  it; librdkafka and Java's consumer send none, kafka-python does). kcoord's shared logs never
+  diverge, so no position read from them can be past the end of its epoch: it is not looked up.
 - v13+ name topics by id; not served.
 
 What kcoord answers:
@@ -43,6 +47,7 @@ from typing import Any
 from kcoord.apis.access import Op, may_topic
 from kcoord.cluster.fetch_waiters import AppendWatch
 from kcoord.cluster.growth_hints import GrowthHints
+from kcoord.cluster.leader_epochs import NO_EPOCH, led_log
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
@@ -104,8 +109,7 @@ async def handle_fetch(
                     int(p.partition),
                     int(p.fetch_offset),
                     int(p.partition_max_bytes),
-                    topics.partition_log(t.topic, int(p.partition)),
-                    topics.missing_log_error(t.topic, int(p.partition)),
+                    *led_log(topics, t.topic, int(p.partition), getattr(p, "current_leader_epoch", NO_EPOCH)),
                 )
                 for p in t.partitions
             ],

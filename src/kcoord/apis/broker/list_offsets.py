@@ -18,8 +18,11 @@ and only that batch is decoded (:mod:`kcoord.storage.record_search`); a batch wh
 available here is answered with its base offset and max timestamp. Not found => offset -1,
 timestamp -1.
 
-Leader epochs are -1 everywhere (kcoord reports -1 in Metadata), so ``current_leader_epoch``
-is ignored and ``leader_epoch`` is -1. UNKNOWN_TOPIC_OR_PARTITION per partition.
+Leader epochs (v4+, see :mod:`kcoord.cluster.leader_epochs`): ``current_leader_epoch`` is checked
+(FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH), and ``leader_epoch`` is, as Kafka answers, the
+leader's epoch for the log end, and the epoch stamped on the batch holding the answer otherwise
+(-1 for a batch stored before kcoord stamped epochs; the leader's for an empty log's start).
+UNKNOWN_TOPIC_OR_PARTITION / NOT_LEADER_OR_FOLLOWER per partition.
 
 Authorization: Topic DESCRIBE per topic, else TOPIC_AUTHORIZATION_FAILED.
 """
@@ -30,9 +33,11 @@ import functools
 from typing import Any
 
 from kcoord.apis.access import Op, may_topic
+from kcoord.cluster.leader_epochs import NO_EPOCH, led_log
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
+from kcoord.protocol.record_batch import batch_leader_epoch
 from kcoord.protocol.registry import ApiSpec
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
@@ -72,8 +77,7 @@ async def handle_list_offsets(
                     else _lookup(
                         int(p.partition_index),
                         int(p.timestamp),
-                        topics.partition_log(t.name, int(p.partition_index)),
-                        topics.missing_log_error(t.name, int(p.partition_index)),
+                        *led_log(topics, t.name, int(p.partition_index), _current_epoch(p)),
                     )
                     for p in t.partitions
                 ],
@@ -83,18 +87,33 @@ async def handle_list_offsets(
     }
 
 
+def _current_epoch(partition: Any) -> int:
+    return int(getattr(partition, "current_leader_epoch", NO_EPOCH))
+
+
 def _lookup(
     index: int, timestamp: int, partition_log: PartitionLog | None, missing: ErrorCode
 ) -> dict[str, Any]:
     if partition_log is None:
         return _answer(index, missing)
     if timestamp == LATEST_TIMESTAMP:
-        return _answer(index, ErrorCode.none, partition_log.log_end_offset)
+        return _answer(index, ErrorCode.none, partition_log.log_end_offset, epoch=partition_log.leader_epoch)
     if timestamp == EARLIEST_TIMESTAMP:
-        return _answer(index, ErrorCode.none, partition_log.log_start_offset)
+        return _answer(
+            index, ErrorCode.none, partition_log.log_start_offset, epoch=_epoch_at_start(partition_log)
+        )
     if timestamp == MAX_TIMESTAMP:
         return _max_timestamp(index, partition_log)
     return _by_timestamp(index, timestamp, partition_log)
+
+
+def _epoch_at_start(partition_log: PartitionLog) -> int:
+    """The epoch of the batch holding the log start (Kafka: the earliest cached epoch, which starts
+    there); the leader's own when the log is empty."""
+    start = partition_log.log_start_offset
+    if start >= partition_log.log_end_offset:
+        return partition_log.leader_epoch
+    return batch_leader_epoch(partition_log.read(start, 1))
 
 
 def _max_timestamp(index: int, partition_log: PartitionLog) -> dict[str, Any]:
@@ -102,10 +121,11 @@ def _max_timestamp(index: int, partition_log: PartitionLog) -> dict[str, Any]:
     if base_offset < 0:
         return _answer(index, ErrorCode.none)
     batch = partition_log.read(max(base_offset, partition_log.log_start_offset), 1)
+    epoch = batch_leader_epoch(batch)
     record = first_record_with_timestamp(batch, max_timestamp)
     if record is None:
-        return _answer(index, ErrorCode.none, base_offset, max_timestamp)
-    return _answer(index, ErrorCode.none, record.offset, record.timestamp)
+        return _answer(index, ErrorCode.none, base_offset, max_timestamp, epoch)
+    return _answer(index, ErrorCode.none, record.offset, record.timestamp, epoch)
 
 
 def _by_timestamp(index: int, timestamp: int, partition_log: PartitionLog) -> dict[str, Any]:
@@ -114,22 +134,23 @@ def _by_timestamp(index: int, timestamp: int, partition_log: PartitionLog) -> di
         return _answer(index, ErrorCode.none)
     offset = max(found[0], partition_log.log_start_offset)
     while offset < partition_log.log_end_offset:
-        result = first_record_at_or_after(
-            partition_log.read(offset, 1), timestamp, min_offset=partition_log.log_start_offset
-        )
+        batch = partition_log.read(offset, 1)
+        result = first_record_at_or_after(batch, timestamp, min_offset=partition_log.log_start_offset)
         if isinstance(result, FoundRecord):
-            return _answer(index, ErrorCode.none, result.offset, result.timestamp)
+            return _answer(index, ErrorCode.none, result.offset, result.timestamp, batch_leader_epoch(batch))
         if result is None:
-            return _answer(index, ErrorCode.none, found[0], found[1])
+            return _answer(index, ErrorCode.none, found[0], found[1], batch_leader_epoch(batch))
         offset = result.next_offset
     return _answer(index, ErrorCode.none)
 
 
-def _answer(index: int, code: ErrorCode, offset: int = -1, timestamp: int = -1) -> dict[str, Any]:
+def _answer(
+    index: int, code: ErrorCode, offset: int = -1, timestamp: int = -1, epoch: int = NO_EPOCH
+) -> dict[str, Any]:
     return {
         "partition_index": index,
         "error_code": code,
         "timestamp": timestamp,
         "offset": offset,
-        "leader_epoch": -1,
+        "leader_epoch": epoch,
     }

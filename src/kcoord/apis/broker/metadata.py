@@ -3,8 +3,9 @@
 - v0: topics (an empty list means all topics), brokers, partitions with leader/replicas/isr.
 - v1: a null topic list means all (empty now means none); broker rack, controller_id, is_internal.
 - v2: cluster_id.  v3: throttle_time.  v4: allow_auto_topic_creation (before v4: always allowed).
-- v5: offline_replicas.  v7: leader_epoch (kcoord reports -1 everywhere, so clients never
-  validate epochs).  v8: authorized-operations bitfields, when asked for.
+- v5: offline_replicas.  v7: leader_epoch: a node alone reports 0 (as a single Kafka broker does
+  for a topic it created), a cluster each partition's owner epoch (see
+  :mod:`kcoord.cluster.leader_epochs`).  v8: authorized-operations bitfields, when asked for.
 - v9: flexible.  v10: topic ids.  v11: drops the cluster authorized operations.
 - v12: a topic may be asked for by id alone (name null); needed for librdkafka's KIP-848 consumer.
 - v13: a top-level error_code (KIP-1102 rebootstrap); always 0 here.
@@ -82,7 +83,7 @@ def _partition_entry(node: Node, topic: str, index: int) -> dict[str, Any]:
         "error_code": ErrorCode.none if leader is not None else ErrorCode.leader_not_available,
         "partition_index": index,
         "leader_id": -1 if leader is None else leader,
-        "leader_epoch": -1,
+        "leader_epoch": 0 if node.directory is None else node.directory.leader_epoch(topic, index),
         "replica_nodes": [] if leader is None else [leader],
         "isr_nodes": [] if leader is None else [leader],
         "offline_replicas": [],

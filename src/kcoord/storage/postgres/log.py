@@ -64,6 +64,11 @@ class PostgresLog(SegmentedLog):
         self._jobs_in_flight: list[list[_Op]] = []
         self._idle_waiters: list[asyncio.Future[None]] = []
 
+    @property
+    def leader_epoch(self) -> int:
+        """The owner epoch: each claim of the partition starts a new leader epoch."""
+        return self.owner_epoch
+
     # Appending: queued for the committer, visible when the round commits.
 
     async def append(self, batch: bytes) -> AppendResult:

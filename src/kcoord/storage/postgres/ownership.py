@@ -20,7 +20,15 @@ import asyncpg
 
 from kcoord.storage.postgres.errors import storage_errors
 
-__all__ = ["LiveNode", "Ownership", "OwnershipMove", "PartitionOwner"]
+__all__ = ["EpochStart", "LiveNode", "Ownership", "OwnershipMove", "PartitionOwner"]
+
+
+@dataclass(frozen=True, slots=True)
+class EpochStart:
+    """A leader epoch of a partition and the offset its first append took (the log end at its claim)."""
+
+    epoch: int
+    start_offset: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +158,40 @@ class Ownership:
         with storage_errors("claim partition"):
             epoch: int | None = await self._pool.fetchval(_CLAIM, node_id, topic, partition)
         return epoch
+
+    async def record_epoch_start(self, topic: str, partition: int, epoch: int, start_offset: int) -> None:
+        """Note where ``epoch`` starts: the log end offset once the claim had committed, so every
+        append of the previous owner is below it (its later rounds are fenced)."""
+        with storage_errors("record leader epoch"):
+            await self._pool.execute(
+                "INSERT INTO leader_epochs (topic, partition_id, epoch, start_offset) VALUES ($1, $2, $3, $4)"
+                " ON CONFLICT DO NOTHING",
+                topic,
+                partition,
+                epoch,
+                start_offset,
+            )
+
+    async def epochs_around(
+        self, topic: str, partition: int, epoch: int, latest: int
+    ) -> tuple[EpochStart | None, EpochStart | None]:
+        """The recorded epoch at or below ``epoch`` nearest to it, and the first above it (up to
+        ``latest``, the asking leader's own): what OffsetForLeaderEpoch's end offset comes from."""
+        with storage_errors("read leader epochs"):
+            rows = await self._pool.fetch(
+                "(SELECT epoch, start_offset, 0 AS side FROM leader_epochs"
+                "  WHERE topic = $1 AND partition_id = $2 AND epoch <= $3 ORDER BY epoch DESC LIMIT 1)"
+                " UNION ALL "
+                "(SELECT epoch, start_offset, 1 AS side FROM leader_epochs"
+                "  WHERE topic = $1 AND partition_id = $2 AND epoch > $3 AND epoch <= $4"
+                "  ORDER BY epoch LIMIT 1)",
+                topic,
+                partition,
+                epoch,
+                latest,
+            )
+        found = {row["side"]: EpochStart(row["epoch"], row["start_offset"]) for row in rows}
+        return found.get(0), found.get(1)
 
     async def moves(self, topic: str, partition: int, limit: int = 32) -> list[OwnershipMove]:
         """The last ``limit`` claims of the partition, oldest first."""

@@ -12,7 +12,8 @@ each with a lease on the database's clock) and the owner of each partition (``ow
 (``topic_catalogue``, with a ``topic_catalogue_version`` that every change bumps; see
 :mod:`kcoord.storage.postgres.catalogue`); it adopts the topics found in ``log_partitions`` with
 fresh random ids (an id whose base64 form would start with ``-``, which Kafka never issues, gets
-its first digit replaced).
+its first digit replaced). Version 6 records where each owner epoch (each partition's leader
+epoch) starts in the log, which OffsetForLeaderEpoch answers from.
 """
 
 from __future__ import annotations
@@ -135,6 +136,20 @@ MIGRATIONS: list[tuple[int, str, str]] = [
             SELECT topic, max(partition_id) + 1 AS partitions, gen_random_uuid() AS id
             FROM log_partitions GROUP BY topic
         ) AS found;
+        """,
+    ),
+    (
+        6,
+        "cluster: where each leader epoch of a partition starts (KIP-101's leader epoch cache)",
+        """
+        CREATE TABLE leader_epochs (
+            topic text NOT NULL,
+            partition_id integer NOT NULL,
+            epoch bigint NOT NULL,
+            start_offset bigint NOT NULL,
+            PRIMARY KEY (topic, partition_id, epoch),
+            FOREIGN KEY (topic, partition_id) REFERENCES log_partitions ON DELETE CASCADE
+        );
         """,
     ),
 ]
