@@ -8,7 +8,8 @@ starting together against one database migrate it exactly once. New steps are ap
 epoch it was granted still matches, checked inside the append transaction (see
 :mod:`kcoord.storage.postgres.committer`). Version 2 adds the nodes of a cluster (``cluster_nodes``,
 each with a lease on the database's clock) and the owner of each partition (``owner_node``; see
-:mod:`kcoord.storage.postgres.ownership`).
+:mod:`kcoord.storage.postgres.ownership`). Version 5 adds what idempotent producers need across
+nodes (:mod:`kcoord.storage.postgres.producer_ids`, :mod:`kcoord.storage.postgres.producer_snapshots`).
 """
 
 from __future__ import annotations
@@ -99,6 +100,26 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         "partition logs: the log start offset DeleteRecords moved (null: the first batch's offset)",
         """
         ALTER TABLE log_partitions ADD COLUMN log_start_offset bigint;
+        """,
+    ),
+    (
+        5,
+        "idempotent producers: the cluster's producer id counter, each partition's producer snapshot",
+        """
+        CREATE TABLE producer_id_blocks (
+            singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+            next_id bigint NOT NULL
+        );
+        CREATE TABLE producer_snapshots (
+            topic text NOT NULL,
+            partition_id integer NOT NULL,
+            snapshot_offset bigint NOT NULL,
+            owner_epoch bigint NOT NULL,
+            data bytea NOT NULL,
+            written_at timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (topic, partition_id),
+            FOREIGN KEY (topic, partition_id) REFERENCES log_partitions ON DELETE CASCADE
+        );
         """,
     ),
 ]
