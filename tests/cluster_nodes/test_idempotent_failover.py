@@ -114,12 +114,19 @@ def test_sigkill_of_a_leader_mid_storm_stores_every_acknowledged_record_once(
         for event in node.events("producer_state.loaded")
         if event.get("topic") == topic and event.get("partition") in moved
     ]
+    retried = [
+        event
+        for node in survivors
+        for event in node.events("produce.duplicate_answered")
+        if event.get("topic") == topic and event.get("partition") in moved
+    ]
     print(
         f"run {run}: sent {RECORDS}, acknowledged {count.acknowledged}, stored {stored_total}"
         f" (read back {count.stored}), duplicates {count.duplicates}, lost {count.lost},"
         f" partitions out of order {count.out_of_order}, delivery errors {len(storm.errors)},"
         f" failover {failover_s:.2f} s (first ack on a moved partition after the kill),"
-        f" producer state loads {[(e['partition'], e['producers'], e['load_ms']) for e in loads]}"
+        f" producer state loads {[(e['partition'], e['producers'], e['load_ms']) for e in loads]},"
+        f" retries of the dead node's stored batches answered as duplicates {len(retried)}"
     )
     assert count.stored == stored_total
     assert count.lost == 0, f"{count.lost} acknowledged records lost"
