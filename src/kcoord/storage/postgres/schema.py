@@ -8,7 +8,7 @@ starting together against one database migrate it exactly once. New steps are ap
 epoch it was granted still matches, checked inside the append transaction (see
 :mod:`kcoord.storage.postgres.committer`). Version 2 adds the nodes of a cluster (``cluster_nodes``,
 each with a lease on the database's clock) and the owner of each partition (``owner_node``; see
-:mod:`kcoord.storage.postgres.ownership`). Version 5 adds what idempotent producers need across
+:mod:`kcoord.storage.postgres.ownership`). Version 7 adds what idempotent producers need across
 nodes (:mod:`kcoord.storage.postgres.producer_ids`, :mod:`kcoord.storage.postgres.producer_snapshots`).
 """
 
@@ -103,7 +103,7 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         """,
     ),
     (
-        5,
+        7,
         "idempotent producers: the cluster's producer id counter, each partition's producer snapshot",
         """
         CREATE TABLE producer_id_blocks (
