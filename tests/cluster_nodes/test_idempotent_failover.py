@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -73,9 +74,21 @@ def spread_topic(
 ) -> dict[int, int | None]:
     with RawClient(nodes[0].host, nodes[0].port) as raw:
         assert create_topic(raw, topic, PARTITIONS) == 0
-    ids = {int(node.settings["node.id"]) for node in nodes}
-    wait_until(lambda: set(topic_owners(postgres, database, topic).values()) == ids, 30, f"{topic} spread")
-    return topic_owners(postgres, database, topic)
+    even = {int(node.settings["node.id"]): PARTITIONS // len(nodes) for node in nodes}
+    settled: list[dict[int, int | None]] = []
+
+    def spread_and_settled() -> bool:
+        """Evenly spread, and unchanged since the last look a renewal ago (no claim in flux)."""
+        owners = topic_owners(postgres, database, topic)
+        previous = settled[-1] if settled else None
+        settled.append(owners)
+        if Counter(owners.values()) != even or owners != previous:
+            time.sleep(1.2)
+            return False
+        return True
+
+    wait_until(spread_and_settled, 30, f"{topic} spread")
+    return settled[-1]
 
 
 @pytest.mark.parametrize(("run", "stop"), [(1, "kill"), (2, "kill"), (3, "kill"), (4, "terminate")])
