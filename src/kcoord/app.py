@@ -61,9 +61,8 @@ from kcoord.apis.groups.common import MemberWatch
 from kcoord.cluster.growth_hints import GrowthHints
 from kcoord.cluster.identity import Node, load_or_create_identity
 from kcoord.cluster.leader_epochs import RecordedEpochs
-from kcoord.cluster.membership import ClusterMembership, LeaseSettings, LogOnlyHost, MembershipDirectory
-from kcoord.cluster.producer_snapshots import ProducerSnapshots
-from kcoord.cluster.producer_state import ProducerStateManager
+from kcoord.cluster.membership import ClusterMembership, LeaseSettings, MembershipDirectory
+from kcoord.cluster.producer_keeper import ProducerStateKeeper
 from kcoord.cluster.shared_catalogue import ConfiguredHost, SharedCatalogue
 from kcoord.cluster.topic_configs import log_config_for
 from kcoord.cluster.topic_manager import TopicChange, TopicEvent, TopicManager
@@ -138,10 +137,10 @@ class App:
                 raise ValueError("kcoord.cluster.enable needs a postgresql:// kcoord.storage.url")
             shared = SharedCatalogue(self.store, self.metrics)
         self.topics = TopicManager(self.store, s, self.data_dir, shared=shared)
-        self.producers = ProducerStateManager(self.data_dir)
-        self.producer_snapshots = ProducerSnapshots(
-            self.data_dir, self.store, self.producers, internal_topics=INTERNAL_TOPICS
+        self.producer_state = ProducerStateKeeper(
+            self.data_dir, self.store, clustered=s["kcoord.cluster.enable"], internal_topics=INTERNAL_TOPICS
         )
+        self.producers = self.producer_state.producers
         self.growth_hints = GrowthHints(self.clock)
         self.authorizer = build_authorizer(s, self.data_dir)
         self.coordinator = GroupCoordinator(
@@ -287,8 +286,7 @@ class App:
         await self.topics.load()
         if isinstance(self.authorizer, AclAuthorizer):
             await self.authorizer.load()
-        await self.producer_snapshots.restore()
-        self.producer_snapshots.start()
+        await self.producer_state.start()
         await self.credentials.load()
         await self.rebalance_journal.load()
         await self.coordinator.start()
@@ -320,14 +318,16 @@ class App:
         assert isinstance(store, PostgresLogStore)
         s, ownership = self.settings, Ownership(store.pool)
         self.node.cluster_id = await ownership.cluster_id(self.node.cluster_id)
-        coordinator, topics, topic_host = self.coordinator, self.topics, LogOnlyHost()
+        coordinator, topics, producer_state = self.coordinator, self.topics, self.producer_state
         self.membership = ClusterMembership(
             ownership,
             store,
             self.node.node_id,
             lambda: self.node.advertised,
             lambda topic: ConfiguredHost(
-                coordinator if topic == OFFSETS_TOPIC else topic_host, topic, topics.log_config_of
+                coordinator if topic == OFFSETS_TOPIC else producer_state.host_for(topic),
+                topic,
+                topics.log_config_of,
             ),
             lambda: [(info.name, p) for info in topics.topics() for p in range(info.partitions)],
             LeaseSettings(lease_ms=s["kcoord.node.lease.ms"], renew_ms=s["kcoord.node.lease.renew.ms"]),
@@ -413,7 +413,7 @@ class App:
         await self.coordinator.stop()
         await self.listener.drain(self.settings["kcoord.shutdown.timeout.ms"] / 1000)
         await self.rebalance_journal.close()
-        await self.producer_snapshots.stop()
+        await self.producer_state.stop()
         await self.store.close()
         await self.http.stop()
         self.credentials.close()

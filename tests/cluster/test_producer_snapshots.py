@@ -84,7 +84,7 @@ async def test_snapshot_then_tail(tmp_path: Path) -> None:
     store, producers, snapshots = await restored(tmp_path)
     assert check(producers, 10) == tail[0]
     assert producers.check_and_record("t", 0, PID + 1, 1, 0, 5).repeats is not None
-    assert producers.init_producer(PID + 1, 1) == (PID + 1, 2), "the restored epoch can be bumped"
+    assert await producers.init_producer(PID + 1, 1) == (PID + 1, 2), "the restored epoch can be bumped"
     await snapshots.stop()
     await store.close()
 

@@ -7,34 +7,34 @@ from pathlib import Path
 
 import pytest
 
-from kcoord.cluster.producer_state import ID_BLOCK_FILE, ProducerStateManager
+from kcoord.cluster.producer_state import ID_BLOCK_FILE, ProducerStateManager, StoredBatch, StoredProducer
 from kcoord.protocol.errors import ErrorCode, KafkaError
 
 
-def test_ids_are_unique_across_restarts(tmp_path: Path) -> None:
+async def test_ids_are_unique_across_restarts(tmp_path: Path) -> None:
     """A restarted manager never hands out an id given before, even from a partly used block."""
     first = ProducerStateManager(tmp_path, id_block_size=10)
-    before = {first.init_producer()[0] for _ in range(13)}
+    before = {(await first.init_producer())[0] for _ in range(13)}
     second = ProducerStateManager(tmp_path, id_block_size=10)
-    after = {second.init_producer()[0] for _ in range(5)}
+    after = {(await second.init_producer())[0] for _ in range(5)}
     assert len(before) == 13
     assert not before & after
     assert int((tmp_path / ID_BLOCK_FILE).read_text()) == 30
 
 
-def test_reinit_with_current_epoch_bumps_it(tmp_path: Path) -> None:
+async def test_reinit_with_current_epoch_bumps_it(tmp_path: Path) -> None:
     """KIP-360: re-init with the current id and epoch bumps the epoch; a stale epoch gets a new id."""
     manager = ProducerStateManager(tmp_path)
-    pid, epoch = manager.init_producer()
-    assert manager.init_producer(pid, epoch) == (pid, epoch + 1)
-    new_pid, new_epoch = manager.init_producer(pid, epoch)
+    pid, epoch = await manager.init_producer()
+    assert await manager.init_producer(pid, epoch) == (pid, epoch + 1)
+    new_pid, new_epoch = await manager.init_producer(pid, epoch)
     assert new_pid != pid and new_epoch == 0
 
 
-def test_unknown_id_reinit_gets_new_id(tmp_path: Path) -> None:
+async def test_unknown_id_reinit_gets_new_id(tmp_path: Path) -> None:
     """An id the manager did not issue since it started (e.g. before a restart) gets a fresh id."""
     manager = ProducerStateManager(tmp_path)
-    pid, epoch = manager.init_producer(12345, 3)
+    pid, epoch = await manager.init_producer(12345, 3)
     assert pid != 12345 and epoch == 0
 
 
@@ -102,3 +102,41 @@ def test_partitions_are_independent(tmp_path: Path) -> None:
     manager.check_and_record("t", 0, 1, 0, 0, 3).complete(0, -1)
     assert not manager.check_and_record("t", 1, 1, 0, 0, 1).duplicate
     assert manager.producer_count() == 1
+
+
+def test_gated_partition_refuses_idempotent_batches_until_restored(tmp_path: Path) -> None:
+    """In a cluster a partition's idempotent batches get NOT_LEADER_OR_FOLLOWER until its state is
+    loaded, and again once it is dropped (its state goes with it)."""
+    manager = ProducerStateManager(tmp_path, gated=True)
+    with pytest.raises(KafkaError) as loading:
+        manager.check_and_record("t", 0, 1, 0, 0, 1)
+    assert loading.value.code == ErrorCode.not_leader_or_follower
+    manager.restore("t", 0, {1: StoredProducer(0, [StoredBatch(0, 4, 70, -1)])})
+    assert manager.check_and_record("t", 0, 1, 0, 0, 5).duplicate
+    assert manager.drop_partition("t", 0) == 1
+    assert not manager.is_open("t", 0)
+    with pytest.raises(KafkaError) as dropped:
+        manager.check_and_record("t", 0, 1, 0, 5, 1)
+    assert dropped.value.code == ErrorCode.not_leader_or_follower
+    assert manager.producer_count() == 0
+
+
+class _FailingReservations:
+    async def reserve(self, size: int) -> int:
+        raise OSError("database unreachable")
+
+
+async def test_failed_reservation_is_retriable(tmp_path: Path) -> None:
+    """A block that cannot be reserved answers COORDINATOR_LOAD_IN_PROGRESS, which clients retry."""
+    manager = ProducerStateManager(tmp_path, reservations=_FailingReservations())
+    with pytest.raises(KafkaError) as caught:
+        await manager.init_producer()
+    assert caught.value.code == ErrorCode.coordinator_load_in_progress
+
+
+async def test_concurrent_inits_share_one_reservation(tmp_path: Path) -> None:
+    """Inits that arrive while a block is being reserved wait for it and get distinct ids."""
+    manager = ProducerStateManager(tmp_path, id_block_size=4)
+    ids = await asyncio.gather(*(manager.init_producer() for _ in range(10)))
+    assert len({pid for pid, _ in ids}) == 10
+    assert int((tmp_path / ID_BLOCK_FILE).read_text()) == 12

@@ -1,12 +1,10 @@
 """Idempotent producers: producer ids, epochs and the last batches' sequence numbers.
 
-Two jobs, both on the event loop (no locks):
+Two jobs, both on the event loop:
 
-1. **Producer ids** for InitProducerId. Ids are handed out of blocks of :data:`ID_BLOCK_SIZE`;
-   before the first id of a block is given, the start of the *next* block is written (and
-   fsynced) to ``<data dir>/producer_ids``, so ids never repeat across restarts, even after a
-   crash (at most one block is skipped). One small synchronous write per block keeps it off the
-   hot path.
+1. **Producer ids** for InitProducerId, out of blocks reserved in the data directory or, in a
+   cluster, in PostgreSQL (:mod:`kcoord.cluster.producer_ids`), so ids never repeat across
+   restarts nor across nodes.
 2. **Sequence checks** on Produce, per (producer id, topic, partition), as Kafka's
    ``ProducerStateManager`` does: the epoch, the last sequence, and the first/last sequence and
    base offset of the last :data:`BATCHES_KEPT` batches (the client's max.in.flight limit).
@@ -23,6 +21,12 @@ Two jobs, both on the event loop (no locks):
    snapshots (:mod:`kcoord.cluster.producer_snapshots`) and loaded with :meth:`restore` before
    the listener opens, so a retry that spans a restart is still recognised as a duplicate.
 
+   In a cluster (``gated``) a partition's state exists only while this node owns it: the new
+   owner rebuilds it (:mod:`kcoord.cluster.producer_handover`) and :meth:`restore` opens the
+   partition to idempotent batches; until then they are answered NOT_LEADER_OR_FOLLOWER (what a
+   Kafka broker answers before it has become the partition's leader), so the producer retries
+   once the state is there. :meth:`drop_partition` closes it again when the node lets it go.
+
 The check and the bookkeeping happen in one synchronous step that the caller runs immediately
 before starting the log append (whose offsets are assigned before its first suspension), so two
 produce requests of the same partition cannot interleave between check and offset assignment.
@@ -36,13 +40,19 @@ State of a producer id not seen for :data:`PRODUCER_EXPIRATION_MS` (Kafka's
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kcoord.cluster.producer_ids import (
+    ID_BLOCK_FILE,
+    ID_BLOCK_SIZE,
+    FileIdReservations,
+    IdReservations,
+    ProducerIdBlocks,
+)
 from kcoord.protocol.errors import ErrorCode, KafkaError
 
 __all__ = [
@@ -56,8 +66,6 @@ __all__ = [
     "StoredProducer",
 ]
 
-ID_BLOCK_FILE = "producer_ids"
-ID_BLOCK_SIZE = 1000
 BATCHES_KEPT = 5
 PRODUCER_EXPIRATION_MS = 86_400_000
 MAX_EPOCH = 32767
@@ -144,23 +152,40 @@ class _PartitionProducer:
 
 
 class ProducerStateManager:
-    def __init__(self, data_dir: Path, *, id_block_size: int = ID_BLOCK_SIZE) -> None:
-        self._id_file = Path(data_dir) / ID_BLOCK_FILE
-        self._id_block_size = id_block_size
-        self._next_id = self._block_end = self._read_reserved()
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        id_block_size: int = ID_BLOCK_SIZE,
+        reservations: IdReservations | None = None,
+        gated: bool = False,
+    ) -> None:
+        self._ids = ProducerIdBlocks(
+            reservations or FileIdReservations(Path(data_dir) / ID_BLOCK_FILE), id_block_size
+        )
         self._epochs: dict[int, tuple[int, float]] = {}
         """Producer id -> (current epoch, when issued) for ids issued since this start."""
         self._partitions: dict[tuple[int, str, int], _PartitionProducer] = {}
+        self._gated = gated
+        self._open: set[tuple[str, int]] = set()
+        """When gated: the partitions whose state is loaded (idempotent batches are accepted)."""
         self._last_sweep = time.monotonic()
+
+    def reserve_ids_from(self, reservations: IdReservations) -> None:
+        """Take the next blocks of producer ids from ``reservations`` (a cluster's database)."""
+        self._ids = ProducerIdBlocks(reservations, self._ids.block_size)
 
     # InitProducerId
 
-    def init_producer(self, producer_id: int = -1, producer_epoch: int = -1) -> tuple[int, int]:
+    async def init_producer(self, producer_id: int = -1, producer_epoch: int = -1) -> tuple[int, int]:
         """(producer id, epoch) for an idempotent producer.
 
         A producer that names its current id and epoch (InitProducerId v3+, KIP-360) gets the
-        epoch bumped; anything else (no id, an id from before a restart, a stale epoch, an
-        exhausted epoch) gets a fresh id at epoch 0, which every client accepts.
+        epoch bumped when this node knows that id at that epoch (it issued or bumped it, or
+        restored it from a partition it serves). Anything else (no id, an id this node has not
+        seen, a stale epoch, an exhausted epoch) gets a fresh id at epoch 0, which every client
+        accepts: that is also what Kafka answers a producer without a transactional id, and what
+        a producer whose InitProducerId lands on another node of a cluster gets.
         """
         now = time.monotonic()
         self._maybe_sweep(now)
@@ -168,37 +193,13 @@ class ProducerStateManager:
         if known is not None and known[0] == producer_epoch and producer_epoch < MAX_EPOCH:
             self._epochs[producer_id] = (producer_epoch + 1, now)
             return producer_id, producer_epoch + 1
-        new_id = self._allocate_id()
-        self._epochs[new_id] = (0, now)
+        new_id = await self._ids.next_id()
+        self._epochs[new_id] = (0, time.monotonic())
         return new_id, 0
 
-    def _allocate_id(self) -> int:
-        if self._next_id >= self._block_end:
-            block_start = self._block_end
-            self._write_reserved(block_start + self._id_block_size)
-            self._next_id, self._block_end = block_start, block_start + self._id_block_size
-        producer_id = self._next_id
-        self._next_id += 1
-        return producer_id
-
-    def _read_reserved(self) -> int:
-        try:
-            text = self._id_file.read_text(encoding="ascii").strip()
-        except FileNotFoundError:
-            return 0
-        return int(text)
-
-    def _write_reserved(self, next_block_start: int) -> None:
-        self._id_file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self._id_file.with_suffix(".tmp")
-        with tmp.open("w", encoding="ascii") as fh:
-            fh.write(f"{next_block_start}\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        tmp.replace(self._id_file)
-
     def restore(self, topic: str, partition: int, producers: Mapping[int, StoredProducer]) -> None:
-        """Load the state the log holds for ``topic``-``partition`` (at start, before any Produce).
+        """Load the state the log holds for ``topic``-``partition`` (at start, before any Produce, or
+        when this node of a cluster takes the partition over) and open it to idempotent batches.
 
         Each restored batch is a completed slot, so a retry of it is answered with its stored
         offset; the producer's epoch is current again for an InitProducerId epoch bump (KIP-360).
@@ -221,6 +222,21 @@ class ProducerStateManager:
             known = self._epochs.get(producer_id)
             if known is None or known[0] < stored.epoch:
                 self._epochs[producer_id] = (stored.epoch, now)
+        self._open.add((topic, partition))
+
+    def drop_partition(self, topic: str, partition: int) -> int:
+        """Forget every producer's state on ``topic``-``partition`` (this node no longer serves it);
+        when gated, its idempotent batches are refused until a :meth:`restore`. Returns how many
+        producers' state went."""
+        self._open.discard((topic, partition))
+        doomed = [key for key in self._partitions if key[1] == topic and key[2] == partition]
+        for key in doomed:
+            del self._partitions[key]
+        return len(doomed)
+
+    def is_open(self, topic: str, partition: int) -> bool:
+        """Whether idempotent batches of ``topic``-``partition`` are checked now (always, ungated)."""
+        return not self._gated or (topic, partition) in self._open
 
     # Produce
 
@@ -238,6 +254,11 @@ class ProducerStateManager:
         Returns the new slot (to :meth:`BatchSlot.complete` or :meth:`forget`), or a slot that
         ``repeats`` an earlier batch. Raises ``KafkaError`` for epoch and sequence errors.
         """
+        if self._gated and (topic, partition) not in self._open:
+            raise KafkaError(
+                ErrorCode.not_leader_or_follower,
+                f"{topic}-{partition}: the idempotent producers' state is not loaded on this node yet",
+            )
         last_sequence = (first_sequence + record_count - 1) % _SEQUENCE_MODULUS
         key = (producer_id, topic, partition)
         now = time.monotonic()

@@ -12,7 +12,9 @@ kafka-python's producer enables idempotence by default and aborts every batch wi
 kcoord has no transaction coordinator: a non-null ``transactional_id`` is answered with
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED, what Kafka answers a client that may not use the id; clients
 treat it as fatal rather than retrying. Ids and epochs come from
-:class:`kcoord.cluster.producer_state.ProducerStateManager`.
+:class:`kcoord.cluster.producer_state.ProducerStateManager`; ids are unique across the nodes of a
+cluster, and COORDINATOR_LOAD_IN_PROGRESS (retriable) answers while a block of ids cannot be
+reserved, as Kafka answers while its next block has not arrived.
 
 Authorization: Cluster IDEMPOTENT_WRITE or WRITE on some topic (KIP-679), else
 CLUSTER_AUTHORIZATION_FAILED.
@@ -51,7 +53,7 @@ async def handle_init_producer_id(
         )
     if not _may_write_idempotently(ctx, authorizer):
         raise KafkaError(ErrorCode.cluster_authorization_failed, "IdempotentWrite is not authorized.")
-    producer_id, epoch = producers.init_producer(
+    producer_id, epoch = await producers.init_producer(
         int(getattr(request, "producer_id", -1)), int(getattr(request, "producer_epoch", -1))
     )
     return {"error_code": ErrorCode.none, "producer_id": producer_id, "producer_epoch": epoch}

@@ -185,6 +185,14 @@ async def _append(
             )
             if slot.duplicate:
                 base_offset, append_time = await slot.original()
+                log.info(
+                    "produce.duplicate_answered",
+                    topic=partition_log.topic,
+                    partition=index,
+                    producer_id=header.producer_id,
+                    base_sequence=header.base_sequence,
+                    base_offset=base_offset,
+                )
                 return _success(index, base_offset, append_time, partition_log.log_start_offset)
         appending: Awaitable[Any] = partition_log.append(records)
         try:

@@ -13,7 +13,8 @@ each with a lease on the database's clock) and the owner of each partition (``ow
 :mod:`kcoord.storage.postgres.catalogue`); it adopts the topics found in ``log_partitions`` with
 fresh random ids (an id whose base64 form would start with ``-``, which Kafka never issues, gets
 its first digit replaced). Version 6 records where each owner epoch (each partition's leader
-epoch) starts in the log, which OffsetForLeaderEpoch answers from.
+epoch) starts in the log, which OffsetForLeaderEpoch answers from. Version 7 adds what
+idempotent producers need across nodes (:mod:`kcoord.storage.postgres.producer_ids`, :mod:`kcoord.storage.postgres.producer_snapshots`).
 """
 
 from __future__ import annotations
@@ -148,6 +149,26 @@ MIGRATIONS: list[tuple[int, str, str]] = [
             epoch bigint NOT NULL,
             start_offset bigint NOT NULL,
             PRIMARY KEY (topic, partition_id, epoch),
+            FOREIGN KEY (topic, partition_id) REFERENCES log_partitions ON DELETE CASCADE
+        );
+        """,
+    ),
+    (
+        7,
+        "idempotent producers: the cluster's producer id counter, each partition's producer snapshot",
+        """
+        CREATE TABLE producer_id_blocks (
+            singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+            next_id bigint NOT NULL
+        );
+        CREATE TABLE producer_snapshots (
+            topic text NOT NULL,
+            partition_id integer NOT NULL,
+            snapshot_offset bigint NOT NULL,
+            owner_epoch bigint NOT NULL,
+            data bytea NOT NULL,
+            written_at timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (topic, partition_id),
             FOREIGN KEY (topic, partition_id) REFERENCES log_partitions ON DELETE CASCADE
         );
         """,
