@@ -14,7 +14,8 @@ each with a lease on the database's clock) and the owner of each partition (``ow
 fresh random ids (an id whose base64 form would start with ``-``, which Kafka never issues, gets
 its first digit replaced). Version 6 records where each owner epoch (each partition's leader
 epoch) starts in the log, which OffsetForLeaderEpoch answers from. Version 7 adds what
-idempotent producers need across nodes (:mod:`kcoord.storage.postgres.producer_ids`, :mod:`kcoord.storage.postgres.producer_snapshots`).
+idempotent producers need across nodes (:mod:`kcoord.storage.postgres.producer_ids`,
+:mod:`kcoord.storage.postgres.producer_snapshots`).
 """
 
 from __future__ import annotations
