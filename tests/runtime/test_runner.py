@@ -25,6 +25,7 @@ from kcoord.coordinator.records import (
 )
 from kcoord.coordinator.result import CoordinatorResult
 from kcoord.protocol.errors import KafkaError
+from kcoord.protocol.plain_batch import EncodedBatch
 from kcoord.runtime.runner import (
     PartitionRunner,
     PartitionState,
@@ -76,7 +77,7 @@ class FakeLog:
 
     def put(self, records: list[CoordinatorRecord]) -> None:
         """Store a batch as if appended earlier (for loading)."""
-        batch = bytearray(encode_batch(records, NOW_MS))
+        batch = bytearray(encode_batch(records, NOW_MS).data)
         struct.pack_into(">q", batch, 0, self.end)
         self.batches.append((self.end, bytes(batch)))
         self.end += len(records)
@@ -87,7 +88,7 @@ class FakeLog:
         self.batches.append((self.end, bytes(patched)))
         self.end += count
 
-    def append_soon(self, batch: bytes) -> None:
+    def append_soon(self, batch: bytes | EncodedBatch) -> None:
         """Always the slow path, so the gate and the injected faults apply."""
 
     async def append(self, batch: bytes) -> Any:

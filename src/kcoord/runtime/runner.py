@@ -30,7 +30,7 @@ from kcoord.coordinator.record_codec import encode_key, encode_value
 from kcoord.coordinator.records import CoordinatorRecord
 from kcoord.coordinator.result import CoordinatorResult
 from kcoord.protocol.errors import KafkaError
-from kcoord.protocol.plain_batch import encode_plain_batch
+from kcoord.protocol.plain_batch import EncodedBatch, encode_for_log
 from kcoord.runtime.loading import LoadStats, replay_log
 from kcoord.runtime.observer import NO_OBSERVER, RuntimeObserver
 from kcoord.storage.api import PartitionLog
@@ -119,9 +119,9 @@ _encoded_key = functools.lru_cache(maxsize=1 << 16)(encode_key)
 """A group commits the same partitions again and again: their key bytes are worth keeping."""
 
 
-def encode_batch(records: list[CoordinatorRecord], now_ms: int) -> bytes:
+def encode_batch(records: list[CoordinatorRecord], now_ms: int) -> EncodedBatch:
     """One uncompressed batch holding ``records`` (offsets relative; the log assigns the base)."""
-    return encode_plain_batch([(_encoded_key(r.key), encode_value(r.value)) for r in records], now_ms)
+    return encode_for_log([(_encoded_key(r.key), encode_value(r.value)) for r in records], now_ms)
 
 
 class _Pending:
@@ -213,7 +213,7 @@ class PartitionRunner:
             return
         append: asyncio.Future[Any] | None = self.log.append_soon(batch)
         if append is None:  # the log is held back or recovering: the awaited path waits for it
-            append = asyncio.ensure_future(self.log.append(batch))
+            append = asyncio.ensure_future(self.log.append(batch.data))
         self._in_flight.add(append)
         epoch = self._epoch
         append.add_done_callback(lambda done: self._appended(done, pending, epoch))
