@@ -242,7 +242,7 @@ async def test_operation_without_records_is_answered_at_once() -> None:
     runner, shard, log = await loaded_runner()
     sink = Sink()
     runner.run(lambda now: CoordinatorResult(responses=[(sink, ("answer", now))]))
-    assert sink.done
+    assert sink.done()
     assert await sink == ("answer", NOW_MS)
     assert log.batches == [] and shard.appended == []
 
@@ -255,7 +255,7 @@ async def test_response_is_released_only_after_its_records_are_appended() -> Non
     records = [offset_record("g", 0, 7), offset_record("g", 1, 8)]
     runner.run(lambda now: CoordinatorResult(records=list(records), responses=[(sink, "committed")]))
     await asyncio.sleep(0.01)
-    assert not sink.done and shard.appended == []
+    assert not sink.done() and shard.appended == []
     log.gate.set()
     assert await asyncio.wait_for(sink, 1) == "committed"
     assert shard.appended == [records]
@@ -323,7 +323,7 @@ async def test_close_unloads_the_shard_and_refuses_later_operations() -> None:
     asyncio.get_running_loop().call_later(0.01, log.gate.set)
     await runner.close()
     assert shard.unloaded and runner.state is PartitionState.CLOSED
-    assert pending.done, "close waited for the in-flight append"
+    assert pending.done(), "close waited for the in-flight append"
     with pytest.raises(KafkaError) as raised:
         await parked
     assert raised.value.code == ErrorCode.not_coordinator
