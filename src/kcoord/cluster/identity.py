@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import os
 import uuid
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -37,6 +38,10 @@ class NodeDirectory(Protocol):
 
     def leader(self, topic: str, partition: int) -> int | None:
         """The node leading ``topic``-``partition`` (None: no live owner yet)."""
+
+    def version(self) -> Hashable:
+        """Changes whenever what :meth:`brokers`, :meth:`coordinator` or :meth:`leader` answer may
+        (answers built from them are cached under it)."""
 
 
 @dataclass(slots=True)
