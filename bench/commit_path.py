@@ -8,7 +8,8 @@ each the only member of its own group, call the router with an OffsetCommit v8 f
 partition, as ``heartbeat_load`` sends) one at a time, as a connection at depth 1 does, for
 ``--commit-path-commits`` (300) commits each. Reported per flush policy (``always`` and
 ``interval``): commits/s and the loop thread's CPU microseconds per commit (``thread_time``, which
-leaves out the storage writer's ``syncfs``). The section's server subprocess is not used.
+leaves out the storage writer's ``syncfs``). The bench process takes ``kcoord serve``'s garbage
+collector thresholds (:mod:`kcoord.cli.gc_tuning`). The section's server subprocess is not used.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import uvloop
 
 import wire
 from kcoord.app import App
+from kcoord.cli.gc_tuning import tune_for_serving
 from kcoord.config import Settings
 from kcoord.coordinator.classic.consumer_protocol import ConsumerSubscription, encode_subscription
 from kcoord.server.context import ConnectionInfo
@@ -134,6 +136,7 @@ async def _measure(policy: str, groups: int, commits: int) -> tuple[float, float
 
 def run(server: BenchServer, options: argparse.Namespace) -> list[Measurement]:
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(30))  # warnings and up
+    tune_for_serving()
     results: dict[str, list[tuple[float, float]]] = {policy: [] for policy in POLICIES}
     for run_number in range(options.runs):
         for policy in POLICIES:

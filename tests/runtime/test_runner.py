@@ -25,6 +25,7 @@ from kcoord.coordinator.records import (
 )
 from kcoord.coordinator.result import CoordinatorResult
 from kcoord.protocol.errors import KafkaError
+from kcoord.protocol.plain_batch import EncodedBatch
 from kcoord.runtime.runner import (
     PartitionRunner,
     PartitionState,
@@ -76,7 +77,7 @@ class FakeLog:
 
     def put(self, records: list[CoordinatorRecord]) -> None:
         """Store a batch as if appended earlier (for loading)."""
-        batch = bytearray(encode_batch(records, NOW_MS))
+        batch = bytearray(encode_batch(records, NOW_MS).data)
         struct.pack_into(">q", batch, 0, self.end)
         self.batches.append((self.end, bytes(batch)))
         self.end += len(records)
@@ -87,7 +88,7 @@ class FakeLog:
         self.batches.append((self.end, bytes(patched)))
         self.end += count
 
-    def append_soon(self, batch: bytes) -> None:
+    def append_soon(self, batch: bytes | EncodedBatch) -> None:
         """Always the slow path, so the gate and the injected faults apply."""
 
     async def append(self, batch: bytes) -> Any:
@@ -241,7 +242,7 @@ async def test_operation_without_records_is_answered_at_once() -> None:
     runner, shard, log = await loaded_runner()
     sink = Sink()
     runner.run(lambda now: CoordinatorResult(responses=[(sink, ("answer", now))]))
-    assert sink.done
+    assert sink.done()
     assert await sink == ("answer", NOW_MS)
     assert log.batches == [] and shard.appended == []
 
@@ -254,7 +255,7 @@ async def test_response_is_released_only_after_its_records_are_appended() -> Non
     records = [offset_record("g", 0, 7), offset_record("g", 1, 8)]
     runner.run(lambda now: CoordinatorResult(records=list(records), responses=[(sink, "committed")]))
     await asyncio.sleep(0.01)
-    assert not sink.done and shard.appended == []
+    assert not sink.done() and shard.appended == []
     log.gate.set()
     assert await asyncio.wait_for(sink, 1) == "committed"
     assert shard.appended == [records]
@@ -322,7 +323,7 @@ async def test_close_unloads_the_shard_and_refuses_later_operations() -> None:
     asyncio.get_running_loop().call_later(0.01, log.gate.set)
     await runner.close()
     assert shard.unloaded and runner.state is PartitionState.CLOSED
-    assert pending.done, "close waited for the in-flight append"
+    assert pending.done(), "close waited for the in-flight append"
     with pytest.raises(KafkaError) as raised:
         await parked
     assert raised.value.code == ErrorCode.not_coordinator

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import structlog
 
+from kcoord.cli.gc_tuning import tune_for_serving
 from kcoord.config import Settings
 
 EXIT_DATA_DIR = 3
@@ -45,6 +46,7 @@ def serve(settings: Settings) -> int:
         runner = uvloop.run
     try:
         check_data_dir(Path(settings["log.dirs"]))
+        tune_for_serving()
         with contextlib.suppress(KeyboardInterrupt):
             runner(_run_until_signalled(settings))
     except StartupError as exc:

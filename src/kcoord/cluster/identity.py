@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import os
 import uuid
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -40,6 +41,10 @@ class NodeDirectory(Protocol):
 
     def leader_epoch(self, topic: str, partition: int) -> int:
         """The partition's leader epoch as Metadata reports it (-1: never led)."""
+
+    def version(self) -> Hashable:
+        """Changes whenever what :meth:`brokers`, :meth:`coordinator` or :meth:`leader` answer may
+        (answers built from them are cached under it)."""
 
 
 @dataclass(slots=True)

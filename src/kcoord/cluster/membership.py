@@ -131,6 +131,7 @@ class ClusterMembership:
         """The live nodes as last read."""
         self.owners: dict[PartitionKey, PartitionOwner] = {}
         """Every partition's owner as last read."""
+        self._view_changes = 0
         self._log = log.bind(node_id=node_id)
 
     # -- what the edge asks
@@ -138,6 +139,10 @@ class ClusterMembership:
     def serving(self) -> bool:
         """Whether this node's lease is certainly still live (its own monotonic clock, with a margin)."""
         return self._monotonic() < self._deadline
+
+    def view_version(self) -> tuple[int, bool]:
+        """Changes whenever the live nodes, an owner, what this node serves or :meth:`serving` do."""
+        return self._view_changes, self.serving()
 
     def owned(self) -> dict[PartitionKey, int]:
         """The partitions this node serves, with the epoch each writes under."""
@@ -283,8 +288,11 @@ class ClusterMembership:
 
     async def reconcile(self) -> None:
         """Serve exactly the partitions the spread gives this node, claiming and releasing as needed."""
-        self.live = await self._ownership.live_nodes()
-        self.owners = {(o.topic, o.partition): o for o in await self._ownership.owners()}
+        live = await self._ownership.live_nodes()
+        owners = {(o.topic, o.partition): o for o in await self._ownership.owners()}
+        if live != self.live or owners != self.owners:
+            self._view_changes += 1
+        self.live, self.owners = live, owners
         if self.on_catalogue is not None:
             await self.on_catalogue()
         wanted = set(self._partitions()) & set(self.owners)
@@ -313,6 +321,7 @@ class ClusterMembership:
         await self._ownership.record_epoch_start(topic, partition, epoch, partition_log.log_end_offset)
         self._moves[key] = await self._ownership.moves(topic, partition)
         self._owned[key] = epoch
+        self._view_changes += 1
         await self._host_for(topic).acquire(partition, partition_log)
         self._observer.ownership_moved(topic, partition, "acquired")
         self._log.info(
@@ -327,6 +336,7 @@ class ClusterMembership:
     async def _drop(self, key: PartitionKey, *, release: bool, reason: str = "stepping down") -> None:
         topic, partition = key
         epoch = self._owned.pop(key)
+        self._view_changes += 1
         await self._host_for(topic).release(partition)
         if release:
             await self._ownership.release(self.node_id, topic, partition)
@@ -356,3 +366,6 @@ class MembershipDirectory:
 
     def leader_epoch(self, topic: str, partition: int) -> int:
         return self._membership.leader_epoch(topic, partition)
+
+    def version(self) -> tuple[int, bool]:
+        return self._membership.view_version()

@@ -64,6 +64,10 @@ def _field(obj: Any, name: str, default: Any = None) -> Any:
     return getattr(obj, name, default)
 
 
+_MAX_COUNTED_ANSWERS = 4096
+"""Encoded OffsetCommit answers whose committed-partition count is kept (as many as their cache holds)."""
+
+
 class KcoordMetrics:
     """The counters and histograms updated as things happen (gauges are collected at scrape)."""
 
@@ -74,6 +78,12 @@ class KcoordMetrics:
         self.registry = registry if registry is not None else CollectorRegistry()
         self._apis = api_registry if api_registry is not None else ApiRegistry()
         self._request_children: dict[tuple[int, int, int], tuple[Any, Any]] = {}
+        self._exchange_counts: dict[int, Callable[[Any, Any], None]] = {
+            ApiKey.PRODUCE: self._count_produced,
+            ApiKey.FETCH: self._count_fetched,
+            ApiKey.OFFSET_COMMIT: self._count_committed,
+        }
+        self._committed_by_answer: dict[bytes, int] = {}
         r = self.registry
         self.requests = Counter(
             "kcoord_requests", "Requests answered.", ["api", "version", "error"], registry=r
@@ -204,19 +214,41 @@ class KcoordMetrics:
     def observe_exchange(self, api_key: int, request: Any, body: Any) -> None:
         """A request and its response body: counts produced, fetched and committed data.
 
-        A shape it does not expect is logged and skipped: metrics never fail a request.
+        Runs on every request: an API it does not count costs one dict lookup. A shape it does not
+        expect is logged and skipped: metrics never fail a request.
         """
-        if isinstance(body, EncodedResponse):
-            body = body.source
+        count = self._exchange_counts.get(api_key)
+        if count is None:
+            return
         try:
-            if api_key == ApiKey.PRODUCE:
-                self.produce_bytes.inc(_accepted_produce_bytes(request, body))
-            elif api_key == ApiKey.FETCH and body is not None:
-                self.fetch_bytes.inc(_fetched_bytes(body))
-            elif api_key == ApiKey.OFFSET_COMMIT and body is not None:
-                self.offset_commits.inc(_committed_partitions(body))
+            count(request, body)
         except (TypeError, ValueError, AttributeError):
             log.warning("metrics.exchange_unreadable", api=self.api_name(api_key), exc_info=True)
+
+    def _count_produced(self, request: Any, body: Any) -> None:
+        if isinstance(body, EncodedResponse):
+            body = body.source
+        self.produce_bytes.inc(_accepted_produce_bytes(request, body))
+
+    def _count_fetched(self, request: Any, body: Any) -> None:
+        if isinstance(body, EncodedResponse):
+            body = body.source
+        if body is not None:
+            self.fetch_bytes.inc(_fetched_bytes(body))
+
+    def _count_committed(self, request: Any, body: Any) -> None:
+        """Partitions committed. A cached encoded answer is counted once: its bytes decide the count."""
+        if isinstance(body, EncodedResponse):
+            committed = self._committed_by_answer.get(body.body)
+            if committed is None:
+                if len(self._committed_by_answer) >= _MAX_COUNTED_ANSWERS:
+                    self._committed_by_answer.clear()
+                committed = self._committed_by_answer[body.body] = _committed_partitions(body.source)
+        elif body is None:
+            return
+        else:
+            committed = _committed_partitions(body)
+        self.offset_commits.inc(committed)
 
     # -- storage hooks (a kcoord.storage.timings.LogTimings) ----------------------------------
 

@@ -12,16 +12,19 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator, Sequence
+from typing import NamedTuple
 
 import crc32c
 
 from kcoord.protocol.record_batch import CRC_START, HEADER_SIZE, LOG_OVERHEAD, Compression, parse_header
 
-__all__ = ["CorruptBatchError", "encode_plain_batch", "iter_plain_records"]
+__all__ = ["CorruptBatchError", "EncodedBatch", "encode_for_log", "encode_plain_batch", "iter_plain_records"]
 
 _HEADER_AFTER_CRC = struct.Struct(">hiqqqhii")
 _PREFIX = struct.Struct(">qiib")
 _CRC = struct.Struct(">I")
+_BASE_OFFSET = struct.Struct(">q")
+_LEADER_EPOCH = struct.Struct(">i")
 
 
 class CorruptBatchError(ValueError):
@@ -61,6 +64,37 @@ def encode_plain_batch(entries: Sequence[tuple[bytes | None, bytes | None]], tim
     crc = crc32c.crc32c(after_crc)
     batch_length = HEADER_SIZE - LOG_OVERHEAD + len(records)
     return _PREFIX.pack(0, batch_length, -1, 2) + _CRC.pack(crc) + after_crc
+
+
+class EncodedBatch(NamedTuple):
+    """A batch this process just built, with the header facts a log needs to place it.
+
+    The log takes these instead of parsing the header back out of bytes it did not need to check
+    (a batch from the network still goes through the header checks). ``data`` has base offset 0
+    and partition leader epoch -1, as :func:`encode_plain_batch` writes them.
+    """
+
+    data: bytes
+    last_offset_delta: int
+    max_timestamp: int
+
+    def placed_at(self, base_offset: int, leader_epoch: int = -1) -> bytes:
+        """The stored bytes: ``data`` with its base offset and partition leader epoch set (both
+        outside the CRC, so nothing else changes)."""
+        data = self.data
+        return b"".join(
+            (
+                _BASE_OFFSET.pack(base_offset),
+                data[8:12],
+                _LEADER_EPOCH.pack(leader_epoch),
+                memoryview(data)[16:],
+            )
+        )
+
+
+def encode_for_log(entries: Sequence[tuple[bytes | None, bytes | None]], timestamp_ms: int) -> EncodedBatch:
+    """:func:`encode_plain_batch` with the facts the log would otherwise parse back."""
+    return EncodedBatch(encode_plain_batch(entries, timestamp_ms), len(entries) - 1, timestamp_ms)
 
 
 def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:

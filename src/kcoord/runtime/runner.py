@@ -30,7 +30,7 @@ from kcoord.coordinator.record_codec import encode_key, encode_value
 from kcoord.coordinator.records import CoordinatorRecord
 from kcoord.coordinator.result import CoordinatorResult
 from kcoord.protocol.errors import KafkaError
-from kcoord.protocol.plain_batch import encode_plain_batch
+from kcoord.protocol.plain_batch import EncodedBatch, encode_for_log
 from kcoord.runtime.loading import LoadStats, replay_log
 from kcoord.runtime.observer import NO_OBSERVER, RuntimeObserver
 from kcoord.storage.api import PartitionLog
@@ -62,28 +62,23 @@ class Shard(Protocol):
         """The partition goes away: fail parked requests."""
 
 
-class Sink:
-    """The waiting client of one request: a future the edge awaits."""
+class Sink(asyncio.Future[Any]):
+    """The waiting client of one request: the future the edge awaits, itself.
 
-    __slots__ = ("_future",)
+    One object per request (not a wrapper around a future): on the commit path every request
+    makes one, so the hand-off is the cheapest awaitable asyncio has. Delivering to a sink that
+    already has its answer (timed out, failed) is a no-op.
+    """
 
-    def __init__(self) -> None:
-        self._future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    __slots__ = ()
 
     def deliver(self, response: Any) -> None:
-        if not self._future.done():
-            self._future.set_result(response)
+        if not self.done():
+            self.set_result(response)
 
     def fail(self, error: BaseException) -> None:
-        if not self._future.done():
-            self._future.set_exception(error)
-
-    @property
-    def done(self) -> bool:
-        return self._future.done()
-
-    def __await__(self) -> Any:
-        return self._future.__await__()
+        if not self.done():
+            self.set_exception(error)
 
 
 class PartitionState(enum.Enum):
@@ -119,9 +114,9 @@ _encoded_key = functools.lru_cache(maxsize=1 << 16)(encode_key)
 """A group commits the same partitions again and again: their key bytes are worth keeping."""
 
 
-def encode_batch(records: list[CoordinatorRecord], now_ms: int) -> bytes:
+def encode_batch(records: list[CoordinatorRecord], now_ms: int) -> EncodedBatch:
     """One uncompressed batch holding ``records`` (offsets relative; the log assigns the base)."""
-    return encode_plain_batch([(_encoded_key(r.key), encode_value(r.value)) for r in records], now_ms)
+    return encode_for_log([(_encoded_key(r.key), encode_value(r.value)) for r in records], now_ms)
 
 
 class _Pending:
@@ -213,7 +208,7 @@ class PartitionRunner:
             return
         append: asyncio.Future[Any] | None = self.log.append_soon(batch)
         if append is None:  # the log is held back or recovering: the awaited path waits for it
-            append = asyncio.ensure_future(self.log.append(batch))
+            append = asyncio.ensure_future(self.log.append(batch.data))
         self._in_flight.add(append)
         epoch = self._epoch
         append.add_done_callback(lambda done: self._appended(done, pending, epoch))

@@ -11,7 +11,7 @@ class names, so a Kafka configuration carries over) turns on :class:`AclAuthoriz
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from pathlib import Path
 
 import structlog
@@ -71,6 +71,19 @@ class Authorizer:
         ]
         return operations_bits(allowed)
 
+    def decision_key(self, principal: KafkaPrincipal, host: str) -> Hashable:
+        """What every decision for ``principal`` from ``host`` depends on, as of now.
+
+        Two requests with equal keys get the same answer to every question about every resource,
+        so an answer built from one's decisions can be served to the other (the all-topics
+        Metadata cache). The key changes whenever the ACLs do.
+        """
+        return None
+
+
+_UNNAMED = "<unnamed>"
+"""A principal or host no ACL names: its decisions are those of the wildcard entries alone."""
+
 
 class AclAuthorizer(Authorizer):
     """Decides on the node's ACLs; changes are persisted before they are acknowledged and apply
@@ -85,6 +98,9 @@ class AclAuthorizer(Authorizer):
         self._bindings: tuple[AclBinding, ...] = ()
         self._matcher = AclMatcher(())
         self._changes = asyncio.Lock()
+        self._version = 0
+        self._named_principals: frozenset[str] = frozenset()
+        self._named_hosts: frozenset[str] = frozenset()
 
     async def load(self) -> None:
         self._set(await self._store.load())
@@ -119,6 +135,18 @@ class AclAuthorizer(Authorizer):
             text, host, operation, resource_type, allow_if_none=self._allow_if_no_acl
         )
 
+    def decision_key(self, principal: KafkaPrincipal, host: str) -> Hashable:
+        """The ACLs' version, the principal and the host; a principal or host that no ACL names
+        only meets wildcard entries, so all such share one key (as do the super users)."""
+        text = str(principal)
+        if text in self._super_users:
+            return (self._version, "<super user>")
+        return (
+            self._version,
+            text if text in self._named_principals else _UNNAMED,
+            host if host in self._named_hosts else _UNNAMED,
+        )
+
     def describe(self, acl_filter: AclBindingFilter) -> list[AclBinding]:
         return [b for b in self._bindings if acl_filter.matches(b)]
 
@@ -150,6 +178,9 @@ class AclAuthorizer(Authorizer):
     def _set(self, bindings: Sequence[AclBinding]) -> None:
         self._bindings = tuple(bindings)
         self._matcher = AclMatcher(self._bindings)
+        self._named_principals = frozenset(b.principal for b in self._bindings)
+        self._named_hosts = frozenset(b.host for b in self._bindings)
+        self._version += 1
 
 
 def _describe(binding: AclBinding) -> str:

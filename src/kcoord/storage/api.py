@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from kcoord.protocol.plain_batch import EncodedBatch
+
 __all__ = [
     "AppendListener",
     "AppendResult",
@@ -132,8 +134,11 @@ class PartitionLog(Protocol):
         increasing offsets. Returns once the batch is readable (and fsynced under "always").
         """
 
-    def append_soon(self, batch: bytes) -> asyncio.Future[None] | None:
+    def append_soon(self, batch: bytes | EncodedBatch) -> asyncio.Future[None] | None:
         """:meth:`append` without a task, for a caller that needs no :class:`AppendResult`.
+
+        An :class:`EncodedBatch` (built in this process) brings its header facts along and is not
+        parsed again; plain bytes get :meth:`append`'s checks.
 
         Returns a future done once the batch is readable (and fsynced under "always"), failed as
         :meth:`append` would raise; or None when the log cannot take it at once (held back by a

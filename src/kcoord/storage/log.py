@@ -20,6 +20,7 @@ from dataclasses import asdict
 import structlog
 
 from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.protocol.plain_batch import EncodedBatch
 from kcoord.protocol.record_batch import HEADER_SIZE, parse_header, prepare_for_append
 from kcoord.storage.api import AppendListener, AppendResult, CompactionResult, LogConfig, StorageTimings
 from kcoord.storage.compaction import (
@@ -142,7 +143,7 @@ class SegmentedLog(ABC):
             log_start_offset=self._log_start_offset,
         )
 
-    def append_soon(self, batch: bytes) -> asyncio.Future[None] | None:
+    def append_soon(self, batch: bytes | EncodedBatch) -> asyncio.Future[None] | None:
         """See :meth:`kcoord.storage.api.PartitionLog.append_soon` (the hot path: no task, no shield)."""
         if self._gate is not None or self._failure is not None or self._closed:
             return None
@@ -163,22 +164,35 @@ class SegmentedLog(ABC):
             written.add_done_callback(timed)
         return written
 
-    def _plan_append(self, batch: bytes) -> tuple[Segment, bytes, Placement, int | None]:
-        """Assign the batch its offsets and place it (on the loop, in call order); nothing is written yet."""
-        header = parse_header(batch)
-        if header.size != len(batch):
-            raise ValueError(f"expected one batch of {header.size} bytes, got {len(batch)}")
+    def _plan_append(self, batch: bytes | EncodedBatch) -> tuple[Segment, bytes, Placement, int | None]:
+        """Assign the batch its offsets and place it (on the loop, in call order); nothing is written yet.
+
+        An :class:`EncodedBatch` brings its size, last offset delta and timestamp; bytes are parsed.
+        """
+        if isinstance(batch, EncodedBatch):
+            raw, size = batch.data, len(batch.data)
+            last_offset_delta, max_timestamp = batch.last_offset_delta, batch.max_timestamp
+        else:
+            header = parse_header(batch)
+            if header.size != len(batch):
+                raise ValueError(f"expected one batch of {header.size} bytes, got {len(batch)}")
+            raw, size = batch, header.size
+            last_offset_delta, max_timestamp = header.last_offset_delta, header.max_timestamp
         now = self._clock.now_ms()
-        segment = self._segment_for_append(header.size, header.last_offset_delta, now)
+        segment = self._segment_for_append(size, last_offset_delta, now)
         base_offset = self._next_offset
         log_append_time = now if self._config.message_timestamp_type == "LogAppendTime" else None
-        data = prepare_for_append(
-            batch, base_offset=base_offset, log_append_time_ms=log_append_time, leader_epoch=self.leader_epoch
-        )
-        max_timestamp = header.max_timestamp if log_append_time is None else log_append_time
-        placement = segment.plan(
-            base_offset, header.next_offset - header.base_offset + base_offset, max_timestamp, len(data)
-        )
+        if log_append_time is None and isinstance(batch, EncodedBatch):
+            data = batch.placed_at(base_offset, self.leader_epoch)
+        else:
+            data = prepare_for_append(
+                raw,
+                base_offset=base_offset,
+                log_append_time_ms=log_append_time,
+                leader_epoch=self.leader_epoch,
+            )
+            max_timestamp = max_timestamp if log_append_time is None else log_append_time
+        placement = segment.plan(base_offset, base_offset + last_offset_delta + 1, max_timestamp, len(data))
         self._next_offset = placement.next_offset
         return segment, data, placement, log_append_time
 

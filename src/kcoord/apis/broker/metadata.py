@@ -227,12 +227,20 @@ async def handle_metadata(
                     entries.append(_topic_entry(node, info, operations))
             return _answer(ctx, authorizer, node, listener, entries, include_cluster_ops, 0)
 
-        if all_topics is None or node.directory is not None or authorizer.enabled:
-            # The cached answer follows the catalogue only: in a cluster the leaders and brokers
-            # change without it, and with an authorizer what one may see depends on who asks, from
-            # where, and on ACLs that change without it.
+        if all_topics is None:
             return await encode_answer(version, await build_all())
-        key = (with_ops, include_cluster_ops, node.address_for(listener), node.cluster_id)
+        # The cache drops everything when the catalogue changes; the key holds the rest an answer
+        # depends on: what this principal from this host may see (the ACLs' version included),
+        # and in a cluster the live nodes and partition owners.
+        directory = node.directory
+        key = (
+            with_ops,
+            include_cluster_ops,
+            node.address_for(listener),
+            node.cluster_id,
+            authorizer.decision_key(ctx.principal, ctx.client_host),
+            None if directory is None else directory.version(),
+        )
         return await all_topics.answer(version, key, build_all)
     auto_create = bool(getattr(request, "allow_auto_topic_creation", True))
     auto_create = auto_create and auto_create_enabled

@@ -1,8 +1,10 @@
 """Large Metadata answers without stalling other clients.
 
-An all-topics Metadata answer is the same for every client until the catalogue changes, so it is
-encoded once per (version, options) and reused until a topic is created, grows or is deleted:
-twenty clients pipelining all-topics requests cost one encoding, not one each. An answer with more
+An all-topics Metadata answer is the same for every client the authorizer treats alike until the
+catalogue changes, so it is encoded once per (version, options, what the answer depends on: the
+principal's decisions, the listener's address and, in a cluster, the live nodes and owners) and
+reused until a topic is created, grows or is deleted: twenty clients pipelining all-topics requests
+cost one encoding, not one each. An answer with more
 than :data:`LARGE_ANSWER_TOPICS` topics is built and encoded on a worker thread; the interpreter
 switches threads every few milliseconds, so the event loop keeps answering heartbeats meanwhile.
 """
