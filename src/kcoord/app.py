@@ -127,6 +127,8 @@ class App:
             clock=self.clock,
             retention_check_interval_ms=s["log.retention.check.interval.ms"],
             log_cleaner_backoff_ms=s["log.cleaner.backoff.ms"],
+            postgres_cache_bytes=s["kcoord.storage.postgres.cache.bytes"],
+            owned_only=s["kcoord.cluster.enable"],
         )
         self.store.timings = self.metrics
         self.topics = TopicManager(self.store, s, self.data_dir, shared=s["kcoord.cluster.enable"])

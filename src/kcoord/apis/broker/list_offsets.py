@@ -69,7 +69,7 @@ async def handle_list_offsets(
                 "partitions": [
                     _answer(int(p.partition_index), ErrorCode.topic_authorization_failed)
                     if not may_topic(ctx, authorizer, Op.DESCRIBE, t.name)
-                    else _lookup(
+                    else await _lookup(
                         int(p.partition_index),
                         int(p.timestamp),
                         topics.partition_log(t.name, int(p.partition_index)),
@@ -83,7 +83,7 @@ async def handle_list_offsets(
     }
 
 
-def _lookup(
+async def _lookup(
     index: int, timestamp: int, partition_log: PartitionLog | None, missing: ErrorCode
 ) -> dict[str, Any]:
     if partition_log is None:
@@ -93,29 +93,29 @@ def _lookup(
     if timestamp == EARLIEST_TIMESTAMP:
         return _answer(index, ErrorCode.none, partition_log.log_start_offset)
     if timestamp == MAX_TIMESTAMP:
-        return _max_timestamp(index, partition_log)
-    return _by_timestamp(index, timestamp, partition_log)
+        return await _max_timestamp(index, partition_log)
+    return await _by_timestamp(index, timestamp, partition_log)
 
 
-def _max_timestamp(index: int, partition_log: PartitionLog) -> dict[str, Any]:
+async def _max_timestamp(index: int, partition_log: PartitionLog) -> dict[str, Any]:
     base_offset, max_timestamp = partition_log.max_timestamp()
     if base_offset < 0:
         return _answer(index, ErrorCode.none)
-    batch = partition_log.read(max(base_offset, partition_log.log_start_offset), 1)
+    batch = await partition_log.read_async(max(base_offset, partition_log.log_start_offset), 1)
     record = first_record_with_timestamp(batch, max_timestamp)
     if record is None:
         return _answer(index, ErrorCode.none, base_offset, max_timestamp)
     return _answer(index, ErrorCode.none, record.offset, record.timestamp)
 
 
-def _by_timestamp(index: int, timestamp: int, partition_log: PartitionLog) -> dict[str, Any]:
+async def _by_timestamp(index: int, timestamp: int, partition_log: PartitionLog) -> dict[str, Any]:
     found = partition_log.offset_for_timestamp(timestamp)
     if found is None or found[0] < 0:
         return _answer(index, ErrorCode.none)
     offset = max(found[0], partition_log.log_start_offset)
     while offset < partition_log.log_end_offset:
         result = first_record_at_or_after(
-            partition_log.read(offset, 1), timestamp, min_offset=partition_log.log_start_offset
+            await partition_log.read_async(offset, 1), timestamp, min_offset=partition_log.log_start_offset
         )
         if isinstance(result, FoundRecord):
             return _answer(index, ErrorCode.none, result.offset, result.timestamp)
