@@ -180,6 +180,19 @@ async def test_only_the_latest_record_per_key_survives(engine: Opener) -> None:
     assert {"segments", "bytes_before", "bytes_after", "duration_ms"} <= event.keys()
 
 
+async def test_a_log_whose_start_moved_into_its_first_segment_is_compacted(engine: Opener) -> None:
+    """After DeleteRecords moved the log start past the first segment's base, a pass still cleans it."""
+    store = await engine()
+    log = await store.create("__consumer_offsets", 0)
+    await append_all(log, key_batches(10))
+    await log.delete_records_before(2)
+    before = await log_records(log)
+    result = await log.compact(T0_MS)
+    assert result is not None and result.records_after < result.records_before
+    assert replay(await log_records(log)) == replay(before)
+    assert log.log_start_offset == 2
+
+
 async def test_offsets_are_kept_and_reads_cross_the_gaps(engine: Opener) -> None:
     """Reading a removed offset returns the next batch after it; every survivor reads at its offset."""
     store = await engine()

@@ -255,6 +255,11 @@ class SegmentedLog(ABC):
     # Reading.
 
     def read(self, offset: int, max_bytes: int) -> bytes:
+        found = self._batch_at(offset)
+        return b"" if found is None else found[0].read_batches(found[1], max_bytes)
+
+    def _batch_at(self, offset: int) -> tuple[Segment, int] | None:
+        """(segment, position) of the batch a read from ``offset`` starts with; None at the log end."""
         if self._closed:
             raise KafkaError(ErrorCode.kafka_storage_error, f"log {self._topic}-{self._partition} is closed")
         if offset < self._log_start_offset or offset > self._end_offset:
@@ -263,12 +268,12 @@ class SegmentedLog(ABC):
                 f"offset {offset} outside [{self._log_start_offset}, {self._end_offset}]",
             )
         if offset == self._end_offset:
-            return b""
+            return None
         for segment in self._segments[self._index_holding(offset) :]:
             position = segment.position_of(offset)
             if position < segment.size:
-                return segment.read_batches(position, max_bytes)
-        return b""
+                return segment, position
+        return None
 
     async def read_async(self, offset: int, max_bytes: int) -> bytes:
         """:meth:`read`, as the contract's awaitable read (engines with cold data override it)."""

@@ -292,41 +292,34 @@ class PostgresLog(SegmentedLog):
             located = self._locate(offset, max_bytes)
             if located is None:
                 return b""
-            segment, spans = located
-            chunks: list[bytes | None] = [
-                self._cache.get(segment.token, position) for _, position, _ in spans
-            ]
-            missing = [span for span, chunk in zip(spans, chunks, strict=True) if chunk is None]
-            if not missing:
-                return b"".join(chunk for chunk in chunks if chunk is not None)
-            fetched = await self._fetch_batches(segment, missing)
-            if fetched is None or self._closed or not any(held is segment for held in self._segments):
-                continue  # the batches changed meanwhile: locate them again
-            for index, chunk in enumerate(chunks):
-                if chunk is None:
-                    chunks[index] = fetched[spans[index][1]]
-            return b"".join(chunk for chunk in chunks if chunk is not None)
+            data = await self._read_spans(*located)
+            if data is not None:
+                return data
         raise KafkaError(
             ErrorCode.kafka_storage_error, f"{self._topic}-{self._partition} changed under a read at {offset}"
         )
 
+    async def _read_spans(self, segment: PostgresSegment, spans: list[BatchSpan]) -> bytes | None:
+        """The bytes of ``spans``, from the cache or the database; None when the log changed meanwhile
+        (the segment was truncated, replaced or deleted while the database answered)."""
+        chunks: list[bytes | None] = [self._cache.get(segment.token, position) for _, position, _ in spans]
+        missing = [span for span, chunk in zip(spans, chunks, strict=True) if chunk is None]
+        if missing:
+            fetched = await self._fetch_batches(segment, missing)
+            if fetched is None or self._closed or not any(held is segment for held in self._segments):
+                return None
+            for index, chunk in enumerate(chunks):
+                if chunk is None:
+                    chunks[index] = fetched[spans[index][1]]
+        return b"".join(chunk for chunk in chunks if chunk is not None)
+
     def _locate(self, offset: int, max_bytes: int) -> tuple[PostgresSegment, list[BatchSpan]] | None:
         """The segment and batches a read from ``offset`` returns; None at the log end."""
-        if self._closed:
-            raise KafkaError(ErrorCode.kafka_storage_error, f"log {self._topic}-{self._partition} is closed")
-        if offset < self._log_start_offset or offset > self._end_offset:
-            raise KafkaError(
-                ErrorCode.offset_out_of_range,
-                f"offset {offset} outside [{self._log_start_offset}, {self._end_offset}]",
-            )
-        if offset == self._end_offset:
+        found = self._batch_at(offset)
+        if found is None:
             return None
-        for candidate in self._segments[self._index_holding(offset) :]:
-            segment = _indexed(candidate)
-            position = segment.position_of(offset)
-            if position < segment.size:
-                return segment, segment.spans(position, max_bytes)
-        return None
+        segment = _indexed(found[0])
+        return segment, segment.spans(found[1], max_bytes)
 
     async def _fetch_batches(
         self, segment: PostgresSegment, spans: list[BatchSpan]
@@ -357,8 +350,8 @@ class PostgresLog(SegmentedLog):
 
     async def _segment_reader(self, segment: Segment) -> SegmentReader:
         indexed = _indexed(segment)
-        snapshot = await self.read_async(indexed.base_offset, indexed.size) if indexed.size else b""
-        if len(snapshot) != indexed.size:
+        snapshot = await self._read_spans(indexed, indexed.spans(0, indexed.size)) if indexed.size else b""
+        if snapshot is None or len(snapshot) != indexed.size:
             raise KafkaError(
                 ErrorCode.kafka_storage_error,
                 f"{self._topic}-{self._partition} segment {indexed.base_offset} changed while being read",
