@@ -31,6 +31,7 @@ SECTIONS = (
     "member_memory",
     "fuzz",
     "storage_engines",
+    "storage_memory",
     "secure_load",
     "limits",
     "cluster_failover",

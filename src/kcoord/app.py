@@ -129,6 +129,8 @@ class App:
             clock=self.clock,
             retention_check_interval_ms=s["log.retention.check.interval.ms"],
             log_cleaner_backoff_ms=s["log.cleaner.backoff.ms"],
+            postgres_cache_bytes=s["kcoord.storage.postgres.cache.bytes"],
+            owned_only=s["kcoord.cluster.enable"],
         )
         self.store.timings = self.metrics
         shared: SharedCatalogue | None = None

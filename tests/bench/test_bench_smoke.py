@@ -112,6 +112,14 @@ def test_storage_engines_section_compares_postgresql_with_file() -> None:
     assert "commit postgresql / file" in out
 
 
+def test_storage_memory_section_reports_rss_and_the_cold_fetch() -> None:
+    """The section fills a throwaway PostgreSQL, starts one node then three, prints RSS and the fetch rate."""
+    out = run_section("storage_memory", "--storage-memory-mb", "6", "--storage-memory-partitions", "3")
+    assert "one node serving all: RSS after start" in out
+    assert "3 nodes: largest peak RSS at start" in out
+    assert "cold fetch of the whole topic" in out
+
+
 def test_secure_load_section_compares_sasl_ssl_with_plaintext() -> None:
     """The secure section logs in over SASL_SSL, runs heartbeat and commit on each listener, prints ratios."""
     out = run_section(

@@ -104,6 +104,9 @@ class FakeLog:
         self.batches.append((base, bytes(patched)))
         return None
 
+    async def read_async(self, offset: int, max_bytes: int) -> bytes:
+        return self.read(offset, max_bytes)
+
     def read(self, offset: int, max_bytes: int) -> bytes:
         self.reads += 1
         if self.read_failures:

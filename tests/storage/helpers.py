@@ -10,6 +10,8 @@ import crc32c
 from kcoord.storage import LogStore
 
 T0_MS = 1_700_000_000_000
+TINY_CACHE_BYTES = 1024
+"""The batch cache of the ``postgresql-cold`` engine: a few small batches, so most reads miss it."""
 
 
 class ManualClock:

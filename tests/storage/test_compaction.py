@@ -1,4 +1,4 @@
-"""Log compaction (cleanup.policy=compact), run against every engine (memory:// and file://)."""
+"""Log compaction (cleanup.policy=compact), run against every engine (memory://, file://, postgresql://)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from kcoord.storage.log import SegmentedLog
 from kcoord.storage.memory import MemoryLog
 from kcoord.storage.segment import Segment, SegmentData
 
-from .helpers import T0_MS, ManualClock
+from .helpers import T0_MS, TINY_CACHE_BYTES, ManualClock
 
 DAY_MS = 86_400_000
 COMPACT = LogConfig(
@@ -79,12 +79,12 @@ def keyed_batch(
     return struct.pack(">qiibI", 0, len(tail) + 9, 0, 2, crc32c.crc32c(tail)) + tail
 
 
-def log_records(log: PartitionLog) -> list[tuple[int, bytes | None, bytes | None]]:
+async def log_records(log: PartitionLog) -> list[tuple[int, bytes | None, bytes | None]]:
     """(offset, key, value) of every record, read from the log start with kio's independent reader."""
     found: list[tuple[int, bytes | None, bytes | None]] = []
     offset = log.log_start_offset
     while offset < log.log_end_offset:
-        data = log.read(offset, 1 << 20)
+        data = await log.read_async(offset, 1 << 20)
         if not data:
             break
         position = 0
@@ -128,12 +128,17 @@ def key_batches(rounds: int, keys: int = 4) -> list[list[Record]]:
     return [[(f"k{k}".encode(), f"r{r}".encode())] for r in range(rounds) for k in range(keys)]
 
 
-@pytest.fixture(params=["memory", "file", "postgresql"])
+@pytest.fixture(params=["memory", "file", "postgresql", "postgresql-cold"])
 async def engine(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Opener]:
-    """Opens stores of the parametrised engine with no background cleaner; closes them afterwards."""
+    """Opens stores of the parametrised engine with no background cleaner (``postgresql-cold``: a
+    batch cache of a few batches, so the cleaner reads segments back from the database); closes
+    them afterwards."""
     opened: list[LogStore] = []
-    if request.param == "postgresql":
+    cache: dict[str, int] = {}
+    if request.param.startswith("postgresql"):
         url = request.getfixturevalue("postgres_cluster").create_database()
+        if request.param == "postgresql-cold":
+            cache["postgres_cache_bytes"] = TINY_CACHE_BYTES
     else:
         url = "memory://" if request.param == "memory" else (tmp_path / "data").as_uri()
 
@@ -141,6 +146,7 @@ async def engine(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
         config: LogConfig = COMPACT, clock: ManualClock | None = None, **kwargs: int
     ) -> LogStore:
         kwargs.setdefault("log_cleaner_backoff_ms", 0)
+        kwargs.update(cache)
         store = open_store(url, config, clock=clock, retention_check_interval_ms=0, **kwargs)
         await store.open()
         opened.append(store)
@@ -157,13 +163,13 @@ async def test_only_the_latest_record_per_key_survives(engine: Opener) -> None:
     log = await store.create("__consumer_offsets", 0)
     await append_all(log, key_batches(10))
     assert log.segment_count > 3
-    before = log_records(log)
+    before = await log_records(log)
     active_base = active_segment_base(log)
     with capture_logs() as logs:
         result = await log.compact(T0_MS)
     assert result is not None and result.records_after < result.records_before
     assert result.bytes_after < result.bytes_before
-    after = log_records(log)
+    after = await log_records(log)
     assert replay(after) == replay(before)
     assert set(after) <= set(before)
     closed = [r for r in after if r[0] < active_base]
@@ -174,6 +180,19 @@ async def test_only_the_latest_record_per_key_survives(engine: Opener) -> None:
     assert {"segments", "bytes_before", "bytes_after", "duration_ms"} <= event.keys()
 
 
+async def test_a_log_whose_start_moved_into_its_first_segment_is_compacted(engine: Opener) -> None:
+    """After DeleteRecords moved the log start past the first segment's base, a pass still cleans it."""
+    store = await engine()
+    log = await store.create("__consumer_offsets", 0)
+    await append_all(log, key_batches(10))
+    await log.delete_records_before(2)
+    before = await log_records(log)
+    result = await log.compact(T0_MS)
+    assert result is not None and result.records_after < result.records_before
+    assert replay(await log_records(log)) == replay(before)
+    assert log.log_start_offset == 2
+
+
 async def test_offsets_are_kept_and_reads_cross_the_gaps(engine: Opener) -> None:
     """Reading a removed offset returns the next batch after it; every survivor reads at its offset."""
     store = await engine()
@@ -182,10 +201,10 @@ async def test_offsets_are_kept_and_reads_cross_the_gaps(engine: Opener) -> None
     end = log.log_end_offset
     await log.compact(T0_MS)
     assert (log.log_start_offset, log.log_end_offset) == (0, end)
-    survivors = [offset for offset, _, _ in log_records(log)]
+    survivors = [offset for offset, _, _ in await log_records(log)]
     assert len(survivors) < end
     for offset in range(end):
-        data = log.read(offset, 1)
+        data = await log.read_async(offset, 1)
         header = parse_header(data)
         expected = next(s for s in survivors if s >= offset)
         assert header.base_offset <= expected <= header.last_offset
@@ -198,9 +217,9 @@ async def test_the_active_segment_is_never_compacted(engine: Opener) -> None:
     store = await engine(LogConfig(cleanup_policy="compact", segment_bytes=1 << 20))
     log = await store.create("t", 0)
     await append_all(log, key_batches(5))
-    before = log.read(0, 1 << 20)
+    before = await log.read_async(0, 1 << 20)
     assert await log.compact(T0_MS) is None
-    assert log.read(0, 1 << 20) == before
+    assert await log.read_async(0, 1 << 20) == before
 
 
 async def test_tombstones_stay_for_delete_retention_then_go(engine: Opener) -> None:
@@ -213,24 +232,24 @@ async def test_tombstones_stay_for_delete_retention_then_go(engine: Opener) -> N
     log = await store.create("t", 0)
     await append_all(log, [*key_batches(3), [(b"k1", None)], *key_batches(2, keys=1)])
     await append_all(log, [[(b"pad", b"x" * 100)]] * 8)
-    tombstone = next(o for o, k, v in log_records(log) if k == b"k1" and v is None)
+    tombstone = next(o for o, k, v in await log_records(log) if k == b"k1" and v is None)
 
     await log.compact(clock.now_ms())
-    compacted = log_records(log)
+    compacted = await log_records(log)
     assert (tombstone, b"k1", None) in compacted
     assert [r for r in compacted if r[1] == b"k1"] == [(tombstone, b"k1", None)]
-    header = parse_header(log.read(tombstone, 1))
+    header = parse_header(await log.read_async(tombstone, 1))
     assert header.attributes & DELETE_HORIZON_FLAG
     assert header.base_timestamp == clock.now_ms() + DAY_MS
 
     clock.advance(DAY_MS - 1)
     await log.compact(clock.now_ms())
-    assert (tombstone, b"k1", None) in log_records(log)
+    assert (tombstone, b"k1", None) in await log_records(log)
     clock.advance(1)
     assert segmented(log).compaction_due(clock.now_ms())
     await log.compact(clock.now_ms())
-    assert all(key != b"k1" for _, key, _ in log_records(log))
-    assert replay(log_records(log)) == replay(compacted)
+    assert all(key != b"k1" for _, key, _ in await log_records(log))
+    assert replay(await log_records(log)) == replay(compacted)
 
 
 async def test_a_compressed_batch_is_read_and_rebuilt_uncompressed(engine: Opener) -> None:
@@ -241,7 +260,7 @@ async def test_a_compressed_batch_is_read_and_rebuilt_uncompressed(engine: Opene
     await log.append(keyed_batch([(b"x", b"1"), (b"y", b"1")], gzipped=True))
     await append_all(log, [[(b"a", b"2")], *([[(b"pad", b"x" * 100)]] * 8)])
     await log.compact(T0_MS)
-    first = log.read(0, 1 << 20)
+    first = await log.read_async(0, 1 << 20)
     headers = [h for _, h in iter_batches(first, verify_crc=True)]
     assert (headers[0].base_offset, headers[0].last_offset, headers[0].compression) == (1, 2, 0)
     assert (headers[1].base_offset, headers[1].compression) == (3, 1)
@@ -259,7 +278,7 @@ async def test_a_tombstone_after_an_unreadable_batch_is_kept(engine: Opener) -> 
     for _ in range(3):
         await log.compact(clock.now_ms())
         clock.advance(1)
-    records = log_records(log)
+    records = await log_records(log)
     assert records[:2] == [(0, b"k", b"old"), (1, b"k", None)]
     assert not segmented(log).compaction_due(clock.now_ms() + 10**9)
     assert replay(records).get(b"k") is None
@@ -276,7 +295,7 @@ async def test_appends_continue_while_a_pass_runs(engine: Opener) -> None:
     appended = await asyncio.gather(*(log.append(b) for b in late))
     assert await compaction is not None
     assert [a.base_offset for a in appended] == list(range(end, end + 200))
-    records = log_records(log)
+    records = await log_records(log)
     assert [r for r in records if r[0] >= end] == [(end + i, f"late{i}".encode(), b"v") for i in range(200)]
 
 
@@ -287,9 +306,9 @@ async def test_the_cleaner_picks_logs_by_policy_and_dirty_ratio(engine: Opener) 
     plain = await store.create("plain", 0, LogConfig(segment_bytes=400, retention_ms=-1))
     for log in (compacted, plain):
         await append_all(log, key_batches(3, keys=20))
-    plain_before = log_records(plain)
+    plain_before = await log_records(plain)
     assert await store.compact_logs() == 1
-    assert log_records(plain) == plain_before
+    assert await log_records(plain) == plain_before
     assert await store.compact_logs() == 0
     await append_all(compacted, key_batches(1, keys=6))
     assert not segmented(compacted).compaction_due(T0_MS)
@@ -334,12 +353,12 @@ async def test_truncation_into_a_compacted_gap(engine: Opener) -> None:
         log, [batch for i in range(20) for batch in ([(f"u{i}".encode(), b"v")], [(b"d", b"v")])]
     )
     await log.compact(T0_MS)
-    survivors = [offset for offset, _, _ in log_records(log)]
+    survivors = [offset for offset, _, _ in await log_records(log)]
     gaps = [o for o in range(1, log.log_end_offset) if o not in survivors and o - 1 in survivors]
     gap = gaps[len(gaps) // 2]
     await log.truncate_to(gap)
     assert log.log_end_offset == gap
-    assert [o for o, _, _ in log_records(log)] == [s for s in survivors if s < gap]
+    assert [o for o, _, _ in await log_records(log)] == [s for s in survivors if s < gap]
     assert (await log.append(keyed_batch([(b"k", b"v")]))).base_offset == gap
 
 
@@ -382,7 +401,7 @@ async def test_appends_complete_while_the_rewrite_is_paused() -> None:
     log.release.set()
     assert await task is not None
     assert [r.base_offset for r in results] == list(range(end, end + 20))
-    assert [r for r in log_records(log) if r[1] == b"during"] == [
+    assert [r for r in await log_records(log) if r[1] == b"during"] == [
         (end + i, b"during", str(i).encode()) for i in range(20)
     ]
 
@@ -394,10 +413,10 @@ async def test_a_pass_overtaken_by_truncation_is_dropped() -> None:
     task = asyncio.ensure_future(log.compact(T0_MS))
     await asyncio.to_thread(log.staging.wait, 5)
     await log.truncate_to(20)
-    expected = log_records(log)
+    expected = await log_records(log)
     log.release.set()
     assert await task is None
-    assert log_records(log) == expected and len(expected) == 20
+    assert await log_records(log) == expected and len(expected) == 20
 
 
 batches_strategy = st.lists(
@@ -432,12 +451,12 @@ def test_compaction_preserves_the_replayed_state(batches: list[list[Record]], en
         try:
             log = await store.create("t", 0)
             await append_all(log, batches)
-            before = log_records(log)
+            before = await log_records(log)
             await log.compact(clock.now_ms())
-            first = log_records(log)
+            first = await log_records(log)
             clock.advance(10)
             await log.compact(clock.now_ms())
-            second = log_records(log)
+            second = await log_records(log)
             assert replay(first) == replay(before) == replay(second)
             assert set(second) <= set(first) <= set(before)
             assert log.log_end_offset == len(before)

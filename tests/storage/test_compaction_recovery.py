@@ -61,16 +61,16 @@ async def compact_with_snapshot(
     await append_all(
         log, [batch for i in range(12) for batch in ([(b"dup", b"%d" % i)], [(b"u%d" % i, b"v")])]
     )
-    before = log_records(log)
+    before = await log_records(log)
     assert await log.compact(T0_MS) is not None
-    after = log_records(log)
+    after = await log_records(log)
     await store.close()
     return before, after
 
 
 async def reopen_records(root: Path) -> Records:
     store = await opened(root)
-    records = log_records(the_log(store))
+    records = await log_records(the_log(store))
     await store.close()
     return records
 
@@ -82,7 +82,7 @@ async def test_a_compacted_log_reopens_with_its_gaps(tmp_path: Path) -> None:
     await append_all(log, key_batches(10))
     files_before = names(tmp_path / "t-0", "*.log")
     await log.compact(T0_MS)
-    after = log_records(log)
+    after = await log_records(log)
     end = log.log_end_offset
     await store.close()
     files_after = names(tmp_path / "t-0", "*.log")
@@ -91,7 +91,7 @@ async def test_a_compacted_log_reopens_with_its_gaps(tmp_path: Path) -> None:
         again = await opened(tmp_path)
     assert not any(e["event"] == "log.rebuilding_index" for e in logs)
     reopened = the_log(again)
-    assert log_records(reopened) == after and reopened.log_end_offset == end
+    assert await log_records(reopened) == after and reopened.log_end_offset == end
     survivors = [offset for offset, _, _ in after]
     for offset in range(end):
         header = parse_header(reopened.read(offset, 1))

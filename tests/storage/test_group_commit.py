@@ -65,7 +65,7 @@ async def test_a_failed_sync_fails_every_append_it_covered_and_the_logs_recover(
     sync.fail = False
     again = await asyncio.gather(*(log.append(make_batch([b"y"])) for log in logs))
     assert [r.base_offset for r in again] == [0, 0, 0]
-    assert [log.read(0, 1 << 20) != b"" for log in logs] == [True] * 3
+    assert [await log.read_async(0, 1 << 20) != b"" for log in logs] == [True] * 3
     await store.close()
 
 

@@ -1,4 +1,5 @@
-"""The log contract, run against every engine (memory:// and file://)."""
+"""The log contract, run against every engine (memory://, file://, postgresql://, and postgresql:// with a
+cache of a few batches, whose reads mostly go to the database)."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ async def test_append_assigns_consecutive_offsets(
     assert (second.base_offset, second.last_offset) == (3, 3)
     assert first.log_append_time_ms == -1 and first.log_start_offset == 0
     assert log.log_end_offset == 4
-    data = log.read(0, 1 << 20)
+    data = await log.read_async(0, 1 << 20)
     assert offsets_in(data) == [(0, 2), (3, 3)]
     assert valid_prefix_length(data, verify_crc=True) == len(data)
     assert log.leader_epoch == 0
@@ -55,8 +56,8 @@ async def test_read_starts_at_the_batch_holding_the_offset(
     log = await store.create("t", 0)
     await log.append(make_batch([b"a", b"b", b"c"]))
     await log.append(make_batch([b"d", b"e"]))
-    assert offsets_in(log.read(1, 1 << 20)) == [(0, 2), (3, 4)]
-    assert offsets_in(log.read(4, 1 << 20)) == [(3, 4)]
+    assert offsets_in(await log.read_async(1, 1 << 20)) == [(0, 2), (3, 4)]
+    assert offsets_in(await log.read_async(4, 1 << 20)) == [(3, 4)]
 
 
 async def test_read_returns_whole_batches_and_at_least_one(
@@ -66,10 +67,10 @@ async def test_read_returns_whole_batches_and_at_least_one(
     store = await open_engine()
     log = await store.create("t", 0)
     await fill(log, make_batch, 5, size=100)
-    one = len(log.read(0, 1))
-    assert offsets_in(log.read(0, 1)) == [(0, 0)]
-    assert offsets_in(log.read(0, 2 * one + one // 2)) == [(0, 0), (1, 1)]
-    assert offsets_in(log.read(2, 0)) == [(2, 2)]
+    one = len(await log.read_async(0, 1))
+    assert offsets_in(await log.read_async(0, 1)) == [(0, 0)]
+    assert offsets_in(await log.read_async(0, 2 * one + one // 2)) == [(0, 0), (1, 1)]
+    assert offsets_in(await log.read_async(2, 0)) == [(2, 2)]
 
 
 async def test_read_outside_the_log_is_out_of_range(
@@ -78,12 +79,12 @@ async def test_read_outside_the_log_is_out_of_range(
     """The log end reads as empty; past the end or below the start raises OFFSET_OUT_OF_RANGE."""
     store = await open_engine()
     log = await store.create("t", 0)
-    assert log.read(0, 100) == b""
+    assert await log.read_async(0, 100) == b""
     await fill(log, make_batch, 2)
-    assert log.read(2, 100) == b""
+    assert await log.read_async(2, 100) == b""
     for offset in (3, -1):
         with pytest.raises(KafkaError) as caught:
-            log.read(offset, 100)
+            await log.read_async(offset, 100)
         assert caught.value.code == ErrorCode.offset_out_of_range
 
 
@@ -97,7 +98,7 @@ async def test_every_offset_is_found_across_segments_and_index_entries(
     assert log.log_end_offset == 120
     for offset in range(120):
         base = offset - offset % 2
-        assert offsets_in(log.read(offset, 1))[0] == (base, base + 1)
+        assert offsets_in(await log.read_async(offset, 1))[0] == (base, base + 1)
 
 
 async def test_segments_roll_by_size(open_engine: StoreFactory, make_batch: BatchBuilder) -> None:
@@ -109,7 +110,7 @@ async def test_segments_roll_by_size(open_engine: StoreFactory, make_batch: Batc
     seen: list[int] = []
     offset = 0
     while offset < log.log_end_offset:
-        batches = offsets_in(log.read(offset, 1 << 20))
+        batches = offsets_in(await log.read_async(offset, 1 << 20))
         seen.extend(base for base, _ in batches)
         offset = batches[-1][1] + 1
     assert seen == list(range(30))
@@ -152,9 +153,9 @@ async def test_log_append_time_stamps_batches(
     clock.advance(5)
     result = await log.append(make_batch([b"a"], timestamps=[1]))
     assert result.log_append_time_ms == T0_MS + 5
-    header = parse_header(log.read(0, 100))
+    header = parse_header(await log.read_async(0, 100))
     assert header.is_log_append_time and header.max_timestamp == T0_MS + 5
-    assert valid_prefix_length(log.read(0, 100), verify_crc=True) > 0
+    assert valid_prefix_length(await log.read_async(0, 100), verify_crc=True) > 0
     assert log.max_timestamp() == (0, T0_MS + 5)
 
 
@@ -165,10 +166,10 @@ async def test_truncate_to_drops_the_tail(open_engine: StoreFactory, make_batch:
     await fill(log, make_batch, 40, records=2, size=20)
     await log.truncate_to(31)
     assert log.log_end_offset == 30
-    assert offsets_in(log.read(28, 1 << 20))[-1] == (28, 29)
+    assert offsets_in(await log.read_async(28, 1 << 20))[-1] == (28, 29)
     result = await log.append(make_batch([b"new"]))
     assert result.base_offset == 30
-    assert offsets_in(log.read(30, 100)) == [(30, 30)]
+    assert offsets_in(await log.read_async(30, 100)) == [(30, 30)]
     await log.truncate_to(1000)
     assert log.log_end_offset == 31
 
@@ -182,7 +183,7 @@ async def test_truncate_to_the_start_empties_the_log(
     await fill(log, make_batch, 20)
     await log.truncate_to(0)
     assert (log.log_start_offset, log.log_end_offset) == (0, 0)
-    assert log.read(0, 100) == b""
+    assert await log.read_async(0, 100) == b""
     assert (await log.append(make_batch([b"a"]))).base_offset == 0
 
 
@@ -197,9 +198,9 @@ async def test_delete_records_before_moves_the_log_start(
     assert await log.delete_records_before(25) == 25
     assert log.log_start_offset == 25
     assert log.segment_count < segments_before
-    assert offsets_in(log.read(25, 1))[0] == (25, 25)
+    assert offsets_in(await log.read_async(25, 1))[0] == (25, 25)
     with pytest.raises(KafkaError) as below:
-        log.read(24, 100)
+        await log.read_async(24, 100)
     assert below.value.code == ErrorCode.offset_out_of_range
     assert await log.delete_records_before(10) == 25
     assert (await log.append(make_batch([b"next"]))).log_start_offset == 25
@@ -216,9 +217,9 @@ async def test_delete_records_before_the_end_and_past_it(
         await log.delete_records_before(11)
     assert past.value.code == ErrorCode.offset_out_of_range
     assert await log.delete_records_before(10) == 10
-    assert log.read(10, 100) == b""
+    assert await log.read_async(10, 100) == b""
     assert (await log.append(make_batch([b"a"]))).base_offset == 10
-    assert offsets_in(log.read(10, 100)) == [(10, 10)]
+    assert offsets_in(await log.read_async(10, 100)) == [(10, 10)]
 
 
 async def test_retention_by_size_deletes_old_segments(
@@ -235,9 +236,9 @@ async def test_retention_by_size_deletes_old_segments(
     assert 2500 <= log.size_bytes < before
     assert log.size_bytes - SMALL_SEGMENTS.segment_bytes < 2500
     assert log.log_start_offset > 0
-    assert offsets_in(log.read(log.log_start_offset, 100))[0][0] == log.log_start_offset
+    assert offsets_in(await log.read_async(log.log_start_offset, 100))[0][0] == log.log_start_offset
     with pytest.raises(KafkaError):
-        log.read(log.log_start_offset - 1, 100)
+        await log.read_async(log.log_start_offset - 1, 100)
     assert log.log_end_offset == 60
 
 
@@ -253,7 +254,7 @@ async def test_retention_by_time_uses_the_clock(
     clock.advance(60_000 + 100)
     assert await store.enforce_retention() > 0
     assert (log.log_start_offset, log.log_end_offset) == (20, 20)
-    assert log.read(20, 100) == b""
+    assert await log.read_async(20, 100) == b""
     assert (await log.append(make_batch([b"a"]))).base_offset == 20
 
 
@@ -270,7 +271,7 @@ async def test_concurrent_appends_get_offsets_in_call_order(
     values: list[int] = []
     offset = 0
     while offset < count:
-        data = log.read(offset, 1 << 20)
+        data = await log.read_async(offset, 1 << 20)
         for pos, header in iter_batches(data, verify_crc=True):
             values.append(int.from_bytes(data[pos + header.size - 5 : pos + header.size - 1], "big"))
             offset = header.next_offset
@@ -285,7 +286,7 @@ async def test_append_listener_sees_the_new_end(open_engine: StoreFactory, make_
 
     def listener(end: int) -> None:
         heard.append(end)
-        assert log.read(end - 1, 100) != b""
+        assert log.read(end - 1, 100) != b""  # the tail just appended is at hand on every engine
 
     remove = log.add_append_listener(listener)
     await fill(log, make_batch, 2)
@@ -337,7 +338,7 @@ async def test_a_closed_log_refuses_reads_and_appends(
     await fill(log, make_batch, 1)
     await log.close()
     with pytest.raises(KafkaError) as caught:
-        log.read(0, 100)
+        await log.read_async(0, 100)
     assert caught.value.code == ErrorCode.kafka_storage_error
     with pytest.raises(KafkaError):
         await log.append(make_batch([b"x"]))

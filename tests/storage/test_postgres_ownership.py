@@ -65,10 +65,10 @@ async def test_a_claim_fences_the_former_owner(
     with pytest.raises(KafkaError):
         await log_one.append(make_batch([b"again"]))
 
-    assert [base for base, _, _ in batches_of(log_two.read(0, 1 << 20))] == [0]
+    assert [base for base, _, _ in batches_of(await log_two.read_async(0, 1 << 20))] == [0]
     assert (await log_two.append(make_batch([b"b"]))).base_offset == 1
     fresh = await one.reopen("t", 0, epoch_two)
-    assert [base for base, _, _ in batches_of(fresh.read(0, 1 << 20))] == [0, 1]
+    assert [base for base, _, _ in batches_of(await fresh.read_async(0, 1 << 20))] == [0, 1]
 
 
 async def test_a_fenced_round_does_not_hold_back_other_partitions(
@@ -138,4 +138,4 @@ async def test_structural_changes_are_fenced_too(
     with pytest.raises(PartitionFencedError):
         await log_one.truncate_to(0)
     fresh = await two.reopen("t", 0, 2)
-    assert [base for base, _, _ in batches_of(fresh.read(0, 1 << 20))] == [0, 1]
+    assert [base for base, _, _ in batches_of(await fresh.read_async(0, 1 << 20))] == [0, 1]

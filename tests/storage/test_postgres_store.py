@@ -46,7 +46,7 @@ async def test_a_reopened_store_reads_what_was_appended(database: str, make_batc
     for i in range(30):
         await log.append(make_batch([bytes([i]) * 20, b"x"], timestamps=[T0_MS + i] * 2))
     await other.append(make_batch([b"one"]))
-    before = log.read(0, 1 << 20)
+    before = await log.read_async(0, 1 << 20)
     segments = log.segment_count
     await store.close()
 
@@ -55,7 +55,7 @@ async def test_a_reopened_store_reads_what_was_appended(database: str, make_batc
         assert again.partitions() == [("t", 0), ("t", 1)]
         log = again.get("t", 0)
         assert log is not None
-        assert log.read(0, 1 << 20) == before
+        assert await log.read_async(0, 1 << 20) == before
         assert (log.log_start_offset, log.log_end_offset, log.segment_count) == (0, 60, segments)
         assert log.offset_for_timestamp(T0_MS + 10) == (20, T0_MS + 10)
         appended = await log.append(make_batch([b"next"]))
@@ -75,7 +75,8 @@ async def test_retention_truncation_and_compaction_survive_a_reopen(
         await log.append(make_batch([bytes([i]) * 30]))
     assert await store.enforce_retention() > 0
     await log.truncate_to(35)
-    start, end, data = log.log_start_offset, log.log_end_offset, log.read(log.log_start_offset, 1 << 20)
+    start, end = log.log_start_offset, log.log_end_offset
+    data = await log.read_async(start, 1 << 20)
     assert start > 0 and end == 35
     await store.close()
 
@@ -84,7 +85,7 @@ async def test_retention_truncation_and_compaction_survive_a_reopen(
         log = again.get("t", 0)
         assert log is not None
         assert (log.log_start_offset, log.log_end_offset) == (start, end)
-        assert log.read(start, 1 << 20) == data
+        assert await log.read_async(start, 1 << 20) == data
     finally:
         await again.close()
 
@@ -111,7 +112,7 @@ async def test_concurrent_appends_share_transactions(database: str, make_batch: 
         assert store.committer.rounds - rounds < 100
         for p, log in enumerate(logs):
             assert [r.base_offset for r in results[p::4]] == list(range(25))
-            assert [b for b, _, _ in batches_of(log.read(0, 1 << 20))] == list(range(25))
+            assert [b for b, _, _ in batches_of(await log.read_async(0, 1 << 20))] == list(range(25))
     finally:
         await store.close()
 
@@ -150,7 +151,7 @@ async def test_an_outage_gives_retriable_errors_and_recovers(
     try:
         log = again.get("t", 0)
         assert log is not None
-        stored = batches_of(log.read(0, 1 << 20))
+        stored = batches_of(await log.read_async(0, 1 << 20))
         assert [base for base, _, _ in stored] == acknowledged
         assert acknowledged[1] == log.log_end_offset - 1
     finally:

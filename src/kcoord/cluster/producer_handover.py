@@ -107,7 +107,7 @@ class ProducerHandover:
             # being appended, and no idempotent batch can be (they wait for this load).
             while True:
                 before = scan.offset
-                if scan.advance(partition_log, SCAN_BYTES_PER_PASS) or scan.offset == before:
+                if await scan.advance(partition_log, SCAN_BYTES_PER_PASS) or scan.offset == before:
                     break
                 await asyncio.sleep(0)
         except KafkaError as exc:
@@ -179,7 +179,7 @@ class ProducerHandover:
         for key, served in list(self._served.items()):
             scan, partition_log = served.scan, served.partition_log
             try:
-                scan.advance(partition_log, SCAN_BYTES_PER_PASS)
+                await scan.advance(partition_log, SCAN_BYTES_PER_PASS)
             except KafkaError:
                 continue
             if not scan.changed or not isinstance(partition_log, PostgresLog):

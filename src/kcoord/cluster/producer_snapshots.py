@@ -81,7 +81,7 @@ class PartitionScan:
             del known.batches[0]
         self.changed = True
 
-    def advance(self, partition_log: PartitionLog, max_bytes: int | None) -> bool:
+    async def advance(self, partition_log: PartitionLog, max_bytes: int | None) -> bool:
         """Scan from ``offset`` towards the log end, reading at most ``max_bytes`` (None: no bound).
 
         Returns True when the scan reached the end of the log.
@@ -91,7 +91,7 @@ class PartitionScan:
         offset = max(self.offset, partition_log.log_start_offset)
         read = 0
         while offset < partition_log.log_end_offset and (max_bytes is None or read < max_bytes):
-            data = partition_log.read(offset, _READ_BYTES)
+            data = await partition_log.read_async(offset, _READ_BYTES)
             after = offset
             for _, header in iter_batches(data):
                 self.apply(header)
@@ -174,7 +174,7 @@ class ProducerSnapshots:
                     log_end_offset=partition_log.log_end_offset,
                 )
                 scan = PartitionScan()
-            scan.advance(partition_log, None)
+            await scan.advance(partition_log, None)
             self._scans[(topic, partition)] = scan
             self._producers.restore(topic, partition, scan.producers)
             restored += len(scan.producers)
@@ -216,7 +216,7 @@ class ProducerSnapshots:
             live.add(key)
             scan = self._scans.setdefault(key, PartitionScan())
             try:
-                scan.advance(partition_log, max_bytes)
+                await scan.advance(partition_log, max_bytes)
             except KafkaError:
                 continue
             if scan.changed:

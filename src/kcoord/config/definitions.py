@@ -336,6 +336,12 @@ DEFINITIONS: tuple[Definition, ...] = (
         " empty: file:// under log.dirs.",
     ),
     Definition(
+        "kcoord.storage.postgres.cache.bytes",
+        256 * 1024 * 1024,
+        _int(0),
+        "postgresql:// engine: bytes of recent batches kept in memory (the rest is read from the database).",
+    ),
+    Definition(
         "kcoord.cluster.enable",
         False,
         _bool,

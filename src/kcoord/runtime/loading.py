@@ -65,7 +65,7 @@ async def replay_log(partition_log: PartitionLog, shard: Replayer, stats: LoadSt
     since_yield = 0
     fast_replay = shard.replay_offset if isinstance(shard, OffsetReplayer) else None
     while offset < end:
-        chunk = partition_log.read(offset, READ_CHUNK)
+        chunk = await partition_log.read_async(offset, READ_CHUNK)
         if not chunk:
             break
         position = 0

@@ -2,7 +2,8 @@
 
 A :class:`PartitionLog` is one topic-partition: an append-only sequence of record batches with
 offsets assigned by the log. A :class:`LogStore` holds the logs of one node. Engines:
-``file:///path`` (:mod:`kcoord.storage.file_store`) and ``memory://`` (:mod:`kcoord.storage.memory`).
+``file:///path`` (:mod:`kcoord.storage.file_store`), ``memory://`` (:mod:`kcoord.storage.memory`) and
+``postgresql://`` (:mod:`kcoord.storage.postgres`).
 """
 
 from __future__ import annotations
@@ -96,7 +97,8 @@ class StorageTimings(Protocol):
 
 
 class PartitionLog(Protocol):
-    """One topic-partition's log. Reads are synchronous (page cache); writes are awaited."""
+    """One topic-partition's log. Writes are awaited; reads are :meth:`read_async` (every engine) or
+    :meth:`read` (bytes already at hand)."""
 
     @property
     def topic(self) -> str: ...
@@ -145,10 +147,20 @@ class PartitionLog(Protocol):
         structural change, recovering, closed), and the caller uses :meth:`append` instead.
         """
 
-    def read(self, offset: int, max_bytes: int) -> bytes:
+    async def read_async(self, offset: int, max_bytes: int) -> bytes:
         """Whole batches from the one holding ``offset``, up to ``max_bytes`` but at least one batch.
 
-        ``b""`` at the log end; ``KafkaError(offset_out_of_range)`` outside ``[start, end]``.
+        ``b""`` at the log end; ``KafkaError(offset_out_of_range)`` outside ``[start, end]``. The
+        file and memory engines answer without suspending; ``postgresql://`` reads batches its
+        cache does not hold from the database (KAFKA_STORAGE_ERROR while it is unreachable).
+        """
+
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        """:meth:`read_async` for bytes at hand (page cache, memory), without suspending.
+
+        ``postgresql://`` serves only the cached batches from ``offset`` on and raises
+        ``KafkaError(kafka_storage_error)`` when the first is not cached: code that may meet cold
+        data uses :meth:`read_async`.
         """
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:

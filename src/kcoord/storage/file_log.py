@@ -240,7 +240,7 @@ class FileLog(SegmentedLog):
 
     # Compaction: staging and discarding run in the cleaner's thread, the rest on the writer pool.
 
-    def _segment_reader(self, segment: Segment) -> SegmentReader:
+    async def _segment_reader(self, segment: Segment) -> SegmentReader:
         path, size = _file_data(segment).log_path, segment.size
         return lambda: read_segment_file(path, size)
 

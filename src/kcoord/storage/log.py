@@ -21,7 +21,7 @@ import structlog
 
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.protocol.plain_batch import EncodedBatch
-from kcoord.protocol.record_batch import HEADER_SIZE, parse_header, prepare_for_append
+from kcoord.protocol.record_batch import parse_header, prepare_for_append
 from kcoord.storage.api import AppendListener, AppendResult, CompactionResult, LogConfig, StorageTimings
 from kcoord.storage.compaction import (
     CleanedLog,
@@ -276,6 +276,11 @@ class SegmentedLog(ABC):
     # Reading.
 
     def read(self, offset: int, max_bytes: int) -> bytes:
+        found = self._batch_at(offset)
+        return b"" if found is None else found[0].read_batches(found[1], max_bytes)
+
+    def _batch_at(self, offset: int) -> tuple[Segment, int] | None:
+        """(segment, position) of the batch a read from ``offset`` starts with; None at the log end."""
         if self._closed:
             raise KafkaError(ErrorCode.kafka_storage_error, f"log {self._topic}-{self._partition} is closed")
         if offset < self._log_start_offset or offset > self._end_offset:
@@ -284,12 +289,16 @@ class SegmentedLog(ABC):
                 f"offset {offset} outside [{self._log_start_offset}, {self._end_offset}]",
             )
         if offset == self._end_offset:
-            return b""
+            return None
         for segment in self._segments[self._index_holding(offset) :]:
             position = segment.position_of(offset)
             if position < segment.size:
-                return segment.read_batches(position, max_bytes)
-        return b""
+                return segment, position
+        return None
+
+    async def read_async(self, offset: int, max_bytes: int) -> bytes:
+        """:meth:`read`, as the contract's awaitable read (engines with cold data override it)."""
+        return self.read(offset, max_bytes)
 
     def _index_holding(self, offset: int) -> int:
         """Index of the segment whose range holds ``offset`` (a compacted one may not hold the batch)."""
@@ -343,11 +352,9 @@ class SegmentedLog(ABC):
                 holder = self._segment_holding(offset)
                 index = self._segments.index(holder)
                 cut = holder.position_of(offset)
-                next_batch = holder.data.read_at(cut, HEADER_SIZE) if cut < holder.size else b""
+                next_base = holder.base_offset_at(cut)
                 # Past a compaction gap the next batch may start after ``offset``.
-                self._next_offset = self._end_offset = (
-                    min(parse_header(next_batch).base_offset, offset) if next_batch else offset
-                )
+                self._next_offset = self._end_offset = offset if next_base is None else min(next_base, offset)
                 holder.size = cut
                 doomed = self._segments[index + 1 :]
                 del self._segments[index + 1 :]
@@ -464,7 +471,7 @@ class SegmentedLog(ABC):
         """Map and rewrite in a thread while appends go on; swap with appends held back."""
         started = time.perf_counter()
         config = self._config
-        readers = [self._segment_reader(segment) for segment in plan.segments]
+        readers = [await self._segment_reader(segment) for segment in plan.segments]
         cleaned = await asyncio.to_thread(
             clean_segments,
             plan,
@@ -507,7 +514,7 @@ class SegmentedLog(ABC):
 
     async def _swap_in(self, cleaned: CleanedLog, plan: CompactionPlan) -> None:
         await self._install_cleaned(cleaned.swaps)
-        survivors = [new for _, new in cleaned.swaps if new is not None]
+        survivors = [self._installed(new) for _, new in cleaned.swaps if new is not None]
         self._segments[: len(plan.segments)] = survivors
         self._first_dirty_segment = plan.end
         self._next_delete_horizon_ms = cleaned.next_delete_horizon_ms
@@ -559,7 +566,7 @@ class SegmentedLog(ABC):
     async def _close_files(self) -> None: ...
 
     @abstractmethod
-    def _segment_reader(self, segment: Segment) -> SegmentReader:
+    async def _segment_reader(self, segment: Segment) -> SegmentReader:
         """A function that returns ``segment``'s visible bytes when called in a worker thread."""
 
     @abstractmethod
@@ -576,6 +583,10 @@ class SegmentedLog(ABC):
 
         Reads of the old segments must keep working until :meth:`_close_replaced`.
         """
+
+    def _installed(self, segment: Segment) -> Segment:
+        """The segment to put in the log for a cleaned copy :meth:`_install_cleaned` stored."""
+        return segment
 
     @abstractmethod
     async def _close_replaced(self, segments: list[Segment]) -> None:

@@ -78,7 +78,7 @@ class MemoryLog(SegmentedLog):
     async def flush(self) -> None:
         return None
 
-    def _segment_reader(self, segment: Segment) -> SegmentReader:
+    async def _segment_reader(self, segment: Segment) -> SegmentReader:
         snapshot = bytes(_buffer_of(segment)[: segment.size])
         return lambda: snapshot
 

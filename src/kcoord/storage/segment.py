@@ -158,6 +158,12 @@ class Segment:
                 return position
         return self.size
 
+    def base_offset_at(self, position: int) -> int | None:
+        """Base offset of the batch starting at ``position``; None at the end."""
+        if position >= self.size:
+            return None
+        return parse_header(self.data.read_at(position, HEADER_SIZE)).base_offset
+
     def walk(self, position: int) -> Iterator[tuple[int, BatchHeader]]:
         """Headers of the visible batches from ``position`` on, read in small chunks."""
         while position + HEADER_SIZE <= self.size:

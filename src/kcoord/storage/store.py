@@ -20,10 +20,14 @@ def open_store(
     clock: Clock | None = None,
     retention_check_interval_ms: int = 300000,
     log_cleaner_backoff_ms: int = 15000,
+    postgres_cache_bytes: int | None = None,
+    owned_only: bool = False,
 ) -> LogStore:
     """The store ``url`` names, not yet opened: ``await store.open()`` loads and recovers it.
 
     ``log_cleaner_backoff_ms`` is how often the cleaner looks for logs to compact (0: never).
+    For ``postgresql://``: ``postgres_cache_bytes`` bounds the batch cache (None: the engine's
+    default), and ``owned_only`` (one node of a cluster) opens a partition only when it is claimed.
     """
     parts = urlsplit(url)
     if parts.scheme == "memory":
@@ -48,6 +52,7 @@ def open_store(
         )
     if parts.scheme in ("postgresql", "postgres"):
         from kcoord.storage.postgres import PostgresLogStore
+        from kcoord.storage.postgres.store import DEFAULT_CACHE_BYTES
 
         return PostgresLogStore(
             url,
@@ -55,5 +60,7 @@ def open_store(
             clock,
             retention_check_interval_ms=retention_check_interval_ms,
             log_cleaner_backoff_ms=log_cleaner_backoff_ms,
+            cache_bytes=DEFAULT_CACHE_BYTES if postgres_cache_bytes is None else postgres_cache_bytes,
+            owned_only=owned_only,
         )
     raise ValueError(f"no log engine for {url!r} (use file:///path, memory:// or postgresql://...)")

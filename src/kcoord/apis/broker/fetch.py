@@ -138,7 +138,7 @@ async def handle_fetch(
     max_wait_s = request.max_wait.total_seconds()
 
     # 2. Read what is there; answer at once when it is enough.
-    result = _read(plan, max_bytes)
+    result = await _read(plan, max_bytes)
     watched = [p.log for _, parts in plan for p in parts if p.log is not None]
     if max_wait_s > 0 and result.total_bytes < min_bytes and not result.has_error and watched:
         # 3. Long poll: sleep until an append to a fetched partition or the deadline.
@@ -146,13 +146,13 @@ async def handle_fetch(
         deadline = loop.time() + max_wait_s
         with AppendWatch(watched) as watch:
             while await watch.wait(deadline - loop.time()):
-                result = _read(plan, max_bytes)
+                result = await _read(plan, max_bytes)
                 if result.total_bytes >= min_bytes or result.has_error:
                     break
     return {"error_code": ErrorCode.none, "session_id": 0, "responses": hinted + result.responses}
 
 
-def _read(plan: list[tuple[str, list[_PartitionFetch]]], max_bytes: int) -> _ReadResult:
+async def _read(plan: list[tuple[str, list[_PartitionFetch]]], max_bytes: int) -> _ReadResult:
     """One pass over every partition of the request under the size rules of the module docstring."""
     remaining = max_bytes
     total = 0
@@ -177,7 +177,7 @@ def _read(plan: list[tuple[str, list[_PartitionFetch]]], max_bytes: int) -> _Rea
             limit = min(part.max_bytes, remaining)
             if offset < end and (limit > 0 or total == 0):
                 try:
-                    records = partition_log.read(offset, max(limit, 1))
+                    records = await partition_log.read_async(offset, max(limit, 1))
                 except KafkaError as exc:
                     answers.append(_error(part.index, exc.code, start))
                     has_error = True

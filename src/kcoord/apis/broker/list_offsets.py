@@ -74,7 +74,7 @@ async def handle_list_offsets(
                 "partitions": [
                     _answer(int(p.partition_index), ErrorCode.topic_authorization_failed)
                     if not may_topic(ctx, authorizer, Op.DESCRIBE, t.name)
-                    else _lookup(
+                    else await _lookup(
                         int(p.partition_index),
                         int(p.timestamp),
                         *led_log(topics, t.name, int(p.partition_index), _current_epoch(p)),
@@ -91,7 +91,7 @@ def _current_epoch(partition: Any) -> int:
     return int(getattr(partition, "current_leader_epoch", NO_EPOCH))
 
 
-def _lookup(
+async def _lookup(
     index: int, timestamp: int, partition_log: PartitionLog | None, missing: ErrorCode
 ) -> dict[str, Any]:
     if partition_log is None:
@@ -100,27 +100,27 @@ def _lookup(
         return _answer(index, ErrorCode.none, partition_log.log_end_offset, epoch=partition_log.leader_epoch)
     if timestamp == EARLIEST_TIMESTAMP:
         return _answer(
-            index, ErrorCode.none, partition_log.log_start_offset, epoch=_epoch_at_start(partition_log)
+            index, ErrorCode.none, partition_log.log_start_offset, epoch=await _epoch_at_start(partition_log)
         )
     if timestamp == MAX_TIMESTAMP:
-        return _max_timestamp(index, partition_log)
-    return _by_timestamp(index, timestamp, partition_log)
+        return await _max_timestamp(index, partition_log)
+    return await _by_timestamp(index, timestamp, partition_log)
 
 
-def _epoch_at_start(partition_log: PartitionLog) -> int:
+async def _epoch_at_start(partition_log: PartitionLog) -> int:
     """The epoch of the batch holding the log start (Kafka: the earliest cached epoch, which starts
     there); the leader's own when the log is empty."""
     start = partition_log.log_start_offset
     if start >= partition_log.log_end_offset:
         return partition_log.leader_epoch
-    return batch_leader_epoch(partition_log.read(start, 1))
+    return batch_leader_epoch(await partition_log.read_async(start, 1))
 
 
-def _max_timestamp(index: int, partition_log: PartitionLog) -> dict[str, Any]:
+async def _max_timestamp(index: int, partition_log: PartitionLog) -> dict[str, Any]:
     base_offset, max_timestamp = partition_log.max_timestamp()
     if base_offset < 0:
         return _answer(index, ErrorCode.none)
-    batch = partition_log.read(max(base_offset, partition_log.log_start_offset), 1)
+    batch = await partition_log.read_async(max(base_offset, partition_log.log_start_offset), 1)
     epoch = batch_leader_epoch(batch)
     record = first_record_with_timestamp(batch, max_timestamp)
     if record is None:
@@ -128,13 +128,13 @@ def _max_timestamp(index: int, partition_log: PartitionLog) -> dict[str, Any]:
     return _answer(index, ErrorCode.none, record.offset, record.timestamp, epoch)
 
 
-def _by_timestamp(index: int, timestamp: int, partition_log: PartitionLog) -> dict[str, Any]:
+async def _by_timestamp(index: int, timestamp: int, partition_log: PartitionLog) -> dict[str, Any]:
     found = partition_log.offset_for_timestamp(timestamp)
     if found is None or found[0] < 0:
         return _answer(index, ErrorCode.none)
     offset = max(found[0], partition_log.log_start_offset)
     while offset < partition_log.log_end_offset:
-        batch = partition_log.read(offset, 1)
+        batch = await partition_log.read_async(offset, 1)
         result = first_record_at_or_after(batch, timestamp, min_offset=partition_log.log_start_offset)
         if isinstance(result, FoundRecord):
             return _answer(index, ErrorCode.none, result.offset, result.timestamp, batch_leader_epoch(batch))

@@ -1,10 +1,11 @@
-"""A partition log kept in PostgreSQL, with its visible batches mirrored in memory for reads.
+"""A partition log kept in PostgreSQL: its batch index in memory, its bytes in the database and a cache.
 
-Appends assign offsets on the loop (in call order, as every engine does), copy the batch into
-the in-memory segment past its visible end and queue the row for the store's
-:class:`~kcoord.storage.postgres.committer.PostgresCommitter`; the batch becomes readable once
-its round has committed. Structural changes (retention, truncation, compaction swaps) run with
-appends held back, each in its own transaction.
+Appends assign offsets on the loop (in call order, as every engine does), put the batch in the
+store's :class:`~kcoord.storage.postgres.batch_cache.BatchCache` and queue the row for the store's
+:class:`~kcoord.storage.postgres.committer.PostgresCommitter`; the batch becomes readable (its
+index entry visible) once its round has committed. Reads take what the cache holds and fetch the
+rest from ``log_batches`` (:meth:`PostgresLog.read_async`). Structural changes (retention,
+truncation, compaction swaps) run with appends held back, each in its own transaction.
 """
 
 from __future__ import annotations
@@ -21,13 +22,14 @@ from kcoord.protocol.record_batch import iter_batches
 from kcoord.storage.api import AppendResult, LogConfig
 from kcoord.storage.compaction import SegmentReader, Swap
 from kcoord.storage.log import SegmentedLog
-from kcoord.storage.memory import MemorySegmentData
+from kcoord.storage.postgres.batch_cache import BatchCache
 from kcoord.storage.postgres.committer import PartitionFencedError, PostgresCommitter, RoundJob
 from kcoord.storage.postgres.errors import storage_errors
 from kcoord.storage.postgres.schema import Connection
+from kcoord.storage.postgres.segment import BatchSpan, PostgresSegment, segment_from_rows
 from kcoord.storage.queued_ops import QueuedRoll as _Roll
 from kcoord.storage.queued_ops import QueuedWrite as _Write
-from kcoord.storage.segment import Placement, Segment, SegmentData, scan_segment
+from kcoord.storage.segment import Placement, Segment, SegmentData
 from kcoord.timer.api import Clock
 
 __all__ = ["PostgresLog"]
@@ -37,9 +39,12 @@ logger = structlog.get_logger(__name__)
 
 _Op = _Write | _Roll
 
+READ_ATTEMPTS = 3
+"""A read whose batches changed under it (truncation, a compaction swap) starts over this often."""
+
 
 class PostgresLog(SegmentedLog):
-    """One topic-partition: rows in ``log_batches``/``log_segments``, bytes mirrored in memory."""
+    """One topic-partition: rows in ``log_batches``/``log_segments``, its index in memory."""
 
     def __init__(
         self,
@@ -50,10 +55,12 @@ class PostgresLog(SegmentedLog):
         segments: list[Segment],
         pool: asyncpg.Pool,
         committer: PostgresCommitter,
+        cache: BatchCache,
         owner_epoch: int = 0,
         log_start_offset: int | None = None,
     ) -> None:
         super().__init__(topic, partition, config, clock, segments, log_start_offset)
+        self._cache = cache
         self.owner_epoch = owner_epoch
         """The epoch this log writes under; a round that finds another in the database fences it."""
         self.fenced: PartitionFencedError | None = None
@@ -77,16 +84,13 @@ class PostgresLog(SegmentedLog):
         return await super().append(batch)
 
     def _new_segment(self, base_offset: int, now_ms: int) -> Segment:
-        return Segment(base_offset, MemorySegmentData(), self._config.index_interval_bytes, now_ms)
+        return PostgresSegment(base_offset, self._config.index_interval_bytes, now_ms)
 
     def _record_roll(self, old: Segment, new: Segment, seal_entry: tuple[int, int] | None) -> None:
         self._enqueue(_Roll(old, new, seal_entry))
 
     async def _write(self, segment: Segment, data: bytes, placement: Placement) -> None:
-        buffer = _buffer_of(segment)
-        if len(buffer) != placement.position:
-            raise RuntimeError("postgres segment out of step with its placement")
-        buffer += data
+        self._cache.put(_indexed(segment).token, placement.position, data)
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._enqueue(_Write(segment, data, placement, done))
         await asyncio.shield(done)
@@ -190,15 +194,7 @@ class PostgresLog(SegmentedLog):
         return self._new_segment(base_offset, now_ms)
 
     async def _truncate_segment(self, segment: Segment, position: int) -> Segment:
-        buffer = _buffer_of(segment)
-        rebuilt = scan_segment(
-            segment.base_offset,
-            segment.data,
-            position,
-            index_interval_bytes=self._config.index_interval_bytes,
-            created_ms=segment.created_ms,
-            verify_crc=False,
-        )
+        rebuilt = _indexed(segment).truncated(position)
         async with self._transaction("truncate") as connection:
             await connection.execute(
                 "DELETE FROM log_batches WHERE topic = $1 AND partition_id = $2 AND base_offset >= $3",
@@ -206,7 +202,7 @@ class PostgresLog(SegmentedLog):
                 self._partition,
                 rebuilt.next_offset,
             )
-        del buffer[position:]
+        self._cache.drop_segment(rebuilt.token, position)
         return rebuilt
 
     async def _persist_log_start(self, offset: int) -> None:
@@ -225,7 +221,7 @@ class PostgresLog(SegmentedLog):
             for segment in segments:
                 await self._delete_segment_rows(connection, segment, keep_segment=False)
         for segment in segments:
-            _buffer_of(segment).clear()
+            self._cache.drop_segment(_indexed(segment).token)
 
     async def _delete_segment_rows(
         self, connection: Connection, segment: Segment, *, keep_segment: bool
@@ -271,16 +267,104 @@ class PostgresLog(SegmentedLog):
                 yield connection
 
     async def _close_files(self) -> None:
-        return None
+        for segment in self._segments:
+            self._cache.drop_segment(_indexed(segment).token)
 
-    # Compaction: the cleaned copies are built in memory and swapped in with one transaction.
+    # Reading: the index finds the batches, the cache or the database has their bytes.
 
-    def _segment_reader(self, segment: Segment) -> SegmentReader:
-        snapshot = bytes(_buffer_of(segment)[: segment.size])
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        """The cached batches from ``offset`` on (see :meth:`kcoord.storage.api.PartitionLog.read`)."""
+        located = self._locate(offset, max_bytes)
+        if located is None:
+            return b""
+        segment, spans = located
+        chunks: list[bytes] = []
+        for _, position, _ in spans:
+            data = self._cache.get(segment.token, position)
+            if data is None:
+                break
+            chunks.append(data)
+        if not chunks:
+            raise KafkaError(
+                ErrorCode.kafka_storage_error,
+                f"{self._topic}-{self._partition} offset {offset} is not cached: read it with read_async",
+            )
+        return b"".join(chunks)
+
+    async def read_async(self, offset: int, max_bytes: int) -> bytes:
+        """Whole batches from ``offset``: cached ones from memory, the others from ``log_batches``."""
+        for _ in range(READ_ATTEMPTS):
+            located = self._locate(offset, max_bytes)
+            if located is None:
+                return b""
+            data = await self._read_spans(*located)
+            if data is not None:
+                return data
+        raise KafkaError(
+            ErrorCode.kafka_storage_error, f"{self._topic}-{self._partition} changed under a read at {offset}"
+        )
+
+    async def _read_spans(self, segment: PostgresSegment, spans: list[BatchSpan]) -> bytes | None:
+        """The bytes of ``spans``, from the cache or the database; None when the log changed meanwhile
+        (the segment was truncated, replaced or deleted while the database answered)."""
+        chunks: list[bytes | None] = [self._cache.get(segment.token, position) for _, position, _ in spans]
+        missing = [span for span, chunk in zip(spans, chunks, strict=True) if chunk is None]
+        if missing:
+            fetched = await self._fetch_batches(segment, missing)
+            if fetched is None or self._closed or not any(held is segment for held in self._segments):
+                return None
+            for index, chunk in enumerate(chunks):
+                if chunk is None:
+                    chunks[index] = fetched[spans[index][1]]
+        return b"".join(chunk for chunk in chunks if chunk is not None)
+
+    def _locate(self, offset: int, max_bytes: int) -> tuple[PostgresSegment, list[BatchSpan]] | None:
+        """The segment and batches a read from ``offset`` returns; None at the log end."""
+        found = self._batch_at(offset)
+        if found is None:
+            return None
+        segment = _indexed(found[0])
+        return segment, segment.spans(found[1], max_bytes)
+
+    async def _fetch_batches(
+        self, segment: PostgresSegment, spans: list[BatchSpan]
+    ) -> dict[int, bytes] | None:
+        """The bytes of ``spans`` by position, read from the database and kept at the cache's cold end;
+        None when a row is missing or not the size the index says (the log changed meanwhile)."""
+        first, last = spans[0][0], spans[-1][0]
+        with storage_errors("read"):
+            rows = await self._pool.fetch(
+                "SELECT base_offset, data FROM log_batches WHERE topic = $1 AND partition_id = $2"
+                " AND base_offset BETWEEN $3 AND $4 ORDER BY base_offset",
+                self._topic,
+                self._partition,
+                segment.batch_base_offsets[first],
+                segment.batch_base_offsets[last],
+            )
+        by_base = {row["base_offset"]: row["data"] for row in rows}
+        fetched: dict[int, bytes] = {}
+        for index, position, size in spans:
+            data = by_base.get(segment.batch_base_offsets[index])
+            if data is None or len(data) != size:
+                return None
+            fetched[position] = data
+            self._cache.put(segment.token, position, data, hot=False)
+        return fetched
+
+    # Compaction: the segments are read whole, cleaned in a thread and swapped in with one transaction.
+
+    async def _segment_reader(self, segment: Segment) -> SegmentReader:
+        indexed = _indexed(segment)
+        snapshot = await self._read_spans(indexed, indexed.spans(0, indexed.size)) if indexed.size else b""
+        if snapshot is None or len(snapshot) != indexed.size:
+            raise KafkaError(
+                ErrorCode.kafka_storage_error,
+                f"{self._topic}-{self._partition} segment {indexed.base_offset} changed while being read",
+            )
         return lambda: snapshot
 
     def _stage_cleaned(self, old: Segment, data: bytes, rebuilt: Segment) -> SegmentData:
-        return MemorySegmentData(data)
+        return _StagedCopy(data, rebuilt, self._config.index_interval_bytes)
 
     def _discard_cleaned(self, swaps: list[Swap]) -> None:
         return None
@@ -291,6 +375,7 @@ class PostgresLog(SegmentedLog):
                 await self._delete_segment_rows(connection, old, keep_segment=new is not None)
                 if new is None:
                     continue
+                staged = _staged(new).data
                 rows = [
                     (
                         self._topic,
@@ -299,9 +384,9 @@ class PostgresLog(SegmentedLog):
                         header.last_offset,
                         header.max_timestamp,
                         header.size,
-                        bytes(_buffer_of(new)[at : at + header.size]),
+                        staged[at : at + header.size],
                     )
-                    for at, header in iter_batches(bytes(_buffer_of(new)[: new.size]), verify_crc=False)
+                    for at, header in iter_batches(staged, verify_crc=False)
                 ]
                 await connection.executemany(
                     "INSERT INTO log_batches"
@@ -310,12 +395,51 @@ class PostgresLog(SegmentedLog):
                     rows,
                 )
 
+    def _installed(self, segment: Segment) -> Segment:
+        return _staged(segment).release()
+
     async def _close_replaced(self, segments: list[Segment]) -> None:
-        return None
+        for segment in segments:
+            self._cache.drop_segment(_indexed(segment).token)
 
 
-def _buffer_of(segment: Segment) -> bytearray:
+class _StagedCopy:
+    """A cleaned segment between the cleaner's thread and its swap: its bytes, to be written as rows,
+    and its per-batch index (built in the thread), which is what the log keeps once it is stored."""
+
+    def __init__(self, data: bytes, rebuilt: Segment, index_interval_bytes: int) -> None:
+        self.data = data
+        self.segment = segment_from_rows(
+            rebuilt.base_offset,
+            rebuilt.created_ms,
+            (
+                (header.base_offset, header.last_offset, header.max_timestamp, header.size)
+                for _, header in iter_batches(data, verify_crc=False)
+            ),
+            index_interval_bytes=index_interval_bytes,
+        )
+        seal_entry = self.segment.seal()
+        if seal_entry is not None:
+            self.segment.add_time_entry(seal_entry)
+        self.segment.next_offset = rebuilt.next_offset
+
+    def read_at(self, position: int, size: int) -> bytes:
+        return self.data[position : position + size]
+
+    def release(self) -> PostgresSegment:
+        """The indexed segment, its bytes let go (they are rows now)."""
+        self.data = b""
+        return self.segment
+
+
+def _staged(segment: Segment) -> _StagedCopy:
     data = segment.data
-    if not isinstance(data, MemorySegmentData):
+    if not isinstance(data, _StagedCopy):
+        raise TypeError("postgres compaction swapped in a segment it did not stage")
+    return data
+
+
+def _indexed(segment: Segment) -> PostgresSegment:
+    if not isinstance(segment, PostgresSegment):
         raise TypeError("postgres log holds a foreign segment")
-    return data.buffer
+    return segment

@@ -1,28 +1,32 @@
 """``postgresql://user:password@host:port/database``: the logs of a node kept in PostgreSQL.
 
-Opening connects a small pool, applies the schema migrations (:mod:`.schema`) and loads every
-partition's segments and batches into memory (reads are synchronous in the log contract). The
-pool reconnects by itself: while the database is down, appends fail with KAFKA_STORAGE_ERROR
-(retriable for clients) and each log recovers on its next append once the database answers.
+Opening connects a small pool and applies the schema migrations (:mod:`.schema`). A node that
+serves every partition (one node alone) then loads every partition's *index* (the batch rows
+without their bytes: :mod:`.segment`); a node of a cluster (``owned_only``) loads none, and loads a
+partition's index when it claims it (:meth:`PostgresLogStore.reopen`). Batch bytes are kept in one
+bounded cache per store (:mod:`.batch_cache`, ``kcoord.storage.postgres.cache.bytes``) and read
+from the database when missing. The pool reconnects by itself: while the database is down,
+appends and cold reads fail with KAFKA_STORAGE_ERROR (retriable for clients) and each log
+recovers on its next append once the database answers.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections import defaultdict
 
 import asyncpg
 import structlog
 
-from kcoord.protocol.errors import KafkaError
+from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.storage.api import LogConfig, PartitionLog
-from kcoord.storage.memory import MemorySegmentData
+from kcoord.storage.postgres.batch_cache import BatchCache
 from kcoord.storage.postgres.committer import PostgresCommitter
 from kcoord.storage.postgres.errors import storage_errors
 from kcoord.storage.postgres.log import PostgresLog
 from kcoord.storage.postgres.schema import Connection, migrate
-from kcoord.storage.segment import Segment, scan_segment
+from kcoord.storage.postgres.segment import PostgresSegment, segment_from_rows
+from kcoord.storage.segment import Segment
 from kcoord.storage.store_base import StoreBase
 from kcoord.timer.api import Clock
 
@@ -36,6 +40,8 @@ COMMAND_TIMEOUT_S = 15.0
 POOL_SIZE = 4
 START_WAIT_S = 30.0
 """How long opening the store waits for the database to accept connections."""
+DEFAULT_CACHE_BYTES = 256 << 20
+"""``kcoord.storage.postgres.cache.bytes``'s default."""
 
 
 class PostgresLogStore(StoreBase[PostgresLog]):
@@ -49,6 +55,8 @@ class PostgresLogStore(StoreBase[PostgresLog]):
         *,
         retention_check_interval_ms: int = 300000,
         log_cleaner_backoff_ms: int = 15000,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+        owned_only: bool = False,
     ) -> None:
         super().__init__(
             default_config,
@@ -59,6 +67,12 @@ class PostgresLogStore(StoreBase[PostgresLog]):
         self._dsn = dsn
         self._pool: asyncpg.Pool | None = None
         self._committer: PostgresCommitter | None = None
+        self.cache = BatchCache(cache_bytes)
+        """The bytes of recent batches, shared by every log of this store."""
+        self._owned_only = owned_only
+        """One node of several: hold a partition only once :meth:`reopen` claimed it."""
+        self._configs: dict[tuple[str, int], LogConfig] = {}
+        """The config :meth:`create` gave each partition, for when it is (re)opened later."""
 
     @property
     def committer(self) -> PostgresCommitter:
@@ -72,9 +86,15 @@ class PostgresLogStore(StoreBase[PostgresLog]):
         with storage_errors("load"):
             async with pool.acquire() as connection:
                 version = await migrate(connection)
-                await self._load(connection)
+                if not self._owned_only:
+                    await self._load(connection)
         logger.info(
-            "log_store.opened", engine="postgresql", schema_version=version, partitions=len(self._logs)
+            "log_store.opened",
+            engine="postgresql",
+            schema_version=version,
+            partitions=len(self._logs),
+            owned_only=self._owned_only,
+            cache_bytes=self.cache.capacity,
         )
         self._start_background()
 
@@ -101,89 +121,95 @@ class PostgresLogStore(StoreBase[PostgresLog]):
                 delay = min(delay * 2, 5.0)
 
     async def _load(self, connection: Connection) -> None:
-        segments: dict[tuple[str, int], list[tuple[int, int]]] = defaultdict(list)
-        for row in await connection.fetch(
-            "SELECT topic, partition_id, base_offset, created_ms FROM log_segments"
-            " ORDER BY topic, partition_id, base_offset"
+        """Open every partition the database holds (a node serving them all)."""
+        for topic, partition in await connection.fetch(
+            "SELECT topic, partition_id FROM log_partitions ORDER BY topic, partition_id"
         ):
-            segments[(row["topic"], row["partition_id"])].append((row["base_offset"], row["created_ms"]))
-        for topic, partition, epoch, log_start in await connection.fetch(
-            "SELECT topic, partition_id, owner_epoch, log_start_offset FROM log_partitions"
-            " ORDER BY topic, partition_id"
-        ):
-            rows = await connection.fetch(
-                "SELECT base_offset, data FROM log_batches WHERE topic = $1 AND partition_id = $2"
-                " ORDER BY base_offset",
+            loaded = await self._read_partition(connection, topic, partition)
+            if loaded is not None:
+                segments, epoch, log_start = loaded
+                self._adopt(
+                    self._new_log(
+                        topic, partition, self._config_of(topic, partition), segments, epoch, log_start
+                    )
+                )
+
+    async def _read_partition(
+        self, connection: Connection, topic: str, partition: int
+    ) -> tuple[list[Segment], int, int | None] | None:
+        """A partition's segments (batch index only, no bytes), owner epoch and log start; None when
+        the database does not hold it."""
+        head = await connection.fetchrow(
+            "SELECT owner_epoch, log_start_offset FROM log_partitions WHERE topic = $1 AND partition_id = $2",
+            topic,
+            partition,
+        )
+        if head is None:
+            return None
+        bounds = [
+            (row["base_offset"], row["created_ms"])
+            for row in await connection.fetch(
+                "SELECT base_offset, created_ms FROM log_segments"
+                " WHERE topic = $1 AND partition_id = $2 ORDER BY base_offset",
                 topic,
                 partition,
             )
-            loaded = self._rebuild(segments.get((topic, partition), []), rows)
-            self._adopt(self._new_log(topic, partition, self._default_config, loaded, epoch, log_start))
+        ]
+        rows = await connection.fetch(
+            "SELECT base_offset, last_offset, max_timestamp, size FROM log_batches"
+            " WHERE topic = $1 AND partition_id = $2 ORDER BY base_offset",
+            topic,
+            partition,
+        )
+        return self._rebuild(bounds, rows), head["owner_epoch"], head["log_start_offset"]
 
     async def reopen(self, topic: str, partition: int, owner_epoch: int) -> PostgresLog:
         """The partition as the database holds it now, writing under ``owner_epoch``.
 
         What a node calls when it takes a partition over: its in-memory copy may be stale (another
         node appended meanwhile), so the old log object is closed and a fresh one replaces it.
+        Only the batch index is read; the bytes come into the cache as they are read.
         """
         with storage_errors("reopen"):
             async with self._require_pool().acquire() as connection:
-                bounds = [
-                    (row["base_offset"], row["created_ms"])
-                    for row in await connection.fetch(
-                        "SELECT base_offset, created_ms FROM log_segments"
-                        " WHERE topic = $1 AND partition_id = $2 ORDER BY base_offset",
-                        topic,
-                        partition,
-                    )
-                ]
-                rows = await connection.fetch(
-                    "SELECT base_offset, data FROM log_batches WHERE topic = $1 AND partition_id = $2"
-                    " ORDER BY base_offset",
-                    topic,
-                    partition,
-                )
-                log_start = await connection.fetchval(
-                    "SELECT log_start_offset FROM log_partitions WHERE topic = $1 AND partition_id = $2",
-                    topic,
-                    partition,
-                )
+                loaded = await self._read_partition(connection, topic, partition)
+        if loaded is None:
+            raise KafkaError(ErrorCode.unknown_topic_or_partition, f"{topic}-{partition} is not stored")
+        segments, _, log_start = loaded
         old = self._logs.pop((topic, partition), None)
-        config = old.config if old is not None else self._default_config
+        config = old.config if old is not None else self._config_of(topic, partition)
         if old is not None:
             await old.close()
-        rebuilt = self._rebuild(bounds, rows)
-        return self._adopt(self._new_log(topic, partition, config, rebuilt, owner_epoch, log_start))
+        return self._adopt(self._new_log(topic, partition, config, segments, owner_epoch, log_start))
 
     async def forget(self, topic: str, partition: int) -> None:
         """Close and drop this node's copy of a partition another node owns, so no retention or
         compaction pass of this node ever works on a stale copy (a later :meth:`reopen` reloads it)."""
         log = self._logs.pop((topic, partition), None)
         if log is not None:
+            self._configs[(topic, partition)] = log.config
             await log.close()
 
+    def _config_of(self, topic: str, partition: int) -> LogConfig:
+        return self._configs.get((topic, partition), self._default_config)
+
     def _rebuild(self, bounds: list[tuple[int, int]], rows: list[asyncpg.Record]) -> list[Segment]:
-        """In-memory segments from the stored segment starts and batch rows (every row in its segment)."""
+        """Indexed segments from the stored segment starts and batch rows (every row in its segment)."""
         if not bounds:
             bounds = [(0, self._clock.now_ms())]
-        buffers = [bytearray() for _ in bounds]
+        per_segment: list[list[tuple[int, int, int, int]]] = [[] for _ in bounds]
         starts = [base for base, _ in bounds]
         index = 0
         for row in rows:
             while index + 1 < len(starts) and row["base_offset"] >= starts[index + 1]:
                 index += 1
-            buffers[index] += row["data"]
+            per_segment[index].append(
+                (row["base_offset"], row["last_offset"], row["max_timestamp"], row["size"])
+            )
         interval = self._default_config.index_interval_bytes
         return [
-            scan_segment(
-                base,
-                MemorySegmentData(bytes(buffer)),
-                len(buffer),
-                index_interval_bytes=interval,
-                created_ms=created,
-                verify_crc=False,
-            )
-            for (base, created), buffer in zip(bounds, buffers, strict=True)
+            segment_from_rows(base, created, batches, index_interval_bytes=interval)
+            for (base, created), batches in zip(bounds, per_segment, strict=True)
         ]
 
     def _new_log(
@@ -203,6 +229,7 @@ class PostgresLogStore(StoreBase[PostgresLog]):
             segments,
             self._require_pool(),
             self.committer,
+            self.cache,
             owner_epoch,
             log_start_offset,
         )
@@ -218,7 +245,16 @@ class PostgresLogStore(StoreBase[PostgresLog]):
         return self._pool
 
     async def create(self, topic: str, partition: int, config: LogConfig | None = None) -> PartitionLog:
-        existing = self._logs.get((topic, partition))
+        """The partition's log, created in the database if missing.
+
+        Under ``owned_only`` a partition the database already held is not opened here (another node
+        may own it): its config is kept for the claim that opens it, and what is returned is a closed
+        handle that no lookup of this store finds (:meth:`get` answers None until the claim).
+        """
+        key = (topic, partition)
+        if config is not None:
+            self._configs[key] = config
+        existing = self._logs.get(key)
         if existing is not None:
             if config is not None:
                 existing.update_config(config)
@@ -226,11 +262,14 @@ class PostgresLogStore(StoreBase[PostgresLog]):
         now = self._clock.now_ms()
         with storage_errors("create"):
             async with self._require_pool().acquire() as connection, connection.transaction():
-                await connection.execute(
-                    "INSERT INTO log_partitions (topic, partition_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                created = await connection.fetchval(
+                    "INSERT INTO log_partitions (topic, partition_id) VALUES ($1, $2)"
+                    " ON CONFLICT DO NOTHING RETURNING true",
                     topic,
                     partition,
                 )
+                if not created:
+                    return await self._open_existing(connection, topic, partition)
                 await connection.execute(
                     "INSERT INTO log_segments (topic, partition_id, base_offset, created_ms)"
                     " VALUES ($1, $2, 0, $3) ON CONFLICT DO NOTHING",
@@ -244,10 +283,27 @@ class PostgresLogStore(StoreBase[PostgresLog]):
                     partition,
                 )
         log_config = config or self._default_config
-        first = Segment(0, MemorySegmentData(), log_config.index_interval_bytes, now)
+        first = PostgresSegment(0, log_config.index_interval_bytes, now)
         return self._adopt(self._new_log(topic, partition, log_config, [first], epoch))
 
+    async def _open_existing(self, connection: Connection, topic: str, partition: int) -> PostgresLog:
+        """A partition the database holds but this store has not opened (see :meth:`create`)."""
+        config = self._config_of(topic, partition)
+        if self._owned_only:
+            detached = self._new_log(
+                topic, partition, config, [PostgresSegment(0, config.index_interval_bytes, 0)]
+            )
+            await detached.close()
+            return detached
+        loaded = await self._read_partition(connection, topic, partition)
+        if loaded is None:
+            raise KafkaError(ErrorCode.unknown_topic_or_partition, f"{topic}-{partition} vanished")
+        segments, epoch, log_start = loaded
+        return self._adopt(self._new_log(topic, partition, config, segments, epoch, log_start))
+
     async def delete_topic(self, topic: str) -> None:
+        for key in [key for key in self._configs if key[0] == topic]:
+            del self._configs[key]
         for key in [key for key in self._logs if key[0] == topic]:
             await self._logs.pop(key).close()
         with storage_errors("delete topic"):
