@@ -53,7 +53,8 @@ async def test_each_claim_records_where_its_epoch_starts(postgres_cluster: Postg
         second = stores[1].get("t", 0)
         assert second is not None and second.leader_epoch == 2
         await second.append(build_batch([b"d"]))
-        stamped = [header.partition_leader_epoch for _, header in iter_batches(second.read(0, 1 << 20))]
+        stored = await second.read_async(0, 1 << 20)
+        stamped = [header.partition_leader_epoch for _, header in iter_batches(stored)]
         assert stamped == [1, 1, 1, 2]
 
         history = RecordedEpochs()
