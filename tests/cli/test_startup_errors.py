@@ -159,3 +159,17 @@ def test_a_brand_new_data_dir_starts_clean(tmp_path: Path) -> None:
         assert server.events("log_store.opened")[0]["clean_shutdown"] is True
     finally:
         assert server.terminate() == 0
+
+
+def test_an_unknown_storage_scheme_is_named_without_the_urls_password(tmp_path: Path) -> None:
+    """A mistyped ``--storage`` scheme stops the start naming the scheme, never the URL's password."""
+    result = serve(
+        tmp_path / "data",
+        "127.0.0.1:0",
+        "127.0.0.1:0",
+        "--storage",
+        "postgress://kcoord:s3cret-pw@127.0.0.1/kc",
+    )
+    assert result.returncode == 3 and no_traceback(result.stderr)
+    assert "no log engine for postgress://" in last_line(result.stderr)
+    assert "s3cret-pw" not in result.stderr + result.stdout

@@ -56,4 +56,5 @@ def open_store(
             retention_check_interval_ms=retention_check_interval_ms,
             log_cleaner_backoff_ms=log_cleaner_backoff_ms,
         )
-    raise ValueError(f"no log engine for {url!r} (use file:///path, memory:// or postgresql://...)")
+    # Only the scheme is named: the rest of the URL may carry a password.
+    raise ValueError(f"no log engine for {parts.scheme}:// (use file:///path, memory:// or postgresql://...)")
