@@ -159,3 +159,58 @@ def test_a_brand_new_data_dir_starts_clean(tmp_path: Path) -> None:
         assert server.events("log_store.opened")[0]["clean_shutdown"] is True
     finally:
         assert server.terminate() == 0
+
+
+def test_an_unknown_storage_scheme_is_named_without_the_urls_password(tmp_path: Path) -> None:
+    """A mistyped ``--storage`` scheme stops the start naming the scheme, never the URL's password."""
+    result = serve(
+        tmp_path / "data",
+        "127.0.0.1:0",
+        "127.0.0.1:0",
+        "--storage",
+        "postgress://kcoord:s3cret-pw@127.0.0.1/kc",
+    )
+    assert result.returncode == 3 and no_traceback(result.stderr)
+    assert "no log engine for postgress://" in last_line(result.stderr)
+    assert "s3cret-pw" not in result.stderr + result.stdout
+
+
+ACL_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "reason"),
+    [
+        ("topics.json", b'{"version": 1, ', "is corrupt: Expecting property name enclosed in double quotes"),
+        ("acls.json", b'{"version": 1}', "is corrupt: missing 'acls'"),
+        ("scram-credentials.json", b"\xff\xfe not text", "is corrupt: "),
+        ("topics.json", None, "cannot be read: is a directory"),
+        ("acls.json", b'{"version": 99, "acls": []}', "is corrupt: unsupported ACL file version 99"),
+        ("scram-credentials.json", None, "cannot be read: is a directory"),
+    ],
+    ids=[
+        "topics-not-json",
+        "acls-missing-key",
+        "credentials-not-utf8",
+        "topics-unreadable",
+        "acls-version",
+        "credentials-unreadable",
+    ],
+)
+def test_a_corrupt_or_unreadable_data_file_exits_3_in_one_line(
+    tmp_path: Path, name: str, content: bytes | None, reason: str
+) -> None:
+    """A damaged topics.json, acls.json or scram-credentials.json stops the start with exit 3 and one
+    line naming the file and what is wrong with it; the log store is closed clean again."""
+    data = tmp_path / "data"
+    data.mkdir()
+    if content is None:
+        (data / name).mkdir()
+    else:
+        (data / name).write_bytes(content)
+    result = serve(data, "127.0.0.1:0", "127.0.0.1:0", "--set", f"authorizer.class.name={ACL_AUTHORIZER}")
+    assert result.returncode == 3 and no_traceback(result.stderr), result.stderr
+    assert last_line(result.stderr).startswith(
+        f"kcoord: data directory {data} cannot be used: {data / name} {reason}"
+    )
+    assert (data / CLEAN_SHUTDOWN_MARKER).exists()

@@ -49,3 +49,14 @@ def test_iterations_out_of_range_are_refused(tmp_path: Path, monkeypatch: pytest
         == 1
     )
     assert not (tmp_path / "scram-credentials.json").exists()
+
+
+def test_a_corrupt_credentials_file_is_reported_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``kcoord users list`` over a damaged file names the file and exits 1, without a traceback."""
+    (tmp_path / "scram-credentials.json").write_text('{"version": 1, "users": {"alice": 3}}')
+    assert main(["users", "list", "--data-dir", str(tmp_path)]) == 1
+    error = capsys.readouterr().err
+    assert error.startswith(f"kcoord: {tmp_path / 'scram-credentials.json'} is corrupt: ")
+    assert error.count("\n") == 1

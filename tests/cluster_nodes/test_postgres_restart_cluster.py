@@ -1,6 +1,6 @@
 """Acceptance 5 of issue 9: ``pg_ctl restart`` under a three-node cluster with a consuming group
-and produces: acknowledged records are all consumed, the nodes recover without a restart of
-their own, and the group's commits work again afterwards."""
+and produces: every error a client reports is retriable, acknowledged records are all consumed,
+the nodes recover without a restart of their own, and the group's commits work again afterwards."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from kcoord.protocol.errors import ErrorCode
+from tests.support.client_errors import ErrorLog
 from tests.support.cluster_nodes import (
     committed,
     find_coordinator,
@@ -29,15 +30,21 @@ from tests.support.server import KcoordProcess
 
 pytestmark = pytest.mark.clients
 
-KINDS = [ClientKind("confluent", "confluent"), ClientKind("kafka-python", "kafka-python")]
+KINDS = [
+    ClientKind("confluent", "confluent"),
+    ClientKind("kafka-python", "kafka-python"),
+    ClientKind("aiokafka", "aiokafka"),
+]
 TOPIC, PARTITIONS, PER_ROUND, ROUNDS = "pg-bounce", 4, 5, 10
 
 
 def test_a_database_restart_under_load_recovers_by_itself(
     kcoord_factory: type[KcoordProcess], tmp_path: Path, postgres_cluster: PostgresCluster
 ) -> None:
-    """Produce rounds keep going while PostgreSQL restarts; every acknowledged record is consumed,
-    no node restarted, and the group commits again through its coordinator."""
+    """Produce rounds keep going while PostgreSQL restarts; the group's confluent-kafka,
+    kafka-python and aiokafka members and the raw producer see only retriable errors, every
+    acknowledged record is consumed, no node restarted, and the group commits again through its
+    coordinator."""
     database = postgres_cluster.create_database()
     nodes = start_nodes(kcoord_factory, tmp_path, database, 3)
     wait_converged(nodes, postgres_cluster, database)
@@ -52,11 +59,22 @@ def test_a_database_restart_under_load_recovers_by_itself(
             group.start(kind, session_timeout_ms=10_000)
         group.wait_balanced(timeout=60)
         group.wait_consumed(expected, timeout=60)
+        errors = ErrorLog()
+        load_started = time.monotonic()
+
+        def produce_error(code: int) -> None:
+            # The raw producer tries every node in turn: NOT_LEADER_OR_FOLLOWER from a node that does
+            # not lead the partition is its routing, not the outage.
+            if code != ErrorCode.not_leader_or_follower:
+                errors.raw("produce", code)
+
         restarter = threading.Thread(target=postgres_cluster.restart)
         for round_number in range(ROUNDS):
             if round_number == 2:
                 restarter.start()
-            expected |= produce_to_leaders(nodes, TOPIC, PARTITIONS, PER_ROUND, timeout=60)
+            expected |= produce_to_leaders(
+                nodes, TOPIC, PARTITIONS, PER_ROUND, timeout=60, on_error=produce_error
+            )
             time.sleep(0.2)
         restarter.join(60)
         group.wait_consumed(expected, timeout=90)
@@ -72,5 +90,8 @@ def test_a_database_restart_under_load_recovers_by_itself(
         expected |= produce_to_leaders(nodes, TOPIC, PARTITIONS, PER_ROUND, timeout=60)
         group.wait_consumed(expected, timeout=60)
         wait_until(lambda: all(m.committed != before[m.name] for m in group.drivers), 30, "commits again")
+        assert all(driver.alive for driver in group.drivers), group.diagnose()
+        errors.from_drivers(group.drivers, since=load_started)
     finally:
         group.stop_all()
+    errors.assert_only_retriable()

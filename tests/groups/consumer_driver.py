@@ -10,7 +10,12 @@ again when partitions are revoked, and writes one JSON object per line to stdout
 - ``{"event": "revoked", "partitions": [...]}`` when partitions are taken away;
 - ``{"event": "consumed", "records": [[partition, offset], ...]}`` for every polled batch;
 - ``{"event": "committed", "offsets": {"partition": next_offset}}`` after each successful commit;
-- ``{"event": "error", "message": ...}`` for client errors it survives, then ``{"event": "closed"}``.
+- ``{"event": "error", "message": ...}`` for client errors it survives, then ``{"event": "closed"}``;
+- ``{"event": "client_error", "where": ..., "name": ..., "code": ..., "retriable": ...}`` for EVERY error
+  the client reports: confluent-kafka's ``error_cb``, message and commit errors (``retriable`` is
+  ``KafkaError.retriable()``); kafka-python's and aiokafka's exceptions (their ``.retriable``) and
+  every non-zero error code in a broker answer, even one the library retries by itself (seen where
+  the library turns the code into its exception class). Tests classify these against Kafka's list.
 
 It reads commands from stdin: ``close`` closes the client gracefully (leaving the group) and exits.
 """
@@ -49,6 +54,42 @@ class Commands:
         self.close.set()
 
 
+def report(where: str, name: str, code: int | None, retriable: bool) -> None:
+    emit("client_error", where=where, name=name, code=code, retriable=retriable)
+
+
+def report_exception(where: str, exc: BaseException) -> None:
+    """A kafka-python or aiokafka exception: its class, Kafka code (``errno``) and ``.retriable``."""
+    code = getattr(exc, "errno", None)
+    report(
+        where,
+        type(exc).__name__,
+        code if isinstance(code, int) else None,
+        bool(getattr(exc, "retriable", False)),
+    )
+
+
+def watch_response_codes(errors_module: Any) -> None:
+    """Report every non-zero error code the library meets in a broker answer.
+
+    kafka-python and aiokafka turn each answer's error code into an exception class through
+    ``errors.for_code`` (looked up on the module at every call), and retry many of them without
+    telling the application. Wrapping that one function sees them all; it still returns the
+    library's own class, so the client behaves exactly as it would unwatched.
+    """
+    original = errors_module.for_code
+
+    def for_code(error_code: int) -> Any:
+        error_class = original(error_code)
+        if error_code:
+            report(
+                "response", error_class.__name__, error_code, bool(getattr(error_class, "retriable", False))
+            )
+        return error_class
+
+    errors_module.for_code = for_code
+
+
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     parser.add_argument("--client", choices=["kafka-python", "confluent", "aiokafka"], required=True)
@@ -66,6 +107,7 @@ def parse_args() -> argparse.Namespace:
 
 def run_kafka_python(args: argparse.Namespace, commands: Commands) -> None:
     import kafka
+    import kafka.errors
     from kafka import KafkaConsumer
     from kafka.consumer.subscription_state import ConsumerRebalanceListener
     from kafka.coordinator.assignors.range import RangePartitionAssignor
@@ -87,6 +129,7 @@ def run_kafka_python(args: argparse.Namespace, commands: Commands) -> None:
     }
     if args.instance_id:
         options["group_instance_id"] = args.instance_id
+    watch_response_codes(kafka.errors)
     consumer = KafkaConsumer(**options)
     emit("started", version=kafka.__version__)
 
@@ -103,6 +146,7 @@ def run_kafka_python(args: argparse.Namespace, commands: Commands) -> None:
         try:
             consumer.commit()
         except Exception as exc:  # the driver reports and survives every commit failure
+            report_exception("commit", exc)
             emit("error", message=f"commit: {exc!r}")
             return
         emit("committed", offsets=positions)
@@ -124,7 +168,12 @@ def run_kafka_python(args: argparse.Namespace, commands: Commands) -> None:
         time.sleep(0.05)
     consumer.subscribe([args.topic], listener=Listener())
     while not commands.close.is_set():
-        batches = consumer.poll(timeout_ms=POLL_MS)
+        try:
+            batches = consumer.poll(timeout_ms=POLL_MS)
+        except Exception as exc:  # reported, then the member goes on polling
+            report_exception("poll", exc)
+            time.sleep(POLL_MS / 1000)
+            continue
         records = [[r.partition, r.offset] for rs in batches.values() for r in rs]
         if records:
             emit("consumed", records=records)
@@ -134,7 +183,10 @@ def run_kafka_python(args: argparse.Namespace, commands: Commands) -> None:
 
 
 def run_confluent(args: argparse.Namespace, commands: Commands) -> None:
-    from confluent_kafka import Consumer, KafkaException, TopicPartition
+    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+    def report_kafka_error(where: str, error: KafkaError) -> None:
+        report(where, error.name(), error.code(), error.retriable())
 
     config: dict[str, Any] = {
         "bootstrap.servers": args.bootstrap,
@@ -145,6 +197,7 @@ def run_confluent(args: argparse.Namespace, commands: Commands) -> None:
         "session.timeout.ms": args.session_timeout_ms,
         "heartbeat.interval.ms": args.heartbeat_ms,
         "partition.assignment.strategy": args.assignor,
+        "error_cb": lambda error: report_kafka_error("error_cb", error),
     }
     if args.group_protocol == "consumer":
         # KIP-848: the coordinator owns timeouts and assignment; the classic settings are refused.
@@ -162,10 +215,18 @@ def run_confluent(args: argparse.Namespace, commands: Commands) -> None:
         try:
             done = consumer.commit(asynchronous=False)
         except KafkaException as exc:
-            if "NO_OFFSET" not in str(exc):
+            error = exc.args[0]
+            if error.code() != KafkaError._NO_OFFSET:  # nothing to commit is no error
+                report_kafka_error("commit", error)
                 emit("error", message=f"commit: {exc}")
             return
-        emit("committed", offsets={tp.partition: tp.offset for tp in done or [] if tp.offset >= 0})
+        for tp in done or []:
+            if tp.error is not None:
+                report_kafka_error("commit", tp.error)
+        emit(
+            "committed",
+            offsets={tp.partition: tp.offset for tp in done or [] if tp.offset >= 0 and tp.error is None},
+        )
 
     def on_assign(_: Any, partitions: list[TopicPartition]) -> None:
         owned.update(tp.partition for tp in partitions)
@@ -186,6 +247,7 @@ def run_confluent(args: argparse.Namespace, commands: Commands) -> None:
         records = []
         for message in messages:
             if message.error():
+                report_kafka_error("message", message.error())
                 emit("error", message=str(message.error()))
                 continue
             records.append([message.partition(), message.offset()])
@@ -197,11 +259,13 @@ def run_confluent(args: argparse.Namespace, commands: Commands) -> None:
 
 
 async def run_aiokafka(args: argparse.Namespace, commands: Commands) -> None:
+    import aiokafka.errors
     from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
     from aiokafka.coordinator.assignors.range import RangePartitionAssignor
     from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 
     assignors = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}
+    watch_response_codes(aiokafka.errors)
     consumer = AIOKafkaConsumer(
         bootstrap_servers=args.bootstrap,
         group_id=args.group,
@@ -221,6 +285,7 @@ async def run_aiokafka(args: argparse.Namespace, commands: Commands) -> None:
         try:
             await consumer.commit()
         except Exception as exc:  # the driver reports and survives every commit failure
+            report_exception("commit", exc)
             emit("error", message=f"commit: {exc!r}")
             return
         emit("committed", offsets=positions)
@@ -242,7 +307,12 @@ async def run_aiokafka(args: argparse.Namespace, commands: Commands) -> None:
     await consumer.start()
     emit("started")
     while not commands.close.is_set():
-        batches = await consumer.getmany(timeout_ms=POLL_MS)
+        try:
+            batches = await consumer.getmany(timeout_ms=POLL_MS)
+        except Exception as exc:  # reported, then the member goes on polling
+            report_exception("poll", exc)
+            await asyncio.sleep(POLL_MS / 1000)
+            continue
         records = [[r.partition, r.offset] for rs in batches.values() for r in rs]
         if records:
             emit("consumed", records=records)

@@ -139,10 +139,16 @@ def group_on(node_id: int, nodes: list[KcoordProcess], prefix: str) -> str:
 
 
 def produce_to_leaders(
-    nodes: list[KcoordProcess], topic: str, partitions: int, count: int, timeout: float = 30.0
+    nodes: list[KcoordProcess],
+    topic: str,
+    partitions: int,
+    count: int,
+    timeout: float = 30.0,
+    on_error: Callable[[int], None] | None = None,
 ) -> set[tuple[int, int]]:
     """Append ``count`` records to each partition at whichever live node leads it now (retrying
-    while a partition has no live leader); the acknowledged (partition, offset) pairs."""
+    while a partition has no live leader); the acknowledged (partition, offset) pairs. Every
+    error code answered goes to ``on_error``."""
     written: set[tuple[int, int]] = set()
     now_ms = int(time.time() * 1000)
     for partition in range(partitions):
@@ -162,6 +168,8 @@ def produce_to_leaders(
                 if error == ErrorCode.none:
                     written.update((partition, base + i) for i in range(count))
                     break
+                if on_error is not None:
+                    on_error(error)
             else:
                 assert time.monotonic() < deadline, f"{topic}-{partition} found no leader"
                 time.sleep(0.2)

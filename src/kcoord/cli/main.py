@@ -19,6 +19,7 @@ from kcoord.cli import users as cli_users
 from kcoord.cli.startup import serve
 from kcoord.config import Settings, SettingsError
 from kcoord.config.definitions import BY_NAME
+from kcoord.config.secrets import shown_setting
 from kcoord.observability.logging import configure_logging
 
 EXIT_BAD_CONFIG = 2
@@ -147,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _config_show(settings: Settings) -> int:
     for name, value in settings.items():
-        shown = value.value
+        shown = shown_setting(name, value.value)
         if isinstance(shown, tuple) and len(shown) == 2 and isinstance(shown[1], int):
             shown = f"{shown[0]}:{shown[1]}"
         elif isinstance(shown, tuple):

@@ -2,7 +2,8 @@
 
 Every mistake an operator can be expected to make before the first request is served ends with
 ``kcoord: ...`` on stderr instead of a traceback: exit 2 for a bad setting (``kcoord.cli.main``),
-3 for a data directory that cannot be used, 4 for an address that cannot be bound. A start that
+3 for a data directory that cannot be used (a corrupt or unreadable ``topics.json``,
+``acls.json`` or ``scram-credentials.json`` among them), 4 for an address that cannot be bound. A start that
 fails after the log store opened closes it again (``App.start``), so the directory stays clean.
 """
 
@@ -21,6 +22,7 @@ import structlog
 
 from kcoord.cli.gc_tuning import tune_for_serving
 from kcoord.config import Settings
+from kcoord.storage.data_files import DataFileError
 
 EXIT_DATA_DIR = 3
 EXIT_ADDRESS = 4
@@ -99,6 +101,8 @@ async def _run_until_signalled(settings: Settings) -> None:
             loop.add_signal_handler(sig, stop.set)
     try:
         await app.start()
+    except DataFileError as exc:
+        raise StartupError(f"data directory {data_dir} cannot be used: {exc}", EXIT_DATA_DIR) from None
     except OSError as exc:
         unbound = app.listener.first_unbound()
         if _is_bind_error(exc) and (unbound is not None or app.http.bound is None):

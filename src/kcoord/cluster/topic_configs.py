@@ -53,6 +53,7 @@ class ConfigType(IntEnum):
     LONG = 5
     DOUBLE = 6
     LIST = 7
+    PASSWORD = 8
 
 
 class ConfigSource(IntEnum):

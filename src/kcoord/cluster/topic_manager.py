@@ -41,6 +41,7 @@ from kcoord.config import Settings
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.storage.api import LogConfig, LogStore, PartitionLog
 from kcoord.storage.atomic_file import write_text_atomically
+from kcoord.storage.data_files import read_json_document
 
 if TYPE_CHECKING:
     from kcoord.cluster.shared_catalogue import SharedCatalogue
@@ -539,12 +540,11 @@ def _from_json(entry: Mapping[str, Any]) -> TopicInfo:
 
 
 def _read_catalogue(path: Path) -> list[TopicInfo] | None:
-    """The catalogued topics, or None when there is no catalogue file."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    document = json.loads(text)
+    """The catalogued topics, or None when there is no catalogue file (DataFileError when it is bad)."""
+    return read_json_document(path, _parse_catalogue, None)
+
+
+def _parse_catalogue(document: Any) -> list[TopicInfo]:
     if document.get("version") != _CATALOGUE_VERSION:
-        raise ValueError(f"{path}: unknown catalogue version {document.get('version')!r}")
+        raise ValueError(f"unknown catalogue version {document.get('version')!r}")
     return [_from_json(entry) for entry in document["topics"]]

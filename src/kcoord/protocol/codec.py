@@ -113,12 +113,13 @@ def decode_request(frame: bytes | memoryview) -> tuple[RequestHeader, Any]:
     Raises ``LookupError`` when no schema exists for the key/version and ``ValueError`` (or one of
     kio's decode errors) when the bytes do not parse; the connection layer decides what to do.
     The guard checks every declared length first: kio's native reader trusts them (see guard.py).
+    Tagged fields the schema does not know are skipped, as Kafka's readers skip them.
     """
     api_key, api_version, _ = peek_api(frame)
     cls = request_class(api_key, api_version)
     if cls is None:
         raise LookupError(f"no schema for api_key={api_key} version={api_version}")
-    check_request(cls, frame)
+    frame = check_request(cls, frame)  # without the tagged fields kio does not know (it would raise)
     header_cls = cls.__header_schema__
     raw_header, offset = _body_reader(header_cls)(frame, 0)
     body, size = _body_reader(cls)(frame, offset)

@@ -22,6 +22,15 @@ per field cost about as much as kio's own decoding; instead each entity is compi
 schema, into one straight-line Python function (:mod:`kcoord.protocol.guard_source` writes its
 source): fixed-width fields fold into one addition, one-byte lengths need no call, and only arrays,
 nullable structs and non-empty tagged-field sections call out. The functions are cached per class.
+
+Unknown tagged fields: Kafka's generated readers skip a tag they do not know (a newer client may
+send one), but kio's reader raises ``KeyError`` on it. The walk already steps over them; it also
+notes each tagged-field section that holds one, and :func:`check_request` then returns the frame
+with those fields cut out (and the section's count lowered), so kio reads exactly the fields it
+knows. The same kio class drives both, so the guard and the decoder agree on what is unknown. One
+case is left to kio: an unknown tag nested inside the payload of a *known* tagged field (cutting it
+would change the declared size of that payload); no request schema kcoord serves has such a payload
+with tagged fields of its own that a client sends.
 """
 
 from __future__ import annotations
@@ -113,26 +122,72 @@ def _nullable_struct(walk: Step) -> Step:
     return step
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _SectionWithUnknownTags:
+    """A tagged-field section ``[start, end)`` of the frame and the spans of its known fields."""
+
+    start: int
+    end: int
+    kept: tuple[tuple[int, int], ...]
+
+
+_UNKNOWN_TAGS: list[_SectionWithUnknownTags] = []
+"""Sections with unknown tags the current walk met (walks are synchronous: one at a time)."""
+
+
 def _tagged_fields(owner: str, known: dict[int, Step]) -> Step:
-    """A non-empty tagged-field section: count, then (tag, size, payload); known payloads walked too."""
+    """A non-empty tagged-field section: count, then (tag, size, payload); known payloads walked too,
+    and a section holding an unknown tag noted for :func:`check_request` to cut them out."""
 
     def step(frame: Frame, pos: int, end: int) -> int:
+        start = pos
         count, pos = uvarint(frame, pos, owner)
         if count * 2 > end - pos:
             fail(owner, f"declares {count} tagged fields, {max(end - pos, 0)} bytes left in the frame")
+        kept: list[tuple[int, int]] = []
         for _ in range(count):
+            field_start = pos
             tag, pos = uvarint(frame, pos, owner)
             size, pos = uvarint(frame, pos, owner)
             if size > end - pos:
                 fail(f"{owner} tag {tag}", f"declares {size} bytes, {max(end - pos, 0)} left in the frame")
             stop = pos + size
             walk = known.get(tag)
-            if walk is not None and walk(frame, pos, stop) > stop:
-                fail(f"{owner} tag {tag}", "payload overruns its declared size")
+            if walk is not None:
+                noted = len(_UNKNOWN_TAGS)
+                if walk(frame, pos, stop) > stop:
+                    fail(f"{owner} tag {tag}", "payload overruns its declared size")
+                del _UNKNOWN_TAGS[noted:]  # inside a sized payload: left to kio (module docstring)
+                kept.append((field_start, stop))
             pos = stop
+        if len(kept) < count:
+            _UNKNOWN_TAGS.append(_SectionWithUnknownTags(start, pos, tuple(kept)))
         return pos
 
     return step
+
+
+def _encode_uvarint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _without_unknown_tags(frame: Frame, sections: list[_SectionWithUnknownTags]) -> bytes:
+    """``frame`` with the unknown fields of ``sections`` cut out and each section's count lowered."""
+    out = bytearray()
+    copied = 0
+    for section in sorted(sections, key=lambda s: s.start):
+        out += frame[copied : section.start]
+        out += _encode_uvarint(len(section.kept))
+        for field_start, field_end in section.kept:
+            out += frame[field_start:field_end]
+        copied = section.end
+    out += frame[copied:]
+    return bytes(out)
 
 
 def _is_nullable(annotation: Any) -> bool:
@@ -262,8 +317,9 @@ def compile_request(cls: type[Any]) -> Callable[[Frame], int]:
     return walk
 
 
-def check_request(cls: type[Any], frame: Frame) -> None:
-    """Refuse ``frame`` (header and body of a ``cls`` request) if any length it declares overruns it.
+def check_request(cls: type[Any], frame: Frame) -> Frame:
+    """Refuse ``frame`` (header and body of a ``cls`` request) if any length it declares overruns it;
+    the frame kio may read: ``frame`` itself, or a copy without the tagged fields ``cls`` does not know.
 
     Raises :class:`MalformedRequestError` naming the field; bytes after the body are allowed, as
     Kafka's readers allow them.
@@ -272,6 +328,16 @@ def check_request(cls: type[Any], frame: Frame) -> None:
     try:
         pos = walk(frame)
     except IndexError:
+        _UNKNOWN_TAGS.clear()
         raise MalformedRequestError(f"{cls.__qualname__}: frame ends inside a field") from None
+    except BaseException:
+        _UNKNOWN_TAGS.clear()
+        raise
     if pos > len(frame):
+        _UNKNOWN_TAGS.clear()
         raise MalformedRequestError(f"{cls.__qualname__}: fields overrun the frame ({pos} > {len(frame)})")
+    if not _UNKNOWN_TAGS:
+        return frame
+    sections = list(_UNKNOWN_TAGS)
+    _UNKNOWN_TAGS.clear()
+    return _without_unknown_tags(frame, sections)

@@ -166,6 +166,8 @@ class PartitionRunner:
         self._epoch = 0
         """Bumped by a failed append: batches in flight from before it are not applied."""
         self._in_flight: set[asyncio.Future[Any]] = set()
+        self._waiting: set[Sink] = set()
+        """Sinks of operations not answered yet (parked or appending): a failed timer answers them."""
         self._reloading: asyncio.Task[None] | None = None
         self._log = log.bind(partition=partition)
 
@@ -183,6 +185,49 @@ class PartitionRunner:
         """Run one operation now and hand its result on (append, then release)."""
         self.check_active()
         self.submit(operation(self.clock.now_ms()))
+
+    def watch(self, sink: Sink) -> None:
+        """Remember ``sink`` until it is answered, so a failure of the partition can still answer it."""
+        if not sink.done():
+            self._waiting.add(sink)
+            sink.add_done_callback(self._waiting.discard)
+
+    def run_scheduled(
+        self, operation: Callable[[int], CoordinatorResult], event: str, **context: Any
+    ) -> None:
+        """Run an operation the coordinator starts itself (a timer, offset expiry) on an active partition.
+
+        One that raises may have left the shard half-changed, with requests parked on it that only
+        it would have answered (JoinGroups waiting for a join deadline that never completes). As
+        after a failed append, the partition is reloaded from its log; every request still waiting
+        on it is answered NOT_COORDINATOR, which clients retry after finding the coordinator again,
+        and the failure is logged as ``event``.
+        """
+        if self.state is not PartitionState.ACTIVE:
+            return
+        try:
+            result = operation(self.clock.now_ms())
+        except Exception as exc:
+            self._log.error(event, error=repr(exc), exc_info=exc, **context)
+            self._abandon_shard()
+            return
+        self.submit(result)
+
+    def _abandon_shard(self) -> None:
+        """Drop the shard's state (nothing it has not yet appended is written), answer every waiting
+        request NOT_COORDINATOR, and reload the partition from its log."""
+        failure = KafkaError(ErrorCode.not_coordinator)
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            if pending.timer is not None:
+                pending.timer.cancel()
+            for result in pending.results:
+                for sink, _ in result.responses:
+                    sink.fail(failure)
+        self._epoch += 1
+        self._start_reload()
+        for sink in list(self._waiting):
+            sink.fail(failure)
 
     def submit(self, result: CoordinatorResult) -> None:
         if not result.records:
@@ -251,7 +296,10 @@ class PartitionRunner:
         """Drop the shard's unconfirmed state: a fresh shard replays the log (or the partition fails)."""
         if self.state is not PartitionState.ACTIVE:
             return
-        _release(self.shard.unload())
+        try:
+            _release(self.shard.unload())
+        except Exception as exc:  # a shard in a broken state: whoever still waits is answered after
+            self._log.error("offsets_partition.unload_failed", error=repr(exc), exc_info=exc)
         if self._shard_factory is None:
             self.state = PartitionState.FAILED
             return

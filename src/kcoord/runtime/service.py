@@ -199,6 +199,7 @@ class GroupCoordinator:
         runner = self.runner(group_id)
         sink = Sink()
         runner.run(lambda now: operation(runner.shard, sink, now))
+        runner.watch(sink)
         return await sink
 
     def heartbeat(self, request: HeartbeatRequest, connection_id: int) -> ErrorCode:
@@ -257,21 +258,18 @@ class GroupCoordinator:
             runner = self._runners.get(partition)
             if runner is None or runner.state is not PartitionState.ACTIVE:
                 continue
-            try:
-                runner.run(functools.partial(runner.shard.on_timer, key))
-            except Exception:
-                log.exception("coordinator.timer_failed", partition=partition, key=key)
+            runner.run_scheduled(
+                functools.partial(runner.shard.on_timer, key), "coordinator.timer_failed", key=key
+            )
 
     async def _expire_periodically(self) -> None:
         await self.loaded.wait()
         while True:
             await asyncio.sleep(self._expiry_interval_ms / 1000)
             for runner in self._runners.values():
-                if runner.state is PartitionState.ACTIVE:
-                    try:
-                        runner.run(functools.partial(_expire_offsets, runner.shard))
-                    except Exception:
-                        log.exception("coordinator.offset_expiry_failed", partition=runner.partition)
+                runner.run_scheduled(
+                    functools.partial(_expire_offsets, runner.shard), "coordinator.offset_expiry_failed"
+                )
 
     def _spawn(self, coroutine: Any) -> None:
         task = asyncio.get_running_loop().create_task(coroutine)

@@ -17,6 +17,7 @@ from typing import Any
 
 from kcoord.security.acl import AclBinding, AclOperation, AclPermission, PatternType, ResourceType
 from kcoord.storage.atomic_file import write_text_atomically
+from kcoord.storage.data_files import read_json_document
 
 FILE_NAME = "acls.json"
 _FORMAT_VERSION = 1
@@ -36,14 +37,13 @@ class AclStore:
         await asyncio.to_thread(write_text_atomically, self.path, json.dumps(document, indent=1) + "\n")
 
     def _read(self) -> list[AclBinding]:
-        try:
-            text = self.path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return []
-        document = json.loads(text)
-        if document.get("version") != _FORMAT_VERSION:
-            raise ValueError(f"{self.path}: unsupported ACL file version {document.get('version')!r}")
-        return [from_json(item) for item in document["acls"]]
+        return read_json_document(self.path, _parse, [])
+
+
+def _parse(document: Any) -> list[AclBinding]:
+    if document.get("version") != _FORMAT_VERSION:
+        raise ValueError(f"unsupported ACL file version {document.get('version')!r}")
+    return [from_json(item) for item in document["acls"]]
 
 
 def to_json(binding: AclBinding) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kcoord.security.scram import ScramCredential, ScramMechanism
+from kcoord.storage.data_files import read_json_document
 
 CREDENTIALS_FILE = "scram-credentials.json"
 _FORMAT_VERSION = 1
@@ -50,8 +51,7 @@ def _encode(users: Users) -> bytes:
     return json.dumps(document, indent=1).encode("utf-8")
 
 
-def _decode(raw: bytes) -> Users:
-    document: dict[str, Any] = json.loads(raw)
+def _decode(document: Any) -> Users:
     if document.get("version") != _FORMAT_VERSION:
         raise ValueError(f"unknown credentials format {document.get('version')!r}")
     users: Users = {}
@@ -86,10 +86,8 @@ class CredentialFile:
         return st.st_mtime_ns, st.st_size
 
     def read(self) -> Users:
-        try:
-            return _decode(self.path.read_bytes())
-        except FileNotFoundError:
-            return {}
+        """The users, none when there is no file (DataFileError when it is unreadable or corrupt)."""
+        return read_json_document(self.path, _decode, {})
 
     def write(self, users: Users) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)

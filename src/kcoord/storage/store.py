@@ -63,4 +63,5 @@ def open_store(
             cache_bytes=DEFAULT_CACHE_BYTES if postgres_cache_bytes is None else postgres_cache_bytes,
             owned_only=owned_only,
         )
-    raise ValueError(f"no log engine for {url!r} (use file:///path, memory:// or postgresql://...)")
+    # Only the scheme is named: the rest of the URL may carry a password.
+    raise ValueError(f"no log engine for {parts.scheme}:// (use file:///path, memory:// or postgresql://...)")

@@ -103,6 +103,26 @@ async def test_broker_resource_lists_node_settings(tmp_path: Path) -> None:
         assert all(c.read_only for c in result.configs)
 
 
+async def test_broker_secrets_are_sensitive_and_never_returned(tmp_path: Path) -> None:
+    """As Kafka does for password configs, a set secret is sensitive with a null value (its synonyms
+    too), and the storage URL comes without its password."""
+    app = await open_app(
+        tmp_path,
+        ssl_key_password="hunter2-pw",
+        kcoord_storage_url="postgresql://kcoord:s3cret-pw@127.0.0.1:5432/kc",
+    )
+    response = await _describe(app, 4, [(RESOURCE_BROKER, str(NODE_ID), None)], synonyms=True)
+    configs = {c.name: c for c in response.results[0].configs}
+    password = configs["ssl.key.password"]
+    assert (password.value, password.is_sensitive, password.config_type) == (None, True, ConfigType.PASSWORD)
+    assert [s.value for s in password.synonyms] == [None, None]
+    assert configs["ssl.keystore.key"].is_sensitive and configs["ssl.keystore.key"].value is None
+    assert configs["kcoord.storage.url"].value == "postgresql://kcoord:[hidden]@127.0.0.1:5432/kc"
+    assert not configs["kcoord.storage.url"].is_sensitive and not configs["num.partitions"].is_sensitive
+    shown = repr(response)
+    assert "hunter2-pw" not in shown and "s3cret-pw" not in shown
+
+
 async def test_resource_errors_are_per_resource(tmp_path: Path) -> None:
     """Unknown and illegal topics, another broker id and unsupported types fail only their own resource."""
     app = await _app(tmp_path)

@@ -41,6 +41,7 @@ from kcoord.cluster.topic_manager import TopicManager
 from kcoord.cluster.topic_names import topic_name_problem
 from kcoord.config import Settings
 from kcoord.config.definitions import BY_NAME
+from kcoord.config.secrets import is_secret, shown_setting
 from kcoord.coordinator.consumer.group_configs import GroupConfigOverrides
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
@@ -74,14 +75,22 @@ def broker_config_entries(settings: Settings, node_id: int) -> list[ConfigEntry]
         definition = BY_NAME.get(name)
         from_default = setting.source == "default" and name != "node.id"
         source = ConfigSource.DEFAULT_CONFIG if from_default else ConfigSource.STATIC_BROKER_CONFIG
-        rendered = None if value is None else render_setting(value)
+        rendered = _shown(name, value)
         synonyms: list[tuple[str, str | None, ConfigSource]] = [(name, rendered, source)]
         if not from_default and definition is not None:
-            default = None if definition.default is None else render_setting(definition.default)
-            synonyms.append((name, default, ConfigSource.DEFAULT_CONFIG))
+            synonyms.append((name, _shown(name, definition.default), ConfigSource.DEFAULT_CONFIG))
         doc = definition.doc if definition is not None else ""
-        entries.append(ConfigEntry(name, rendered, source, _kind_of(value), True, doc, tuple(synonyms)))
+        kind = ConfigType.PASSWORD if is_secret(name) else _kind_of(value)
+        entries.append(ConfigEntry(name, rendered, source, kind, True, doc, tuple(synonyms)))
     return entries
+
+
+def _shown(name: str, value: Any) -> str | None:
+    """A setting's value as DescribeConfigs returns it: a secret is null (as Kafka answers for its
+    sensitive configs), a URL without its password."""
+    if value is None or is_secret(name):
+        return None
+    return render_setting(shown_setting(name, value))
 
 
 def _broker_entries(settings: Settings, node_id: int, resource_name: str) -> list[ConfigEntry]:
@@ -109,7 +118,7 @@ def _config_result(entry: ConfigEntry, synonyms: bool, documentation: bool) -> d
         "value": entry.value,
         "read_only": entry.read_only,
         "config_source": int(entry.source),
-        "is_sensitive": False,
+        "is_sensitive": is_secret(entry.name),
         "synonyms": [
             {"name": name, "value": value, "source": int(source)} for name, value, source in entry.synonyms
         ]
