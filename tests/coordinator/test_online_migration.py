@@ -367,24 +367,31 @@ def test_a_classic_member_leaves_a_consumer_group() -> None:
 
 
 def test_the_last_consumer_member_leaving_downgrades_the_group() -> None:
-    """Records: consumer tombstones, then a classic GroupMetadata at the group epoch with the
-    members' target assignments; the classic group rebalances and its members rejoin as usual."""
+    """Records: consumer tombstones, then a classic GroupMetadata at the epoch the classic members
+    reconciled to (their heartbeats learn of the rebalance, not of a new generation) with their
+    target assignments; the classic group rebalances and its members rejoin as usual."""
     h = Harness()
     a, b, _ = _classic_group(h)
     h.beat("c", 0)
     epoch = h.shard.consumer.groups[GROUP].group_epoch
+    for member in (a, b):
+        assert h.sync(member, h.join(member).generation_id).error_code == ErrorCode.none
     mark = len(h.log)
     h.beat("c", -1)
     records = h.log[mark:]
     assert records[-1].key == GroupMetadataKey(GROUP)
     assert CoordinatorRecord(ConsumerGroupMetadataKey(GROUP), None) in records
     value = records[-1].value
-    assert isinstance(value, GroupMetadataValue) and value.generation == epoch + 1
+    assert isinstance(value, GroupMetadataValue) and value.generation == epoch
     assert {m.member_id for m in value.members} == {a, b}
+    written = [p for m in value.members for p in _parts(m.assignment)]
+    assert (
+        len(written) == len(set(written)) and len(written) >= 2
+    )  # their targets; C's wait for the rebalance
     assert not h.shard.consumer.has_group(GROUP)
     group = h.shard.classic.group(GROUP)
     assert group is not None and group.state.value == "PreparingRebalance"
-    assert h.heartbeat(a, epoch + 1) == ErrorCode.rebalance_in_progress
+    assert h.heartbeat(a, epoch) == ErrorCode.rebalance_in_progress
     h.apply(
         h.shard.join_group(
             JoinGroupRequest(
@@ -395,7 +402,7 @@ def test_the_last_consumer_member_leaving_downgrades_the_group() -> None:
         )
     )
     rejoined = h.join(a)
-    assert rejoined.error_code == ErrorCode.none and rejoined.generation_id == epoch + 2
+    assert rejoined.error_code == ErrorCode.none and rejoined.generation_id == epoch + 1
     assert h.shard.list_groups(None)[0].group_type == "classic"
 
 

@@ -10,9 +10,11 @@ members, their ids and their partitions; committed offsets are keyed by group id
   and its target assignment, and keeps its JoinGroup protocols (and session timeout) so that it
   can go on with JoinGroup/SyncGroup/Heartbeat. The joining member then bumps the group epoch,
   which tells the classic members to rejoin.
-- Downgrade (:func:`classic_group_from_consumer`): a Stable classic group at the group epoch with
-  each member's target assignment in its protocol's bytes; the caller then starts a rebalance so
-  that the members agree on an assignment of their own.
+- Downgrade (:func:`classic_group_from_consumer`): a Stable classic group at the group epoch from
+  before the leave that triggered it (the generation reconciled classic members heartbeat with,
+  so they are told REBALANCE_IN_PROGRESS rather than ILLEGAL_GENERATION, which would make them
+  drop their partitions without committing), each member's target assignment in its protocol's
+  bytes; the caller then starts a rebalance so that the members agree on an assignment of their own.
 
 Only pure conversions live here; the shard writes the records (the old group's tombstones, then
 the new group's records) and arms the timers.
@@ -82,7 +84,7 @@ def consumer_group_from_classic(classic: ClassicGroup, partition_count: Partitio
     return group
 
 
-def classic_group_from_consumer(group: ConsumerGroup, now_ms: int) -> ClassicGroup:
+def classic_group_from_consumer(group: ConsumerGroup, generation: int, now_ms: int) -> ClassicGroup:
     """The Stable classic group a consumer group of classic members becomes (``fromConsumerGroup``).
 
     Raises :class:`MigrationError` when a member does not speak the classic protocol, or the
@@ -98,7 +100,7 @@ def classic_group_from_consumer(group: ConsumerGroup, now_ms: int) -> ClassicGro
         state=ClassicGroupState.STABLE,
         previous_state=ClassicGroupState.EMPTY,
         state_timestamp_ms=now_ms,
-        generation_id=group.group_epoch,
+        generation_id=generation,
         protocol_type=PROTOCOL_TYPE,
     )
     for member in members:

@@ -273,12 +273,12 @@ class GroupCoordinatorShard:
     def _downgrade_where_due(self, result: CoordinatorResult, now_ms: int) -> None:
         """Kafka's ``validateOnlineDowngrade`` and ``convertToClassicGroup`` for every group whose
         last consumer-protocol member just left while classic members remain."""
-        for group_id in self.consumer.take_downgrade_candidates():
+        for group_id, generation in self.consumer.take_downgrade_candidates().items():
             group = self.consumer.groups.get(group_id)
             if group is None or len(group.members) > self.classic.config.max_size:
                 continue
             try:
-                converted = classic_group_from_consumer(group, now_ms)
+                converted = classic_group_from_consumer(group, generation, now_ms)
             except MigrationError:
                 continue
             self.consumer.release(group_id)

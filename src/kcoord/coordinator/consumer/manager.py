@@ -95,8 +95,9 @@ class ConsumerGroupManager:
         self._records: list[CoordinatorRecord] = []
         self._connections: dict[tuple[str, str], int] = {}
         """The connection that carried each member's last heartbeat (soft state, fast failover)."""
-        self._downgrade_candidates: list[str] = []
-        """Groups whose last consumer-protocol member left while classic members remain."""
+        self._downgrade_candidates: list[tuple[str, int]] = []
+        """(group, epoch before the leave) of groups whose last consumer-protocol member left while
+        classic members remain."""
 
     # -- records
 
@@ -441,6 +442,7 @@ class ConsumerGroupManager:
     # -- leaving, fencing and timers
 
     def remove_member(self, group: ConsumerGroup, member_id: str, trigger: str, now_ms: int) -> None:
+        epoch_before = group.group_epoch
         removed = group.remove_member(member_id)
         if removed is None:
             return
@@ -451,7 +453,7 @@ class ConsumerGroupManager:
             and all(m.uses_classic_protocol for m in group.members.values())
             and self._config.downgrades_to_classic
         ):
-            self._downgrade_candidates.append(group.group_id)
+            self._downgrade_candidates.append((group.group_id, epoch_before))
         group.group_epoch += 1
         group.history.bumped(group.group_epoch, trigger, member_id, now_ms)
         if not group.members:
@@ -523,10 +525,14 @@ class ConsumerGroupManager:
         self.record(group_id, before)
         return group
 
-    def take_downgrade_candidates(self) -> list[str]:
-        """Groups whose last consumer-protocol member left while classic members remain (once each)."""
+    def take_downgrade_candidates(self) -> dict[str, int]:
+        """Groups whose last consumer-protocol member left while classic members remain, with the
+        group epoch before that leave (the generation the classic members are at)."""
         candidates, self._downgrade_candidates = self._downgrade_candidates, []
-        return list(dict.fromkeys(candidates))
+        first: dict[str, int] = {}
+        for group_id, epoch in candidates:
+            first.setdefault(group_id, epoch)
+        return first
 
     def unload(self) -> None:
         for group in self.groups.values():

@@ -1,0 +1,98 @@
+"""Online migration with real clients: a live group rolled from the classic to the consumer protocol and back.
+
+Three confluent-kafka consumers with ``group.protocol=classic`` consume while records flow; they are
+replaced one by one by consumers with ``group.protocol=consumer`` (the first one's heartbeat upgrades
+the live group; the classic members go on inside the consumer group until they are gone), then
+rolled back one by one (the last consumer-protocol member's leave downgrades the group). The
+members commit synchronously after every batch and on revocation, so every record written is
+consumed exactly once across all of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import ConsumerGroupType
+from confluent_kafka.admin import AdminClient
+
+from tests.groups.test_consumer_protocol import SteadyProducer
+from tests.support.group_clients import (
+    ClientKind,
+    Driver,
+    Group,
+    assert_exactly_once,
+    create_and_fill,
+    wait_until,
+)
+from tests.support.server import KcoordProcess
+
+pytestmark = pytest.mark.clients
+
+PARTITIONS = 6
+CLASSIC = ClientKind("confluent-classic", "confluent", assignor="range")
+CONSUMER = ClientKind("confluent-848", "confluent", assignor="uniform", group_protocol="consumer")
+SETTINGS = {
+    "group.consumer.heartbeat.interval.ms": "500",
+    "group.consumer.session.timeout.ms": "6000",
+    "group.consumer.migration.policy": "bidirectional",
+}
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[KcoordProcess]:
+    process = KcoordProcess(tmp_path / "data", SETTINGS).start()
+    try:
+        yield process
+    finally:
+        process.kill()
+
+
+def _group_type(server: KcoordProcess, group: str) -> ConsumerGroupType:
+    admin = AdminClient({"bootstrap.servers": server.bootstrap})
+    listed = admin.list_consumer_groups().result(timeout=15)
+    types: dict[str, ConsumerGroupType] = {g.group_id: g.type for g in listed.valid}
+    return types[group]
+
+
+def _roll(members: Group, old: list[Driver], kind: ClientKind) -> list[Driver]:
+    """Replace each member of ``old`` by a new member of ``kind``, one at a time, waiting for the
+    group to hold every partition exactly once in between."""
+    live = list(old)
+    rolled: list[Driver] = []
+    for leaving in old:
+        joining = members.start(kind)
+        rolled.append(joining)
+        members.wait_balanced([*live, joining], timeout=90.0)
+        leaving.close()
+        live = [d for d in live if d is not leaving] + [joining]
+        members.wait_balanced(live, timeout=90.0)
+    return rolled
+
+
+def test_a_live_group_rolls_to_the_consumer_protocol_and_back(server: KcoordProcess) -> None:
+    """Classic -> consumer (upgrade on the first heartbeat) -> classic (downgrade on the last
+    leave) while records flow: nothing lost, nothing consumed twice, and the group's type follows."""
+    members = Group(server, topic="t-migrate", group="g-migrate", partitions=PARTITIONS)
+    try:
+        expected = create_and_fill(server, members.topic, PARTITIONS, 20)
+        classic = members.start_many([CLASSIC] * 3)
+        members.wait_balanced(classic, timeout=90.0)
+        members.wait_consumed(expected, timeout=60.0)
+        assert _group_type(server, members.group) == ConsumerGroupType.CLASSIC
+        with SteadyProducer(server, members.topic, PARTITIONS, interval=0.1) as producer:
+            upgraded = _roll(members, classic, CONSUMER)
+            assert _group_type(server, members.group) == ConsumerGroupType.CONSUMER
+            downgraded = _roll(members, upgraded, CLASSIC)
+            wait_until(
+                lambda: _group_type(server, members.group) == ConsumerGroupType.CLASSIC,
+                30.0,
+                "the group to be classic again",
+            )
+        expected |= producer.written
+        counts = members.wait_consumed(expected, timeout=60.0)
+        assert_exactly_once(counts, expected)
+        assert all(d.alive for d in downgraded)
+    finally:
+        members.stop_all()
