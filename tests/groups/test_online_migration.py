@@ -22,6 +22,7 @@ from tests.support.group_clients import (
     ClientKind,
     Driver,
     Group,
+    append,
     assert_exactly_once,
     create_and_fill,
     wait_until,
@@ -94,5 +95,30 @@ def test_a_live_group_rolls_to_the_consumer_protocol_and_back(server: KcoordProc
         counts = members.wait_consumed(expected, timeout=60.0)
         assert_exactly_once(counts, expected)
         assert all(d.alive for d in downgraded)
+    finally:
+        members.stop_all()
+
+
+def test_kafka_python_members_live_on_inside_an_upgraded_group(server: KcoordProcess) -> None:
+    """Two kafka-python classic members, then a confluent-kafka consumer-protocol member joins
+    (upgrade): the three share the partitions, the kafka-python members through JoinGroup/SyncGroup
+    inside the consumer group; when the consumer-protocol member leaves the group is classic again."""
+    members = Group(server, topic="t-migrate-kp", group="g-migrate-kp", partitions=PARTITIONS)
+    kafka_python = ClientKind("kafka-python", "kafka-python", assignor="range")
+    try:
+        expected = create_and_fill(server, members.topic, PARTITIONS, 10)
+        classic = members.start_many([kafka_python] * 2)
+        members.wait_balanced(classic, timeout=90.0)
+        joining = members.start(CONSUMER)
+        members.wait_balanced([*classic, joining], timeout=90.0)
+        assert _group_type(server, members.group) == ConsumerGroupType.CONSUMER
+        expected |= append(server, members.topic, range(PARTITIONS), 10)
+        members.wait_consumed(expected, timeout=60.0)
+        joining.close()
+        members.wait_balanced(classic, timeout=90.0)
+        assert _group_type(server, members.group) == ConsumerGroupType.CLASSIC
+        expected |= append(server, members.topic, range(PARTITIONS), 10)
+        counts = members.wait_consumed(expected, timeout=60.0)
+        assert_exactly_once(counts, expected)
     finally:
         members.stop_all()

@@ -594,6 +594,7 @@ class ConsumerGroupManager:
                 subscribed_regex=m.subscribed_regex,
                 assignment=m.assigned,
                 target_assignment=group.target.get(m.member_id, {}),
+                uses_classic_protocol=m.uses_classic_protocol,
             )
             for m in group.members.values()
         )
