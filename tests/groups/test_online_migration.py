@@ -10,6 +10,7 @@ consumed exactly once across all of it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import pytest
 from confluent_kafka import ConsumerGroupType
 from confluent_kafka.admin import AdminClient
 
-from tests.groups.test_consumer_protocol import SteadyProducer
+from tests.groups.test_consumer_protocol import SteadyProducer, _consumed_times, _longest_gap
 from tests.support.group_clients import (
     ClientKind,
     Driver,
@@ -83,17 +84,28 @@ def test_a_live_group_rolls_to_the_consumer_protocol_and_back(server: KcoordProc
         members.wait_consumed(expected, timeout=60.0)
         assert _group_type(server, members.group) == ConsumerGroupType.CLASSIC
         with SteadyProducer(server, members.topic, PARTITIONS, interval=0.1) as producer:
+            started = time.monotonic()
             upgraded = _roll(members, classic, CONSUMER)
             assert _group_type(server, members.group) == ConsumerGroupType.CONSUMER
+            halfway = time.monotonic()
             downgraded = _roll(members, upgraded, CLASSIC)
             wait_until(
                 lambda: _group_type(server, members.group) == ConsumerGroupType.CLASSIC,
                 30.0,
                 "the group to be classic again",
             )
+            ended = time.monotonic()
         expected |= producer.written
         counts = members.wait_consumed(expected, timeout=60.0)
         assert_exactly_once(counts, expected)
+        times = _consumed_times(members.drivers)
+        up = max(_longest_gap(times.get(p, []), started, halfway) for p in range(PARTITIONS))
+        down = max(_longest_gap(times.get(p, []), halfway, ended) for p in range(PARTITIONS))
+        print(
+            f"\nroll of 3 members on {PARTITIONS} partitions: classic->consumer {halfway - started:.1f} s "
+            f"(longest pause of a partition {up * 1000:.0f} ms), consumer->classic {ended - halfway:.1f} s "
+            f"(longest pause {down * 1000:.0f} ms)"
+        )
         assert all(d.alive for d in downgraded)
     finally:
         members.stop_all()
@@ -122,3 +134,37 @@ def test_kafka_python_members_live_on_inside_an_upgraded_group(server: KcoordPro
         assert_exactly_once(counts, expected)
     finally:
         members.stop_all()
+
+
+def test_a_mixed_group_survives_a_server_kill(server: KcoordProcess) -> None:
+    """SIGKILL kcoord while classic and consumer-protocol members share an upgraded group: the
+    replayed group keeps every member, epoch and partition, and consumption goes on exactly once."""
+    members = Group(server, topic="t-migrate-kill", group="g-migrate-kill", partitions=PARTITIONS)
+    try:
+        expected = create_and_fill(server, members.topic, PARTITIONS, 10)
+        drivers = members.start_many([CLASSIC, CLASSIC])
+        members.wait_balanced(drivers, timeout=90.0)
+        drivers.append(members.start(CONSUMER))
+        members.wait_balanced(drivers, timeout=90.0)
+        members.wait_consumed(expected, timeout=60.0)
+        wait_until(lambda: all(_covered(d) for d in drivers), 30.0, "commits of everything consumed")
+        before = {d.name: d.assignment for d in drivers}
+        restarted_at = time.monotonic()
+        server.restart()
+        more = append(server, members.topic, range(PARTITIONS), 10)
+        counts = members.wait_consumed(expected | more, timeout=60.0)
+        assert_exactly_once(counts, expected | more)
+        assert {d.name: d.assignment for d in drivers} == before
+        revoked = [e for d in drivers for e in d.of_kind("revoked", since=restarted_at)]
+        assert not revoked, revoked  # no member had to rejoin: the classic ones were replayed as such
+        assert _group_type(server, members.group) == ConsumerGroupType.CONSUMER
+    finally:
+        members.stop_all()
+
+
+def _covered(driver: Driver) -> bool:
+    """Every record the member consumed is covered by one of its commits."""
+    last: dict[int, int] = {}
+    for partition, offset in list(driver.consumed):
+        last[partition] = max(last.get(partition, -1), offset)
+    return all(driver.committed.get(p, -1) > o for p, o in last.items())
