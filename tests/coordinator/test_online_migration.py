@@ -105,12 +105,16 @@ class Harness:
     # -- classic requests
 
     def join(
-        self, member_id: str = "", owned: tuple[tuple[str, tuple[int, ...]], ...] = (), version: int = 3
+        self,
+        member_id: str = "",
+        owned: tuple[tuple[str, tuple[int, ...]], ...] = (),
+        version: int = 3,
+        instance_id: str | None = None,
     ) -> JoinGroupResponse:
         request = JoinGroupRequest(
             group_id=GROUP,
             member_id=member_id,
-            group_instance_id=None,
+            group_instance_id=instance_id,
             protocol_type="consumer",
             protocols=(("range", _subscription(owned)), ("roundrobin", _subscription(owned))),
             session_timeout_ms=10_000,
@@ -142,12 +146,17 @@ class Harness:
         return self.shard.heartbeat_code(HeartbeatRequest(GROUP, generation, member_id), self.now, 1)
 
     def beat(
-        self, member_id: str, epoch: int, owned: dict[str, frozenset[int]] | None = None
+        self,
+        member_id: str,
+        epoch: int,
+        owned: dict[str, frozenset[int]] | None = None,
+        instance_id: str | None = None,
     ) -> ConsumerHeartbeatResponse:
         request = ConsumerHeartbeatRequest(
             group_id=GROUP,
             member_id=member_id,
             member_epoch=epoch,
+            instance_id=instance_id,
             subscribed_topics=("orders",) if epoch == 0 else None,
             owned=owned if owned is not None else ({} if epoch == 0 else None),
             rebalance_timeout_ms=20_000 if epoch == 0 else -1,
@@ -504,3 +513,34 @@ def test_classic_member_metadata_is_a_tagged_field_of_the_member_record() -> Non
     plain_bytes = encode_value(plain)
     assert plain_bytes is not None and decode_value(key, plain_bytes) == plain
     assert len(encoded) > len(plain_bytes)
+
+
+def test_static_members_switch_protocols_in_place() -> None:
+    """A static classic member is replaced at once by a consumer-protocol member with its instance
+    id (no UNRELEASED_INSTANCE_ID, same partitions); rolled back to classic under that instance id,
+    it leaves only classic members and the group is classic again."""
+    h = Harness()
+    h.beat("c", 0)
+    static = h.join(instance_id="i-1")
+    assert static.error_code == ErrorCode.none
+    assert h.sync(static.member_id, static.generation_id).error_code == ErrorCode.none
+    other = h.join(instance_id="i-2")
+    assert h.sync(other.member_id, other.generation_id).error_code == ErrorCode.none
+    h.beat("c", -1)  # the consumer-protocol member leaves: two classic members remain
+    assert h.shard.is_classic_group(GROUP)
+    # Classic again: rejoin, then roll i-1 to the consumer protocol.
+    group = h.shard.classic.group(GROUP)
+    assert group is not None and set(group.static_members) == {"i-1", "i-2"}
+    h.restart()
+    reloaded = h.shard.classic.group(GROUP)
+    assert reloaded is not None
+    before = _parts(reloaded.members[reloaded.static_members["i-1"]].assignment)
+    upgraded = h.beat("n-1", 0, instance_id="i-1")
+    held = h.shard.consumer.groups[GROUP].members["n-1"]
+    assert upgraded.member_epoch == held.member_epoch and held.classic is None
+    assert set(held.assigned.get("orders", ())) == before
+    assert static.member_id not in h.shard.consumer.groups[GROUP].members
+    # And back: a classic join with instance i-1 replaces the last consumer-protocol member.
+    back = h.join(instance_id="i-1")
+    assert back.error_code == ErrorCode.none
+    assert h.shard.is_classic_group(GROUP)

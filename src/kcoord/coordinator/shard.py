@@ -157,6 +157,7 @@ class GroupCoordinatorShard:
                 except KafkaError as exc:
                     response = JoinGroupResponse(exc.code, member_id=request.member_id)
                 result.records.extend(self.consumer.drain_records())
+                self._downgrade_where_due(result, now_ms)
                 result.respond(sink, response)
                 return result
             # An Empty consumer group becomes a classic group again on a classic join (as Kafka).

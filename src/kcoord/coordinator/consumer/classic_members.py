@@ -89,7 +89,7 @@ class ClassicMemberRequests:
     ) -> JoinGroupResponse:
         manager = self._manager
         # 1. The member: known, new, or a static member back under a new id.
-        member = self._member_for(group, request, member_id)
+        member, replaced = self._member_for(group, request, member_id)
         new = member.member_id not in group.members
         updated = member.with_changes(
             instance_id=request.group_instance_id,
@@ -124,6 +124,10 @@ class ClassicMemberRequests:
             owned_partitions(subscription.owned_partitions),
         )
         group.put_member(after)
+        if replaced is not None:
+            # A consumer-protocol instance rolled back to classic may leave only classic members:
+            # Kafka's downgrade on a replaced static member (the shard converts the group).
+            manager.note_departure(group, replaced, group.group_epoch)
         # 4. Deadlines: its session, and the SyncGroup that must follow.
         timer = manager.timer
         timer.cancel(timer_keys.join_key(group.group_id, after.member_id))
@@ -141,7 +145,8 @@ class ClassicMemberRequests:
 
     def _member_for(
         self, group: ConsumerGroup, request: JoinGroupRequest, member_id: str
-    ) -> ConsumerGroupMember:
+    ) -> tuple[ConsumerGroupMember, ConsumerGroupMember | None]:
+        """The member, and the static member it replaces (if any)."""
         instance_id = request.group_instance_id
         if instance_id is not None:
             existing = group.member_by_instance(instance_id)
@@ -157,11 +162,8 @@ class ClassicMemberRequests:
                 group.target[member_id] = target
                 replaced = existing.with_changes(member_id=member_id)
                 group.put_member(replaced)
-                return replaced
-        member = group.members.get(member_id)
-        if member is not None:
-            return member
-        return ConsumerGroupMember(member_id=member_id)
+                return replaced, existing
+        return group.members.get(member_id) or ConsumerGroupMember(member_id=member_id), None
 
     # -- SyncGroup
 

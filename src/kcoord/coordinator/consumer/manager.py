@@ -308,7 +308,11 @@ class ConsumerGroupManager:
         if request.instance_id is not None:
             existing = group.member_by_instance(request.instance_id)
             if existing is not None and existing.member_id != member_id:
-                if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                # A classic static member is replaced at once by its consumer-protocol successor.
+                if (
+                    existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH
+                    and not existing.uses_classic_protocol
+                ):
                     raise KafkaError(
                         ErrorCode.unreleased_instance_id,
                         f"static member {request.instance_id} is still in use by {existing.member_id}",
@@ -330,7 +334,7 @@ class ConsumerGroupManager:
         group.remove_member(old.member_id)
         self.cancel_member_timers(group.group_id, old.member_id)
         group.target[member_id] = target
-        return old.with_changes(member_id=member_id, member_epoch=group.target_epoch)
+        return old.with_changes(member_id=member_id, member_epoch=group.target_epoch, classic=None)
 
     def _leave(self, request: ConsumerHeartbeatRequest, now_ms: int) -> ConsumerHeartbeatResponse:
         group = self.groups.get(request.group_id)
@@ -447,13 +451,7 @@ class ConsumerGroupManager:
         if removed is None:
             return
         self.cancel_member_timers(group.group_id, member_id)
-        if (
-            not removed.uses_classic_protocol
-            and group.members
-            and all(m.uses_classic_protocol for m in group.members.values())
-            and self._config.downgrades_to_classic
-        ):
-            self._downgrade_candidates.append((group.group_id, epoch_before))
+        self.note_departure(group, removed, epoch_before)
         group.group_epoch += 1
         group.history.bumped(group.group_epoch, trigger, member_id, now_ms)
         if not group.members:
@@ -524,6 +522,17 @@ class ConsumerGroupManager:
             self.cancel_member_timers(group_id, member_id)
         self.record(group_id, before)
         return group
+
+    def note_departure(self, group: ConsumerGroup, gone: ConsumerGroupMember, epoch_before: int) -> None:
+        """A member left or was replaced: when it was the last one of the consumer protocol and
+        classic members remain, the group is due for a downgrade (if the policy allows)."""
+        if (
+            not gone.uses_classic_protocol
+            and group.members
+            and all(m.uses_classic_protocol for m in group.members.values())
+            and self._config.downgrades_to_classic
+        ):
+            self._downgrade_candidates.append((group.group_id, epoch_before))
 
     def take_downgrade_candidates(self) -> dict[str, int]:
         """Groups whose last consumer-protocol member left while classic members remain, with the
