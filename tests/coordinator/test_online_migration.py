@@ -249,6 +249,7 @@ def test_a_live_classic_group_is_upgraded_keeping_members_assignments_and_offset
     described = h.shard.describe_consumer_group(GROUP)
     assert described is not None
     assert {m.member_id: m.uses_classic_protocol for m in described.members} == {a: True, b: True, "c": False}
+    assert [bump.trigger for bump in described.history] == ["upgraded_from_classic", "member_joined"]
     assert joined.assignment == {}  # every partition is still held by a classic member
     assert all(len(holders) == 1 for holders in h.owners().values())
     fetched = h.shard.fetch_offsets(GROUP, None, False)

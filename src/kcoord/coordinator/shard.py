@@ -12,6 +12,8 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
+import structlog
+
 from kcoord.coordinator.classic.config import ClassicGroupConfig
 from kcoord.coordinator.classic.history import ClassicGroupObserver, RebalanceRecord
 from kcoord.coordinator.classic.manager import ClassicGroupManager
@@ -56,6 +58,8 @@ from kcoord.coordinator.records import CONSUMER_GROUP_KEYS, CoordinatorRecord, O
 from kcoord.coordinator.result import CoordinatorResult
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.timer.api import Timer
+
+_log = structlog.get_logger(__name__)
 
 TopicExists = Callable[[str, int], bool]
 PastRebalances = Callable[[str], list[RebalanceRecord]]
@@ -265,6 +269,9 @@ class GroupCoordinatorShard:
             converted = consumer_group_from_classic(group, self.consumer.partition_count)
         except MigrationError:
             raise refused from None
+        _log.info(
+            "group_upgraded", group=group_id, generation=group.generation_id, members=len(group.members)
+        )
         _, released = self.classic.release_for_upgrade(group_id, now_ms)
         result.records.extend(released.records)
         result.responses.extend(released.responses)
@@ -282,6 +289,7 @@ class GroupCoordinatorShard:
                 converted = classic_group_from_consumer(group, generation, now_ms)
             except MigrationError:
                 continue
+            _log.info("group_downgraded", group=group_id, generation=generation, members=len(group.members))
             self.consumer.release(group_id)
             result.records.extend(self.consumer.drain_records())
             adopted = self.classic.adopt_downgraded(converted, now_ms)

@@ -510,6 +510,7 @@ class ConsumerGroupManager:
     def adopt(self, group: ConsumerGroup, now_ms: int) -> None:
         """A group converted from a classic one joins this manager: its records and sessions."""
         self.groups[group.group_id] = group
+        group.history.bumped(group.group_epoch, history.UPGRADED, None, now_ms)
         self.record(group.group_id, GroupSnapshot())
         for member in group.members.values():
             self.schedule_session(group.group_id, member, now_ms)
