@@ -196,7 +196,7 @@ def _assignment(*partitions: int) -> bytes:
     return encode_assignment(ConsumerAssignment(version=1, assigned_partitions=(("orders", partitions),)))
 
 
-def _classic_group(h: Harness) -> tuple[str, str, int]:
+def classic_group(h: Harness) -> tuple[str, str, int]:
     """Two classic members A (orders 0, 1) and B (2, 3), Stable, with committed offsets."""
     first = h.join()
     assert first.error_code == ErrorCode.none
@@ -234,7 +234,7 @@ def test_a_live_classic_group_is_upgraded_keeping_members_assignments_and_offset
     """The heartbeat's records: the classic tombstone first, then the consumer group with A and B
     holding their classic partitions at the classic generation; C waits for released partitions."""
     h = Harness()
-    a, b, generation = _classic_group(h)
+    a, b, generation = classic_group(h)
     mark = len(h.log)
     joined = h.beat("c", 0)
     records = h.log[mark:]
@@ -262,7 +262,7 @@ def test_a_live_classic_group_is_upgraded_keeping_members_assignments_and_offset
 def test_parked_classic_joins_learn_to_rejoin_when_the_group_is_upgraded() -> None:
     """A JoinGroup parked in PreparingRebalance is answered REBALANCE_IN_PROGRESS by the upgrade."""
     h = Harness()
-    a, _b, generation = _classic_group(h)
+    a, _b, generation = classic_group(h)
     h.apply(
         h.shard.join_group(
             JoinGroupRequest(
@@ -285,7 +285,7 @@ def test_classic_members_rejoin_and_hand_partitions_to_the_consumer_member() -> 
     """Heartbeat says REBALANCE_IN_PROGRESS; the rejoin reconciles (eager: owns nothing), SyncGroup
     gives the server assignor's partitions, and the consumer member gets the released ones."""
     h = Harness()
-    a, b, generation = _classic_group(h)
+    a, b, generation = classic_group(h)
     h.beat("c", 0)
     epoch = h.shard.consumer.groups[GROUP].group_epoch
     assert h.heartbeat(a, generation) == ErrorCode.rebalance_in_progress
@@ -311,7 +311,7 @@ def test_a_cooperative_classic_member_revokes_before_its_epoch_moves() -> None:
     """Owning partitions it must give up, the member keeps its generation, is synced to what it
     keeps, is told to rejoin, and only after reporting the revocation reaches the new epoch."""
     h = Harness()
-    a, _b, generation = _classic_group(h)
+    a, _b, generation = classic_group(h)
     h.beat("c", 0)
     epoch = h.shard.consumer.groups[GROUP].group_epoch
     target_a = h.shard.consumer.groups[GROUP].target[a]["orders"]
@@ -370,7 +370,7 @@ def test_classic_requests_from_unknown_or_consumer_members_are_refused() -> None
 def test_a_classic_member_leaves_a_consumer_group() -> None:
     """LeaveGroup removes the classic member and bumps the group epoch; the group stays a consumer group."""
     h = Harness()
-    a, _b, _ = _classic_group(h)
+    a, _b, _ = classic_group(h)
     h.beat("c", 0)
     epoch = h.shard.consumer.groups[GROUP].group_epoch
     answers = h.apply(h.shard.leave_group(LeaveGroupRequest(GROUP, (LeavingMember(a),)), "leave", h.now))
@@ -384,7 +384,7 @@ def test_the_last_consumer_member_leaving_downgrades_the_group() -> None:
     reconciled to (their heartbeats learn of the rebalance, not of a new generation) with their
     target assignments; the classic group rebalances and its members rejoin as usual."""
     h = Harness()
-    a, b, _ = _classic_group(h)
+    a, b, _ = classic_group(h)
     h.beat("c", 0)
     epoch = h.shard.consumer.groups[GROUP].group_epoch
     for member in (a, b):
@@ -422,7 +422,7 @@ def test_the_last_consumer_member_leaving_downgrades_the_group() -> None:
 def test_a_consumer_member_whose_session_expires_downgrades_the_group() -> None:
     """The downgrade also follows fencing by the session timer."""
     h = Harness()
-    _classic_group(h)
+    classic_group(h)
     h.beat("c", 0)
     h.now += 50_000
     h.timer.deadlines = {k: v for k, v in h.timer.deadlines.items() if k.endswith(":g:c")}
@@ -436,7 +436,7 @@ def test_a_consumer_member_whose_session_expires_downgrades_the_group() -> None:
 def test_the_migration_policy_decides_each_direction(policy: str, upgrades: bool, downgrades: bool) -> None:
     """upgrade: no downgrade; downgrade: a live classic group refuses the heartbeat (GROUP_ID_NOT_FOUND)."""
     h = Harness(policy)
-    _classic_group(h)
+    classic_group(h)
     if not upgrades:
         with pytest.raises(KafkaError) as refused:
             h.beat("c", 0)
@@ -463,7 +463,7 @@ def test_a_restart_replays_the_upgraded_group_with_its_classic_members() -> None
     """After a reload the classic members keep their epochs, partitions and protocols: their
     heartbeats and SyncGroups are answered as before."""
     h = Harness()
-    a, _b, _generation = _classic_group(h)
+    a, _b, _generation = classic_group(h)
     h.beat("c", 0)
     rejoined = h.join(a)
     h.sync(a, rejoined.generation_id)
@@ -484,7 +484,7 @@ def test_a_restart_replays_the_upgraded_group_with_its_classic_members() -> None
 def test_a_restart_after_a_downgrade_loads_a_classic_group() -> None:
     """The consumer tombstones and the classic record replay into the classic group alone."""
     h = Harness()
-    a, b, _ = _classic_group(h)
+    a, b, _ = classic_group(h)
     h.beat("c", 0)
     h.beat("c", -1)
     h.restart()
