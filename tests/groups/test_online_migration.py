@@ -34,6 +34,7 @@ pytestmark = pytest.mark.clients
 
 PARTITIONS = 6
 CLASSIC = ClientKind("confluent-classic", "confluent", assignor="range")
+COOPERATIVE = ClientKind("confluent-cooperative", "confluent", assignor="cooperative-sticky")
 CONSUMER = ClientKind("confluent-848", "confluent", assignor="uniform", group_protocol="consumer")
 SETTINGS = {
     "group.consumer.heartbeat.interval.ms": "500",
@@ -73,13 +74,17 @@ def _roll(members: Group, old: list[Driver], kind: ClientKind) -> list[Driver]:
     return rolled
 
 
-def test_a_live_group_rolls_to_the_consumer_protocol_and_back(server: KcoordProcess) -> None:
+@pytest.mark.parametrize("classic_kind", [CLASSIC, COOPERATIVE], ids=["eager", "cooperative"])
+def test_a_live_group_rolls_to_the_consumer_protocol_and_back(
+    server: KcoordProcess, classic_kind: ClientKind
+) -> None:
     """Classic -> consumer (upgrade on the first heartbeat) -> classic (downgrade on the last
     leave) while records flow: nothing lost, nothing consumed twice, and the group's type follows."""
-    members = Group(server, topic="t-migrate", group="g-migrate", partitions=PARTITIONS)
+    name = classic_kind.assignor
+    members = Group(server, topic=f"t-migrate-{name}", group=f"g-migrate-{name}", partitions=PARTITIONS)
     try:
         expected = create_and_fill(server, members.topic, PARTITIONS, 20)
-        classic = members.start_many([CLASSIC] * 3)
+        classic = members.start_many([classic_kind] * 3)
         members.wait_balanced(classic, timeout=90.0)
         members.wait_consumed(expected, timeout=60.0)
         assert _group_type(server, members.group) == ConsumerGroupType.CLASSIC
@@ -88,7 +93,7 @@ def test_a_live_group_rolls_to_the_consumer_protocol_and_back(server: KcoordProc
             upgraded = _roll(members, classic, CONSUMER)
             assert _group_type(server, members.group) == ConsumerGroupType.CONSUMER
             halfway = time.monotonic()
-            downgraded = _roll(members, upgraded, CLASSIC)
+            downgraded = _roll(members, upgraded, classic_kind)
             wait_until(
                 lambda: _group_type(server, members.group) == ConsumerGroupType.CLASSIC,
                 30.0,
@@ -102,7 +107,8 @@ def test_a_live_group_rolls_to_the_consumer_protocol_and_back(server: KcoordProc
         up = max(_longest_gap(times.get(p, []), started, halfway) for p in range(PARTITIONS))
         down = max(_longest_gap(times.get(p, []), halfway, ended) for p in range(PARTITIONS))
         print(
-            f"\nroll of 3 members on {PARTITIONS} partitions: classic->consumer {halfway - started:.1f} s "
+            f"\nroll of 3 {name} members on {PARTITIONS} partitions: "
+            f"classic->consumer {halfway - started:.1f} s "
             f"(longest pause of a partition {up * 1000:.0f} ms), consumer->classic {ended - halfway:.1f} s "
             f"(longest pause {down * 1000:.0f} ms)"
         )
