@@ -311,18 +311,22 @@ def test_a_cooperative_classic_member_revokes_before_its_epoch_moves() -> None:
     """Owning partitions it must give up, the member keeps its generation, is synced to what it
     keeps, is told to rejoin, and only after reporting the revocation reaches the new epoch."""
     h = Harness()
-    a, _b, generation = classic_group(h)
+    a, b, generation = classic_group(h)
     h.beat("c", 0)
-    epoch = h.shard.consumer.groups[GROUP].group_epoch
-    target_a = h.shard.consumer.groups[GROUP].target[a]["orders"]
-    first = h.join(a, owned=(("orders", (0, 1)),))
-    if target_a == frozenset({0, 1}):
-        pytest.skip("the assignor kept A whole; B gives up the partition instead")
+    group = h.shard.consumer.groups[GROUP]
+    epoch = group.group_epoch
+    # C's partitions come from A or B: the one whose target lost a partition must revoke it.
+    giver = next(
+        m for m in (a, b) if group.members[m].assigned["orders"] - group.target[m].get("orders", set())
+    )
+    owned = group.members[giver].assigned["orders"]
+    target = group.target[giver].get("orders", frozenset())
+    first = h.join(giver, owned=(("orders", tuple(sorted(owned))),))
     assert first.generation_id == generation
-    kept = _parts(h.sync(a, generation).assignment)
-    assert kept == set(target_a & {0, 1})
-    assert h.heartbeat(a, generation) == ErrorCode.rebalance_in_progress
-    second = h.join(a, owned=(("orders", tuple(sorted(kept))),))
+    kept = _parts(h.sync(giver, generation).assignment)
+    assert kept == set(target & owned) and kept != set(owned)
+    assert h.heartbeat(giver, generation) == ErrorCode.rebalance_in_progress
+    second = h.join(giver, owned=(("orders", tuple(sorted(kept))),))
     assert second.generation_id == epoch
 
 
@@ -539,7 +543,8 @@ def test_static_members_switch_protocols_in_place() -> None:
     upgraded = h.beat("n-1", 0, instance_id="i-1")
     held = h.shard.consumer.groups[GROUP].members["n-1"]
     assert upgraded.member_epoch == held.member_epoch and held.classic is None
-    assert set(held.assigned.get("orders", ())) == before
+    # It keeps its partitions (and may take the one the departed consumer member left free).
+    assert before <= set(held.assigned.get("orders", ()))
     assert static.member_id not in h.shard.consumer.groups[GROUP].members
     # And back: a classic join with instance i-1 replaces the last consumer-protocol member.
     back = h.join(instance_id="i-1")
