@@ -36,9 +36,28 @@ def _classic_join(h: ShardHarness, group: str) -> None:
     h.apply(h.shard.join_group(request, "join", h.now))
 
 
-def test_classic_requests_to_a_consumer_group_get_kafkas_errors() -> None:
-    """JoinGroup: INCONSISTENT_GROUP_PROTOCOL; Heartbeat: UNKNOWN_MEMBER_ID; DescribeGroups v6: not found."""
+def _without_migration() -> ShardHarness:
+    """A shard with group.consumer.migration.policy=disabled: the kinds of group never mix."""
+    from kcoord.coordinator.classic.config import ClassicGroupConfig
+    from kcoord.coordinator.consumer.config import ConsumerGroupConfig
+    from kcoord.coordinator.shard import GroupCoordinatorShard
+
     h = ShardHarness()
+    h.shard = GroupCoordinatorShard(
+        h.timer,
+        classic_config=ClassicGroupConfig(initial_rebalance_delay_ms=0),
+        offset_metadata_max_bytes=4096,
+        offsets_retention_ms=60_000,
+        topic_exists=lambda topic, partition: True,
+        consumer_config=ConsumerGroupConfig(migration_policy="disabled"),
+    )
+    return h
+
+
+def test_classic_requests_to_a_consumer_group_get_kafkas_errors() -> None:
+    """Migration disabled: JoinGroup INCONSISTENT_GROUP_PROTOCOL; Heartbeat UNKNOWN_MEMBER_ID;
+    DescribeGroups v6: not found."""
+    h = _without_migration()
     _beat(h, "g", "m", 0)
     with pytest.raises(KafkaError) as join:
         _classic_join(h, "g")
@@ -52,8 +71,8 @@ def test_classic_requests_to_a_consumer_group_get_kafkas_errors() -> None:
 
 
 def test_consumer_heartbeat_to_a_live_classic_group_is_refused() -> None:
-    """A classic group with members is not a consumer group: GROUP_ID_NOT_FOUND."""
-    h = ShardHarness()
+    """Migration disabled: a classic group with members is not a consumer group (GROUP_ID_NOT_FOUND)."""
+    h = _without_migration()
     _classic_join(h, "g")
     with pytest.raises(KafkaError) as refused:
         _beat(h, "g", "m", 0)
@@ -98,19 +117,7 @@ def test_commits_to_a_consumer_group_check_the_member_epoch() -> None:
 
 def test_migration_policy_disabled_refuses_the_upgrade() -> None:
     """With group.consumer.migration.policy=disabled an Empty classic group stays classic."""
-    from kcoord.coordinator.classic.config import ClassicGroupConfig
-    from kcoord.coordinator.consumer.config import ConsumerGroupConfig
-    from kcoord.coordinator.shard import GroupCoordinatorShard
-
-    h = ShardHarness()
-    h.shard = GroupCoordinatorShard(
-        h.timer,
-        classic_config=ClassicGroupConfig(initial_rebalance_delay_ms=0),
-        offset_metadata_max_bytes=4096,
-        offsets_retention_ms=60_000,
-        topic_exists=lambda topic, partition: True,
-        consumer_config=ConsumerGroupConfig(migration_policy="disabled"),
-    )
+    h = _without_migration()
     h.commit("g", ("orders", 0, 42))
     with pytest.raises(KafkaError) as refused:
         _beat(h, "g", "m", 0)

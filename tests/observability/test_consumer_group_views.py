@@ -7,6 +7,7 @@ from kcoord.coordinator.consumer.messages import ConsumerHeartbeatRequest
 from kcoord.coordinator.shard import GroupCoordinatorShard
 from kcoord.observability.collector import GroupCollector
 from kcoord.observability.group_views import describe_group, list_groups
+from tests.coordinator.test_online_migration import Harness, classic_group
 from tests.coordinator.test_shard import TOPICS, ShardHarness
 
 
@@ -38,7 +39,7 @@ def test_views_list_and_describe_a_consumer_group() -> None:
     assert view is not None
     assert view["group_epoch"] == view["assignment_epoch"] > 0
     (member,) = view["members"]
-    assert member["client_id"] == "c"
+    assert member["client_id"] == "c" and member["protocol"] == "consumer"
     assert member["assignment"] == member["target_assignment"] == {"orders": [0, 1, 2]}
     assert [(b["trigger"], b["member_id"], b["reconcile_ms"]) for b in view["history"]] == [
         ("member_joined", "m", 0)
@@ -57,3 +58,14 @@ def test_gauges_count_consumer_groups_by_state() -> None:
     assert samples[("kcoord_consumer_protocol_groups", (("state", "Stable"),))] == 1
     assert samples[("kcoord_consumer_protocol_groups", (("state", "Empty"),))] == 0
     assert samples[("kcoord_consumer_protocol_group_members", ())] == 1
+
+
+def test_a_migrating_group_shows_which_protocol_each_member_speaks() -> None:
+    """/v1/groups/g of an upgraded group: the classic members and the consumer-protocol one."""
+    h = Harness()
+    a, b, _ = classic_group(h)
+    h.beat("c", 0)
+    view = describe_group([h.shard], "g", lambda topic, partition: 100)
+    assert view is not None and view["type"] == "consumer"
+    protocols = {m["member_id"]: m["protocol"] for m in view["members"]}
+    assert protocols == {a: "classic", b: "classic", "c": "consumer"}

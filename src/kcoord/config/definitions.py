@@ -293,7 +293,8 @@ DEFINITIONS: tuple[Definition, ...] = (
         "group.consumer.migration.policy",
         "bidirectional",
         _choice("disabled", "upgrade", "downgrade", "bidirectional"),
-        "Whether an Empty classic group may become a consumer group (upgrade, bidirectional).",
+        "Online migration: upgrade (a classic group becomes a consumer group when a consumer-protocol"
+        " member joins), downgrade (back when its last consumer-protocol member leaves), both, or none.",
     ),
     # authorization
     Definition(

@@ -8,7 +8,9 @@ key 4 ConsumerGroupPartitionMetadata(group)   value v0: topics[topicId uuid, top
 key 5 ConsumerGroupMemberMetadata(group,      value v0: instanceId?, rackId?, clientId,
       memberId)                               clientHost, subscribedTopicNames[string],
                                               subscribedTopicRegex?, rebalanceTimeoutMs i32,
-                                              serverAssignor?
+                                              serverAssignor?; tag 0 classicMemberMetadata?
+                                              [sessionTimeoutMs i32, supportedProtocols[name,
+                                              metadata bytes]]
 key 6 ConsumerGroupTargetAssignmentMetadata   value v0: assignmentEpoch i32
 key 7 ConsumerGroupTargetAssignmentMember     value v0: topicPartitions[topicId uuid,
       (group, memberId)                       partitions[i32]]
@@ -24,9 +26,11 @@ writer are :mod:`kcoord.coordinator.record_codec`'s, handed in by it.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from kcoord.coordinator.records import (
+    ClassicMemberMetadata,
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataKey,
@@ -59,6 +63,7 @@ CONSUMER_KEY_CLASSES = tuple(KEY_TYPES)
 _WITH_MEMBER = (5, 7, 8)
 _BY_TYPE = {number: cls for cls, number in KEY_TYPES.items()}
 VALUE_VERSION = 0
+CLASSIC_MEMBER_METADATA_TAG = 0
 
 
 def decode_key(record_type: int, reader: _Reader) -> ConsumerGroupRecordKey:
@@ -85,9 +90,35 @@ def decode_value(key: ConsumerGroupRecordKey, reader: _Reader) -> ConsumerGroupR
 
         raise UnsupportedRecordVersionError(f"{name} version {version} is not supported (0)")
     value = _decode_fields(key, reader)
-    reader.skip_tagged_fields(name)
+    if isinstance(value, ConsumerGroupMemberMetadataValue):
+        classic = reader.tagged_fields(name).get(CLASSIC_MEMBER_METADATA_TAG)
+        if classic is not None:
+            value = replace(value, classic_member_metadata=_decode_classic(reader.sub(classic, name)))
+    else:
+        reader.skip_tagged_fields(name)
     reader.finish()
     return value
+
+
+def _decode_classic(r: _Reader) -> ClassicMemberMetadata:
+    session_timeout_ms = r.int32("sessionTimeoutMs")
+    protocols = []
+    for _ in range(r.array_length("supportedProtocols", True)):
+        protocols.append((r.string("name", True), r.bytes_("metadata", True)))
+        r.skip_tagged_fields("ClassicProtocol")
+    r.skip_tagged_fields("ClassicMemberMetadata")
+    r.finish()
+    return ClassicMemberMetadata(session_timeout_ms, tuple(protocols))
+
+
+def _encode_classic(classic: ClassicMemberMetadata, w: _Writer) -> None:
+    w.int32(classic.session_timeout_ms, "session_timeout_ms")
+    w.array_length(len(classic.supported_protocols), "supported_protocols")
+    for name, metadata in classic.supported_protocols:
+        w.string(name, "name")
+        w.bytes_(metadata, "metadata")
+        w.empty_tagged_fields()
+    w.empty_tagged_fields()
 
 
 def _decode_fields(key: ConsumerGroupRecordKey, r: _Reader) -> ConsumerGroupRecordValue:
@@ -167,6 +198,11 @@ def encode_value(value: ConsumerGroupRecordValue, w: _Writer) -> None:
         w.nullable_string(value.subscribed_topic_regex, "subscribed_topic_regex")
         w.int32(value.rebalance_timeout_ms, "rebalance_timeout_ms")
         w.nullable_string(value.server_assignor, "server_assignor")
+        if value.classic_member_metadata is not None:
+            classic = w.sub("ClassicMemberMetadata")
+            _encode_classic(value.classic_member_metadata, classic)
+            w.tagged_fields({CLASSIC_MEMBER_METADATA_TAG: classic.getvalue()})
+            return
     elif isinstance(value, ConsumerGroupTargetAssignmentMetadataValue):
         w.int32(value.assignment_epoch, "assignment_epoch")
     elif isinstance(value, ConsumerGroupTargetAssignmentMemberValue):

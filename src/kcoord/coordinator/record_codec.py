@@ -195,6 +195,19 @@ class _Reader:
             raise self._fail(f"{field} claims {length} elements, more than the bytes left")
         return length
 
+    def sub(self, buf: bytes, what: str) -> _Reader:
+        """A reader over a nested payload (a tagged field's bytes)."""
+        return _Reader(buf, f"{self._what}.{what}")
+
+    def tagged_fields(self, struct_name: str) -> dict[int, bytes]:
+        """The struct's tagged fields, raw, by tag (for a struct whose tags are read)."""
+        fields: dict[int, bytes] = {}
+        for _ in range(self.uvarint(f"{struct_name} tagged field count")):
+            tag = self.uvarint(f"{struct_name} tag")
+            size = self.uvarint(f"{struct_name} tagged field size")
+            fields[tag] = self._take(size, f"{struct_name} tagged field")
+        return fields
+
     def skip_tagged_fields(self, struct_name: str) -> None:
         count = self.uvarint(f"{struct_name} tagged field count")
         for _ in range(count):
@@ -442,6 +455,18 @@ class _Writer:
     def empty_tagged_fields(self) -> None:
         if self._flexible:
             self.uvarint(0)
+
+    def sub(self, what: str) -> _Writer:
+        """A writer for a nested payload (a tagged field's bytes), as flexible as this one."""
+        return _Writer(f"{self._what}.{what}", flexible=self._flexible)
+
+    def tagged_fields(self, fields: dict[int, bytes]) -> None:
+        """Tagged fields given as raw payloads by tag, in ascending tag order."""
+        self.uvarint(len(fields))
+        for tag in sorted(fields):
+            self.uvarint(tag)
+            self.uvarint(len(fields[tag]))
+            self._out += fields[tag]
 
     def getvalue(self) -> bytes:
         return bytes(self._out)

@@ -98,6 +98,15 @@ class ConsumerGroupMemberMetadataKey:
 
 
 @dataclass(frozen=True, slots=True)
+class ClassicMemberMetadata:
+    """A consumer group member that speaks the classic protocol (JoinGroup/SyncGroup/Heartbeat)."""
+
+    session_timeout_ms: int
+    supported_protocols: tuple[tuple[str, bytes], ...]
+    """(name, metadata) of every protocol of its last JoinGroup, in its order of preference."""
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerGroupMemberMetadataValue:
     instance_id: str | None
     rack_id: str | None
@@ -107,6 +116,8 @@ class ConsumerGroupMemberMetadataValue:
     subscribed_topic_regex: str | None
     rebalance_timeout_ms: int
     server_assignor: str | None
+    classic_member_metadata: ClassicMemberMetadata | None = None
+    """Tagged field 0: set for a member using the classic protocol, None for a consumer-protocol one."""
 
 
 @dataclass(frozen=True, slots=True)

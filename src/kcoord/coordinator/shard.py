@@ -12,6 +12,8 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
+import structlog
+
 from kcoord.coordinator.classic.config import ClassicGroupConfig
 from kcoord.coordinator.classic.history import ClassicGroupObserver, RebalanceRecord
 from kcoord.coordinator.classic.manager import ClassicGroupManager
@@ -20,10 +22,15 @@ from kcoord.coordinator.classic.messages import (
     DescribedGroup,
     HeartbeatRequest,
     JoinGroupRequest,
+    JoinGroupResponse,
     LeaveGroupRequest,
+    LeaveGroupResponse,
     ListedGroup,
     SyncGroupRequest,
+    SyncGroupResponse,
 )
+from kcoord.coordinator.classic.state import ClassicGroupState
+from kcoord.coordinator.consumer.classic_members import ClassicMemberRequests
 from kcoord.coordinator.consumer.config import ConsumerGroupConfig
 from kcoord.coordinator.consumer.group_configs import GroupConfigOverrides
 from kcoord.coordinator.consumer.manager import (
@@ -34,6 +41,11 @@ from kcoord.coordinator.consumer.manager import (
 from kcoord.coordinator.consumer.messages import ConsumerHeartbeatRequest, DescribedConsumerGroup
 from kcoord.coordinator.consumer.persistence import TopicIds
 from kcoord.coordinator.group_routing import GroupsView, classic_request_error
+from kcoord.coordinator.migration import (
+    MigrationError,
+    classic_group_from_consumer,
+    consumer_group_from_classic,
+)
 from kcoord.coordinator.offsets import (
     CommittedOffset,
     OffsetCommitRequest,
@@ -46,6 +58,8 @@ from kcoord.coordinator.records import CONSUMER_GROUP_KEYS, CoordinatorRecord, O
 from kcoord.coordinator.result import CoordinatorResult
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.timer.api import Timer
+
+_log = structlog.get_logger(__name__)
 
 TopicExists = Callable[[str, int], bool]
 PastRebalances = Callable[[str], list[RebalanceRecord]]
@@ -83,6 +97,7 @@ class GroupCoordinatorShard:
             overrides=group_overrides,
         )
         self._groups = GroupsView(self.classic, self.consumer)
+        self._classic_members = ClassicMemberRequests(self.consumer)
         self._past_rebalances = past_rebalances
         self.offsets = OffsetManager(offset_metadata_max_bytes)
         self._offsets_retention_ms = offsets_retention_ms
@@ -120,7 +135,9 @@ class GroupCoordinatorShard:
 
     def on_timer(self, key: str, now_ms: int) -> CoordinatorResult:
         if self.consumer.on_timer(key, now_ms):
-            return CoordinatorResult(records=self.consumer.drain_records())
+            result = CoordinatorResult(records=self.consumer.drain_records())
+            self._downgrade_where_due(result, now_ms)
+            return result
         return self.classic.on_timer(key, now_ms)
 
     def unload(self) -> CoordinatorResult:
@@ -129,11 +146,31 @@ class GroupCoordinatorShard:
 
     # -- group membership
 
+    def _serves_classic_members(self, group_id: str) -> bool:
+        """A consumer group answers classic requests unless the migration policy is disabled."""
+        return self.consumer.has_group(group_id) and self.consumer.config.migration_enabled
+
     def join_group(
         self, request: JoinGroupRequest, sink: Any, now_ms: int, connection_id: int | None = None
     ) -> CoordinatorResult:
+        result = CoordinatorResult()
+        if self._serves_classic_members(request.group_id):
+            if self.consumer.groups[request.group_id].members:
+                try:
+                    response = self._classic_members.join(request, now_ms)
+                except KafkaError as exc:
+                    response = JoinGroupResponse(exc.code, member_id=request.member_id)
+                result.records.extend(self.consumer.drain_records())
+                self._downgrade_where_due(result, now_ms)
+                result.respond(sink, response)
+                return result
+            # An Empty consumer group becomes a classic group again on a classic join (as Kafka).
+            self.consumer.release(request.group_id)
+            result.records.extend(self.consumer.drain_records())
         classic_request_error(self.consumer, request.group_id, join=True)
-        result = self.classic.join_group(request, sink, now_ms)
+        joined = self.classic.join_group(request, sink, now_ms)
+        result.records.extend(joined.records)
+        result.responses.extend(joined.responses)
         if connection_id is not None and request.member_id:
             self.classic.note_member_connection(
                 request.group_id, request.member_id, connection_id, now_ms, heartbeat=False
@@ -143,6 +180,14 @@ class GroupCoordinatorShard:
     def sync_group(
         self, request: SyncGroupRequest, sink: Any, now_ms: int, connection_id: int | None = None
     ) -> CoordinatorResult:
+        if self._serves_classic_members(request.group_id):
+            try:
+                synced = self._classic_members.sync(request, now_ms)
+            except KafkaError as exc:
+                synced = SyncGroupResponse(exc.code)
+            result = CoordinatorResult()
+            result.respond(sink, synced)
+            return result
         classic_request_error(self.consumer, request.group_id, join=False)
         if connection_id is not None:
             self.classic.note_member_connection(
@@ -153,6 +198,8 @@ class GroupCoordinatorShard:
     def heartbeat_code(self, request: HeartbeatRequest, now_ms: int, connection_id: int) -> ErrorCode:
         """The heartbeat's answer, computed without a result object (see the classic manager)."""
         if self.consumer.has_group(request.group_id):
+            if self.consumer.config.migration_enabled:
+                return self._classic_members.heartbeat_code(request, now_ms)
             return ErrorCode.unknown_member_id
         return self.classic.heartbeat_code(request, now_ms, connection_id)
 
@@ -176,6 +223,11 @@ class GroupCoordinatorShard:
         return CoordinatorResult(records=self.consumer.drain_records())
 
     def leave_group(self, request: LeaveGroupRequest, sink: Any, now_ms: int) -> CoordinatorResult:
+        if self._serves_classic_members(request.group_id):
+            left: LeaveGroupResponse = self._classic_members.leave(request, now_ms)
+            result = CoordinatorResult(records=self.consumer.drain_records())
+            result.respond(sink, left)
+            return result
         classic_request_error(self.consumer, request.group_id, join=False)
         return self.classic.leave_group(request, sink, now_ms)
 
@@ -184,24 +236,65 @@ class GroupCoordinatorShard:
     def consumer_heartbeat(
         self, request: ConsumerHeartbeatRequest, sink: Any, now_ms: int, connection_id: int | None = None
     ) -> CoordinatorResult:
-        """A classic group of that id is upgraded when Empty, the heartbeat joins and the migration
-        policy allows it; else the heartbeat is refused (GROUP_ID_NOT_FOUND, as Kafka)."""
+        """A classic group of that id is upgraded when the heartbeat joins and the migration policy
+        allows it; else the heartbeat is refused (GROUP_ID_NOT_FOUND, as Kafka). A member leaving
+        may downgrade the group (:meth:`_downgrade_where_due`)."""
         result = CoordinatorResult()
         self.consumer.validate(request)
         if self.classic.has_group(request.group_id):
-            upgradable = request.member_epoch == 0 and self.consumer.upgrades_classic_groups
-            if not upgradable or self.classic.empty_since_ms(request.group_id) is None:
-                raise KafkaError(
-                    ErrorCode.group_id_not_found, f"Group {request.group_id} is not a consumer group."
-                )
-            result.records.extend(self.classic.delete_group(request.group_id))
+            self._upgrade(request, result, now_ms)
         # A refused heartbeat changes nothing, so it leaves no records behind.
         response = self.consumer.heartbeat(request, now_ms)
         result.records.extend(self.consumer.drain_records())
         if connection_id is not None:
             self.consumer.note_connection(request.group_id, response.member_id, connection_id)
+        self._downgrade_where_due(result, now_ms)
         result.respond(sink, response)
         return result
+
+    def _upgrade(self, request: ConsumerHeartbeatRequest, result: CoordinatorResult, now_ms: int) -> None:
+        """Kafka's ``validateOnlineUpgrade`` and ``convertToConsumerGroup``: an Empty group is
+        simply replaced; a live one of the consumer protocol is converted with its members."""
+        group_id = request.group_id
+        group = self.classic.group(group_id)
+        refused = KafkaError(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.")
+        if group is None or request.member_epoch != 0 or not self.consumer.upgrades_classic_groups:
+            raise refused
+        if group.state is ClassicGroupState.EMPTY:
+            result.records.extend(self.classic.delete_group(group_id))
+            return
+        if not group.uses_consumer_protocol or len(group.members) > self.consumer.config.max_size:
+            raise refused
+        try:
+            converted = consumer_group_from_classic(group, self.consumer.partition_count)
+        except MigrationError:
+            raise refused from None
+        _log.info(
+            "group_upgraded", group=group_id, generation=group.generation_id, members=len(group.members)
+        )
+        _, released = self.classic.release_for_upgrade(group_id, now_ms)
+        result.records.extend(released.records)
+        result.responses.extend(released.responses)
+        self.consumer.adopt(converted, now_ms)
+        result.records.extend(self.consumer.drain_records())
+
+    def _downgrade_where_due(self, result: CoordinatorResult, now_ms: int) -> None:
+        """Kafka's ``validateOnlineDowngrade`` and ``convertToClassicGroup`` for every group whose
+        last consumer-protocol member just left while classic members remain."""
+        for group_id, generation in self.consumer.take_downgrade_candidates().items():
+            group = self.consumer.groups.get(group_id)
+            if group is None or len(group.members) > self.classic.config.max_size:
+                continue
+            try:
+                converted = classic_group_from_consumer(group, generation, now_ms)
+            except MigrationError:
+                continue
+            _log.info("group_downgraded", group=group_id, generation=generation, members=len(group.members))
+            self.consumer.release(group_id)
+            result.records.extend(self.consumer.drain_records())
+            adopted = self.classic.adopt_downgraded(converted, now_ms)
+            result.records.extend(adopted.records)
+            result.responses.extend(adopted.responses)
 
     def describe_consumer_group(self, group_id: str) -> DescribedConsumerGroup | None:
         return self.consumer.describe(group_id)

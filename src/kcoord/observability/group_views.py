@@ -175,6 +175,7 @@ def _describe_consumer(
                 "client_id": m.client_id,
                 "client_host": m.client_host,
                 "member_epoch": m.member_epoch,
+                "protocol": "classic" if m.uses_classic_protocol else "consumer",
                 "subscribed_topics": list(m.subscribed_topics),
                 "assignment": sorted_assignment(m.assignment),
                 "target_assignment": sorted_assignment(m.target_assignment),

@@ -2,7 +2,8 @@
 
 - v0: group state, group and assignment epochs, assignor; per member its epoch, subscription,
   current and target assignment.
-- v1: ``member_type`` (-1 unknown, 0 classic, 1 consumer); every member here is a consumer member.
+- v1: ``member_type`` (-1 unknown, 0 classic, 1 consumer): 0 for a member of a migrating group
+  that still speaks the classic protocol.
 
 A group id that is not a consumer group (missing, or a classic group) gets GROUP_ID_NOT_FOUND, as
 Kafka answers.
@@ -26,6 +27,7 @@ from kcoord.runtime.group_service import GroupService
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
+CLASSIC_MEMBER_TYPE = 0
 CONSUMER_MEMBER_TYPE = 1
 
 
@@ -95,7 +97,7 @@ def _described(group: DescribedConsumerGroup, topics: TopicManager) -> dict[str,
                 "subscribed_topic_regex": m.subscribed_regex,
                 "assignment": {"topic_partitions": _partitions(m.assignment, topics)},
                 "target_assignment": {"topic_partitions": _partitions(m.target_assignment, topics)},
-                "member_type": CONSUMER_MEMBER_TYPE,
+                "member_type": CLASSIC_MEMBER_TYPE if m.uses_classic_protocol else CONSUMER_MEMBER_TYPE,
             }
             for m in group.members
         ],

@@ -28,9 +28,11 @@ from kcoord.coordinator.classic.messages import (
     DescribedGroup,
     HeartbeatRequest,
     JoinGroupRequest,
+    JoinGroupResponse,
     LeaveGroupRequest,
     ListedGroup,
     SyncGroupRequest,
+    SyncGroupResponse,
 )
 from kcoord.coordinator.classic.rebalance import COMPLETING, DEAD, EMPTY, PREPARING, STABLE, Rebalancer, Step
 from kcoord.coordinator.classic.state import ClassicGroupState
@@ -176,6 +178,39 @@ class ClassicGroupManager:
         if group is None or not group.is_in(EMPTY):
             return []
         return self.delete_group(group_id)
+
+    # -- online migration (see kcoord.coordinator.migration) ---------------------------------
+
+    def group(self, group_id: str) -> ClassicGroup | None:
+        return self._groups.get(group_id)
+
+    def release_for_upgrade(self, group_id: str, now_ms: int) -> tuple[ClassicGroup, CoordinatorResult]:
+        """Hand a live group over for its conversion to a consumer group: its parked JoinGroup and
+        SyncGroup requests learn to rejoin (REBALANCE_IN_PROGRESS), its timers stop, and the
+        result holds its tombstone."""
+        step = self._step(now_ms)
+        group = self._groups.pop(group_id)
+        for member in group.members.values():
+            rejoin = JoinGroupResponse(ErrorCode.rebalance_in_progress, member_id=member.member_id)
+            self._rebalancer.answer_join(group, member, rejoin, step)
+            self._rebalancer.answer_sync(member, SyncGroupResponse(ErrorCode.rebalance_in_progress), step)
+        self._rebalancer.finish_rebalance(group, "upgraded", step)
+        self._rebalancer.cancel_group_timers(group)
+        step.out.records.append(CoordinatorRecord(GroupMetadataKey(group_id), None))
+        return group, step.out
+
+    def adopt_downgraded(self, group: ClassicGroup, now_ms: int) -> CoordinatorResult:
+        """A Stable group converted from a consumer group: write it, arm its members' sessions and
+        rebalance at once, so that the members agree on an assignment of their own."""
+        step = self._step(now_ms)
+        self._groups[group.group_id] = group
+        self._rebalancer.write_group(group, group.group_assignment(), step)
+        for member in group.members.values():
+            self._rebalancer.schedule_session(group, member, step)
+        self._rebalancer.prepare_rebalance(
+            group, "downgrade", "the last consumer-protocol member left the consumer group", step
+        )
+        return step.out
 
     # -- what the offsets manager needs ------------------------------------------------------
 

@@ -111,7 +111,7 @@ class Rebalancer:
             CoordinatorRecord(GroupMetadataKey(group.group_id), group.metadata_value(assignment))
         )
 
-    def _finish_record(self, group: ClassicGroup, outcome: str, step: Step) -> None:
+    def finish_rebalance(self, group: ClassicGroup, outcome: str, step: Step) -> None:
         record = group.current_rebalance
         if record is None:
             return
@@ -135,7 +135,7 @@ class Rebalancer:
             for member in group.members.values():
                 member.assignment = b""
             self.propagate_assignment(group, ErrorCode.rebalance_in_progress, step)
-        self._finish_record(group, "restarted", step)
+        self.finish_rebalance(group, "restarted", step)
         group.pending_sync_members.clear()
         self.timer.cancel(timer_keys.sync_key(group.group_id))
 
@@ -221,7 +221,7 @@ class Rebalancer:
                 record.join_completed_ms = step.now_ms
                 record.generation_after = group.generation_id
                 self.events.on_join_completed(group.group_id, record)
-            self._finish_record(group, "empty", step)
+            self.finish_rebalance(group, "empty", step)
             return
 
         group.protocol_name = group.select_protocol()
@@ -278,7 +278,7 @@ class Rebalancer:
             member.assignment = full[member_id]
         self.propagate_assignment(group, ErrorCode.none, step)
         self.transition(group, STABLE, step)
-        self._finish_record(group, "stable", step)
+        self.finish_rebalance(group, "stable", step)
 
     def remove_pending_sync_member(self, group: ClassicGroup, member_id: str) -> None:
         group.pending_sync_members.discard(member_id)
@@ -350,7 +350,7 @@ class Rebalancer:
         self.cancel_group_timers(group)
         if group.is_in(DEAD):
             return
-        self._finish_record(group, "unloaded", step)
+        self.finish_rebalance(group, "unloaded", step)
         self.transition(group, DEAD, step)
         for member in group.members.values():
             self.answer_join(

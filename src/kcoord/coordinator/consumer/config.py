@@ -16,9 +16,20 @@ class ConsumerGroupConfig:
     """kcoord's fast failover: a dynamic member whose connection closed keeps its place for about
     two heartbeat intervals (never less than this, never past its session)."""
     migration_policy: str = "bidirectional"
-    """``group.consumer.migration.policy``: "upgrade" or "bidirectional" let an Empty classic group
-    become a consumer group ("downgrade", the reverse, is not implemented)."""
+    """``group.consumer.migration.policy`` (Kafka's online migration): "upgrade" lets a classic group
+    become a consumer group when a consumer-protocol member joins it, "downgrade" lets a consumer
+    group whose last consumer-protocol member left become a classic group again, "bidirectional"
+    allows both and "disabled" neither (nor classic members in a consumer group)."""
 
     @property
     def upgrades_classic_groups(self) -> bool:
         return self.migration_policy in ("upgrade", "bidirectional")
+
+    @property
+    def downgrades_to_classic(self) -> bool:
+        return self.migration_policy in ("downgrade", "bidirectional")
+
+    @property
+    def migration_enabled(self) -> bool:
+        """Whether classic members may live in a consumer group (any policy but "disabled")."""
+        return self.migration_policy != "disabled"

@@ -18,6 +18,7 @@ SESSION_EXPIRED = "session_expired"
 REBALANCE_TIMEOUT = "rebalance_timeout"
 SUBSCRIPTION_CHANGED = "subscription_changed"
 METADATA_CHANGED = "metadata_changed"
+UPGRADED = "upgraded_from_classic"
 
 
 @dataclass(slots=True)

@@ -95,6 +95,9 @@ class ConsumerGroupManager:
         self._records: list[CoordinatorRecord] = []
         self._connections: dict[tuple[str, str], int] = {}
         """The connection that carried each member's last heartbeat (soft state, fast failover)."""
+        self._downgrade_candidates: list[tuple[str, int]] = []
+        """(group, epoch before the leave) of groups whose last consumer-protocol member left while
+        classic members remain."""
 
     # -- records
 
@@ -103,11 +106,12 @@ class ConsumerGroupManager:
         records, self._records = self._records, []
         return records
 
-    def _snapshot(self, group_id: str) -> GroupSnapshot:
+    def snapshot(self, group_id: str) -> GroupSnapshot:
         return GroupSnapshot.of(self.groups.get(group_id))
 
-    def _record(self, group_id: str, before: GroupSnapshot) -> None:
-        self._records.extend(changes(group_id, before, self._snapshot(group_id), self._topic_ids))
+    def record(self, group_id: str, before: GroupSnapshot) -> None:
+        """Leave the records of what changed in the group since ``before`` was taken."""
+        self._records.extend(changes(group_id, before, self.snapshot(group_id), self._topic_ids))
 
     def replay(self, key: ConsumerGroupRecordKey, value: object) -> None:
         self._replayer.replay(key, value)
@@ -117,10 +121,7 @@ class ConsumerGroupManager:
         for group in self.groups.values():
             self._resolve_group_regexes(group)
             for member in group.members.values():
-                self._timer.schedule(
-                    timer_keys.session_key(group.group_id, member.member_id),
-                    now_ms + self._session_timeout_ms(group.group_id),
-                )
+                self.schedule_session(group.group_id, member, now_ms)
                 if member.state is MemberState.UNREVOKED_PARTITIONS:
                     self._timer.schedule(
                         timer_keys.rebalance_key(group.group_id, member.member_id),
@@ -130,12 +131,36 @@ class ConsumerGroupManager:
     def _session_timeout_ms(self, group_id: str) -> int:
         return self._overrides.session_timeout_ms(group_id, self._config.session_timeout_ms)
 
+    def schedule_session(self, group_id: str, member: ConsumerGroupMember, now_ms: int) -> None:
+        """Move the member's session deadline: a classic member's own timeout, else the group's."""
+        timeout = (
+            member.classic.session_timeout_ms
+            if member.classic is not None
+            else self._session_timeout_ms(group_id)
+        )
+        self._timer.schedule(timer_keys.session_key(group_id, member.member_id), now_ms + timeout)
+
     def _heartbeat_interval_ms(self, group_id: str) -> int:
         return self._overrides.heartbeat_interval_ms(group_id, self._config.heartbeat_interval_ms)
 
     @property
+    def config(self) -> ConsumerGroupConfig:
+        return self._config
+
+    @property
+    def timer(self) -> Timer:
+        return self._timer
+
+    @property
+    def partition_count(self) -> PartitionCount:
+        return self._partition_count
+
+    @property
     def upgrades_classic_groups(self) -> bool:
         return self._config.upgrades_classic_groups
+
+    def new_member_id(self) -> str:
+        return self._new_member_id()
 
     def has_group(self, group_id: str) -> bool:
         return group_id in self.groups
@@ -144,11 +169,11 @@ class ConsumerGroupManager:
 
     def heartbeat(self, request: ConsumerHeartbeatRequest, now_ms: int) -> ConsumerHeartbeatResponse:
         """Raises :class:`KafkaError` with the code the whole heartbeat is answered with."""
-        before = self._snapshot(request.group_id)
+        before = self.snapshot(request.group_id)
         try:
             return self._heartbeat(request, now_ms)
         finally:
-            self._record(request.group_id, before)
+            self.record(request.group_id, before)
 
     def _heartbeat(self, request: ConsumerHeartbeatRequest, now_ms: int) -> ConsumerHeartbeatResponse:
         self.validate(request)
@@ -195,14 +220,14 @@ class ConsumerGroupManager:
         ):
             trigger = history.SUBSCRIPTION_CHANGED
         group.put_member(updated)
-        if self._refresh_counts(group) and trigger is None:
+        if self.refresh_counts(group) and trigger is None:
             trigger = history.METADATA_CHANGED
         if trigger is not None:
             group.group_epoch += 1
             group.history.bumped(group.group_epoch, trigger, updated.member_id, now_ms)
         # 5. The target assignment.
         if group.group_epoch > group.target_epoch:
-            self._compute_target(group)
+            self.compute_target(group)
         # 6. Reconciliation.
         before = group.members[updated.member_id]
         after = reconcile(
@@ -214,10 +239,7 @@ class ConsumerGroupManager:
         )
         group.put_member(after)
         # 7. Deadlines.
-        self._timer.schedule(
-            timer_keys.session_key(group.group_id, after.member_id),
-            now_ms + self._session_timeout_ms(group.group_id),
-        )
+        self.schedule_session(group.group_id, after, now_ms)
         rebalance_key = timer_keys.rebalance_key(group.group_id, after.member_id)
         if after.state is MemberState.UNREVOKED_PARTITIONS:
             if (
@@ -286,7 +308,11 @@ class ConsumerGroupManager:
         if request.instance_id is not None:
             existing = group.member_by_instance(request.instance_id)
             if existing is not None and existing.member_id != member_id:
-                if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                # A classic static member is replaced at once by its consumer-protocol successor.
+                if (
+                    existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH
+                    and not existing.uses_classic_protocol
+                ):
                     raise KafkaError(
                         ErrorCode.unreleased_instance_id,
                         f"static member {request.instance_id} is still in use by {existing.member_id}",
@@ -294,7 +320,8 @@ class ConsumerGroupManager:
                 return self._replace_static(group, existing, member_id), False
         member = group.members.get(member_id)
         if member is not None:
-            return member.with_changes(member_epoch=JOIN_GROUP_MEMBER_EPOCH), False
+            # A classic member rolled to the consumer protocol under its id speaks it from now on.
+            return member.with_changes(member_epoch=JOIN_GROUP_MEMBER_EPOCH, classic=None), False
         if len(group.members) >= self._config.max_size:
             raise KafkaError(ErrorCode.group_max_size_reached, f"group {group.group_id} is full")
         return ConsumerGroupMember(member_id=member_id), True
@@ -305,9 +332,9 @@ class ConsumerGroupManager:
         """A static member back under a new member id takes over its assignment without a rebalance."""
         target = group.target.get(old.member_id, {})
         group.remove_member(old.member_id)
-        self._cancel_timers(group.group_id, old.member_id)
+        self.cancel_member_timers(group.group_id, old.member_id)
         group.target[member_id] = target
-        return old.with_changes(member_id=member_id, member_epoch=group.target_epoch)
+        return old.with_changes(member_id=member_id, member_epoch=group.target_epoch, classic=None)
 
     def _leave(self, request: ConsumerHeartbeatRequest, now_ms: int) -> ConsumerHeartbeatResponse:
         group = self.groups.get(request.group_id)
@@ -328,7 +355,7 @@ class ConsumerGroupManager:
 
     # -- assignment
 
-    def _compute_target(self, group: ConsumerGroup) -> None:
+    def compute_target(self, group: ConsumerGroup) -> None:
         assignor = self._assignor_for(group)
         spec = AssignmentSpec(
             members={
@@ -359,13 +386,14 @@ class ConsumerGroupManager:
 
     def refresh_metadata(self, group: ConsumerGroup, now_ms: int) -> bool:
         """Re-read the partition counts of the subscribed topics; a change bumps the group epoch."""
-        if not self._refresh_counts(group):
+        if not self.refresh_counts(group):
             return False
         group.group_epoch += 1
         group.history.bumped(group.group_epoch, history.METADATA_CHANGED, None, now_ms)
         return True
 
-    def _refresh_counts(self, group: ConsumerGroup) -> bool:
+    def refresh_counts(self, group: ConsumerGroup) -> bool:
+        """Re-read the partition counts of the subscribed topics; True when they changed."""
         counts: dict[str, int] = {}
         for topic in group.subscribed_topics():
             count = self._partition_count(topic)
@@ -380,13 +408,13 @@ class ConsumerGroupManager:
         """A topic grew, appeared or was deleted: its subscribers' groups get a new epoch at once
         (regex subscriptions are resolved again first)."""
         for group in self.groups.values():
-            before = self._snapshot(group.group_id)
+            before = self.snapshot(group.group_id)
             resolved = self._resolve_group_regexes(group)
             if resolved or topic in group.subscribed_topics():
                 if not self.refresh_metadata(group, now_ms) and resolved:
                     group.group_epoch += 1
                     group.history.bumped(group.group_epoch, history.SUBSCRIPTION_CHANGED, None, now_ms)
-                self._record(group.group_id, before)
+                self.record(group.group_id, before)
 
     def _resolve_regex(self, member: ConsumerGroupMember) -> ConsumerGroupMember:
         if member.subscribed_regex is None:
@@ -418,9 +446,12 @@ class ConsumerGroupManager:
     # -- leaving, fencing and timers
 
     def remove_member(self, group: ConsumerGroup, member_id: str, trigger: str, now_ms: int) -> None:
-        if group.remove_member(member_id) is None:
+        epoch_before = group.group_epoch
+        removed = group.remove_member(member_id)
+        if removed is None:
             return
-        self._cancel_timers(group.group_id, member_id)
+        self.cancel_member_timers(group.group_id, member_id)
+        self.note_departure(group, removed, epoch_before)
         group.group_epoch += 1
         group.history.bumped(group.group_epoch, trigger, member_id, now_ms)
         if not group.members:
@@ -450,10 +481,12 @@ class ConsumerGroupManager:
         if current is None or now_ms + grace < current:
             self._timer.schedule(key, now_ms + grace)
 
-    def _cancel_timers(self, group_id: str, member_id: str) -> None:
+    def cancel_member_timers(self, group_id: str, member_id: str) -> None:
         self._connections.pop((group_id, member_id), None)
         self._timer.cancel(timer_keys.session_key(group_id, member_id))
         self._timer.cancel(timer_keys.rebalance_key(group_id, member_id))
+        self._timer.cancel(timer_keys.join_key(group_id, member_id))
+        self._timer.cancel(timer_keys.sync_key(group_id, member_id))
 
     def on_timer(self, key: str, now_ms: int) -> bool:
         """Handle a fired key of ours; False when the key is not a consumer group's."""
@@ -466,16 +499,55 @@ class ConsumerGroupManager:
         member = group.members[target.member_id]
         if target.kind == timer_keys.REBALANCE and member.state is not MemberState.UNREVOKED_PARTITIONS:
             return True
-        before = self._snapshot(group.group_id)
+        before = self.snapshot(group.group_id)
         trigger = history.SESSION_EXPIRED if target.kind == timer_keys.SESSION else history.REBALANCE_TIMEOUT
         self.remove_member(group, target.member_id, trigger, now_ms)
-        self._record(group.group_id, before)
+        self.record(group.group_id, before)
         return True
+
+    # -- online migration (see kcoord.coordinator.migration)
+
+    def adopt(self, group: ConsumerGroup, now_ms: int) -> None:
+        """A group converted from a classic one joins this manager: its records and sessions."""
+        self.groups[group.group_id] = group
+        group.history.bumped(group.group_epoch, history.UPGRADED, None, now_ms)
+        self.record(group.group_id, GroupSnapshot())
+        for member in group.members.values():
+            self.schedule_session(group.group_id, member, now_ms)
+
+    def release(self, group_id: str) -> ConsumerGroup:
+        """Hand a group over for its conversion to a classic group, leaving its tombstones."""
+        before = self.snapshot(group_id)
+        group = self.groups.pop(group_id)
+        for member_id in group.members:
+            self.cancel_member_timers(group_id, member_id)
+        self.record(group_id, before)
+        return group
+
+    def note_departure(self, group: ConsumerGroup, gone: ConsumerGroupMember, epoch_before: int) -> None:
+        """A member left or was replaced: when it was the last one of the consumer protocol and
+        classic members remain, the group is due for a downgrade (if the policy allows)."""
+        if (
+            not gone.uses_classic_protocol
+            and group.members
+            and all(m.uses_classic_protocol for m in group.members.values())
+            and self._config.downgrades_to_classic
+        ):
+            self._downgrade_candidates.append((group.group_id, epoch_before))
+
+    def take_downgrade_candidates(self) -> dict[str, int]:
+        """Groups whose last consumer-protocol member left while classic members remain, with the
+        group epoch before that leave (the generation the classic members are at)."""
+        candidates, self._downgrade_candidates = self._downgrade_candidates, []
+        first: dict[str, int] = {}
+        for group_id, epoch in candidates:
+            first.setdefault(group_id, epoch)
+        return first
 
     def unload(self) -> None:
         for group in self.groups.values():
             for member_id in group.members:
-                self._cancel_timers(group.group_id, member_id)
+                self.cancel_member_timers(group.group_id, member_id)
         self.groups.clear()
         self._connections.clear()
 
@@ -508,7 +580,8 @@ class ConsumerGroupManager:
         if member is None:
             raise KafkaError(ErrorCode.unknown_member_id, f"member {member_id} is unknown")
         if member_epoch != member.member_epoch:
-            code = ErrorCode.stale_member_epoch if api_version >= 9 else ErrorCode.illegal_generation
+            classic_rules = api_version < 9 or member.uses_classic_protocol
+            code = ErrorCode.illegal_generation if classic_rules else ErrorCode.stale_member_epoch
             raise KafkaError(code, f"epoch {member_epoch} is not the member's epoch {member.member_epoch}")
 
     def is_subscribed(self, group_id: str, topic: str) -> bool:
@@ -531,6 +604,7 @@ class ConsumerGroupManager:
                 subscribed_regex=m.subscribed_regex,
                 assignment=m.assigned,
                 target_assignment=group.target.get(m.member_id, {}),
+                uses_classic_protocol=m.uses_classic_protocol,
             )
             for m in group.members.values()
         )
@@ -568,10 +642,10 @@ class ConsumerGroupManager:
         group = self.groups[group_id]
         if group.members:
             raise KafkaError(ErrorCode.non_empty_group, f"group {group_id} is not empty")
-        before = self._snapshot(group_id)
+        before = self.snapshot(group_id)
         group.dead = True
         del self.groups[group_id]
-        self._record(group_id, before)
+        self.record(group_id, before)
 
 
 def _check_epoch(member: ConsumerGroupMember, request: ConsumerHeartbeatRequest) -> None:

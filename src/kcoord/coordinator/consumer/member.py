@@ -17,6 +17,7 @@ import enum
 from dataclasses import dataclass, field, replace
 
 from kcoord.coordinator.assignors.api import Assignment
+from kcoord.coordinator.records import ClassicMemberMetadata
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
@@ -48,6 +49,8 @@ class ConsumerGroupMember:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    classic: ClassicMemberMetadata | None = None
+    """Set while the member speaks the classic protocol (a group migrating from or to classic)."""
 
     def with_changes(self, **changes: object) -> ConsumerGroupMember:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -56,6 +59,10 @@ class ConsumerGroupMember:
     def topics(self) -> frozenset[str]:
         """Every topic the member subscribes to: by name and through its regex."""
         return self.subscribed_topics | self.regex_topics
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic is not None
 
     @property
     def is_static(self) -> bool:

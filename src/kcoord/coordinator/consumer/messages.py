@@ -48,6 +48,8 @@ class DescribedConsumerMember:
     subscribed_regex: str | None
     assignment: Assignment
     target_assignment: Assignment
+    uses_classic_protocol: bool = False
+    """A member still speaking JoinGroup/SyncGroup/Heartbeat (a group migrating between protocols)."""
 
 
 @dataclass(frozen=True, slots=True)

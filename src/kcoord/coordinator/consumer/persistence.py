@@ -141,6 +141,7 @@ def _metadata(member: ConsumerGroupMember) -> ConsumerGroupMemberMetadataValue:
         subscribed_topic_regex=member.subscribed_regex,
         rebalance_timeout_ms=member.rebalance_timeout_ms,
         server_assignor=member.server_assignor,
+        classic_member_metadata=member.classic,
     )
 
 
@@ -213,6 +214,7 @@ class GroupReplayer:
                         subscribed_regex=value.subscribed_topic_regex,
                         rebalance_timeout_ms=value.rebalance_timeout_ms,
                         server_assignor=value.server_assignor,
+                        classic=value.classic_member_metadata,
                     )
                 )
             else:
