@@ -190,3 +190,26 @@ async def test_a_delete_takes_the_logs_and_a_recreated_topic_starts_empty_past_o
     with pytest.raises(PartitionFencedError):
         await stale.append(make_batch([b"stale"]))
     assert await store.pool.fetchval("SELECT count(*) FROM log_batches WHERE topic = 't'") == 0
+
+
+async def test_logs_written_by_a_node_alone_are_adopted_once(
+    two_stores: tuple[PostgresLogStore, PostgresLogStore],
+) -> None:
+    """A node serving the database alone writes logs and no catalogue rows; a cluster starting on
+    that database catalogues them (one version bump, fresh ids), and a second call adopts nothing."""
+    alone, _ = two_stores
+    for partition in range(3):
+        await alone.create("solo", partition)
+    await alone.create("__consumer_offsets", 0)
+    table = TopicCatalogue(alone.pool)
+    before = await table.version()
+    assert await table.adopt_uncatalogued() == {"solo": 3, "__consumer_offsets": 1}
+    snapshot = await table.snapshot()
+    assert snapshot.version == before + 1
+    by_name = {row.name: row for row in snapshot.topics}
+    assert by_name["solo"].partitions == 3 and not by_name["solo"].internal
+    assert by_name["__consumer_offsets"].internal
+    assert by_name["__consumer_offsets"].configs == {"cleanup.policy": "compact"}
+    assert await table.adopt_uncatalogued() == {}
+    assert await table.version() == before + 1
+    assert not await table.create(_row("solo"), NOW_MS), "an adopted name is taken"

@@ -104,6 +104,10 @@ class SharedCatalogue:
         version, topics = await self.snapshot()
         return version, diff(local, topics)
 
+    async def adopt_uncatalogued(self) -> dict[str, int]:
+        """Catalogue the topics whose logs a node serving this database alone left without a row."""
+        return await self._table.adopt_uncatalogued()
+
     async def create(self, topic: TopicInfo) -> None:
         """Commit a new topic; TOPIC_ALREADY_EXISTS when any node holds the name already."""
         row = CatalogueRow(topic.name, topic.topic_id, topic.partitions, dict(topic.configs), topic.internal)

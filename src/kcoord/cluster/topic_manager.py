@@ -384,6 +384,8 @@ class TopicManager:
             log.exception("topics.catalogue_refresh_failed")
 
     async def _load_shared(self, shared: SharedCatalogue) -> None:
+        for topic, partitions in sorted((await shared.adopt_uncatalogued()).items()):
+            log.warning("topics.adopted_into_catalogue", topic=topic, partitions=partitions)
         self._shared_version, topics = await shared.snapshot()
         self._install(topics)
         for info in topics:

@@ -65,6 +65,32 @@ class GrowOutcome(Enum):
 
 _BUMP = "UPDATE topic_catalogue_version SET version = version + 1 RETURNING version"
 
+_ANY_UNCATALOGUED = """
+SELECT EXISTS (SELECT 1 FROM log_partitions p
+               WHERE NOT EXISTS (SELECT 1 FROM topic_catalogue c WHERE c.name = p.topic))
+"""
+
+_ADOPT_UNCATALOGUED = """
+INSERT INTO topic_catalogue (name, topic_id, partitions, configs, internal, version)
+SELECT topic,
+       CASE WHEN left(id::text, 2) IN ('f8', 'f9', 'fa', 'fb')
+            THEN ('7' || substr(id::text, 2))::uuid ELSE id END,
+       partitions,
+       CASE WHEN topic = '__consumer_offsets'
+            THEN '{"cleanup.policy": "compact"}'::jsonb ELSE '{}'::jsonb END,
+       topic = '__consumer_offsets',
+       $1
+FROM (
+    SELECT topic, max(partition_id) + 1 AS partitions, gen_random_uuid() AS id
+    FROM log_partitions p
+    WHERE NOT EXISTS (SELECT 1 FROM topic_catalogue c WHERE c.name = p.topic)
+    GROUP BY topic
+) AS found
+RETURNING name, partitions
+"""
+"""What migration 5 does once, for logs written later without a catalogue row (an id whose base64
+form would start with ``-`` gets its first digit replaced, as there)."""
+
 _ADD_PARTITIONS = """
 INSERT INTO log_partitions (topic, partition_id, owner_epoch)
 SELECT $1, p, coalesce((SELECT max(m.epoch) FROM ownership_moves m
@@ -136,6 +162,27 @@ class TopicCatalogue:
         except _NothingChangedError:
             return False
         return True
+
+    async def adopt_uncatalogued(self) -> dict[str, int]:
+        """Catalogue every topic whose logs exist without a catalogue row, and return them with
+        their partition counts. Such logs were written by a node that served this database alone
+        (not in cluster mode, which keeps its catalogue in ``topics.json``); a cluster that starts on
+        that database takes them over rather than tripping on them when it creates a topic."""
+        try:
+            with storage_errors("adopt uncatalogued topics"):
+                if not await self._pool.fetchval(_ANY_UNCATALOGUED):
+                    return {}
+                async with self._pool.acquire() as connection, connection.transaction():
+                    version = await connection.fetchval(_BUMP)
+                    adopted = {
+                        row["name"]: row["partitions"]
+                        for row in await connection.fetch(_ADOPT_UNCATALOGUED, version)
+                    }
+                    if not adopted:
+                        raise _NothingChangedError(None)
+        except _NothingChangedError:
+            return {}
+        return adopted
 
     async def delete(self, name: str) -> tuple[DeleteOutcome, CatalogueRow | None]:
         """Remove a non-internal topic and its logs; the row as it was (None when unknown)."""
