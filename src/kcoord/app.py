@@ -73,6 +73,7 @@ from kcoord.coordinator.consumer.config import ConsumerGroupConfig
 from kcoord.coordinator.consumer.persistence import TopicIds
 from kcoord.coordinator.shard import GroupCoordinatorShard
 from kcoord.observability.auth_metrics import AuthMetrics
+from kcoord.observability.cache_metrics import watch_storage_cache
 from kcoord.observability.endpoint import build_endpoint
 from kcoord.observability.group_events import GroupEventObserver
 from kcoord.observability.http_security import http_security
@@ -133,6 +134,8 @@ class App:
             owned_only=s["kcoord.cluster.enable"],
         )
         self.store.timings = self.metrics
+        if isinstance(self.store, PostgresLogStore):
+            watch_storage_cache(self.metrics.registry, self.store.cache)
         shared: SharedCatalogue | None = None
         if s["kcoord.cluster.enable"]:
             if not isinstance(self.store, PostgresLogStore):

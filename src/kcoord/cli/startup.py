@@ -27,6 +27,10 @@ from kcoord.storage.data_files import DataFileError
 EXIT_DATA_DIR = 3
 EXIT_ADDRESS = 4
 
+STOP_MARGIN_S = 15.0
+"""What a clean stop may take beyond draining requests (``kcoord.shutdown.timeout.ms``): every step
+is bounded on its own, and this bounds them all, so a SIGTERMed node always exits."""
+
 _BIND_ERRNOS = {errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES}
 
 
@@ -111,8 +115,13 @@ async def _run_until_signalled(settings: Settings) -> None:
             f"data directory {data_dir} cannot be used: {_reason(exc)}", EXIT_DATA_DIR
         ) from None
     await stop.wait()
-    structlog.get_logger(__name__).info("kcoord.stopping")
-    await app.stop()
+    logger = structlog.get_logger(__name__)
+    logger.info("kcoord.stopping")
+    bound_s = settings["kcoord.shutdown.timeout.ms"] / 1000 + STOP_MARGIN_S
+    try:
+        await asyncio.wait_for(app.stop(), bound_s)
+    except TimeoutError:
+        logger.error("kcoord.stop_timed_out", timeout_s=bound_s)
 
 
 def _is_bind_error(exc: OSError) -> bool:

@@ -17,7 +17,6 @@ commit round refuses any write that was still in flight.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -44,6 +43,10 @@ __all__ = [
 log = structlog.get_logger(__name__)
 
 PartitionKey = tuple[str, int]
+
+STOP_STEP_TIMEOUT_S = 5.0
+"""How long each step of a clean exit (ending the renewal loop, dropping the partitions, releasing
+them in the database) may take before the exit goes on without it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,19 +223,30 @@ class ClusterMembership:
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def stop(self) -> None:
-        """A clean exit: stop serving, hand every partition back at once, leave the live set."""
+        """A clean exit: stop serving, hand every partition back at once, leave the live set.
+
+        Every step is bounded (:data:`STOP_STEP_TIMEOUT_S`): a slow or unreachable database, or
+        a renewal stuck in a query, must not keep a SIGTERMed node alive. The partitions are
+        dropped locally together (each host's release waits for its own in-flight appends), then
+        released in the database in one transaction; if that cannot be done in time the lease
+        lapses and the survivors take them over after it, as after a crash.
+        """
+        self._deadline = 0.0
         if self._task is not None:
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-        self._deadline = 0.0
-        for key in list(self._owned):
-            await self._drop(key, release=False)
+            await asyncio.wait([self._task], timeout=STOP_STEP_TIMEOUT_S)
+        drops = asyncio.gather(
+            *(self._drop(key, release=False) for key in list(self._owned)), return_exceptions=True
+        )
         try:
-            await self._ownership.deregister(self.node_id)
+            await asyncio.wait_for(drops, STOP_STEP_TIMEOUT_S)
+        except TimeoutError:
+            self._log.warning("cluster.drop_timed_out", timeout_s=STOP_STEP_TIMEOUT_S)
+        try:
+            await asyncio.wait_for(self._ownership.deregister(self.node_id), STOP_STEP_TIMEOUT_S)
             self._log.info("cluster.deregistered")
-        except KafkaError as exc:
-            self._log.warning("cluster.deregister_failed", error=str(exc))
+        except (KafkaError, TimeoutError) as exc:
+            self._log.warning("cluster.deregister_failed", error=str(exc) or type(exc).__name__)
 
     async def _run(self) -> None:
         while True:

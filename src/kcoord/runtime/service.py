@@ -182,8 +182,8 @@ class GroupCoordinator:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         await self._driver.stop()
-        for runner in self._runners.values():
-            await runner.close()
+        # Together: each close waits (bounded) for its own in-flight appends.
+        await asyncio.gather(*(runner.close() for runner in self._runners.values()))
 
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, self.num_partitions)

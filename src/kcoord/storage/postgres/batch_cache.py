@@ -39,6 +39,8 @@ class BatchCache:
         self._by_segment: dict[int, set[int]] = {}
         self.hits = 0
         self.misses = 0
+        self.evictions = 0
+        """Entries pushed out to keep within ``capacity`` (dropped segments are not counted)."""
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -84,6 +86,7 @@ class BatchCache:
         while self.size > self.capacity and self._entries:
             (token, position), data = self._entries.popitem(last=False)
             self.size -= len(data)
+            self.evictions += 1
             positions = self._by_segment.get(token)
             if positions is not None:
                 positions.discard(position)

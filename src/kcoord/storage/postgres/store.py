@@ -40,6 +40,8 @@ COMMAND_TIMEOUT_S = 15.0
 POOL_SIZE = 4
 START_WAIT_S = 30.0
 """How long opening the store waits for the database to accept connections."""
+CLOSE_TIMEOUT_S = 5.0
+"""How long closing waits for the logs' pending rounds, then for the pool's connections."""
 DEFAULT_CACHE_BYTES = 256 << 20
 """``kcoord.storage.postgres.cache.bytes``'s default."""
 
@@ -310,7 +312,17 @@ class PostgresLogStore(StoreBase[PostgresLog]):
             await self._require_pool().execute("DELETE FROM log_partitions WHERE topic = $1", topic)
 
     async def close(self) -> None:
-        await self._stop_and_close_logs()
+        """Close the logs (each waits for its pending round) and the pool, each within
+        :data:`CLOSE_TIMEOUT_S`: a round or a query stuck on a slow or unreachable database is
+        abandoned (nothing unacknowledged is lost by that) rather than holding the exit."""
+        try:
+            await asyncio.wait_for(self._stop_and_close_logs(), CLOSE_TIMEOUT_S)
+        except TimeoutError:
+            logger.warning("log_store.close_timed_out", step="logs", timeout_s=CLOSE_TIMEOUT_S)
         if self._pool is not None:
-            await self._pool.close()
-            self._pool = None
+            pool, self._pool = self._pool, None
+            try:
+                await asyncio.wait_for(pool.close(), CLOSE_TIMEOUT_S)
+            except TimeoutError:
+                logger.warning("log_store.close_timed_out", step="pool", timeout_s=CLOSE_TIMEOUT_S)
+                pool.terminate()
