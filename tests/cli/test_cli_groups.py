@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import socket
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -79,6 +80,42 @@ def test_a_consumer_group_prints_its_partition_table(capsys: pytest.CaptureFixtu
         "CLIENT-ID",
     ]
     assert lines[3].split() == ["t", "0", "4", "10", "6", "m-1", "/127.0.0.1", "app"]
+    assert lines[5].split() == ["MEMBER-ID", "PROTOCOL", "EPOCH", "CLIENT-ID", "HOST"]
+    assert lines[6].split() == ["m-1", "-", "3", "app", "/127.0.0.1"]
+
+
+def test_a_migrating_group_shows_each_members_protocol(capsys: pytest.CaptureFixture[str]) -> None:
+    """ConsumerGroupDescribe v1's member_type names the classic members of a migrating group."""
+    empty = SimpleNamespace(topic_partitions=[])
+
+    def member(member_id: str, member_type: int) -> SimpleNamespace:
+        return SimpleNamespace(
+            member_id=member_id,
+            instance_id=None,
+            client_id="app",
+            client_host="/127.0.0.1",
+            member_epoch=5,
+            member_type=member_type,
+            assignment=empty,
+            target_assignment=empty,
+        )
+
+    group = SimpleNamespace(
+        group_state="Stable",
+        group_epoch=5,
+        assignment_epoch=5,
+        assignor_name="uniform",
+        members=[member("old", 0), member("new", 1)],
+    )
+    assert _print_consumer_group(argparse.Namespace(group="g", json=True), group, {}, {}) == 0
+    described = json.loads(capsys.readouterr().out)
+    assert [(m["member_id"], m["protocol"]) for m in described["members"]] == [
+        ("old", "classic"),
+        ("new", "consumer"),
+    ]
+    assert _print_consumer_group(argparse.Namespace(group="g", json=False), group, {}, {}) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[:2] for line in lines[-2:]] == [["old", "classic"], ["new", "consumer"]]
 
 
 def test_health_exits_one_when_nothing_listens(capsys: pytest.CaptureFixture[str]) -> None:

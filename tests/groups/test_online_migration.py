@@ -10,6 +10,7 @@ consumed exactly once across all of it.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 from confluent_kafka import ConsumerGroupType
 from confluent_kafka.admin import AdminClient
 
+from kcoord.cli import main
 from tests.groups.test_consumer_protocol import SteadyProducer, _consumed_times, _longest_gap
 from tests.support.group_clients import (
     ClientKind,
@@ -174,3 +176,30 @@ def _covered(driver: Driver) -> bool:
     for partition, offset in list(driver.consumed):
         last[partition] = max(last.get(partition, -1), offset)
     return all(driver.committed.get(p, -1) > o for p, o in last.items())
+
+
+def test_groups_describe_names_the_classic_members_of_a_migrating_group(
+    server: KcoordProcess, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``kcoord groups describe`` asks ConsumerGroupDescribe v1 and shows each member's protocol:
+    a classic member living on inside the upgraded group is "classic", its new peer "consumer"."""
+    members = Group(server, topic="t-describe-mixed", group="g-describe-mixed", partitions=PARTITIONS)
+    try:
+        create_and_fill(server, members.topic, PARTITIONS, 5)
+        old = members.start(CLASSIC)
+        members.wait_balanced([old], timeout=90.0)
+        new = members.start(CONSUMER)
+        members.wait_balanced([old, new], timeout=90.0)
+        capsys.readouterr()
+        describe = ["groups", "describe", "g-describe-mixed", "--bootstrap", server.bootstrap]
+        assert main([*describe, "--json"]) == 0
+        described = json.loads(capsys.readouterr().out)
+        assert described["type"] == "consumer"
+        assert sorted(m["protocol"] for m in described["members"]) == ["classic", "consumer"]
+        assert main(describe) == 0
+        table = capsys.readouterr().out.splitlines()
+        header = next(i for i, line in enumerate(table) if line.startswith("MEMBER-ID"))
+        assert table[header].split()[1] == "PROTOCOL"
+        assert sorted(line.split()[1] for line in table[header + 1 :]) == ["classic", "consumer"]
+    finally:
+        members.stop_all()

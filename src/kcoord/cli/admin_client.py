@@ -26,7 +26,7 @@ API_VERSIONS_V = 3
 FIND_COORDINATOR_V = 3
 LIST_GROUPS_V = 4
 DESCRIBE_GROUPS_V = 5
-CONSUMER_GROUP_DESCRIBE_V = 0
+CONSUMER_GROUP_DESCRIBE_V = 1  # v1 adds member_type: which members of a migrating group are classic
 OFFSET_FETCH_V = 7
 OFFSET_COMMIT_V = 8
 DELETE_GROUPS_V = 2
@@ -111,6 +111,7 @@ class AdminClient:
         self._client_id = client_id
         self._bootstrap = _Connection(host, port, timeout_s, client_id)
         self._coordinators: dict[tuple[str, int], _Connection] = {}
+        self._max_versions: dict[int, int] | None = None
 
     def close(self) -> None:
         self._bootstrap.close()
@@ -132,6 +133,12 @@ class AdminClient:
         if int(response.error_code) != 0:
             raise AdminError(f"ApiVersions: {error_name(int(response.error_code))}")
         return response
+
+    def version_for(self, api_key: int, wanted: int) -> int:
+        """``wanted``, or the server's highest version of ``api_key`` when that is lower (asked once)."""
+        if self._max_versions is None:
+            self._max_versions = {int(k.api_key): int(k.max_version) for k in self.api_versions().api_keys}
+        return min(wanted, self._max_versions.get(int(api_key), wanted))
 
     def list_groups(self) -> list[tuple[str, str, str]]:
         """(group id, protocol type, state) of every group, sorted."""
@@ -155,7 +162,7 @@ class AdminClient:
         """The KIP-848 consumer group (ConsumerGroupDescribe), or None when the id is not one."""
         response = self._coordinator(group_id).call(
             ApiKey.CONSUMER_GROUP_DESCRIBE,
-            CONSUMER_GROUP_DESCRIBE_V,
+            self.version_for(ApiKey.CONSUMER_GROUP_DESCRIBE, CONSUMER_GROUP_DESCRIBE_V),
             {"group_ids": [group_id], "include_authorized_operations": False},
         )
         (group,) = response.groups

@@ -19,7 +19,13 @@ from urllib.parse import quote
 
 from kcoord.cli import reset_offsets
 from kcoord.cli.admin_client import AdminClient, AdminError
-from kcoord.cli.consumer_groups import assigned_partitions, consumer_members, consumer_rows
+from kcoord.cli.consumer_groups import (
+    MEMBER_HEADERS,
+    assigned_partitions,
+    consumer_members,
+    consumer_rows,
+    member_rows,
+)
 from kcoord.cli.partition_rows import PARTITION_HEADERS, partition_rows
 from kcoord.config import parse_host_port
 from kcoord.observability.group_views import decode_member_assignment
@@ -223,7 +229,11 @@ def _print_consumer_group(
         f"Group {args.group}: {group.group_state}, consumer protocol (KIP-848), group epoch "
         f"{group.group_epoch}, assignor {group.assignor_name}, {len(members)} member(s)"
     )
-    return _print_description(args, summary, title, rows)
+    _print_description(args, summary, title, rows)
+    if not args.json:
+        print()
+        print_table(list(MEMBER_HEADERS), member_rows(members))
+    return 0
 
 
 def _print_description(
