@@ -29,8 +29,33 @@ def form(group: Group, kind: ClientKind, session_timeout_ms: int = 6000) -> set[
     expected = create_and_fill(group.server, group.topic, group.partitions, PER_PARTITION)
     for _ in range(5):
         group.start(kind, session_timeout_ms=session_timeout_ms)
-    group.wait_balanced()
+    try:
+        group.wait_balanced()
+    except AssertionError:
+        if kind.client != "kafka-python":
+            raise
+        replace_stalled_kafka_python_members(group, kind, session_timeout_ms)
+        group.wait_balanced()
     return expected
+
+
+def replace_stalled_kafka_python_members(group: Group, kind: ClientKind, session_timeout_ms: int) -> None:
+    """Replace members hit by kafka-python 3.0.12's stall after a SyncGroup answer.
+
+    The stall is described in ``tests/support/kafka_python.py``: the member received its answer,
+    never acts on it, and is expired by the coordinator after its session timeout, so the group
+    forms without it. It happens while the group *forms*, which is set-up here, not the behaviour
+    under test. A stalled member (alive, owning nothing) is replaced once, visibly; a second stall,
+    or a failure of any other kind, still fails the test.
+    """
+    stalled = [driver for driver in group.drivers if driver.alive and not driver.assignment]
+    if not stalled:
+        raise AssertionError(f"group {group.group} did not form; no member stalled:\n{group.diagnose()}")
+    for driver in stalled:
+        print(f"kafka-python member stalled after SyncGroup; replacing it:\n{driver.describe()}")
+        driver.kill()
+        group.drivers.remove(driver)
+        group.start(kind, session_timeout_ms=session_timeout_ms)
 
 
 @by_name
