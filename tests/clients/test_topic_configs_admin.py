@@ -5,8 +5,6 @@ producer refused by the new max.message.bytes."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,15 +24,6 @@ from tests.support.server import KcoordProcess
 pytestmark = pytest.mark.clients
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[KcoordProcess]:
-    process = KcoordProcess(tmp_path / "data").start()
-    try:
-        yield process
-    finally:
-        process.kill()
-
-
 def _admin(server: KcoordProcess) -> AdminClient:
     return AdminClient({"bootstrap.servers": server.bootstrap, "socket.timeout.ms": 10_000})
 
@@ -52,36 +41,36 @@ def _describe(server: KcoordProcess, topic: str) -> dict[str, Any]:
     return {name: (entry.value, entry.source) for name, entry in future.result(timeout=15).items()}
 
 
-def test_topic_configs_are_altered_described_kept_and_enforced(server: KcoordProcess) -> None:
+def test_topic_configs_are_altered_described_kept_and_enforced(kcoord: KcoordProcess) -> None:
     """Overrides given at creation and changed with IncrementalAlterConfigs are described as
     DYNAMIC_TOPIC_CONFIG, survive a restart, a DELETE takes one back to the default, and a
     producer's batch over the new max.message.bytes is refused with MSG_SIZE_TOO_LARGE."""
     topic = f"tuned-{uuid.uuid4().hex[:8]}"
-    admin = _admin(server)
+    admin = _admin(kcoord)
     (created,) = admin.create_topics([NewTopic(topic, 1, 1, config={"retention.ms": "3600000"})]).values()
     created.result(timeout=15)
     dynamic = ConfigSource.DYNAMIC_TOPIC_CONFIG.value
-    assert _describe(server, topic)["retention.ms"] == ("3600000", dynamic)
+    assert _describe(kcoord, topic)["retention.ms"] == ("3600000", dynamic)
 
     _alter(
-        server,
+        kcoord,
         topic,
         [
             ConfigEntry("max.message.bytes", "2000", incremental_operation=AlterConfigOpType.SET),
             ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND),
         ],
     )
-    server.restart()
-    described = _describe(server, topic)
+    kcoord.restart()
+    described = _describe(kcoord, topic)
     assert described["max.message.bytes"] == ("2000", dynamic)
     assert described["cleanup.policy"] == ("delete,compact", dynamic)
     assert described["retention.ms"] == ("3600000", dynamic)
 
-    _alter(server, topic, [ConfigEntry("retention.ms", "", incremental_operation=AlterConfigOpType.DELETE)])
-    assert _describe(server, topic)["retention.ms"] == ("604800000", ConfigSource.DEFAULT_CONFIG.value)
+    _alter(kcoord, topic, [ConfigEntry("retention.ms", "", incremental_operation=AlterConfigOpType.DELETE)])
+    assert _describe(kcoord, topic)["retention.ms"] == ("604800000", ConfigSource.DEFAULT_CONFIG.value)
 
     errors: list[KafkaError] = []
-    producer = Producer({"bootstrap.servers": server.bootstrap, "linger.ms": 0})
+    producer = Producer({"bootstrap.servers": kcoord.bootstrap, "linger.ms": 0})
     for value in (b"x" * 3000, b"y" * 100):  # one batch each: the small one alone fits
         producer.produce(topic, value, on_delivery=lambda err, _msg: errors.append(err))
         assert producer.flush(30) == 0
@@ -89,6 +78,6 @@ def test_topic_configs_are_altered_described_kept_and_enforced(server: KcoordPro
 
     with pytest.raises(KafkaException) as refused:
         _alter(
-            server, topic, [ConfigEntry("retention.ms", "soon", incremental_operation=AlterConfigOpType.SET)]
+            kcoord, topic, [ConfigEntry("retention.ms", "soon", incremental_operation=AlterConfigOpType.SET)]
         )
     assert refused.value.args[0].code() == KafkaError.INVALID_CONFIG

@@ -9,7 +9,6 @@ import subprocess
 import sys
 import time
 import urllib.error
-import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -18,8 +17,7 @@ import pytest
 
 from kcoord.config import DEFINITIONS, env_name
 from tests.container.files import DEPLOY, compose_config, effective_settings, load_yaml, port_of
-from tests.observability.live_group import http_get_json
-from tests.observability.test_prometheus_and_late_member import PROMETHEUS, free_port
+from tests.observability.test_prometheus_and_late_member import launch_prometheus, query
 from tests.support.server import KcoordProcess
 
 SETUP = DEPLOY / "secure" / "setup.sh"
@@ -106,13 +104,9 @@ def test_secure_prometheus_scrapes_https_with_basic_auth(compose: dict[str, Any]
 
 def _wait_for_up(address: str, timeout_s: float = 90.0) -> list[dict[str, Any]]:
     deadline = time.monotonic() + timeout_s
-    expression = urllib.parse.quote('up{job="kcoord"}')
     last: list[dict[str, Any]] = []
     while time.monotonic() < deadline:
-        try:
-            last = http_get_json(address, f"/api/v1/query?query={expression}")["data"]["result"]
-        except OSError:
-            last = []
+        last = query(address, 'up{job="kcoord"}')
         if last and last[0]["value"][1] == "1":
             return last
         time.sleep(0.5)
@@ -153,14 +147,9 @@ def test_generated_scrape_config_scrapes_a_real_kcoord_over_tls(
         job["tls_config"]["ca_file"] = str(generated / "ca.pem")
         job["basic_auth"]["password_file"] = str(generated / "prometheus.password")
         job["static_configs"] = [{"targets": [kcoord.metrics_address]}]
-        config = tmp_path / "prometheus.yml"
-        config.write_text(json.dumps({"global": {"scrape_interval": "1s"}, "scrape_configs": [job]}))
-        address = f"127.0.0.1:{free_port()}"
-        prometheus = subprocess.Popen(
-            [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-             f"--web.listen-address={address}", "--log.level=warn"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+        prometheus, address = launch_prometheus(
+            tmp_path, json.dumps({"global": {"scrape_interval": "1s"}, "scrape_configs": [job]})
+        )
         try:
             (series,) = _wait_for_up(address)
             assert series["metric"]["instance"] == kcoord.metrics_address

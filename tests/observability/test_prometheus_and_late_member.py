@@ -40,11 +40,17 @@ def free_port() -> int:
 
 
 def start_prometheus(tmp_path: Path, target: str) -> tuple[subprocess.Popen[bytes], str]:
-    config = tmp_path / "prometheus.yml"
-    config.write_text(
+    return launch_prometheus(
+        tmp_path,
         "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-        f"scrape_configs:\n  - job_name: kcoord\n    static_configs:\n      - targets: ['{target}']\n"
+        f"scrape_configs:\n  - job_name: kcoord\n    static_configs:\n      - targets: ['{target}']\n",
     )
+
+
+def launch_prometheus(tmp_path: Path, config_text: str) -> tuple[subprocess.Popen[bytes], str]:
+    """Prometheus on a free loopback port with ``config_text`` as its configuration, and that address."""
+    config = tmp_path / "prometheus.yml"
+    config.write_text(config_text)
     address = f"127.0.0.1:{free_port()}"
     proc = subprocess.Popen(
         [

@@ -9,23 +9,17 @@ import pytest
 
 from kcoord.protocol.codec import build, decode_request, encode_entity, request_class
 from kcoord.protocol.guard import MalformedRequestError, check_request
+from kcoord.protocol.varint import encode_uvarint
 from tests.support.hostile_frames import request_payload
 
 HEARTBEAT, JOIN_GROUP, FETCH = 12, 11, 1
 
 
-def uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def tagged(*fields: tuple[int, bytes]) -> bytes:
     """A tagged-field section holding ``(tag, payload)`` fields in order."""
-    return uvarint(len(fields)) + b"".join(uvarint(tag) + uvarint(len(data)) + data for tag, data in fields)
+    return encode_uvarint(len(fields)) + b"".join(
+        encode_uvarint(tag) + encode_uvarint(len(data)) + data for tag, data in fields
+    )
 
 
 UNKNOWN = tagged((7, b"newer"), (300, b"x" * 200), (301, b""))

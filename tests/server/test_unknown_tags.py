@@ -7,9 +7,8 @@ import struct
 from typing import Any
 
 from kio.schema.errors import ErrorCode
-from kio.serial import entity_reader
 
-from kcoord.protocol.codec import build, encode_entity, request_class, response_class
+from kcoord.protocol.codec import build, encode_entity, request_class
 from tests.protocol.test_unknown_tags import UNKNOWN, tagged, with_header_tags
 from tests.support.raw_client import RawClient
 from tests.support.server import KcoordProcess
@@ -21,12 +20,7 @@ def call_raw(client: RawClient, api_key: int, version: int, payload: bytes) -> A
     """Send a hand-made request payload; the decoded response (its correlation id checked)."""
     (correlation_id,) = struct.unpack_from(">i", payload, 4)
     client.send_raw(struct.pack(">i", len(payload)) + payload)
-    frame = client.recv_frame()
-    assert struct.unpack_from(">i", frame, 0) == (correlation_id,)
-    cls = response_class(api_key, version)
-    offset = 5 if cls.__header_schema__.__flexible__ else 4
-    response, _ = entity_reader(cls)(frame, offset)
-    return response
+    return client.recv(api_key, version, correlation_id)
 
 
 def payload_with_unknown_tags(api_key: int, version: int, fields: dict[str, Any], item: bytes = b"") -> bytes:

@@ -54,6 +54,7 @@ from kcoord.protocol.guard_source import (
     short,
     uvarint,
 )
+from kcoord.protocol.varint import encode_uvarint
 
 __all__ = ["MAX_STRING_BYTES", "MalformedRequestError", "check_request", "compile_request"]
 
@@ -167,22 +168,13 @@ def _tagged_fields(owner: str, known: dict[int, Step]) -> Step:
     return step
 
 
-def _encode_uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def _without_unknown_tags(frame: Frame, sections: list[_SectionWithUnknownTags]) -> bytes:
     """``frame`` with the unknown fields of ``sections`` cut out and each section's count lowered."""
     out = bytearray()
     copied = 0
     for section in sorted(sections, key=lambda s: s.start):
         out += frame[copied : section.start]
-        out += _encode_uvarint(len(section.kept))
+        out += encode_uvarint(len(section.kept))
         for field_start, field_end in section.kept:
             out += frame[field_start:field_end]
         copied = section.end

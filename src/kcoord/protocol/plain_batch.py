@@ -23,8 +23,6 @@ __all__ = ["CorruptBatchError", "EncodedBatch", "encode_for_log", "encode_plain_
 _HEADER_AFTER_CRC = struct.Struct(">hiqqqhii")
 _PREFIX = struct.Struct(">qiib")
 _CRC = struct.Struct(">I")
-_BASE_OFFSET = struct.Struct(">q")
-_LEADER_EPOCH = struct.Struct(">i")
 
 
 class CorruptBatchError(ValueError):
@@ -71,25 +69,12 @@ class EncodedBatch(NamedTuple):
 
     The log takes these instead of parsing the header back out of bytes it did not need to check
     (a batch from the network still goes through the header checks). ``data`` has base offset 0
-    and partition leader epoch -1, as :func:`encode_plain_batch` writes them.
+    and partition leader epoch -1, as :func:`encode_plain_batch` writes them; the log sets both.
     """
 
     data: bytes
     last_offset_delta: int
     max_timestamp: int
-
-    def placed_at(self, base_offset: int, leader_epoch: int = -1) -> bytes:
-        """The stored bytes: ``data`` with its base offset and partition leader epoch set (both
-        outside the CRC, so nothing else changes)."""
-        data = self.data
-        return b"".join(
-            (
-                _BASE_OFFSET.pack(base_offset),
-                data[8:12],
-                _LEADER_EPOCH.pack(leader_epoch),
-                memoryview(data)[16:],
-            )
-        )
 
 
 def encode_for_log(entries: Sequence[tuple[bytes | None, bytes | None]], timestamp_ms: int) -> EncodedBatch:

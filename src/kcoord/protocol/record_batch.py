@@ -245,14 +245,17 @@ def prepare_for_append(
     leader stamps every batch, so a consumer's position carries the epoch, KIP-320), LogAppendTime
     stamped if asked.
 
-    Only the 61-byte header is rewritten; the records are copied once, never parsed.
+    Only the header is rewritten; the records are copied once, never parsed. Base offset and
+    leader epoch lie before the CRC's range, so without LogAppendTime they are spliced in (the
+    commit path's append) and the CRC is left alone.
     """
+    if log_append_time_ms is None:
+        return b"".join((_I64.pack(base_offset), data[8:12], _I32.pack(leader_epoch), memoryview(data)[16:]))
     head = bytearray(data[:HEADER_SIZE])
     _I64.pack_into(head, 0, base_offset)
     _I32.pack_into(head, 12, leader_epoch)
     body = memoryview(data)[HEADER_SIZE:]
-    if log_append_time_ms is not None:
-        _stamp_log_append_time(head, body, log_append_time_ms)
+    _stamp_log_append_time(head, body, log_append_time_ms)
     return b"".join((head, body))
 
 

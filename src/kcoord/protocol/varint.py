@@ -1,4 +1,5 @@
-"""Kafka's zigzag varints (varint and varlong alike), as the record format (magic 2) uses them.
+"""Kafka's zigzag varints (varint and varlong alike), as the record format (magic 2) uses them, and
+the unsigned varints of the flexible request versions' lengths and tags.
 
 The offsets log's hot path has its own unrolled copy in :mod:`kcoord.protocol.plain_batch`;
 these serve the readers and writers that look inside records less often (the log cleaner, the CLI).
@@ -6,7 +7,7 @@ these serve the readers and writers that look inside records less often (the log
 
 from __future__ import annotations
 
-__all__ = ["encode_varint", "read_varint"]
+__all__ = ["encode_uvarint", "encode_varint", "read_varint"]
 
 
 def read_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
@@ -26,10 +27,14 @@ def read_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
 
 def encode_varint(value: int) -> bytes:
     """``value`` (a 64-bit signed integer) as a zigzag varint."""
-    zigzag = (value << 1) ^ (value >> 63)
+    return encode_uvarint((value << 1) ^ (value >> 63))
+
+
+def encode_uvarint(value: int) -> bytes:
+    """``value`` (a non-negative integer) as an unsigned varint, as Kafka's ``writeUnsignedVarint``."""
     out = bytearray()
-    while zigzag >= 0x80:
-        out.append((zigzag & 0x7F) | 0x80)
-        zigzag >>= 7
-    out.append(zigzag)
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
     return bytes(out)

@@ -182,16 +182,10 @@ class SegmentedLog(ABC):
         segment = self._segment_for_append(size, last_offset_delta, now)
         base_offset = self._next_offset
         log_append_time = now if self._config.message_timestamp_type == "LogAppendTime" else None
-        if log_append_time is None and isinstance(batch, EncodedBatch):
-            data = batch.placed_at(base_offset, self.leader_epoch)
-        else:
-            data = prepare_for_append(
-                raw,
-                base_offset=base_offset,
-                log_append_time_ms=log_append_time,
-                leader_epoch=self.leader_epoch,
-            )
-            max_timestamp = max_timestamp if log_append_time is None else log_append_time
+        data = prepare_for_append(
+            raw, base_offset=base_offset, log_append_time_ms=log_append_time, leader_epoch=self.leader_epoch
+        )
+        max_timestamp = max_timestamp if log_append_time is None else log_append_time
         placement = segment.plan(base_offset, base_offset + last_offset_delta + 1, max_timestamp, len(data))
         self._next_offset = placement.next_offset
         return segment, data, placement, log_append_time
