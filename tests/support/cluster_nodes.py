@@ -40,12 +40,14 @@ def start_nodes(
     ]
 
 
-def owners(postgres: PostgresCluster, database: str) -> dict[int, int | None]:
-    """``__consumer_offsets`` partition -> owning node id as recorded in the database."""
+def owners(
+    postgres: PostgresCluster, database: str, topic: str = "__consumer_offsets"
+) -> dict[int, int | None]:
+    """``topic``'s partition -> owning node id as recorded in the database (None: unowned)."""
     rows = postgres.sql(
         database,
         "SELECT partition_id, coalesce(owner_node, -1) FROM log_partitions"
-        " WHERE topic = '__consumer_offsets' ORDER BY partition_id",
+        f" WHERE topic = '{topic}' ORDER BY partition_id",
     )
     result: dict[int, int | None] = {}
     for line in rows.splitlines():
