@@ -10,6 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.samples import Sample
+
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
 from tests.support.batches import build_batch
@@ -185,6 +188,13 @@ def cluster_status(node: KcoordProcess) -> dict[str, Any]:
     with urllib.request.urlopen(f"http://{node.metrics_address}/v1/cluster", timeout=10) as reply:
         status: dict[str, Any] = json.loads(reply.read())
     return status
+
+
+def metric_samples(node: KcoordProcess, name: str) -> list[Sample]:
+    """The samples named ``name`` (``..._total`` for a counter) on the node's ``/metrics``."""
+    with urllib.request.urlopen(f"http://{node.metrics_address}/metrics", timeout=10) as reply:
+        text = reply.read().decode()
+    return [s for family in text_string_to_metric_families(text) for s in family.samples if s.name == name]
 
 
 def wait_converged(
