@@ -4,15 +4,14 @@ restart are recognised as duplicates from the producer state rebuilt at start)."
 
 from __future__ import annotations
 
-import threading
 import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from confluent_kafka import KafkaError, Message, Producer
 
 from tests.support.confluent_ops import consume_all, create_topic
+from tests.support.idempotent_storm import Storm
 from tests.support.raw_client import RawClient
 from tests.support.raw_ops import list_offset
 from tests.support.server import KcoordProcess
@@ -23,54 +22,6 @@ PARTITIONS = 3
 RECORDS = 120_000
 KILL_AFTER_ACKS = 20_000
 STORM_DEADLINE_S = 120.0
-
-
-class Storm:
-    """One idempotent producer sending RECORDS distinct values from a thread, counting acknowledgements."""
-
-    def __init__(self, bootstrap: str, topic: str) -> None:
-        self.topic = topic
-        self.acked: set[bytes] = set()
-        self.errors: list[str] = []
-        self._lock = threading.Lock()
-        self.producer = Producer(
-            {
-                "bootstrap.servers": bootstrap,
-                "enable.idempotence": True,
-                "acks": "all",
-                "linger.ms": 2,
-                "batch.num.messages": 500,
-                "message.timeout.ms": int(STORM_DEADLINE_S * 1000),
-                "reconnect.backoff.ms": 50,
-                "reconnect.backoff.max.ms": 500,
-            }
-        )
-        self.thread = threading.Thread(target=self._run, name="produce-storm", daemon=True)
-
-    def _delivered(self, err: KafkaError | None, msg: Message) -> None:
-        with self._lock:
-            if err is not None:
-                self.errors.append(str(err))
-            else:
-                value = msg.value()
-                assert isinstance(value, bytes)
-                self.acked.add(value)
-
-    def acked_count(self) -> int:
-        with self._lock:
-            return len(self.acked)
-
-    def _run(self) -> None:
-        deadline = time.monotonic() + STORM_DEADLINE_S
-        for i in range(RECORDS):
-            while time.monotonic() < deadline:
-                try:
-                    self.producer.produce(self.topic, value=b"%08d" % i, on_delivery=self._delivered)
-                    break
-                except BufferError:
-                    self.producer.poll(0.05)
-            self.producer.poll(0)
-        self.producer.flush(max(deadline - time.monotonic(), 1.0))
 
 
 def log_end_offsets(server: KcoordProcess, topic: str) -> list[int]:
@@ -88,7 +39,7 @@ def test_sigkill_during_idempotent_storm_loses_and_repeats_nothing(
     server = kcoord_factory(tmp_path / "data").start()
     topic = f"idempotent-storm-{run}"
     create_topic(server.bootstrap, topic, PARTITIONS)
-    storm = Storm(server.bootstrap, topic)
+    storm = Storm(server.bootstrap, topic, RECORDS, STORM_DEADLINE_S, keys=None)
     storm.thread.start()
     waited_until = time.monotonic() + 60
     while storm.acked_count() < KILL_AFTER_ACKS and time.monotonic() < waited_until:
@@ -101,7 +52,7 @@ def test_sigkill_during_idempotent_storm_loses_and_repeats_nothing(
     stored_total = sum(log_end_offsets(server, topic))
     stored = Counter(c.value for c in consume_all(server.bootstrap, topic, stored_total, PARTITIONS))
     duplicates = sum(count - 1 for count in stored.values() if count > 1)
-    lost = storm.acked - set(stored)
+    lost = set(storm.acked) - set(stored)
     print(
         f"run {run}: acknowledged {len(storm.acked)}, stored {stored_total}, "
         f"duplicates {duplicates}, lost {len(lost)}, delivery errors {len(storm.errors)}"

@@ -22,6 +22,7 @@ from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
 from tests.support.batches import build_batch
 from tests.support.cluster_nodes import call, start_nodes, wait_converged, wait_until
+from tests.support.cluster_nodes import owners as partition_owners
 from tests.support.confluent_ops import consume_all
 from tests.support.idempotent_storm import Storm, count_stored
 from tests.support.postgres import PostgresCluster
@@ -36,20 +37,6 @@ RECORDS = 40_000
 KILL_AFTER_ACKS = 8_000
 STORM_DEADLINE_S = 120.0
 LEASE_S = 6.0
-
-
-def topic_owners(postgres: PostgresCluster, database: str, topic: str) -> dict[int, int | None]:
-    """Partition -> owning node id as the database records it (None: unowned)."""
-    rows = postgres.sql(
-        database,
-        "SELECT partition_id, coalesce(owner_node, -1) FROM log_partitions"
-        f" WHERE topic = '{topic}' ORDER BY partition_id",
-    )
-    owners: dict[int, int | None] = {}
-    for line in rows.splitlines():
-        partition, owner = line.split("|")
-        owners[int(partition)] = None if owner == "-1" else int(owner)
-    return owners
 
 
 def stored_records(postgres: PostgresCluster, database: str, topic: str) -> int:
@@ -79,10 +66,10 @@ def spread_topic(
 
     def spread_and_settled() -> bool:
         """Evenly spread, and unchanged since the last look a renewal ago (no claim in flux)."""
-        owners = topic_owners(postgres, database, topic)
+        current = partition_owners(postgres, database, topic)
         previous = settled[-1] if settled else None
-        settled.append(owners)
-        if Counter(owners.values()) != even or owners != previous:
+        settled.append(current)
+        if Counter(current.values()) != even or current != previous:
             time.sleep(1.2)
             return False
         return True

@@ -10,9 +10,7 @@ acknowledged record is consumed exactly once."""
 
 from __future__ import annotations
 
-import re
 import time
-import urllib.request
 import uuid
 from pathlib import Path
 
@@ -22,6 +20,7 @@ from kcoord.protocol.api_keys import ApiKey
 from tests.support.cluster_nodes import (
     cluster_status,
     group_on,
+    metric_samples,
     produce_to_leaders,
     start_nodes,
     wait_converged,
@@ -38,21 +37,15 @@ pytestmark = pytest.mark.clients
 
 TOPIC, PARTITIONS, PER_ROUND = "epochs", 6, 20
 SESSION_MS = 10_000
-_REQUESTS = re.compile(
-    r'^kcoord_requests_total\{api="OffsetForLeaderEpoch",error="(\w+)",version="(\d+)"\} (\S+)$'
-)
 
 
 def offset_for_leader_epoch_requests(node: KcoordProcess) -> dict[tuple[int, str], float]:
     """OffsetForLeaderEpoch requests the node answered, by (version, error), from its /metrics."""
-    with urllib.request.urlopen(f"http://{node.metrics_address}/metrics", timeout=10) as reply:
-        text = reply.read().decode()
-    counts: dict[tuple[int, str], float] = {}
-    for line in text.splitlines():
-        match = _REQUESTS.match(line)
-        if match:
-            counts[(int(match[2]), match[1])] = float(match[3])
-    return counts
+    return {
+        (int(sample.labels["version"]), sample.labels["error"]): sample.value
+        for sample in metric_samples(node, "kcoord_requests_total")
+        if sample.labels.get("api") == "OffsetForLeaderEpoch"
+    }
 
 
 def validations(nodes: list[KcoordProcess]) -> float:

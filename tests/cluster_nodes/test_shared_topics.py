@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import threading
 import time
-import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ import pytest
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
 from tests.support.batches import build_batch
-from tests.support.cluster_nodes import call, start_nodes, wait_converged, wait_until
+from tests.support.cluster_nodes import call, metric_samples, start_nodes, wait_converged, wait_until
 from tests.support.postgres import PostgresCluster
 from tests.support.raw_client import RawClient
 from tests.support.raw_ops import list_offset, produce
@@ -111,10 +110,8 @@ def _leader(nodes: list[KcoordProcess], name: str) -> KcoordProcess:
 
 
 def _applied_metric(node: KcoordProcess, change: str) -> float:
-    with urllib.request.urlopen(f"http://{node.metrics_address}/metrics", timeout=10) as reply:
-        text = reply.read().decode()
-    prefix = f'kcoord_topic_catalogue_changes_applied_total{{change="{change}"}} '
-    values = [float(line[len(prefix) :]) for line in text.splitlines() if line.startswith(prefix)]
+    samples = metric_samples(node, "kcoord_topic_catalogue_changes_applied_total")
+    values = [sample.value for sample in samples if sample.labels == {"change": change}]
     return values[0] if values else 0.0
 
 

@@ -10,6 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.samples import Sample
+
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
 from tests.support.batches import build_batch
@@ -40,12 +43,14 @@ def start_nodes(
     ]
 
 
-def owners(postgres: PostgresCluster, database: str) -> dict[int, int | None]:
-    """``__consumer_offsets`` partition -> owning node id as recorded in the database."""
+def owners(
+    postgres: PostgresCluster, database: str, topic: str = "__consumer_offsets"
+) -> dict[int, int | None]:
+    """``topic``'s partition -> owning node id as recorded in the database (None: unowned)."""
     rows = postgres.sql(
         database,
         "SELECT partition_id, coalesce(owner_node, -1) FROM log_partitions"
-        " WHERE topic = '__consumer_offsets' ORDER BY partition_id",
+        f" WHERE topic = '{topic}' ORDER BY partition_id",
     )
     result: dict[int, int | None] = {}
     for line in rows.splitlines():
@@ -183,6 +188,13 @@ def cluster_status(node: KcoordProcess) -> dict[str, Any]:
     with urllib.request.urlopen(f"http://{node.metrics_address}/v1/cluster", timeout=10) as reply:
         status: dict[str, Any] = json.loads(reply.read())
     return status
+
+
+def metric_samples(node: KcoordProcess, name: str) -> list[Sample]:
+    """The samples named ``name`` (``..._total`` for a counter) on the node's ``/metrics``."""
+    with urllib.request.urlopen(f"http://{node.metrics_address}/metrics", timeout=10) as reply:
+        text = reply.read().decode()
+    return [s for family in text_string_to_metric_families(text) for s in family.samples if s.name == name]
 
 
 def wait_converged(

@@ -26,10 +26,13 @@ class Storm:
     """Sends ``records`` distinct values (``%08d``) to ``topic``; ``acked`` maps value -> Ack.
 
     Record ``i`` is keyed ``i % keys``, so every partition keeps getting records even while its
-    leader is down (a keyless record goes to a partition whose leader is up).
+    leader is down (a keyless record goes to a partition whose leader is up); ``keys=None`` sends
+    keyless records.
     """
 
-    def __init__(self, bootstrap: str, topic: str, records: int, deadline_s: float, keys: int = 64) -> None:
+    def __init__(
+        self, bootstrap: str, topic: str, records: int, deadline_s: float, keys: int | None = 64
+    ) -> None:
         self.topic = topic
         self.keys = keys
         self.records = records
@@ -77,7 +80,7 @@ class Storm:
                 try:
                     self.producer.produce(
                         self.topic,
-                        key=b"%d" % (i % self.keys),
+                        key=None if self.keys is None else b"%d" % (i % self.keys),
                         value=b"%08d" % i,
                         on_delivery=self._delivered,
                     )

@@ -36,6 +36,7 @@ from kcoord.cluster.producer_snapshots import (
     PartitionScan,
     decode_snapshot,
     encode_snapshot,
+    resumable,
 )
 from kcoord.cluster.producer_state import ProducerStateManager
 from kcoord.protocol.errors import KafkaError
@@ -131,20 +132,11 @@ class ProducerHandover:
         """The stored snapshot as a scan to continue, or a scan from the log start."""
         try:
             data = await self._snapshots.read(topic, partition)
-            scan = PartitionScan() if data is None else decode_snapshot(data)
+            saved = None if data is None else decode_snapshot(data)
         except (KafkaError, ValueError, TypeError, KeyError) as exc:
             log.warning("producer_snapshot.unreadable", topic=topic, partition=partition, error=str(exc))
             return PartitionScan()
-        if scan.offset > partition_log.log_end_offset:
-            log.warning(
-                "producer_snapshot.past_log_end",
-                topic=topic,
-                partition=partition,
-                snapshot_offset=scan.offset,
-                log_end_offset=partition_log.log_end_offset,
-            )
-            return PartitionScan()
-        return scan
+        return resumable(saved, topic, partition, partition_log)
 
     # 3. Release
 

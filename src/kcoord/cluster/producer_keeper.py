@@ -36,17 +36,19 @@ class ProducerStateKeeper:
     ) -> None:
         self._data_dir = Path(data_dir)
         self._store = store
-        self._clustered = clustered
         self.producers = ProducerStateManager(self._data_dir, gated=clustered)
-        self._snapshots = ProducerSnapshots(
-            self._data_dir, store, self.producers, internal_topics=internal_topics
+        self._snapshots = (
+            None
+            if clustered
+            else ProducerSnapshots(self._data_dir, store, self.producers, internal_topics=internal_topics)
         )
+        """Alone: the snapshot files the state is restored from and kept in."""
         self.handover: ProducerHandover | None = None
         """In a cluster, once started: the state of the partitions this node owns."""
 
     async def start(self) -> None:
         """Before the listener opens (after the store): restore (alone) or bind to the database."""
-        if not self._clustered:
+        if self._snapshots is not None:
             await self._snapshots.restore()
             self._snapshots.start()
             return
@@ -69,5 +71,5 @@ class ProducerStateKeeper:
         membership has dropped every partition by now)."""
         if self.handover is not None:
             await self.handover.stop()
-        elif not self._clustered:
+        if self._snapshots is not None:
             await self._snapshots.stop()

@@ -38,7 +38,7 @@ from kcoord.protocol.errors import KafkaError
 from kcoord.protocol.record_batch import BatchHeader, iter_batches
 from kcoord.storage import LogStore, PartitionLog
 
-__all__ = ["SNAPSHOT_DIR", "PartitionScan", "ProducerSnapshots"]
+__all__ = ["SNAPSHOT_DIR", "PartitionScan", "ProducerSnapshots", "resumable"]
 
 log = structlog.get_logger(__name__)
 
@@ -129,6 +129,25 @@ def decode_snapshot(data: bytes) -> PartitionScan:
     return PartitionScan(int(document["offset"]), producers)
 
 
+def resumable(
+    saved: PartitionScan | None, topic: str, partition: int, partition_log: PartitionLog
+) -> PartitionScan:
+    """``saved`` to continue from, or a scan from the log start when there is none or it is past
+    the log end (the log lost its tail: logged, as the state it holds may name lost batches)."""
+    if saved is None:
+        return PartitionScan()
+    if saved.offset > partition_log.log_end_offset:
+        log.warning(
+            "producer_snapshot.past_log_end",
+            topic=topic,
+            partition=partition,
+            snapshot_offset=saved.offset,
+            log_end_offset=partition_log.log_end_offset,
+        )
+        return PartitionScan()
+    return saved
+
+
 class ProducerSnapshots:
     """Keeps a :class:`PartitionScan` per data partition, restores it at start, snapshots it."""
 
@@ -164,16 +183,7 @@ class ProducerSnapshots:
         saved = await loop.run_in_executor(self._executor, self._read_snapshots)
         restored = 0
         for topic, partition, partition_log in self._partitions():
-            scan = saved.get(f"{topic}-{partition}") or PartitionScan()
-            if scan.offset > partition_log.log_end_offset:
-                log.warning(
-                    "producer_snapshot.past_log_end",
-                    topic=topic,
-                    partition=partition,
-                    snapshot_offset=scan.offset,
-                    log_end_offset=partition_log.log_end_offset,
-                )
-                scan = PartitionScan()
+            scan = resumable(saved.get(f"{topic}-{partition}"), topic, partition, partition_log)
             await scan.advance(partition_log, None)
             self._scans[(topic, partition)] = scan
             self._producers.restore(topic, partition, scan.producers)

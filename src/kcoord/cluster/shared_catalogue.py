@@ -77,6 +77,12 @@ def diff(local: Mapping[str, TopicInfo], shared: Iterable[TopicInfo]) -> Catalog
     return result
 
 
+def _topic(row: CatalogueRow) -> TopicInfo:
+    """The catalogue row as the topic manager's :class:`TopicInfo` (storage cannot import it, so
+    the row is its own type of the same fields)."""
+    return TopicInfo(row.name, row.topic_id, row.partitions, dict(row.configs), row.internal)
+
+
 class SharedCatalogue:
     """The topic manager's access to the shared catalogue: rows as topics, outcomes as Kafka errors."""
 
@@ -94,10 +100,7 @@ class SharedCatalogue:
     async def snapshot(self) -> tuple[int, list[TopicInfo]]:
         """The catalogue's version and every topic in it, read together."""
         snapshot = await self._table.snapshot()
-        return snapshot.version, [
-            TopicInfo(row.name, row.topic_id, row.partitions, dict(row.configs), row.internal)
-            for row in snapshot.topics
-        ]
+        return snapshot.version, [_topic(row) for row in snapshot.topics]
 
     async def changes_from(self, local: Mapping[str, TopicInfo]) -> tuple[int, CatalogueDiff]:
         """The catalogue's version and what turns ``local`` into it."""
@@ -123,7 +126,7 @@ class SharedCatalogue:
         if outcome is DeleteOutcome.INTERNAL:
             raise KafkaError(ErrorCode.invalid_request, f"Internal topic '{name}' cannot be deleted.")
         assert row is not None
-        return TopicInfo(row.name, row.topic_id, row.partitions, dict(row.configs), row.internal)
+        return _topic(row)
 
     async def add_partitions(self, name: str, new_total: int) -> None:
         """Commit partition growth; UNKNOWN_TOPIC_OR_PARTITION, or INVALID_PARTITIONS when the topic

@@ -180,9 +180,7 @@ class TopicManager:
             await self._load_shared(self._shared)
             return
         catalogue = await asyncio.to_thread(_read_catalogue, self._path)
-        found: dict[str, int] = {}
-        for topic, partition in self._store.partitions():
-            found[topic] = max(found.get(topic, 0), partition + 1)
+        found = self._partition_counts()
         if catalogue is None:
             adopted = [self._adopted(name, count) for name, count in sorted(found.items())]
             for info in adopted:
@@ -390,10 +388,7 @@ class TopicManager:
         self._install(topics)
         for info in topics:
             self._apply_log_config(info)
-        uncatalogued: dict[str, int] = {}
-        for topic, partition in self._store.partitions():
-            if topic not in self._topics:
-                uncatalogued[topic] = max(uncatalogued.get(topic, 0), partition + 1)
+        uncatalogued = {t: n for t, n in self._partition_counts().items() if t not in self._topics}
         for topic, partitions in sorted(uncatalogued.items()):
             log.warning("topics.uncatalogued_logs_ignored", topic=topic, partitions=partitions)
             await shared.forget_logs(topic, partitions)
@@ -472,6 +467,13 @@ class TopicManager:
                 partition_log.update_config(config)
 
     # --- internals ------------------------------------------------------------------------
+
+    def _partition_counts(self) -> dict[str, int]:
+        """Topic -> partition count, as the logs the store found at open say."""
+        found: dict[str, int] = {}
+        for topic, partition in self._store.partitions():
+            found[topic] = max(found.get(topic, 0), partition + 1)
+        return found
 
     def _offsets_topic_configs(self) -> dict[str, str]:
         return {

@@ -30,7 +30,7 @@ from kcoord.storage import LogConfig
 from kcoord.storage.api import PartitionLog
 from kcoord.storage.postgres import PostgresLogStore
 from kcoord.storage.postgres.ownership import Ownership
-from tests.apis.broker.topic_app import NODE_ID, TopicApp, open_app
+from tests.apis.broker.topic_app import NODE_ID, TopicApp, open_app, secured_app
 from tests.support.postgres import PostgresCluster
 
 ALICE, BOB = KafkaPrincipal("User", "alice"), KafkaPrincipal("User", "bob")
@@ -83,14 +83,7 @@ def _grant(principal: KafkaPrincipal, topic: str, host: str = "*") -> AclBinding
 
 async def _secured(tmp_path: Path) -> tuple[TopicApp, AclAuthorizer]:
     """Topics alpha and beta; alice may describe alpha, bob beta."""
-    app = await open_app(tmp_path, authorizer_class_name="kcoord.security.StandardAuthorizer")
-    await app.topics.create("alpha", 1)
-    await app.topics.create("beta", 1)
-    authorizer = app.authorizer
-    assert isinstance(authorizer, AclAuthorizer)
-    await authorizer.load()
-    await authorizer.create([_grant(ALICE, "alpha"), _grant(BOB, "beta")])
-    return app, authorizer
+    return await secured_app(tmp_path, {"alpha": 1, "beta": 1}, [_grant(ALICE, "alpha"), _grant(BOB, "beta")])
 
 
 async def test_with_an_authorizer_the_same_principal_is_served_the_cached_answer(tmp_path: Path) -> None:

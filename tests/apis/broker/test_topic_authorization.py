@@ -19,8 +19,7 @@ from kcoord.security.acl import (
     PatternType,
     ResourceType,
 )
-from kcoord.security.authorizer import AclAuthorizer
-from tests.apis.broker.topic_app import TopicApp, call, open_app
+from tests.apis.broker.topic_app import TopicApp, call, secured_app
 
 Op = AclOperation
 ZERO = uuid.UUID(int=0)
@@ -29,17 +28,13 @@ TOPIC, CLUSTER = ResourceType.TOPIC, ResourceType.CLUSTER
 
 async def _secured(tmp_path: Path, *grants: tuple[ResourceType, str, AclOperation]) -> TopicApp:
     """Topics ``alpha`` and ``beta``; ANONYMOUS may do what ``grants`` say and nothing else."""
-    app = await open_app(tmp_path, authorizer_class_name="kcoord.security.StandardAuthorizer")
-    await app.topics.create("alpha", 1)
-    await app.topics.create("beta", 2)
-    authorizer = app.authorizer
-    assert isinstance(authorizer, AclAuthorizer)
-    await authorizer.load()
-    await authorizer.create(
+    app, _ = await secured_app(
+        tmp_path,
+        {"alpha": 1, "beta": 2},
         [
             AclBinding(kind, name, PatternType.LITERAL, "User:ANONYMOUS", "*", op, AclPermission.ALLOW)
             for kind, name, op in grants
-        ]
+        ],
     )
     return app
 

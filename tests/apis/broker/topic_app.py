@@ -7,6 +7,7 @@ test also checks the wire shape.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,8 @@ from kcoord.protocol.codec import (
 )
 from kcoord.protocol.registry import ApiRegistry
 from kcoord.runtime.group_config_store import GroupConfigStore
-from kcoord.security.authorizer import build_authorizer
+from kcoord.security.acl import AclBinding
+from kcoord.security.authorizer import AclAuthorizer, build_authorizer
 from kcoord.server.context import ConnectionInfo, RequestContext
 from kcoord.storage.api import LogStore
 from kcoord.storage.memory import MemoryLogStore
@@ -86,6 +88,21 @@ async def open_app(data_dir: Path, store: LogStore | None = None, **flags: Any) 
     app = TopicApp(make_settings(**flags), store, data_dir)
     await app.topics.load()
     return app
+
+
+async def secured_app(
+    data_dir: Path, topics: Mapping[str, int], bindings: Sequence[AclBinding]
+) -> tuple[TopicApp, AclAuthorizer]:
+    """A loaded app under the standard authorizer holding ``topics`` (name -> partitions), with
+    ``bindings`` as its only ACLs."""
+    app = await open_app(data_dir, authorizer_class_name="kcoord.security.StandardAuthorizer")
+    for name, partitions in topics.items():
+        await app.topics.create(name, partitions)
+    authorizer = app.authorizer
+    assert isinstance(authorizer, AclAuthorizer)
+    await authorizer.load()
+    await authorizer.create(list(bindings))
+    return app, authorizer
 
 
 async def call(app: TopicApp, api_key: int, version: int, body: dict[str, Any]) -> Any:

@@ -26,6 +26,7 @@ from typing import Any
 import structlog
 
 from kcoord.apis.access import Op, may_group, may_topic
+from kcoord.apis.broker.describe_configs import RESOURCE_TOPIC
 from kcoord.apis.broker.group_config_entries import RESOURCE_GROUP, group_config_defaults
 from kcoord.cluster.topic_configs import altered_topic_configs
 from kcoord.cluster.topic_manager import TopicManager
@@ -54,9 +55,6 @@ def _answer(resource: Any, code: ErrorCode = ErrorCode.none, message: str | None
 
 def error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {"throttle_time": 0, "responses": [_answer(r, code) for r in request.resources]}
-
-
-RESOURCE_TOPIC = 2
 
 
 def api(
