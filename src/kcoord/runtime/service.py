@@ -200,7 +200,10 @@ class GroupCoordinator:
         sink = Sink()
         runner.run(lambda now: operation(runner.shard, sink, now))
         runner.watch(sink)
-        return await sink
+        try:
+            return await sink
+        finally:
+            runner.unwatch(sink)
 
     def heartbeat(self, request: HeartbeatRequest, connection_id: int) -> ErrorCode:
         """A heartbeat, answered at once: it never parks and never writes.
