@@ -108,14 +108,8 @@ class ClassicMemberRequests:
         if trigger is None and updated.topics != member.topics:
             trigger = history.SUBSCRIPTION_CHANGED
         group.put_member(updated)
-        if manager.refresh_counts(group) and trigger is None:
-            trigger = history.METADATA_CHANGED
-        if trigger is not None:
-            group.group_epoch += 1
-            group.history.bumped(group.group_epoch, trigger, updated.member_id, now_ms)
         # 3. The target assignment, then the member's next step towards it.
-        if group.group_epoch > group.target_epoch:
-            manager.compute_target(group)
+        manager.advance_epoch(group, trigger, updated.member_id, now_ms)
         after = reconcile(
             updated,
             group.target.get(updated.member_id, {}),

@@ -220,14 +220,8 @@ class ConsumerGroupManager:
         ):
             trigger = history.SUBSCRIPTION_CHANGED
         group.put_member(updated)
-        if self.refresh_counts(group) and trigger is None:
-            trigger = history.METADATA_CHANGED
-        if trigger is not None:
-            group.group_epoch += 1
-            group.history.bumped(group.group_epoch, trigger, updated.member_id, now_ms)
-        # 5. The target assignment.
-        if group.group_epoch > group.target_epoch:
-            self.compute_target(group)
+        # 5. The group epoch and the target assignment.
+        self.advance_epoch(group, trigger, updated.member_id, now_ms)
         # 6. Reconciliation.
         before = group.members[updated.member_id]
         after = reconcile(
@@ -355,7 +349,18 @@ class ConsumerGroupManager:
 
     # -- assignment
 
-    def compute_target(self, group: ConsumerGroup) -> None:
+    def advance_epoch(self, group: ConsumerGroup, trigger: str | None, member_id: str, now_ms: int) -> None:
+        """After ``member_id`` was put into the group: bump the group epoch for ``trigger`` (or,
+        without one, for changed partition counts), then compute the target assignment if it lags."""
+        if self._refresh_counts(group) and trigger is None:
+            trigger = history.METADATA_CHANGED
+        if trigger is not None:
+            group.group_epoch += 1
+            group.history.bumped(group.group_epoch, trigger, member_id, now_ms)
+        if group.group_epoch > group.target_epoch:
+            self._compute_target(group)
+
+    def _compute_target(self, group: ConsumerGroup) -> None:
         assignor = self._assignor_for(group)
         spec = AssignmentSpec(
             members={
@@ -386,14 +391,13 @@ class ConsumerGroupManager:
 
     def refresh_metadata(self, group: ConsumerGroup, now_ms: int) -> bool:
         """Re-read the partition counts of the subscribed topics; a change bumps the group epoch."""
-        if not self.refresh_counts(group):
+        if not self._refresh_counts(group):
             return False
         group.group_epoch += 1
         group.history.bumped(group.group_epoch, history.METADATA_CHANGED, None, now_ms)
         return True
 
-    def refresh_counts(self, group: ConsumerGroup) -> bool:
-        """Re-read the partition counts of the subscribed topics; True when they changed."""
+    def _refresh_counts(self, group: ConsumerGroup) -> bool:
         counts: dict[str, int] = {}
         for topic in group.subscribed_topics():
             count = self._partition_count(topic)
