@@ -150,10 +150,7 @@ class ClassicMemberRequests:
                         ErrorCode.fenced_instance_id, f"instance {instance_id} belongs to another member"
                     )
                 # A static member back under a new id keeps its place and its partitions.
-                target = group.target.get(existing.member_id, {})
-                group.remove_member(existing.member_id)
-                self._manager.cancel_member_timers(group.group_id, existing.member_id)
-                group.target[member_id] = target
+                self._manager.hand_over_static(group, existing, member_id)
                 replaced = existing.with_changes(member_id=member_id)
                 group.put_member(replaced)
                 return replaced, existing

@@ -324,11 +324,15 @@ class ConsumerGroupManager:
         self, group: ConsumerGroup, old: ConsumerGroupMember, member_id: str
     ) -> ConsumerGroupMember:
         """A static member back under a new member id takes over its assignment without a rebalance."""
+        self.hand_over_static(group, old, member_id)
+        return old.with_changes(member_id=member_id, member_epoch=group.target_epoch, classic=None)
+
+    def hand_over_static(self, group: ConsumerGroup, old: ConsumerGroupMember, member_id: str) -> None:
+        """Take the static member ``old`` out of the group, its target assignment kept for ``member_id``."""
         target = group.target.get(old.member_id, {})
         group.remove_member(old.member_id)
         self.cancel_member_timers(group.group_id, old.member_id)
         group.target[member_id] = target
-        return old.with_changes(member_id=member_id, member_epoch=group.target_epoch, classic=None)
 
     def _leave(self, request: ConsumerHeartbeatRequest, now_ms: int) -> ConsumerHeartbeatResponse:
         group = self.groups.get(request.group_id)
