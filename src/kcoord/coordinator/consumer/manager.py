@@ -523,14 +523,13 @@ class ConsumerGroupManager:
         for member in group.members.values():
             self.schedule_session(group.group_id, member, now_ms)
 
-    def release(self, group_id: str) -> ConsumerGroup:
+    def release(self, group_id: str) -> None:
         """Hand a group over for its conversion to a classic group, leaving its tombstones."""
         before = self.snapshot(group_id)
         group = self.groups.pop(group_id)
         for member_id in group.members:
             self.cancel_member_timers(group_id, member_id)
         self.record(group_id, before)
-        return group
 
     def note_departure(self, group: ConsumerGroup, gone: ConsumerGroupMember, epoch_before: int) -> None:
         """A member left or was replaced: when it was the last one of the consumer protocol and
