@@ -95,9 +95,9 @@ class ConsumerGroupManager:
         self._records: list[CoordinatorRecord] = []
         self._connections: dict[tuple[str, str], int] = {}
         """The connection that carried each member's last heartbeat (soft state, fast failover)."""
-        self._downgrade_candidates: list[tuple[str, int]] = []
-        """(group, epoch before the leave) of groups whose last consumer-protocol member left while
-        classic members remain."""
+        self._downgrade_candidates: dict[str, int] = {}
+        """group -> epoch before the (first) leave, of groups whose last consumer-protocol member
+        left while classic members remain."""
 
     # -- records
 
@@ -540,16 +540,13 @@ class ConsumerGroupManager:
             and all(m.uses_classic_protocol for m in group.members.values())
             and self._config.downgrades_to_classic
         ):
-            self._downgrade_candidates.append((group.group_id, epoch_before))
+            self._downgrade_candidates.setdefault(group.group_id, epoch_before)
 
     def take_downgrade_candidates(self) -> dict[str, int]:
         """Groups whose last consumer-protocol member left while classic members remain, with the
         group epoch before that leave (the generation the classic members are at)."""
-        candidates, self._downgrade_candidates = self._downgrade_candidates, []
-        first: dict[str, int] = {}
-        for group_id, epoch in candidates:
-            first.setdefault(group_id, epoch)
-        return first
+        candidates, self._downgrade_candidates = self._downgrade_candidates, {}
+        return candidates
 
     def unload(self) -> None:
         for group in self.groups.values():
