@@ -259,7 +259,7 @@ class GroupCoordinator:
         for full_key in keys:
             partition, key = split_timer_key(full_key)
             runner = self._runners.get(partition)
-            if runner is None or runner.state is not PartitionState.ACTIVE:
+            if runner is None:
                 continue
             runner.run_scheduled(
                 functools.partial(runner.shard.on_timer, key), "coordinator.timer_failed", key=key
