@@ -25,3 +25,8 @@ class CoordinatorResult:
 
     def respond(self, sink: Any, response: Any) -> None:
         self.responses.append((sink, response))
+
+    def extend(self, other: CoordinatorResult) -> None:
+        """Append ``other``'s records and responses after this result's own."""
+        self.records.extend(other.records)
+        self.responses.extend(other.responses)

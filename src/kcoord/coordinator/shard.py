@@ -168,9 +168,7 @@ class GroupCoordinatorShard:
             self.consumer.release(request.group_id)
             result.records.extend(self.consumer.drain_records())
         classic_request_error(self.consumer, request.group_id, join=True)
-        joined = self.classic.join_group(request, sink, now_ms)
-        result.records.extend(joined.records)
-        result.responses.extend(joined.responses)
+        result.extend(self.classic.join_group(request, sink, now_ms))
         if connection_id is not None and request.member_id:
             self.classic.note_member_connection(
                 request.group_id, request.member_id, connection_id, now_ms, heartbeat=False
@@ -272,9 +270,7 @@ class GroupCoordinatorShard:
         _log.info(
             "group_upgraded", group=group_id, generation=group.generation_id, members=len(group.members)
         )
-        _, released = self.classic.release_for_upgrade(group_id, now_ms)
-        result.records.extend(released.records)
-        result.responses.extend(released.responses)
+        result.extend(self.classic.release_for_upgrade(group_id, now_ms))
         self.consumer.adopt(converted, now_ms)
         result.records.extend(self.consumer.drain_records())
 
@@ -292,9 +288,7 @@ class GroupCoordinatorShard:
             _log.info("group_downgraded", group=group_id, generation=generation, members=len(group.members))
             self.consumer.release(group_id)
             result.records.extend(self.consumer.drain_records())
-            adopted = self.classic.adopt_downgraded(converted, now_ms)
-            result.records.extend(adopted.records)
-            result.responses.extend(adopted.responses)
+            result.extend(self.classic.adopt_downgraded(converted, now_ms))
 
     def describe_consumer_group(self, group_id: str) -> DescribedConsumerGroup | None:
         return self.consumer.describe(group_id)

@@ -200,7 +200,10 @@ class GroupCoordinator:
         sink = Sink()
         runner.run(lambda now: operation(runner.shard, sink, now))
         runner.watch(sink)
-        return await sink
+        try:
+            return await sink
+        finally:
+            runner.unwatch(sink)
 
     def heartbeat(self, request: HeartbeatRequest, connection_id: int) -> ErrorCode:
         """A heartbeat, answered at once: it never parks and never writes.
@@ -256,7 +259,7 @@ class GroupCoordinator:
         for full_key in keys:
             partition, key = split_timer_key(full_key)
             runner = self._runners.get(partition)
-            if runner is None or runner.state is not PartitionState.ACTIVE:
+            if runner is None:
                 continue
             runner.run_scheduled(
                 functools.partial(runner.shard.on_timer, key), "coordinator.timer_failed", key=key

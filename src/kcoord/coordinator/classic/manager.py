@@ -184,7 +184,7 @@ class ClassicGroupManager:
     def group(self, group_id: str) -> ClassicGroup | None:
         return self._groups.get(group_id)
 
-    def release_for_upgrade(self, group_id: str, now_ms: int) -> tuple[ClassicGroup, CoordinatorResult]:
+    def release_for_upgrade(self, group_id: str, now_ms: int) -> CoordinatorResult:
         """Hand a live group over for its conversion to a consumer group: its parked JoinGroup and
         SyncGroup requests learn to rejoin (REBALANCE_IN_PROGRESS), its timers stop, and the
         result holds its tombstone."""
@@ -197,7 +197,7 @@ class ClassicGroupManager:
         self._rebalancer.finish_rebalance(group, "upgraded", step)
         self._rebalancer.cancel_group_timers(group)
         step.out.records.append(CoordinatorRecord(GroupMetadataKey(group_id), None))
-        return group, step.out
+        return step.out
 
     def adopt_downgraded(self, group: ClassicGroup, now_ms: int) -> CoordinatorResult:
         """A Stable group converted from a consumer group: write it, arm its members' sessions and

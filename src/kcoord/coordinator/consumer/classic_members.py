@@ -108,14 +108,8 @@ class ClassicMemberRequests:
         if trigger is None and updated.topics != member.topics:
             trigger = history.SUBSCRIPTION_CHANGED
         group.put_member(updated)
-        if manager.refresh_counts(group) and trigger is None:
-            trigger = history.METADATA_CHANGED
-        if trigger is not None:
-            group.group_epoch += 1
-            group.history.bumped(group.group_epoch, trigger, updated.member_id, now_ms)
         # 3. The target assignment, then the member's next step towards it.
-        if group.group_epoch > group.target_epoch:
-            manager.compute_target(group)
+        manager.advance_epoch(group, trigger, updated.member_id, now_ms)
         after = reconcile(
             updated,
             group.target.get(updated.member_id, {}),
@@ -156,10 +150,7 @@ class ClassicMemberRequests:
                         ErrorCode.fenced_instance_id, f"instance {instance_id} belongs to another member"
                     )
                 # A static member back under a new id keeps its place and its partitions.
-                target = group.target.get(existing.member_id, {})
-                group.remove_member(existing.member_id)
-                self._manager.cancel_member_timers(group.group_id, existing.member_id)
-                group.target[member_id] = target
+                self._manager.hand_over_static(group, existing, member_id)
                 replaced = existing.with_changes(member_id=member_id)
                 group.put_member(replaced)
                 return replaced, existing

@@ -95,9 +95,9 @@ class ConsumerGroupManager:
         self._records: list[CoordinatorRecord] = []
         self._connections: dict[tuple[str, str], int] = {}
         """The connection that carried each member's last heartbeat (soft state, fast failover)."""
-        self._downgrade_candidates: list[tuple[str, int]] = []
-        """(group, epoch before the leave) of groups whose last consumer-protocol member left while
-        classic members remain."""
+        self._downgrade_candidates: dict[str, int] = {}
+        """group -> epoch before the (first) leave, of groups whose last consumer-protocol member
+        left while classic members remain."""
 
     # -- records
 
@@ -220,14 +220,8 @@ class ConsumerGroupManager:
         ):
             trigger = history.SUBSCRIPTION_CHANGED
         group.put_member(updated)
-        if self.refresh_counts(group) and trigger is None:
-            trigger = history.METADATA_CHANGED
-        if trigger is not None:
-            group.group_epoch += 1
-            group.history.bumped(group.group_epoch, trigger, updated.member_id, now_ms)
-        # 5. The target assignment.
-        if group.group_epoch > group.target_epoch:
-            self.compute_target(group)
+        # 5. The group epoch and the target assignment.
+        self.advance_epoch(group, trigger, updated.member_id, now_ms)
         # 6. Reconciliation.
         before = group.members[updated.member_id]
         after = reconcile(
@@ -330,11 +324,15 @@ class ConsumerGroupManager:
         self, group: ConsumerGroup, old: ConsumerGroupMember, member_id: str
     ) -> ConsumerGroupMember:
         """A static member back under a new member id takes over its assignment without a rebalance."""
+        self.hand_over_static(group, old, member_id)
+        return old.with_changes(member_id=member_id, member_epoch=group.target_epoch, classic=None)
+
+    def hand_over_static(self, group: ConsumerGroup, old: ConsumerGroupMember, member_id: str) -> None:
+        """Take the static member ``old`` out of the group, its target assignment kept for ``member_id``."""
         target = group.target.get(old.member_id, {})
         group.remove_member(old.member_id)
         self.cancel_member_timers(group.group_id, old.member_id)
         group.target[member_id] = target
-        return old.with_changes(member_id=member_id, member_epoch=group.target_epoch, classic=None)
 
     def _leave(self, request: ConsumerHeartbeatRequest, now_ms: int) -> ConsumerHeartbeatResponse:
         group = self.groups.get(request.group_id)
@@ -355,7 +353,18 @@ class ConsumerGroupManager:
 
     # -- assignment
 
-    def compute_target(self, group: ConsumerGroup) -> None:
+    def advance_epoch(self, group: ConsumerGroup, trigger: str | None, member_id: str, now_ms: int) -> None:
+        """After ``member_id`` was put into the group: bump the group epoch for ``trigger`` (or,
+        without one, for changed partition counts), then compute the target assignment if it lags."""
+        if self._refresh_counts(group) and trigger is None:
+            trigger = history.METADATA_CHANGED
+        if trigger is not None:
+            group.group_epoch += 1
+            group.history.bumped(group.group_epoch, trigger, member_id, now_ms)
+        if group.group_epoch > group.target_epoch:
+            self._compute_target(group)
+
+    def _compute_target(self, group: ConsumerGroup) -> None:
         assignor = self._assignor_for(group)
         spec = AssignmentSpec(
             members={
@@ -386,14 +395,13 @@ class ConsumerGroupManager:
 
     def refresh_metadata(self, group: ConsumerGroup, now_ms: int) -> bool:
         """Re-read the partition counts of the subscribed topics; a change bumps the group epoch."""
-        if not self.refresh_counts(group):
+        if not self._refresh_counts(group):
             return False
         group.group_epoch += 1
         group.history.bumped(group.group_epoch, history.METADATA_CHANGED, None, now_ms)
         return True
 
-    def refresh_counts(self, group: ConsumerGroup) -> bool:
-        """Re-read the partition counts of the subscribed topics; True when they changed."""
+    def _refresh_counts(self, group: ConsumerGroup) -> bool:
         counts: dict[str, int] = {}
         for topic in group.subscribed_topics():
             count = self._partition_count(topic)
@@ -515,14 +523,13 @@ class ConsumerGroupManager:
         for member in group.members.values():
             self.schedule_session(group.group_id, member, now_ms)
 
-    def release(self, group_id: str) -> ConsumerGroup:
+    def release(self, group_id: str) -> None:
         """Hand a group over for its conversion to a classic group, leaving its tombstones."""
         before = self.snapshot(group_id)
         group = self.groups.pop(group_id)
         for member_id in group.members:
             self.cancel_member_timers(group_id, member_id)
         self.record(group_id, before)
-        return group
 
     def note_departure(self, group: ConsumerGroup, gone: ConsumerGroupMember, epoch_before: int) -> None:
         """A member left or was replaced: when it was the last one of the consumer protocol and
@@ -533,16 +540,13 @@ class ConsumerGroupManager:
             and all(m.uses_classic_protocol for m in group.members.values())
             and self._config.downgrades_to_classic
         ):
-            self._downgrade_candidates.append((group.group_id, epoch_before))
+            self._downgrade_candidates.setdefault(group.group_id, epoch_before)
 
     def take_downgrade_candidates(self) -> dict[str, int]:
         """Groups whose last consumer-protocol member left while classic members remain, with the
         group epoch before that leave (the generation the classic members are at)."""
-        candidates, self._downgrade_candidates = self._downgrade_candidates, []
-        first: dict[str, int] = {}
-        for group_id, epoch in candidates:
-            first.setdefault(group_id, epoch)
-        return first
+        candidates, self._downgrade_candidates = self._downgrade_candidates, {}
+        return candidates
 
     def unload(self) -> None:
         for group in self.groups.values():
