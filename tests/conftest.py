@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from tests.support.postgres import postgres_cluster
+from tests.support.postgres_stores import two_nodes
 from tests.support.server import KcoordProcess
 
-__all__ = ["postgres_cluster"]
+__all__ = ["postgres_cluster", "two_nodes"]
 
 
 @pytest.fixture

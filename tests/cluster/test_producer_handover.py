@@ -6,7 +6,6 @@ owner stored is a duplicate there too."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -14,32 +13,15 @@ import pytest
 from kcoord.cluster.producer_handover import ProducerHandover
 from kcoord.cluster.producer_state import ProducerStateManager
 from kcoord.protocol.errors import ErrorCode, KafkaError
-from kcoord.storage import LogConfig
 from kcoord.storage.postgres import PostgresLogStore
 from kcoord.storage.postgres.log import PostgresLog
 from kcoord.storage.postgres.ownership import Ownership
 from kcoord.storage.postgres.producer_ids import PostgresIdReservations
 from kcoord.storage.postgres.producer_snapshots import PostgresProducerSnapshots
-from tests.support.postgres import PostgresCluster
 
 from .test_producer_snapshots import PID, batch
 
 LEASE_MS = 60_000
-
-
-@pytest.fixture
-async def two_nodes(
-    postgres_cluster: PostgresCluster,
-) -> AsyncIterator[tuple[PostgresLogStore, PostgresLogStore]]:
-    url = postgres_cluster.create_database()
-    stores = [PostgresLogStore(url, LogConfig(), retention_check_interval_ms=0) for _ in range(2)]
-    for store in stores:
-        await store.open()
-    try:
-        yield stores[0], stores[1]
-    finally:
-        for store in stores:
-            await store.close()
 
 
 def clustered(store: PostgresLogStore, data_dir: Path, block_size: int = 10) -> ProducerStateManager:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import uuid
-from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
@@ -23,21 +22,6 @@ from tests.support.postgres import PostgresCluster
 from .helpers import BatchBuilder
 
 NOW_MS = 1_700_000_000_000
-
-
-@pytest.fixture
-async def two_stores(
-    postgres_cluster: PostgresCluster,
-) -> AsyncIterator[tuple[PostgresLogStore, PostgresLogStore]]:
-    url = postgres_cluster.create_database()
-    stores = [PostgresLogStore(url, LogConfig(), retention_check_interval_ms=0) for _ in range(2)]
-    for store in stores:
-        await store.open()
-    try:
-        yield stores[0], stores[1]
-    finally:
-        for store in stores:
-            await store.close()
 
 
 def _row(name: str, partitions: int = 2, **configs: str) -> CatalogueRow:
@@ -106,11 +90,11 @@ async def test_the_migration_adopts_the_topics_an_older_database_holds(
 
 
 async def test_two_nodes_creating_one_name_give_exactly_one_topic(
-    two_stores: tuple[PostgresLogStore, PostgresLogStore],
+    two_nodes: tuple[PostgresLogStore, PostgresLogStore],
 ) -> None:
     """Two nodes create the same name at once, ten times over: each time exactly one wins, the
     catalogue holds the winner's id and partition count, and the partition rows match it."""
-    one, two = (TopicCatalogue(store.pool) for store in two_stores)
+    one, two = (TopicCatalogue(store.pool) for store in two_nodes)
     for attempt in range(10):
         name = f"raced-{attempt}"
         first, second = _row(name, 2), _row(name, 5)
@@ -119,16 +103,16 @@ async def test_two_nodes_creating_one_name_give_exactly_one_topic(
         winner = first if results[0] else second
         (stored,) = [row for row in (await one.snapshot()).topics if row.name == name]
         assert (stored.topic_id, stored.partitions) == (winner.topic_id, winner.partitions)
-        assert await _partition_rows(two_stores[0], name) == [(p, 1) for p in range(winner.partitions)]
+        assert await _partition_rows(two_nodes[0], name) == [(p, 1) for p in range(winner.partitions)]
 
 
 async def test_every_change_bumps_the_version_and_a_refused_one_does_not(
-    two_stores: tuple[PostgresLogStore, PostgresLogStore],
+    two_nodes: tuple[PostgresLogStore, PostgresLogStore],
 ) -> None:
     """Create, grow, reconfigure and delete each move the version by one; a create of a taken name,
     a grow that does not grow, changes to an unknown topic, a config change its callback refuses
     and a delete of an internal topic change nothing."""
-    catalogue = TopicCatalogue(two_stores[0].pool)
+    catalogue = TopicCatalogue(two_nodes[0].pool)
     start = await catalogue.version()
     assert await catalogue.create(_row("t", 1, retention_ms="1000"), NOW_MS)
     assert not await catalogue.create(_row("t", 3), NOW_MS)
@@ -156,7 +140,7 @@ async def test_every_change_bumps_the_version_and_a_refused_one_does_not(
     assert await catalogue.version() == start + 5
     (stored,) = [row for row in (await catalogue.snapshot()).topics if row.name == "t"]
     assert (stored.partitions, dict(stored.configs)) == (3, {"max.message.bytes": "2048"})
-    assert await _partition_rows(two_stores[0], "t") == [(0, 1), (1, 1), (2, 1)]
+    assert await _partition_rows(two_nodes[0], "t") == [(0, 1), (1, 1), (2, 1)]
     outcome, deleted = await catalogue.delete("t")
     assert outcome is DeleteOutcome.DELETED and deleted == stored
     assert await catalogue.version() == start + 6
@@ -164,12 +148,12 @@ async def test_every_change_bumps_the_version_and_a_refused_one_does_not(
 
 
 async def test_a_delete_takes_the_logs_and_a_recreated_topic_starts_empty_past_old_epochs(
-    two_stores: tuple[PostgresLogStore, PostgresLogStore], make_batch: BatchBuilder
+    two_nodes: tuple[PostgresLogStore, PostgresLogStore], make_batch: BatchBuilder
 ) -> None:
     """Deleting a topic removes its partition, segment and batch rows in the same transaction; the
     name created again starts with no batches, and the first claim of its partition gets an epoch
     above every epoch the old partition had, so a stale log of the old topic stays fenced."""
-    store = two_stores[0]
+    store = two_nodes[0]
     catalogue, ownership = TopicCatalogue(store.pool), Ownership(store.pool)
     assert await ownership.register(1, "127.0.0.1", 9001, 60_000)
     assert await catalogue.create(_row("t", 1), NOW_MS)
@@ -185,7 +169,7 @@ async def test_a_delete_takes_the_logs_and_a_recreated_topic_starts_empty_past_o
         assert await store.pool.fetchval(f"SELECT count(*) FROM {table} WHERE topic = 't'") == 0
     assert await catalogue.create(_row("t", 1), NOW_MS)
     assert await ownership.claim(1, "t", 0) == 4
-    fresh = await two_stores[1].reopen("t", 0, 4)
+    fresh = await two_nodes[1].reopen("t", 0, 4)
     assert fresh.log_end_offset == 0
     with pytest.raises(PartitionFencedError):
         await stale.append(make_batch([b"stale"]))
@@ -193,11 +177,11 @@ async def test_a_delete_takes_the_logs_and_a_recreated_topic_starts_empty_past_o
 
 
 async def test_logs_written_by_a_node_alone_are_adopted_once(
-    two_stores: tuple[PostgresLogStore, PostgresLogStore],
+    two_nodes: tuple[PostgresLogStore, PostgresLogStore],
 ) -> None:
     """A node serving the database alone writes logs and no catalogue rows; a cluster starting on
     that database catalogues them (one version bump, fresh ids), and a second call adopts nothing."""
-    alone, _ = two_stores
+    alone, _ = two_nodes
     for partition in range(3):
         await alone.create("solo", partition)
     await alone.create("__consumer_offsets", 0)

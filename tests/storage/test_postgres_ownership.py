@@ -4,36 +4,18 @@ two nodes; a node whose partition was claimed by another can never write it agai
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
 
 from kcoord.protocol.errors import ErrorCode, KafkaError
-from kcoord.storage import LogConfig
 from kcoord.storage.postgres import PostgresLogStore
 from kcoord.storage.postgres.committer import PartitionFencedError
 from kcoord.storage.postgres.ownership import LiveNode, Ownership
-from tests.support.postgres import PostgresCluster
 
 from .helpers import BatchBuilder
 from .test_postgres_store import batches_of
 
 LEASE_MS = 60_000
-
-
-@pytest.fixture
-async def two_nodes(
-    postgres_cluster: PostgresCluster,
-) -> AsyncIterator[tuple[PostgresLogStore, PostgresLogStore]]:
-    url = postgres_cluster.create_database()
-    stores = [PostgresLogStore(url, LogConfig(), retention_check_interval_ms=0) for _ in range(2)]
-    for store in stores:
-        await store.open()
-    try:
-        yield stores[0], stores[1]
-    finally:
-        for store in stores:
-            await store.close()
 
 
 async def test_a_claim_fences_the_former_owner(

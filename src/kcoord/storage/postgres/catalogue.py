@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -120,6 +121,14 @@ class TopicCatalogue:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self._pool = pool
 
+    @asynccontextmanager
+    async def _change(self, step: str) -> AsyncIterator[tuple[Connection, int]]:
+        """A catalogue change: a transaction that first takes the version row's lock by bumping it,
+        and the version it bumped to. Raise :class:`_NothingChangedError` inside to roll it back."""
+        with storage_errors(step):
+            async with self._pool.acquire() as connection, connection.transaction():
+                yield connection, await connection.fetchval(_BUMP)
+
     async def version(self) -> int:
         """The catalogue version: it grows with every committed change."""
         with storage_errors("read catalogue version"):
@@ -143,22 +152,20 @@ class TopicCatalogue:
     async def create(self, row: CatalogueRow, now_ms: int) -> bool:
         """Add the topic with its partitions' rows; False (nothing changed) when the name is taken."""
         try:
-            with storage_errors("create topic"):
-                async with self._pool.acquire() as connection, connection.transaction():
-                    version = await connection.fetchval(_BUMP)
-                    if await connection.fetchval("SELECT 1 FROM topic_catalogue WHERE name = $1", row.name):
-                        raise _NothingChangedError(None)
-                    await connection.execute(
-                        "INSERT INTO topic_catalogue (name, topic_id, partitions, configs, internal, version)"
-                        " VALUES ($1, $2, $3, $4::jsonb, $5, $6)",
-                        row.name,
-                        row.topic_id,
-                        row.partitions,
-                        json.dumps(dict(row.configs), sort_keys=True),
-                        row.internal,
-                        version,
-                    )
-                    await _add_partition_rows(connection, row.name, 0, row.partitions, now_ms)
+            async with self._change("create topic") as (connection, version):
+                if await connection.fetchval("SELECT 1 FROM topic_catalogue WHERE name = $1", row.name):
+                    raise _NothingChangedError(None)
+                await connection.execute(
+                    "INSERT INTO topic_catalogue (name, topic_id, partitions, configs, internal, version)"
+                    " VALUES ($1, $2, $3, $4::jsonb, $5, $6)",
+                    row.name,
+                    row.topic_id,
+                    row.partitions,
+                    json.dumps(dict(row.configs), sort_keys=True),
+                    row.internal,
+                    version,
+                )
+                await _add_partition_rows(connection, row.name, 0, row.partitions, now_ms)
         except _NothingChangedError:
             return False
         return True
@@ -168,18 +175,17 @@ class TopicCatalogue:
         their partition counts. Such logs were written by a node that served this database alone
         (not in cluster mode, which keeps its catalogue in ``topics.json``); a cluster that starts on
         that database takes them over rather than tripping on them when it creates a topic."""
+        with storage_errors("adopt uncatalogued topics"):
+            if not await self._pool.fetchval(_ANY_UNCATALOGUED):
+                return {}
         try:
-            with storage_errors("adopt uncatalogued topics"):
-                if not await self._pool.fetchval(_ANY_UNCATALOGUED):
-                    return {}
-                async with self._pool.acquire() as connection, connection.transaction():
-                    version = await connection.fetchval(_BUMP)
-                    adopted = {
-                        row["name"]: row["partitions"]
-                        for row in await connection.fetch(_ADOPT_UNCATALOGUED, version)
-                    }
-                    if not adopted:
-                        raise _NothingChangedError(None)
+            async with self._change("adopt uncatalogued topics") as (connection, version):
+                adopted = {
+                    row["name"]: row["partitions"]
+                    for row in await connection.fetch(_ADOPT_UNCATALOGUED, version)
+                }
+                if not adopted:
+                    raise _NothingChangedError(None)
         except _NothingChangedError:
             return {}
         return adopted
@@ -187,18 +193,16 @@ class TopicCatalogue:
     async def delete(self, name: str) -> tuple[DeleteOutcome, CatalogueRow | None]:
         """Remove a non-internal topic and its logs; the row as it was (None when unknown)."""
         try:
-            with storage_errors("delete topic"):
-                async with self._pool.acquire() as connection, connection.transaction():
-                    await connection.fetchval(_BUMP)
-                    record = await connection.fetchrow(
-                        "SELECT name, topic_id, partitions, configs::text AS configs, internal"
-                        " FROM topic_catalogue WHERE name = $1",
-                        name,
-                    )
-                    if record is None or record["internal"]:
-                        raise _NothingChangedError(record)
-                    await connection.execute("DELETE FROM topic_catalogue WHERE name = $1", name)
-                    await connection.execute("DELETE FROM log_partitions WHERE topic = $1", name)
+            async with self._change("delete topic") as (connection, _):
+                record = await connection.fetchrow(
+                    "SELECT name, topic_id, partitions, configs::text AS configs, internal"
+                    " FROM topic_catalogue WHERE name = $1",
+                    name,
+                )
+                if record is None or record["internal"]:
+                    raise _NothingChangedError(record)
+                await connection.execute("DELETE FROM topic_catalogue WHERE name = $1", name)
+                await connection.execute("DELETE FROM log_partitions WHERE topic = $1", name)
         except _NothingChangedError as undo:
             if undo.value is None:
                 return DeleteOutcome.UNKNOWN, None
@@ -209,21 +213,19 @@ class TopicCatalogue:
         """Grow the topic to ``new_total`` partitions; the outcome and the count it has now (0 when
         unknown)."""
         try:
-            with storage_errors("add partitions"):
-                async with self._pool.acquire() as connection, connection.transaction():
-                    version = await connection.fetchval(_BUMP)
-                    current = await connection.fetchval(
-                        "SELECT partitions FROM topic_catalogue WHERE name = $1", name
-                    )
-                    if current is None or current >= new_total:
-                        raise _NothingChangedError(current)
-                    await connection.execute(
-                        "UPDATE topic_catalogue SET partitions = $2, version = $3 WHERE name = $1",
-                        name,
-                        new_total,
-                        version,
-                    )
-                    await _add_partition_rows(connection, name, current, new_total, now_ms)
+            async with self._change("add partitions") as (connection, version):
+                current = await connection.fetchval(
+                    "SELECT partitions FROM topic_catalogue WHERE name = $1", name
+                )
+                if current is None or current >= new_total:
+                    raise _NothingChangedError(current)
+                await connection.execute(
+                    "UPDATE topic_catalogue SET partitions = $2, version = $3 WHERE name = $1",
+                    name,
+                    new_total,
+                    version,
+                )
+                await _add_partition_rows(connection, name, current, new_total, now_ms)
         except _NothingChangedError as undo:
             if undo.value is None:
                 return GrowOutcome.UNKNOWN, 0
@@ -237,22 +239,20 @@ class TopicCatalogue:
         the catalogue lock so no other node's change in between is lost; the new overrides, or None
         when there is no such topic. An exception from ``change`` rolls everything back."""
         try:
-            with storage_errors("alter topic configs"):
-                async with self._pool.acquire() as connection, connection.transaction():
-                    version = await connection.fetchval(_BUMP)
-                    record = await connection.fetchrow(
-                        "SELECT configs::text AS configs, internal FROM topic_catalogue WHERE name = $1", name
-                    )
-                    if record is None:
-                        raise _NothingChangedError(None)
-                    current = {str(k): str(v) for k, v in json.loads(record["configs"]).items()}
-                    altered = dict(change(current, record["internal"]))
-                    await connection.execute(
-                        "UPDATE topic_catalogue SET configs = $2::jsonb, version = $3 WHERE name = $1",
-                        name,
-                        json.dumps(altered, sort_keys=True),
-                        version,
-                    )
+            async with self._change("alter topic configs") as (connection, version):
+                record = await connection.fetchrow(
+                    "SELECT configs::text AS configs, internal FROM topic_catalogue WHERE name = $1", name
+                )
+                if record is None:
+                    raise _NothingChangedError(None)
+                current = {str(k): str(v) for k, v in json.loads(record["configs"]).items()}
+                altered = dict(change(current, record["internal"]))
+                await connection.execute(
+                    "UPDATE topic_catalogue SET configs = $2::jsonb, version = $3 WHERE name = $1",
+                    name,
+                    json.dumps(altered, sort_keys=True),
+                    version,
+                )
         except _NothingChangedError:
             return None
         return altered

@@ -18,7 +18,7 @@ import asyncpg
 import structlog
 
 from kcoord.protocol.errors import ErrorCode, KafkaError
-from kcoord.protocol.record_batch import iter_batches
+from kcoord.protocol.record_batch import BatchHeader, iter_batches
 from kcoord.storage.api import AppendResult, LogConfig
 from kcoord.storage.compaction import SegmentReader, Swap
 from kcoord.storage.log import SegmentedLog
@@ -375,7 +375,7 @@ class PostgresLog(SegmentedLog):
                 await self._delete_segment_rows(connection, old, keep_segment=new is not None)
                 if new is None:
                     continue
-                staged = _staged(new).data
+                staged = _staged(new)
                 rows = [
                     (
                         self._topic,
@@ -384,9 +384,9 @@ class PostgresLog(SegmentedLog):
                         header.last_offset,
                         header.max_timestamp,
                         header.size,
-                        staged[at : at + header.size],
+                        staged.data[at : at + header.size],
                     )
-                    for at, header in iter_batches(staged, verify_crc=False)
+                    for at, header in staged.batches
                 ]
                 await connection.executemany(
                     "INSERT INTO log_batches"
@@ -405,16 +405,19 @@ class PostgresLog(SegmentedLog):
 
 class _StagedCopy:
     """A cleaned segment between the cleaner's thread and its swap: its bytes, to be written as rows,
-    and its per-batch index (built in the thread), which is what the log keeps once it is stored."""
+    and its per-batch index, which is what the log keeps once it is stored. The batch headers are
+    parsed once, here in the cleaner's thread: the swap (on the loop, appends held back) reuses them."""
 
     def __init__(self, data: bytes, rebuilt: Segment, index_interval_bytes: int) -> None:
         self.data = data
+        self.batches: list[tuple[int, BatchHeader]] = list(iter_batches(data, verify_crc=False))
+        """(position, header) of each batch of ``data``."""
         self.segment = segment_from_rows(
             rebuilt.base_offset,
             rebuilt.created_ms,
             (
                 (header.base_offset, header.last_offset, header.max_timestamp, header.size)
-                for _, header in iter_batches(data, verify_crc=False)
+                for _, header in self.batches
             ),
             index_interval_bytes=index_interval_bytes,
         )
@@ -429,6 +432,7 @@ class _StagedCopy:
     def release(self) -> PostgresSegment:
         """The indexed segment, its bytes let go (they are rows now)."""
         self.data = b""
+        self.batches = []
         return self.segment
 
 

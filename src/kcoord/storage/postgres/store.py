@@ -124,17 +124,14 @@ class PostgresLogStore(StoreBase[PostgresLog]):
 
     async def _load(self, connection: Connection) -> None:
         """Open every partition the database holds (a node serving them all)."""
-        for topic, partition in await connection.fetch(
-            "SELECT topic, partition_id FROM log_partitions ORDER BY topic, partition_id"
+        for topic, partition, epoch, log_start in await connection.fetch(
+            "SELECT topic, partition_id, owner_epoch, log_start_offset FROM log_partitions"
+            " ORDER BY topic, partition_id"
         ):
-            loaded = await self._read_partition(connection, topic, partition)
-            if loaded is not None:
-                segments, epoch, log_start = loaded
-                self._adopt(
-                    self._new_log(
-                        topic, partition, self._config_of(topic, partition), segments, epoch, log_start
-                    )
-                )
+            segments = await self._read_index(connection, topic, partition)
+            self._adopt(
+                self._new_log(topic, partition, self._config_of(topic, partition), segments, epoch, log_start)
+            )
 
     async def _read_partition(
         self, connection: Connection, topic: str, partition: int
@@ -148,6 +145,14 @@ class PostgresLogStore(StoreBase[PostgresLog]):
         )
         if head is None:
             return None
+        return (
+            await self._read_index(connection, topic, partition),
+            head["owner_epoch"],
+            head["log_start_offset"],
+        )
+
+    async def _read_index(self, connection: Connection, topic: str, partition: int) -> list[Segment]:
+        """A partition's segments as its stored segment starts and batch rows index them (no bytes)."""
         bounds = [
             (row["base_offset"], row["created_ms"])
             for row in await connection.fetch(
@@ -163,7 +168,7 @@ class PostgresLogStore(StoreBase[PostgresLog]):
             topic,
             partition,
         )
-        return self._rebuild(bounds, rows), head["owner_epoch"], head["log_start_offset"]
+        return self._rebuild(bounds, rows)
 
     async def reopen(self, topic: str, partition: int, owner_epoch: int) -> PostgresLog:
         """The partition as the database holds it now, writing under ``owner_epoch``.
