@@ -20,6 +20,7 @@ from typing import Any
 import structlog
 
 from kcoord.apis.broker import (
+    alter_configs,
     api_versions,
     create_acls,
     create_partitions,
@@ -41,6 +42,7 @@ from kcoord.apis.broker import (
     sasl_handshake,
     user_scram_credentials,
 )
+from kcoord.apis.broker.config_alteration import ConfigTargets
 from kcoord.apis.broker.creation_limits import CreationLimits, DescriptorBudget
 from kcoord.apis.groups import (
     consumer_group_describe,
@@ -58,6 +60,7 @@ from kcoord.apis.groups import (
     sync_group,
 )
 from kcoord.apis.groups.common import MemberWatch
+from kcoord.cluster.broker_configs import BrokerConfigs
 from kcoord.cluster.growth_hints import GrowthHints
 from kcoord.cluster.identity import Node, load_or_create_identity
 from kcoord.cluster.leader_epochs import RecordedEpochs
@@ -78,7 +81,7 @@ from kcoord.observability.endpoint import build_endpoint
 from kcoord.observability.group_events import GroupEventObserver
 from kcoord.observability.http_security import http_security
 from kcoord.observability.metrics import KcoordMetrics
-from kcoord.protocol.registry import ApiRegistry
+from kcoord.protocol.registry import ApiRegistry, ApiSpec
 from kcoord.runtime.group_config_store import GroupConfigStore
 from kcoord.runtime.group_service import GroupService
 from kcoord.runtime.rebalance_journal import JOURNAL_FILE, JournalingObserver, RebalanceJournal
@@ -92,6 +95,7 @@ from kcoord.server.memory_pool import MemoryPool
 from kcoord.server.router import Router
 from kcoord.storage import open_store
 from kcoord.storage.postgres import PostgresLogStore
+from kcoord.storage.postgres.broker_configs import SharedBrokerConfigs
 from kcoord.storage.postgres.ownership import Ownership
 from kcoord.timer.api import Timer
 from kcoord.timer.clock import SystemClock
@@ -118,6 +122,7 @@ class App:
         self.node = Node(identity.node_id, identity.cluster_id, first)
         self.credentials = CredentialStore(self.data_dir)
         self.group_configs = GroupConfigStore(self.data_dir)
+        self.broker_configs = BrokerConfigs(self.data_dir, s, identity.node_id)
         self.registry = ApiRegistry()
         self.metrics = KcoordMetrics(api_registry=self.registry)
         self.group_events = GroupEventObserver(self.metrics)
@@ -165,6 +170,7 @@ class App:
         self.groups = GroupService(self.coordinator)
         self.creation_limits = CreationLimits(
             rate=s["controller.mutation.rate"],
+            auto_create_rate=s["kcoord.auto.create.rate"],
             max_partitions_per_request=s["kcoord.max.partitions.per.request"],
             observe=self.metrics.limit_hit,
             descriptors=DescriptorBudget(s["kcoord.descriptors.reserved"]),
@@ -174,6 +180,10 @@ class App:
         self.router.observers.append(self.metrics.observe_request)
         self.router.exchange_observers.append(self.metrics.observe_exchange)
         self.listener = ListenerSet.build(s, self.router, self._sasl_settings, self._server_limits())
+        self.broker_configs.appliers += [
+            self._apply_connection_limits,
+            lambda _: self.topics.reapply_log_configs(),
+        ]
         metrics_host, metrics_port = s["kcoord.metrics.listen"]
         self.http = build_endpoint(
             self.coordinator,
@@ -191,7 +201,7 @@ class App:
 
     def _server_limits(self) -> ServerLimits:
         s = self.settings
-        connections = ConnectionLimits(
+        connections = self.connection_limits = ConnectionLimits(
             max_connections=s["max.connections"],
             max_per_ip=s["max.connections.per.ip"],
             per_ip_overrides=parse_overrides(s["max.connections.per.ip.overrides"]),
@@ -208,6 +218,15 @@ class App:
             send_buffer_bytes=s["socket.send.buffer.bytes"],
             receive_buffer_bytes=s["socket.receive.buffer.bytes"],
         )
+
+    def _apply_connection_limits(self, changed: list[str]) -> None:
+        if any(name.startswith("max.connections") for name in changed):
+            s = self.settings
+            self.connection_limits.reconfigure(
+                max_connections=s["max.connections"],
+                max_per_ip=s["max.connections.per.ip"],
+                per_ip_overrides=parse_overrides(s["max.connections.per.ip.overrides"]),
+            )
 
     def _register_apis(self) -> None:
         """Every API kcoord serves, each bound to what it needs; ApiVersions answers with this list."""
@@ -234,7 +253,7 @@ class App:
             describe_configs.api(
                 topics, s, node.node_id, authorizer=auth, group_configs=self.group_configs.overrides
             ),
-            incremental_alter_configs.api(self.group_configs, s, authorizer=auth, topics=topics),
+            *self._config_alteration_apis(),
             describe_cluster.api(node, authorizer=auth),
             describe_acls.api(auth),
             create_acls.api(auth),
@@ -263,6 +282,12 @@ class App:
         for spec in specs:
             self.registry.add(spec)
 
+    def _config_alteration_apis(self) -> list[ApiSpec]:
+        targets = ConfigTargets(
+            self.settings, self.authorizer, self.topics, self.group_configs, self.broker_configs
+        )
+        return [alter_configs.api(targets), incremental_alter_configs.api(targets)]
+
     def _sasl_settings(self, listener_name: str) -> SaslSettings:
         s = self.settings
         return SaslSettings(
@@ -289,6 +314,10 @@ class App:
 
     async def _start_after_store(self) -> tuple[str, int]:
         await self.topics.load()
+        shared_configs = None
+        if isinstance(self.store, PostgresLogStore) and self.settings["kcoord.cluster.enable"]:
+            shared_configs = SharedBrokerConfigs(self.store.pool)
+        await self.broker_configs.load(shared_configs)
         if isinstance(self.authorizer, AclAuthorizer):
             await self.authorizer.load()
         await self.producer_state.start()
@@ -338,10 +367,15 @@ class App:
             LeaseSettings(lease_ms=s["kcoord.node.lease.ms"], renew_ms=s["kcoord.node.lease.renew.ms"]),
             observer=self.metrics,
         )
-        self.membership.on_catalogue = topics.refresh
+        self.membership.on_catalogue = self._refresh_shared_state
         self.leader_epochs.ownership = ownership
         self.node.directory = MembershipDirectory(self.membership, coordinator.partition_for)
         await self.membership.start()
+
+    async def _refresh_shared_state(self) -> None:
+        """On every renewal: other nodes' topic catalogue changes and dynamic broker configs."""
+        await self.topics.refresh()
+        await self.broker_configs.refresh()
 
     def _coordinator_moves(self, group_id: str) -> list[dict[str, Any]]:
         """Each claim of the group's offsets partition: its history of coordinator moves."""

@@ -717,6 +717,29 @@ async def check_incremental_alter_configs(scene: Scene, response: Any) -> None:
     )
 
 
+def alter_configs_sample(scene: Scene) -> dict[str, Any]:
+    """This node's log.retention.ms set as its whole dynamic config set; BROKER is resource type 4."""
+    return {
+        "resources": [
+            {
+                "resource_type": 4,
+                "resource_name": str(scene.node_id),
+                "configs": [{"name": "log.retention.ms", "value": "3600000"}],
+            }
+        ],
+        "validate_only": False,
+    }
+
+
+async def check_alter_configs(scene: Scene, response: Any) -> None:
+    (result,) = response.responses
+    assert (result.error_code, result.resource_type, result.resource_name) == (
+        ErrorCode.none,
+        4,
+        str(scene.node_id),
+    )
+
+
 CASES: dict[int, Case] = {
     ApiKey.PRODUCE: Case(produce_sample, check_produce, create_topic),
     ApiKey.FETCH: Case(fetch_sample, check_fetch, create_topic_with_one_record),
@@ -754,6 +777,7 @@ CASES: dict[int, Case] = {
     ApiKey.CREATE_ACLS: Case(create_acls_sample, check_create_acls_disabled),
     ApiKey.DELETE_ACLS: Case(delete_acls_sample, check_delete_acls_disabled),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: Case(consumer_heartbeat_sample, check_consumer_heartbeat, create_topic),
+    ApiKey.ALTER_CONFIGS: Case(alter_configs_sample, check_alter_configs),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: Case(incremental_alter_configs_sample, check_incremental_alter_configs),
     ApiKey.CONSUMER_GROUP_DESCRIBE: Case(
         consumer_group_describe_sample, check_consumer_group_describe, consumer_group_join

@@ -129,6 +129,16 @@ def test_the_mutation_quota_refills_at_its_rate() -> None:
     assert limits.budget(_context(), quota_error=False).refusal(1) is None
 
 
+def test_no_mutation_quota_applies_unless_one_is_configured() -> None:
+    """With Kafka's default (no controller mutation quota) one request creates 400 partitions and a
+    second one as many at once."""
+    limits = CreationLimits(rate=0, max_partitions_per_request=1000)
+    for _ in range(2):
+        budget = limits.budget(_context(), quota_error=True)
+        assert all(budget.refusal(4) is None for _ in range(100))
+        assert budget.throttle_ms == 0
+
+
 class _AnyMessage(str):
     def __eq__(self, other: object) -> bool:
         return isinstance(other, str)

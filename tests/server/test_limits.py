@@ -154,7 +154,7 @@ async def test_a_client_that_does_not_read_stops_being_read(tmp_path: Path) -> N
 async def test_metadata_auto_creation_stops_at_the_per_request_limit(tmp_path: Path) -> None:
     """A Metadata request naming 50 new topics creates kcoord.max.partitions.per.request of them; the rest
     are answered UNKNOWN_TOPIC_OR_PARTITION and the limit is counted."""
-    settings = {"kcoord.max.partitions.per.request": "10", "controller.mutation.rate": "0"}
+    settings = {"kcoord.max.partitions.per.request": "10", "kcoord.auto.create.rate": "0"}
     async with running_app(tmp_path, **settings) as (app, port), connected(port) as client:
         names = [f"auto-{index:02d}" for index in range(50)]
         answer = await client.call(ApiKey.METADATA, 12, _metadata(names))
@@ -163,6 +163,23 @@ async def test_metadata_auto_creation_stops_at_the_per_request_limit(tmp_path: P
         assert len([n for n in app.topics.names() if n.startswith("auto-")]) == 10
         limit = "kcoord.max.partitions.per.request"
         assert _metric(app, "kcoord_limit_events_total", limit=limit) == 40
+
+
+async def test_metadata_auto_creation_has_its_own_rate_not_the_mutation_quota(
+    tmp_path: Path,
+) -> None:
+    """kcoord.auto.create.rate=3 lets one Metadata request auto-create three one-partition topics and
+    answers UNKNOWN_TOPIC_OR_PARTITION for the rest, counted under that setting, while CreateTopics
+    from the same client is not limited by it."""
+    settings = {"kcoord.auto.create.rate": "3"}
+    async with running_app(tmp_path, **settings) as (app, port), connected(port) as client:
+        names = [f"flood-{index:02d}" for index in range(6)]
+        answer = await client.call(ApiKey.METADATA, 12, _metadata(names))
+        codes = [topic.error_code for topic in answer.topics]
+        assert codes == [ErrorCode.none] * 4 + [ErrorCode.unknown_topic_or_partition] * 2
+        assert _metric(app, "kcoord_limit_events_total", limit="kcoord.auto.create.rate") == 2
+        created = await client.call(ApiKey.CREATE_TOPICS, 7, _create_topics(["admin-1", "admin-2"], 50))
+        assert [topic.error_code for topic in created.topics] == [ErrorCode.none, ErrorCode.none]
 
 
 def _create_topics(names: list[str], partitions: int) -> dict[str, Any]:
@@ -193,7 +210,7 @@ async def test_create_topics_past_the_mutation_rate_is_throttled(tmp_path: Path)
 
 async def test_create_topics_past_the_per_request_limit_is_a_policy_violation(tmp_path: Path) -> None:
     """Topics that would take a request past kcoord.max.partitions.per.request get POLICY_VIOLATION."""
-    settings = {"kcoord.max.partitions.per.request": "8", "controller.mutation.rate": "0"}
+    settings = {"kcoord.max.partitions.per.request": "8"}
     async with running_app(tmp_path, **settings) as (_app, port), connected(port) as client:
         answer = await client.call(ApiKey.CREATE_TOPICS, 7, _create_topics(["p1", "p2", "p3"], 4))
         codes = [topic.error_code for topic in answer.topics]

@@ -20,6 +20,7 @@ from typing import Any
 
 from kcoord.config import Settings
 from kcoord.config.definitions import BY_NAME
+from kcoord.config.settings import DYNAMIC_DEFAULT_SOURCE, DYNAMIC_SOURCE
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.storage.api import CleanupPolicy, LogConfig
 
@@ -265,12 +266,21 @@ def render_setting(value: Any) -> str:
     return str(value)
 
 
+def config_source_of(settings_source: str) -> ConfigSource:
+    """Where a setting's value came from (:meth:`Settings.source`) as DescribeConfigs names it."""
+    if settings_source == "default":
+        return ConfigSource.DEFAULT_CONFIG
+    if settings_source == DYNAMIC_SOURCE:
+        return ConfigSource.DYNAMIC_BROKER_CONFIG
+    if settings_source == DYNAMIC_DEFAULT_SOURCE:
+        return ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+    return ConfigSource.STATIC_BROKER_CONFIG
+
+
 def _broker_default(definition: TopicConfigDef, settings: Settings) -> tuple[str, ConfigSource]:
     synonym = definition.broker_synonym
     if synonym in BY_NAME:
-        source = settings.source(synonym)
-        kind = ConfigSource.DEFAULT_CONFIG if source == "default" else ConfigSource.STATIC_BROKER_CONFIG
-        return render_setting(settings[synonym]), kind
+        return render_setting(settings[synonym]), config_source_of(settings.source(synonym))
     return definition.kafka_default, ConfigSource.DEFAULT_CONFIG
 
 
@@ -308,7 +318,7 @@ def describe_topic_configs(overrides: Mapping[str, str], settings: Settings) -> 
         synonyms: list[tuple[str, str | None, ConfigSource]] = []
         if name in overrides:
             synonyms.append((name, overrides[name], ConfigSource.DYNAMIC_TOPIC_CONFIG))
-        if default_source == ConfigSource.STATIC_BROKER_CONFIG:
+        if default_source != ConfigSource.DEFAULT_CONFIG:
             synonyms.append((definition.broker_synonym, default_value, default_source))
         synonyms.append(
             (definition.broker_synonym, _built_in_default(definition), ConfigSource.DEFAULT_CONFIG)

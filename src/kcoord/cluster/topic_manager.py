@@ -458,6 +458,11 @@ class TopicManager:
             **details,
         )
 
+    def reapply_log_configs(self) -> None:
+        """Give every log this node holds its topic's current config (the broker defaults changed)."""
+        for info in list(self._topics.values()):
+            self._apply_log_config(info)
+
     def _apply_log_config(self, info: TopicInfo) -> None:
         """Give the logs of ``info`` this node holds its current config."""
         config = self.log_config(info)

@@ -216,9 +216,15 @@ DEFINITIONS: tuple[Definition, ...] = (
     ),
     Definition(
         "controller.mutation.rate",
+        0.0,
+        _float(0.0),
+        "Partitions a client may create per second with CreateTopics and CreatePartitions (0: no quota).",
+    ),
+    Definition(
+        "kcoord.auto.create.rate",
         100.0,
         _float(0.0),
-        "Partitions a client may create per second (CreateTopics, CreatePartitions, auto-creation).",
+        "Partitions a client may have auto-created per second by Metadata requests (0: no limit).",
     ),
     Definition(
         "kcoord.descriptors.reserved",

@@ -1,4 +1,5 @@
-"""The one settings object: defaults < TOML file < environment (``KCOORD_...``) < flags.
+"""The one settings object: defaults < TOML file < environment (``KCOORD_...``) < flags, and above
+them, on a running server, the dynamic broker configs (:mod:`kcoord.config.dynamic`).
 
 Every value remembers where it came from, so ``kcoord config show`` can say why a setting
 has the value it has, and a bad value stops the start with a message naming the key.
@@ -17,6 +18,8 @@ from typing import Any
 from kcoord.config.definitions import BY_NAME, DEFINITIONS
 
 ENV_PREFIX = "KCOORD_"
+DYNAMIC_SOURCE = "dynamic broker config"
+DYNAMIC_DEFAULT_SOURCE = "dynamic default broker config"
 
 
 class SettingsError(ValueError):
@@ -42,6 +45,7 @@ class Settings:
 
     def __init__(self, values: Mapping[str, Value]) -> None:
         self._values = dict(values)
+        self._static = dict(values)
         self.unknown_environment: tuple[str, ...] = ()
         """``KCOORD_`` variables that name no setting: ignored, and warned about at start."""
 
@@ -53,6 +57,21 @@ class Settings:
 
     def items(self) -> Iterable[tuple[str, Value]]:
         return sorted(self._values.items())
+
+    def apply_dynamic(self, cluster_default: Mapping[str, str], own: Mapping[str, str]) -> list[str]:
+        """Put the dynamic broker configs (this node's over the cluster default) over the static
+        values, in place; a name no longer set goes back to its static value. Returns the names whose
+        value changed."""
+        changed: list[str] = []
+        for name, static in self._static.items():
+            layered = static
+            for layer, source in ((cluster_default, DYNAMIC_DEFAULT_SOURCE), (own, DYNAMIC_SOURCE)):
+                if name in layer:
+                    layered = Value(_parse(name, layer[name], source), source)
+            if layered.value != self._values[name].value:
+                changed.append(name)
+            self._values[name] = layered
+        return changed
 
     def with_overrides(self, overrides: Mapping[str, Any], source: str = "override") -> Settings:
         values = dict(self._values)

@@ -73,6 +73,14 @@ class ConnectionLimits:
     def total(self) -> int:
         return self._total
 
+    def reconfigure(
+        self, *, max_connections: int, max_per_ip: int, per_ip_overrides: Mapping[str, int]
+    ) -> None:
+        """New limits (dynamic broker configs); open connections stay, new ones meet the new limits."""
+        self._max_connections = max_connections
+        self._max_per_ip = max_per_ip
+        self._overrides = dict(per_ip_overrides)
+
     def limit_for(self, host: str) -> int:
         return self._overrides.get(host, self._max_per_ip)
 

@@ -9,6 +9,7 @@ import pytest
 
 from kcoord.apis.broker.describe_configs import RESOURCE_BROKER, RESOURCE_TOPIC
 from kcoord.cluster.topic_configs import TOPIC_CONFIGS, ConfigSource, ConfigType
+from kcoord.config.dynamic import DYNAMIC_BROKER_CONFIGS
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
 from tests.apis.broker.topic_app import NODE_ID, TopicApp, call, open_app
@@ -86,7 +87,8 @@ async def test_key_filter_synonyms_and_documentation(tmp_path: Path) -> None:
 
 
 async def test_broker_resource_lists_node_settings(tmp_path: Path) -> None:
-    """The node (by id or the empty name) lists its settings read-only, with where each came from."""
+    """The node (by id or the empty name) lists its settings with where each came from, only the
+    dynamic broker configs writable."""
     app = await _app(tmp_path)
     response = await _describe(app, 4, [(RESOURCE_BROKER, str(NODE_ID), None), (RESOURCE_BROKER, "", None)])
     for result in response.results:
@@ -100,7 +102,7 @@ async def test_broker_resource_lists_node_settings(tmp_path: Path) -> None:
         assert configs["num.partitions"].config_source == ConfigSource.DEFAULT_CONFIG
         assert configs["auto.create.topics.enable"].value == "true"
         assert configs["auto.create.topics.enable"].config_type == ConfigType.BOOLEAN
-        assert all(c.read_only for c in result.configs)
+        assert {c.name for c in result.configs if not c.read_only} == DYNAMIC_BROKER_CONFIGS
 
 
 async def test_broker_secrets_are_sensitive_and_never_returned(tmp_path: Path) -> None:

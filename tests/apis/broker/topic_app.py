@@ -14,6 +14,7 @@ from typing import Any
 from kio.serial import entity_reader
 
 from kcoord.apis.broker import (
+    alter_configs,
     create_partitions,
     create_topics,
     delete_topics,
@@ -23,6 +24,8 @@ from kcoord.apis.broker import (
     metadata,
     offset_for_leader_epoch,
 )
+from kcoord.apis.broker.config_alteration import ConfigTargets
+from kcoord.cluster.broker_configs import BrokerConfigs
 from kcoord.cluster.identity import Node
 from kcoord.cluster.leader_epochs import RecordedEpochs
 from kcoord.cluster.topic_manager import TopicManager
@@ -63,6 +66,10 @@ class TopicApp:
         self.node = Node(NODE_ID, CLUSTER_ID, ADVERTISED)
         self.authorizer = auth = build_authorizer(settings, data_dir)
         topics = self.topics
+        self.broker_configs = BrokerConfigs(data_dir, settings, NODE_ID)
+        self.broker_configs.appliers.append(lambda _changed: topics.reapply_log_configs())
+        self.group_configs = GroupConfigStore(data_dir)
+        targets = ConfigTargets(settings, auth, topics, self.group_configs, self.broker_configs)
         self.registry = ApiRegistry(
             [
                 metadata.api(
@@ -71,10 +78,11 @@ class TopicApp:
                 create_topics.api(topics, settings, NODE_ID, authorizer=auth),
                 create_partitions.api(topics, NODE_ID, authorizer=auth),
                 delete_topics.api(topics, enabled=settings["delete.topic.enable"], authorizer=auth),
-                describe_configs.api(topics, settings, NODE_ID, authorizer=auth),
-                incremental_alter_configs.api(
-                    GroupConfigStore(data_dir), settings, authorizer=auth, topics=topics
+                describe_configs.api(
+                    topics, settings, NODE_ID, authorizer=auth, group_configs=self.group_configs.overrides
                 ),
+                incremental_alter_configs.api(targets),
+                alter_configs.api(targets),
                 describe_cluster.api(self.node, authorizer=auth),
                 offset_for_leader_epoch.api(topics, RecordedEpochs(), authorizer=auth),
             ]
@@ -87,6 +95,7 @@ async def open_app(data_dir: Path, store: LogStore | None = None, **flags: Any) 
     await store.open()
     app = TopicApp(make_settings(**flags), store, data_dir)
     await app.topics.load()
+    await app.broker_configs.load()
     return app
 
 

@@ -1,16 +1,21 @@
-"""Limits on what requests may create: partitions per request and a creation rate per client.
+"""Limits on what requests may create: partitions per request and creation rates per client.
 
 - ``kcoord.max.partitions.per.request``: once a request has created this many partitions, its later
   topics are refused. CreateTopics and CreatePartitions answer POLICY_VIOLATION (what Kafka answers
   when its creation policy refuses a topic); Metadata's auto-creation answers
   UNKNOWN_TOPIC_OR_PARTITION for the topics it did not create.
-- ``controller.mutation.rate``: Kafka's controller mutation quota (KIP-599), partitions created per
-  second per client (principal and client id), as a token bucket holding one second of the rate.
-  A topic is accepted while the bucket is not empty, so one topic may overdraw it (as Kafka's quota
-  lets one request exceed it); once it is overdrawn, CreateTopics v6+ and CreatePartitions v3+
-  answer THROTTLING_QUOTA_EXCEEDED, and older versions and Metadata's auto-creation (whose clients
-  do not know that code) answer as for the per-request limit. ``throttle_time_ms`` says how long
-  until the bucket is positive again. A rate of 0 disables the quota.
+- ``controller.mutation.rate``: Kafka's controller mutation quota (KIP-599) for CreateTopics and
+  CreatePartitions, partitions created per second per client (principal and client id), as a token
+  bucket holding one second of the rate. As in Kafka there is none unless one is configured (the
+  default 0 disables it). A topic is accepted while the bucket is not empty, so one topic may
+  overdraw it (as Kafka's quota lets one request exceed it); once it is overdrawn, CreateTopics v6+
+  and CreatePartitions v3+ answer THROTTLING_QUOTA_EXCEEDED, and older versions (whose clients do
+  not know that code) POLICY_VIOLATION. ``throttle_time_ms`` says how long until the bucket is
+  positive again.
+- ``kcoord.auto.create.rate``: kcoord's own guard against a flood of auto-creation (a client naming
+  ever new topics in Metadata requests), the same kind of bucket applied to Metadata's
+  auto-creation only; past it those topics are answered UNKNOWN_TOPIC_OR_PARTITION. Kafka has no
+  such limit; 0 disables it.
 
 - The descriptor budget: every partition holds its segment files open (three descriptors for the
   active segment), so before creating partitions kcoord checks that the process would still have
@@ -72,29 +77,15 @@ class _Bucket:
     updated: float
 
 
-class CreationLimits:
-    def __init__(
-        self,
-        *,
-        rate: float,
-        max_partitions_per_request: int,
-        observe: LimitObserver | None = None,
-        clock: Callable[[], float] = time.monotonic,
-        descriptors: DescriptorBudget | None = None,
-    ) -> None:
+class RateQuota:
+    """Partitions per second per client, as token buckets holding one second of the rate (0: none)."""
+
+    def __init__(self, setting: str, rate: float, observe: LimitObserver, clock: Callable[[], float]) -> None:
+        self.setting = setting
         self.rate = rate
-        self.max_partitions_per_request = max_partitions_per_request
-        self.descriptors = descriptors
         self._clock = clock
         self._buckets: dict[str, _Bucket] = {}
-        observe = observe or (lambda _limit: None)
-        self.quota_log = OffenderLog("controller.mutation.rate", observe)
-        self.request_log = OffenderLog("kcoord.max.partitions.per.request", observe)
-        self.descriptor_log = OffenderLog("kcoord.descriptors.reserved", observe)
-
-    def budget(self, ctx: RequestContext, *, quota_error: bool) -> CreationBudget:
-        """The budget of one request; ``quota_error``: the API version knows THROTTLING_QUOTA_EXCEEDED."""
-        return CreationBudget(self, f"{ctx.principal}/{ctx.client_id}@{ctx.client_host}", quota_error)
+        self.log = OffenderLog(setting, observe)
 
     def bucket(self, client: str) -> _Bucket:
         now = self._clock()
@@ -107,7 +98,7 @@ class CreationLimits:
             bucket.tokens = min(self.rate, bucket.tokens + (now - bucket.updated) * self.rate)
             bucket.updated = now
             if bucket.tokens >= self.rate:
-                self.quota_log.forgive(client)
+                self.log.forgive(client)
         return bucket
 
     def _forget_full(self, now: float) -> None:
@@ -118,11 +109,39 @@ class CreationLimits:
             self._buckets.clear()
 
 
+class CreationLimits:
+    def __init__(
+        self,
+        *,
+        rate: float,
+        max_partitions_per_request: int,
+        auto_create_rate: float = 0.0,
+        observe: LimitObserver | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        descriptors: DescriptorBudget | None = None,
+    ) -> None:
+        self.max_partitions_per_request = max_partitions_per_request
+        self.descriptors = descriptors
+        observe = observe or (lambda _limit: None)
+        self.mutation_quota = RateQuota("controller.mutation.rate", rate, observe, clock)
+        self.auto_create_quota = RateQuota("kcoord.auto.create.rate", auto_create_rate, observe, clock)
+        self.request_log = OffenderLog("kcoord.max.partitions.per.request", observe)
+        self.descriptor_log = OffenderLog("kcoord.descriptors.reserved", observe)
+
+    def budget(self, ctx: RequestContext, *, quota_error: bool, auto_create: bool = False) -> CreationBudget:
+        """The budget of one request; ``quota_error``: the API version knows THROTTLING_QUOTA_EXCEEDED;
+        ``auto_create``: Metadata's auto-creation, charged to ``kcoord.auto.create.rate`` instead of
+        the controller mutation quota."""
+        quota = self.auto_create_quota if auto_create else self.mutation_quota
+        return CreationBudget(self, quota, f"{ctx.principal}/{ctx.client_id}@{ctx.client_host}", quota_error)
+
+
 class CreationBudget:
     """What one request may still create."""
 
-    def __init__(self, limits: CreationLimits, client: str, quota_error: bool) -> None:
+    def __init__(self, limits: CreationLimits, quota: RateQuota, client: str, quota_error: bool) -> None:
         self._limits = limits
+        self._quota = quota
         self._client = client
         self._quota_error = quota_error
         self._created = 0
@@ -130,7 +149,7 @@ class CreationBudget:
 
     def refusal(self, partitions: int) -> tuple[ErrorCode, str] | None:
         """None and charged when ``partitions`` more may be created; else the error to answer."""
-        limits = self._limits
+        limits, quota = self._limits, self._quota
         if self._created + partitions > limits.max_partitions_per_request:
             limits.request_log.refused(self._client, max=limits.max_partitions_per_request)
             return ErrorCode.policy_violation, (
@@ -142,15 +161,15 @@ class CreationBudget:
                 "Creating these partitions would leave fewer than "
                 f"{limits.descriptors.reserved} file descriptors for connections."
             )
-        if limits.rate > 0:
-            bucket = limits.bucket(self._client)
+        if quota.rate > 0:
+            bucket = quota.bucket(self._client)
             if bucket.tokens <= 0:
-                self.throttle_ms = max(self.throttle_ms, int(-bucket.tokens / limits.rate * 1000) + 1)
-                limits.quota_log.refused(self._client, rate=limits.rate)
+                self.throttle_ms = max(self.throttle_ms, int(-bucket.tokens / quota.rate * 1000) + 1)
+                quota.log.refused(self._client, rate=quota.rate)
                 code = (
                     ErrorCode.throttling_quota_exceeded if self._quota_error else ErrorCode.policy_violation
                 )
-                return code, f"The controller mutation quota of {limits.rate:g} partitions/s is exceeded."
+                return code, f"The {quota.setting} quota of {quota.rate:g} partitions/s is exceeded."
             bucket.tokens -= partitions
         self._created += partitions
         return None

@@ -10,7 +10,9 @@ Resources served:
   DYNAMIC_TOPIC_CONFIG; otherwise the node's setting of the broker synonym (STATIC_BROKER_CONFIG
   when it was set in the file, environment or flags, DEFAULT_CONFIG when not).
 - BROKER (4), named by this node's id or ``""`` (the cluster default): every kcoord setting under
-  its Kafka name. All are read-only.
+  its Kafka name. The dynamic broker configs (:mod:`kcoord.config.dynamic`) are writable and, once
+  altered, have source DYNAMIC_BROKER_CONFIG (this node's) or DYNAMIC_DEFAULT_BROKER_CONFIG (the
+  cluster default); every other setting is read-only.
 - GROUP (32): the consumer group configs of Kafka 4 (see :mod:`.group_config_entries`), which
   IncrementalAlterConfigs changes per group.
 
@@ -34,6 +36,7 @@ from kcoord.cluster.topic_configs import (
     ConfigEntry,
     ConfigSource,
     ConfigType,
+    config_source_of,
     describe_topic_configs,
     render_setting,
 )
@@ -41,6 +44,7 @@ from kcoord.cluster.topic_manager import TopicManager
 from kcoord.cluster.topic_names import topic_name_problem
 from kcoord.config import Settings
 from kcoord.config.definitions import BY_NAME
+from kcoord.config.dynamic import DYNAMIC_BROKER_CONFIGS
 from kcoord.config.secrets import is_secret, shown_setting
 from kcoord.coordinator.consumer.group_configs import GroupConfigOverrides
 from kcoord.protocol.api_keys import ApiKey
@@ -68,20 +72,21 @@ def _kind_of(value: Any) -> ConfigType:
 
 
 def broker_config_entries(settings: Settings, node_id: int) -> list[ConfigEntry]:
-    """Every setting of this node as a read-only broker config (``node.id`` is the one in use)."""
+    """Every setting of this node as a broker config (``node.id`` is the one in use); the dynamic
+    ones (:data:`~kcoord.config.dynamic.DYNAMIC_BROKER_CONFIGS`) are writable, the rest read-only."""
     entries: list[ConfigEntry] = []
     for name, setting in settings.items():
         value = node_id if name == "node.id" else setting.value
         definition = BY_NAME.get(name)
-        from_default = setting.source == "default" and name != "node.id"
-        source = ConfigSource.DEFAULT_CONFIG if from_default else ConfigSource.STATIC_BROKER_CONFIG
+        source = ConfigSource.STATIC_BROKER_CONFIG if name == "node.id" else config_source_of(setting.source)
         rendered = _shown(name, value)
         synonyms: list[tuple[str, str | None, ConfigSource]] = [(name, rendered, source)]
-        if not from_default and definition is not None:
+        if source != ConfigSource.DEFAULT_CONFIG and definition is not None:
             synonyms.append((name, _shown(name, definition.default), ConfigSource.DEFAULT_CONFIG))
         doc = definition.doc if definition is not None else ""
         kind = ConfigType.PASSWORD if is_secret(name) else _kind_of(value)
-        entries.append(ConfigEntry(name, rendered, source, kind, True, doc, tuple(synonyms)))
+        read_only = name not in DYNAMIC_BROKER_CONFIGS
+        entries.append(ConfigEntry(name, rendered, source, kind, read_only, doc, tuple(synonyms)))
     return entries
 
 

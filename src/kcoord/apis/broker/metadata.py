@@ -18,7 +18,9 @@ Auto-creation: a requested topic that does not exist is created when both the re
 (v4+; always before) and ``auto.create.topics.enable`` is on. Unlike Apache Kafka, which answers
 LEADER_NOT_AVAILABLE for a topic it has just created and makes the client ask again, kcoord
 answers with the ready topic: its logs exist before the response is sent, so the retry would only
-add a metadata round trip (and librdkafka's backoff) to every first produce.
+add a metadata round trip (and librdkafka's backoff) to every first produce. What one client may
+have auto-created is bounded by ``kcoord.auto.create.rate`` (kcoord's own, see
+:mod:`.creation_limits`), not by Kafka's controller mutation quota.
 
 Authorization, as Kafka's: an all-topics answer leaves out the topics the principal may not
 DESCRIBE; a named one it may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED; auto-creation needs
@@ -244,7 +246,11 @@ async def handle_metadata(
         return await all_topics.answer(version, key, build_all)
     auto_create = bool(getattr(request, "allow_auto_topic_creation", True))
     auto_create = auto_create and auto_create_enabled
-    budget = creation.budget(ctx, quota_error=False) if creation is not None and auto_create else None
+    budget = (
+        creation.budget(ctx, quota_error=False, auto_create=True)
+        if creation is not None and auto_create
+        else None
+    )
     entries = []
     seen: set[tuple[str | None, uuid.UUID | None]] = set()
     for index, topic in enumerate(requested):

@@ -1,0 +1,45 @@
+"""AlterConfigs (key 33), versions 0-2, for TOPIC, BROKER and GROUP resources.
+
+- v0: per resource (type, name) the whole new set of its configs ``(name, value)``; configs not
+  given go back to their defaults (Kafka's "replace" semantics), and ``validate_only``.
+- v1: no change (the response's throttle time is honoured).  v2: flexible.
+
+Kafka deprecated it for IncrementalAlterConfigs but clients still send it (librdkafka's
+``AlterConfigs``, kafka-python's ``alter_configs``). The new set is turned into
+IncrementalAlterConfigs' steps (:func:`.config_alteration.replacement`), so both APIs check, store
+and apply a resource the same way; see :mod:`.config_alteration` for each resource type.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from kcoord.apis.broker.config_alteration import ConfigTargets, alter_resource, replacement, resource_answer
+from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.errors import ErrorCode
+from kcoord.protocol.registry import ApiSpec
+from kcoord.server.context import RequestContext
+
+__all__ = ["api", "handle_alter_configs"]
+
+
+def error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
+    return {"throttle_time": 0, "responses": [resource_answer(r, code) for r in request.resources]}
+
+
+def api(targets: ConfigTargets) -> ApiSpec:
+    handler = functools.partial(handle_alter_configs, targets=targets)
+    return ApiSpec(ApiKey.ALTER_CONFIGS, "AlterConfigs", 0, 2, handler, error_response)
+
+
+async def handle_alter_configs(
+    ctx: RequestContext, request: Any, *, targets: ConfigTargets
+) -> dict[str, Any]:
+    responses = []
+    for resource in request.resources:
+        configs = [(c.name, c.value) for c in resource.configs]
+        responses.append(
+            await alter_resource(ctx, targets, resource, replacement(configs), request.validate_only)
+        )
+    return {"throttle_time": 0, "responses": responses}
