@@ -132,11 +132,22 @@ def test_all_topics_and_a_partition_subset(server: KcoordProcess, capsys: pytest
 def test_refused_while_the_group_has_members(
     server: KcoordProcess, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """With a live consumer the CLI refuses and the coordinator itself answers UNKNOWN_MEMBER_ID."""
+    """With a live consumer the dry run prints its plan with a note that it cannot be executed yet,
+    --execute is refused, and the coordinator itself answers UNKNOWN_MEMBER_ID."""
     topic, group = seeded_group(server, capsys)
     consumer = group_consumer(server.bootstrap, group, topic.name)
     try:
         wait_until_assigned(consumer)
+        dry_run = ["groups", "reset-offsets", group, "--topic", topic.name, "--to-earliest", "--json"]
+        assert cli(server, *dry_run) == 0
+        printed = capsys.readouterr()
+        planned = json.loads(printed.out)
+        assert planned["executed"] is False
+        planned_offsets = {
+            (row["topic"], row["partition"]): row["new_offset"] for row in planned["partitions"]
+        }
+        assert planned_offsets == both(topic.name, 0)
+        assert f"--execute would be refused now: group {group!r} is Stable with 1 member(s)" in printed.err
         command = ["groups", "reset-offsets", group, "--topic", topic.name, "--to-earliest", "--execute"]
         assert cli(server, *command) == 1
         err = capsys.readouterr().err

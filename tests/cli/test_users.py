@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -60,3 +63,23 @@ def test_a_corrupt_credentials_file_is_reported_in_one_line(
     error = capsys.readouterr().err
     assert error.startswith(f"kcoord: {tmp_path / 'scram-credentials.json'} is corrupt: ")
     assert error.count("\n") == 1
+
+
+def test_add_without_a_terminal_says_to_use_password_stdin(tmp_path: Path) -> None:
+    """``kcoord users add alice --data-dir ./data`` run with no terminal attached (a new session,
+    stdin empty) exits 2 with one ``kcoord:`` line pointing at --password-stdin, no traceback and
+    no user written."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KCOORD_")}
+    result = subprocess.run(
+        [sys.executable, "-m", "kcoord", "users", "add", "alice", "--data-dir", str(tmp_path)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        start_new_session=True,
+        env=env,
+    )
+    assert result.returncode == 2
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("kcoord: no terminal to ask for the password; pipe it in with --password-stdin")
+    assert CredentialFile(tmp_path).read() == {}

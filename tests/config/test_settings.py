@@ -66,11 +66,26 @@ def test_bad_values_name_the_key(flags: dict[str, str], key: str) -> None:
         Settings.load(environ={}, flags=flags)
 
 
-def test_unknown_environment_variable_is_reported() -> None:
-    """A KCOORD_ variable that names no setting is ignored but reported, so a typo is visible."""
-    settings = Settings.load(environ={"KCOORD_NUM_PARTITON": "3"})
-    assert settings.unknown_environment == ("KCOORD_NUM_PARTITON",)
-    assert settings["num.partitions"] == 1
+def test_a_misspelt_environment_variable_is_refused() -> None:
+    """A KCOORD_ variable that names no setting stops the load with a message naming it and the
+    variable it probably meant, as a misspelt flag does."""
+    with pytest.raises(SettingsError, match=r"KCOORD_NUM_PARTITON: no such setting .*KCOORD_NUM_PARTITIONS"):
+        Settings.load(environ={"KCOORD_NUM_PARTITON": "3"})
+
+
+def test_variables_that_are_not_settings_are_left_alone() -> None:
+    """The config file's variable, the test tools', the compose file's and the client and test
+    prefixes are not read as settings."""
+    environ = {
+        "KCOORD_CONFIG": "",
+        "KCOORD_KP2_PYTHON": "/usr/bin/python3",
+        "KCOORD_TOOLS_VENV": "/tmp/tools",
+        "KCOORD_BASE_IMAGE": "python:3.11-slim",
+        "KCOORD_CLIENT_BOOTSTRAP": "127.0.0.1:9092",
+        "KCOORD_TEST_ANYTHING": "1",
+        "KCOORD_NUM_PARTITIONS": "3",
+    }
+    assert Settings.load(environ=environ)["num.partitions"] == 3
 
 
 def test_every_setting_has_an_environment_name() -> None:
@@ -107,6 +122,33 @@ def test_config_show_prints_values_and_sources(tmp_path: Path) -> None:
     assert "env KCOORD_GROUP_MAX_SIZE" in lines["group.max.size"]
     assert "# flag" in lines["log.retention.ms"]
     assert "# default" in lines["offsets.topic.num.partitions"]
+
+
+def test_a_misspelt_environment_variable_stops_the_start_with_exit_code_2(tmp_path: Path) -> None:
+    """`kcoord serve` with KCOORD_NUM_PARTITON set exits 2 with one `kcoord:` line naming the
+    variable and the setting it probably meant, before opening anything."""
+    env = {"PATH": "/usr/bin:/bin", "KCOORD_NUM_PARTITON": "3"}
+    result = _kcoord("serve", "--data-dir", str(tmp_path / "data"), "--listen", "127.0.0.1:0", env=env)
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "kcoord: bad setting: KCOORD_NUM_PARTITON: no such setting (environment variable);"
+        " did you mean KCOORD_NUM_PARTITIONS?"
+    ]
+    assert not (tmp_path / "data").exists()
+
+
+def test_config_show_prints_kafka_s_forms(tmp_path: Path) -> None:
+    """`kcoord config show` prints booleans as true/false and an unset value as null, as Kafka's
+    tools do, never Python's True or None."""
+    result = _kcoord("config", "show", "--set", "delete.topic.enable=false", env={"PATH": "/usr/bin:/bin"})
+    assert result.returncode == 0, result.stderr
+    values = {
+        line.split(" = ")[0]: line.split(" = ")[1].split("    # ")[0] for line in result.stdout.splitlines()
+    }
+    assert values["delete.topic.enable"] == "false"
+    assert values["auto.create.topics.enable"] == "true"
+    assert values["advertised.listeners"] == "null"
+    assert not {"True", "False", "None"} & set(values.values())
 
 
 def test_host_port_forms() -> None:

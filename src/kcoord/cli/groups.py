@@ -148,8 +148,10 @@ def _delete(args: argparse.Namespace) -> int:
 
 def _reset_offsets(args: argparse.Namespace) -> int:
     with client_for(args) as client:
-        plan = reset_offsets.run(args, client)
+        plan, not_executable = reset_offsets.run(args, client)
     rows = reset_offsets.plan_rows(args.group, plan)
+    if not_executable is not None:
+        print(f"kcoord: note: --execute would be refused now: {not_executable}", file=sys.stderr)
     if args.json:
         print(json.dumps({"executed": args.execute, "partitions": rows}, indent=1))
         return 0

@@ -9,14 +9,13 @@ from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-import structlog
-
 from kcoord.cli import acls as cli_acls
 from kcoord.cli import cluster as cli_cluster
 from kcoord.cli import groups as cli_groups
 from kcoord.cli import topics as cli_topics
 from kcoord.cli import users as cli_users
 from kcoord.cli.startup import serve
+from kcoord.cluster.topic_configs import render_setting
 from kcoord.config import Settings, SettingsError
 from kcoord.config.definitions import BY_NAME
 from kcoord.config.secrets import shown_setting
@@ -138,24 +137,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_CONFIG
     if args.command == "config":
         return _config_show(settings)
-    configure_logging(settings["kcoord.log.format"], settings["kcoord.log.level"])
-    if settings.unknown_environment:
-        structlog.get_logger(__name__).warning(
-            "config.unknown_environment_ignored", variables=list(settings.unknown_environment)
-        )
+    configure_logging(settings["kcoord.log.format"], settings["kcoord.log.level"], hold_until_started=True)
     return serve(settings)
 
 
 def _config_show(settings: Settings) -> int:
+    """Every effective setting in Kafka's forms (``true``, ``null``, ``a,b``) and where it came from."""
     for name, value in settings.items():
         shown = shown_setting(name, value.value)
-        if isinstance(shown, tuple) and len(shown) == 2 and isinstance(shown[1], int):
-            shown = f"{shown[0]}:{shown[1]}"
-        elif isinstance(shown, tuple):
-            shown = ",".join(str(x) for x in shown)
+        if shown is None:
+            text = "null"
         elif isinstance(shown, dict):
-            shown = ",".join(f"{k}:{v}" for k, v in shown.items())
-        print(f"{name} = {shown}    # {value.source}")
+            text = ",".join(f"{k}:{v}" for k, v in shown.items())
+        else:
+            text = render_setting(shown)
+        print(f"{name} = {text}    # {value.source}")
     return 0
 
 

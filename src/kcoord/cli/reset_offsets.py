@@ -2,9 +2,12 @@
 
 As ``kafka-consumer-groups --reset-offsets``: the plan is printed and nothing changes unless
 ``--execute`` is given; the offsets are committed as a non-member (generation -1), which the
-coordinator accepts only while the group is Empty, so a group with members is refused (with
-Kafka's UNKNOWN_MEMBER_ID). A group that does not exist yet may be given offsets for named topics,
-which is how an operator positions a new group before its consumers first start.
+coordinator accepts only while the group is Empty, so ``--execute`` on a group with members is
+refused (with Kafka's UNKNOWN_MEMBER_ID). The dry run still prints the plan for such a group, with
+a note that it cannot be executed yet (Kafka's tool refuses the dry run too; the plan is harmless
+and is what an operator wants to see before stopping the consumers). A group that does not exist
+yet may be given offsets for named topics, which is how an operator positions a new group before
+its consumers first start.
 
 Targets are clamped to the partition's log start and end offsets, as Kafka's tool does.
 ``--to-datetime`` takes the first offset whose timestamp is at or after the time (ListOffsets by
@@ -86,21 +89,29 @@ def parse_topic_scope(items: list[str]) -> dict[str, list[int] | None]:
     return scope
 
 
-def run(args: argparse.Namespace, client: AdminClient) -> list[PlannedReset]:
-    """Check the group, plan every partition, and commit when ``--execute``; returns the plan."""
-    group = client.describe_group(args.group)
-    state = str(group.group_state)
-    if state in ACTIVE_STATES_REFUSED or group.members:
-        raise AdminError(
-            f"group {args.group!r} is {state} with {len(group.members)} member(s): offsets can only be "
+def active_group_problem(group_id: str, state: str, members: int) -> str | None:
+    """Why the group's offsets cannot be committed now, or None when they can."""
+    if state in ACTIVE_STATES_REFUSED or members:
+        return (
+            f"group {group_id!r} is {state} with {members} member(s): offsets can only be "
             "reset while it has none (the coordinator answers UNKNOWN_MEMBER_ID); stop its consumers first"
         )
+    return None
+
+
+def run(args: argparse.Namespace, client: AdminClient) -> tuple[list[PlannedReset], str | None]:
+    """Check the group, plan every partition, and commit when ``--execute``; returns the plan and,
+    for a dry run of a group with members, why it cannot be executed yet."""
+    group = client.describe_group(args.group)
+    problem = active_group_problem(args.group, str(group.group_state), len(group.members))
+    if problem is not None and args.execute:
+        raise AdminError(problem)
     committed = client.group_offsets(args.group).committed
     partitions = _partitions(args, client, committed)
     plan = plan_resets(args, client, partitions, committed)
     if args.execute and plan:
         client.commit_offsets(args.group, {(p.topic, p.partition): p.new for p in plan})
-    return plan
+    return plan, problem
 
 
 def _partitions(

@@ -1,7 +1,9 @@
 """``kcoord serve``: start the server, or end a start that cannot work in one line and an exit code.
 
 Every mistake an operator can be expected to make before the first request is served ends with
-``kcoord: ...`` on stderr instead of a traceback: exit 2 for a bad setting (``kcoord.cli.main``),
+``kcoord: ...`` on stderr instead of a traceback (the log lines of the start are held back until
+it succeeds; a failed start shows them before that line only when stderr is not a terminal, see
+:mod:`kcoord.observability.logging`): exit 2 for a bad setting (``kcoord.cli.main``),
 3 for a data directory that cannot be used (a corrupt or unreadable ``topics.json``,
 ``acls.json`` or ``scram-credentials.json`` among them), 4 for an address that cannot be bound. A start that
 fails after the log store opened closes it again (``App.start``), so the directory stays clean.
@@ -22,6 +24,7 @@ import structlog
 
 from kcoord.cli.gc_tuning import tune_for_serving
 from kcoord.config import Settings
+from kcoord.observability.logging import START_LOG
 from kcoord.storage.data_files import DataFileError
 
 EXIT_DATA_DIR = 3
@@ -56,8 +59,11 @@ def serve(settings: Settings) -> int:
         with contextlib.suppress(KeyboardInterrupt):
             runner(_run_until_signalled(settings))
     except StartupError as exc:
+        START_LOG.end_failed_start()
         print(f"kcoord: {exc}", file=sys.stderr)
         return exc.exit_code
+    finally:
+        START_LOG.release()
     return 0
 
 
@@ -114,6 +120,7 @@ async def _run_until_signalled(settings: Settings) -> None:
         raise StartupError(
             f"data directory {data_dir} cannot be used: {_reason(exc)}", EXIT_DATA_DIR
         ) from None
+    START_LOG.release()
     await stop.wait()
     logger = structlog.get_logger(__name__)
     logger.info("kcoord.stopping")

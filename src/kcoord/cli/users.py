@@ -3,8 +3,9 @@
 Works on the data directory's credentials file directly, so the first user can be created before
 the server ever starts (as Kafka's ``kafka-storage format --add-scram``); a running server re-reads
 the file at the next login. Passwords are read from stdin or a prompt, never from the command
-line, and only salted, iterated keys are stored. Once a SASL listener is up, clients' admin APIs
-(AlterUserScramCredentials) manage the same file.
+line, and only salted, iterated keys are stored. Without a terminal to prompt on (a script, a
+container), ``add`` says to use ``--password-stdin`` and exits 2. Once a SASL listener is up,
+clients' admin APIs (AlterUserScramCredentials) manage the same file.
 """
 
 from __future__ import annotations
@@ -55,6 +56,9 @@ def run(args: argparse.Namespace) -> int:
         if args.users_command == "list":
             return _list(store)
         return _delete(args, store)
+    except NoTerminalError as exc:
+        print(f"kcoord: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except (OSError, ValueError) as exc:
         print(f"kcoord: {exc}", file=sys.stderr)
         return EXIT_FAILED
@@ -65,11 +69,38 @@ def _mechanisms(args: argparse.Namespace) -> list[ScramMechanism]:
     return [m for m in ScramMechanism if m.sasl_name in names]
 
 
+EXIT_USAGE = 2
+
+
+class NoTerminalError(Exception):
+    """The password would be prompted for, but no terminal is attached."""
+
+
+def _has_terminal() -> bool:
+    """Whether getpass can prompt: it asks on the controlling terminal, whatever stdin is."""
+    try:
+        with open("/dev/tty", "rb"):
+            return True
+    except OSError:
+        return False
+
+
 def _read_password(args: argparse.Namespace) -> str:
     if args.password_stdin:
         return sys.stdin.readline().rstrip("\r\n")
-    password = getpass.getpass("password: ")
-    if getpass.getpass("again: ") != password:
+    if not _has_terminal():
+        raise NoTerminalError(
+            "no terminal to ask for the password; pipe it in with --password-stdin,"
+            f" e.g. printf '%s\\n' \"$PASSWORD\" | kcoord users add {args.name} --password-stdin"
+        )
+    try:
+        password = getpass.getpass("password: ")
+        again = getpass.getpass("again: ")
+    except EOFError:
+        raise NoTerminalError(
+            "no password given (end of input); use --password-stdin to pipe it in"
+        ) from None
+    if again != password:
         raise ValueError("the passwords differ")
     return password
 

@@ -1,7 +1,9 @@
 """The one settings object: defaults < TOML file < environment (``KCOORD_...``) < flags, and above
 them, on a running server, the dynamic broker configs (:mod:`kcoord.config.dynamic`).
 
-Every value remembers where it came from, so ``kcoord config show`` can say why a setting
+A ``KCOORD_`` variable that names no setting is as fatal as a misspelt flag, except the few that
+are not settings (:data:`NOT_SETTINGS`, :data:`NOT_SETTINGS_PREFIXES`). Every value remembers
+where it came from, so ``kcoord config show`` can say why a setting
 has the value it has, and a bad value stops the start with a message naming the key.
 """
 
@@ -39,6 +41,26 @@ def env_name(name: str) -> str:
 
 _ENV_TO_NAME = {env_name(d.name): d.name for d in DEFINITIONS}
 
+NOT_SETTINGS = frozenset({"KCOORD_CONFIG", "KCOORD_KP2_PYTHON", "KCOORD_TOOLS_VENV", "KCOORD_BASE_IMAGE"})
+"""``KCOORD_`` variables that are not settings: the config file (``KCOORD_CONFIG``), the test tools'
+(``scripts/test.sh``) and the compose file's base image."""
+
+NOT_SETTINGS_PREFIXES = ("KCOORD_CLIENT_", "KCOORD_TEST_")
+"""Prefixes of variables that are not the server's settings: the client commands' own and the test
+suite's. Any other ``KCOORD_`` variable must name a setting, or the start fails (exit 2)."""
+
+
+def _is_setting_variable(key: str) -> bool:
+    return (
+        key.startswith(ENV_PREFIX) and key not in NOT_SETTINGS and not key.startswith(NOT_SETTINGS_PREFIXES)
+    )
+
+
+def _unknown_variable(key: str) -> SettingsError:
+    close = difflib.get_close_matches(key, _ENV_TO_NAME, n=3, cutoff=0.8)
+    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    return SettingsError(f"{key}: no such setting (environment variable){hint}")
+
 
 class Settings:
     """Effective settings; read with ``settings["num.partitions"]``."""
@@ -46,8 +68,6 @@ class Settings:
     def __init__(self, values: Mapping[str, Value]) -> None:
         self._values = dict(values)
         self._static = dict(values)
-        self.unknown_environment: tuple[str, ...] = ()
-        """``KCOORD_`` variables that name no setting: ignored, and warned about at start."""
 
     def __getitem__(self, name: str) -> Any:
         return self._values[name].value
@@ -88,7 +108,6 @@ class Settings:
         flags: Mapping[str, Any] | None = None,
     ) -> Settings:
         """Layer defaults, the file, the environment and the flags, validating each value."""
-        unknown_env: list[str] = []
         values = {
             d.name: Value(d.parse(d.default) if d.default is not None else None, "default")
             for d in DEFINITIONS
@@ -96,19 +115,16 @@ class Settings:
         if config_file is not None:
             for name, raw in _read_toml(Path(config_file)).items():
                 values[name] = Value(_parse(name, raw, f"file {config_file}"), f"file {config_file}")
-        for key, raw in (os.environ if environ is None else environ).items():
-            if not key.startswith(ENV_PREFIX) or key in ("KCOORD_CONFIG",):
+        for key, raw in sorted((os.environ if environ is None else environ).items()):
+            if not _is_setting_variable(key):
                 continue
             env_setting = _ENV_TO_NAME.get(key)
             if env_setting is None:
-                unknown_env.append(key)
-                continue
+                raise _unknown_variable(key)
             values[env_setting] = Value(_parse(env_setting, raw, f"env {key}"), f"env {key}")
         for name, raw in (flags or {}).items():
             values[name] = Value(_parse(name, raw, "flag"), "flag")
-        settings = cls(values)
-        settings.unknown_environment = tuple(sorted(unknown_env))
-        return settings
+        return cls(values)
 
 
 def _parse(name: str, raw: Any, source: str) -> Any:

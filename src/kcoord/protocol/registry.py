@@ -3,8 +3,16 @@
 Each API module offers a factory that binds its handler to the dependencies it needs and returns
 an :class:`ApiSpec` with the versions it implements; the composition root (``kcoord.app``) adds
 those specs to one :class:`ApiRegistry`. That registry is the only source of the ApiVersions
-answer, so kcoord never advertises a version it does not serve (clients use whatever is
-advertised). Nothing registers itself on import: what is served is what the root added.
+answer, so kcoord advertises what it serves (clients use whatever is advertised), with one
+exception taken from Kafka 4: Produce v0-2 (the old message format) are advertised but not served,
+and such a request closes the connection. Kafka 4 dropped those versions (KIP-896) and then
+advertised them again (KAFKA-18659) because librdkafka before 2.11.1 (kcat, confluent-kafka)
+silently stops compressing with gzip, snappy and lz4 unless Produce v0 is advertised;
+``tests/clients/test_kcat.py`` fails without it. No client kcoord is tested with sends them:
+clients pick the highest version both sides know, and kafka-python 2.0.2 with ``api_version``
+auto, aiokafka, kafkajs and librdkafka all use v3 or later. Only a client pinned to a broker older
+than 0.11 (kafka-python's ``api_version=(0, 10)``, say) sends v0-2 and sees its connection closed.
+Nothing registers itself on import: what is served is what the root added.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Produce (key 0), versions 0-9 advertised, 3-9 served.
 
 - v0-v2: message sets (magic 0/1). Advertised only because librdkafka before 2.11.1 turns
-  compression off unless Produce min 0 is advertised (KAFKA-18659). kio has no schema below v3,
-  so the router closes the connection on such a request, as Kafka 4 does for versions it dropped.
+  compression off unless Produce min 0 is advertised (KAFKA-18659), as Kafka 4 does; not served
+  (kio has no schema below v3), so the router closes the connection on such a request, as Kafka 4
+  does for versions it dropped. See :mod:`kcoord.protocol.registry` for the clients concerned.
 - v3: record batch v2 only; ``transactional_id``.
 - v4: KAFKA_STORAGE_ERROR may be returned.
 - v5: ``log_start_offset`` per partition.
@@ -23,10 +24,10 @@ kcoord has no transactions). ``acks=0`` sends no response; if a partition failed
 is closed instead, so the producer notices (Kafka does the same). ``timeout`` is ignored: on one
 node the append is the whole acknowledgement, and durability follows the log's flush policy.
 
-Ordering: the connection runs requests concurrently, but each partition's append is started as a
-task in the handler's first (synchronous) step, so appends of one connection are started in
-request order, and the idempotence check runs in the same step as the append's offset
-assignment. Appends of different partitions of one request run concurrently.
+Ordering: a connection runs one request at a time (:mod:`kcoord.server.connection`), so one
+connection's appends start in request order; each partition's append is started as a task in the
+handler's first (synchronous) step, and the idempotence check runs in the same step as the
+append's offset assignment. Appends of different partitions of one request run concurrently.
 
 Authorization: Topic WRITE per topic, else TOPIC_AUTHORIZATION_FAILED for its partitions
 (an idempotent producer needs nothing more, as in Kafka 3+).
