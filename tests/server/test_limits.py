@@ -10,6 +10,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import structlog.testing
 from kio.schema.errors import ErrorCode
 
 from kcoord.app import App
@@ -100,6 +101,16 @@ async def test_a_large_frame_waits_for_request_memory_without_stalling_small_one
     """With queued.max.request.bytes=1 MiB, a second 800 KB frame waits while the first is held
     half-sent; small requests are still answered; the wait ends when the first connection goes."""
     settings = {"queued.max.request.bytes": str(1 << 20), "kcoord.request.read.timeout.ms": "60000"}
+    with structlog.testing.capture_logs() as logs:
+        await _a_large_frame_waits(tmp_path, settings)
+    assert _limit_lines(logs) == [("queued.max.request.bytes", "127.0.0.1")]
+
+
+def _limit_lines(logs: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return [(entry["limit"], entry["offender"]) for entry in logs if entry["event"] == "limit.exceeded"]
+
+
+async def _a_large_frame_waits(tmp_path: Path, settings: dict[str, str]) -> None:
     async with running_app(tmp_path, **settings) as (app, port):
         pool = app.listener.limits.pool
         assert pool is not None
@@ -122,8 +133,15 @@ async def test_a_large_frame_waits_for_request_memory_without_stalling_small_one
 
 async def test_a_client_that_does_not_read_stops_being_read(tmp_path: Path) -> None:
     """Pipelining all-topics Metadata without reading: the server stops taking requests once its
-    write buffer is full, serves a bystander meanwhile, and answers everything in order once read."""
+    write buffer is full (counted and logged once under socket.send.buffer.bytes), serves a
+    bystander meanwhile, and answers everything in order once read."""
     requests = 3_000
+    with structlog.testing.capture_logs() as logs:
+        await _pipeline_without_reading(tmp_path, requests)
+    assert _limit_lines(logs) == [("socket.send.buffer.bytes", "127.0.0.1")]
+
+
+async def _pipeline_without_reading(tmp_path: Path, requests: int) -> None:
     async with running_app(tmp_path) as (app, port):
         for index in range(200):
             await app.topics.create(f"pressure-{index:03d}", 1)
@@ -143,12 +161,27 @@ async def test_a_client_that_does_not_read_stops_being_read(tmp_path: Path) -> N
                 assert (await bystander.call(*API_VERSIONS)).error_code == ErrorCode.none
         await asyncio.sleep(0.5)
         assert answered() == stalled < requests
+        assert _metric(app, "kcoord_limit_events_total", limit="socket.send.buffer.bytes") >= 1
         for cid in range(1, requests + 1):
             head = await asyncio.wait_for(hog.reader.readexactly(8), 30)
             size, correlation_id = struct.unpack(">ii", head)
             assert correlation_id == cid
             await hog.reader.readexactly(size - 4)
         await hog.close()
+
+
+async def test_frames_over_socket_request_max_bytes_are_counted_and_logged_once(tmp_path: Path) -> None:
+    """Two connections from one address declaring frames over socket.request.max.bytes are closed,
+    counted twice under that setting and logged once."""
+    with structlog.testing.capture_logs() as logs:
+        async with running_app(tmp_path, **{"socket.request.max.bytes": "2048"}) as (app, port):
+            for _ in range(2):
+                client = await AsyncRawClient.connect(port)
+                await client.send_frame(struct.pack(">i", 4096) + bytes(16))
+                assert await asyncio.wait_for(client.reader.read(1), 10) == b""
+                await client.close()
+            assert _metric(app, "kcoord_limit_events_total", limit="socket.request.max.bytes") == 2
+    assert _limit_lines(logs) == [("socket.request.max.bytes", "127.0.0.1")]
 
 
 async def test_metadata_auto_creation_stops_at_the_per_request_limit(tmp_path: Path) -> None:

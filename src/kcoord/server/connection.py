@@ -50,10 +50,12 @@ class Connection:
         self._writer = writer
         self._router = router
         self.info = info
+        limits = limits or ServerLimits.unlimited()
+        self._unread_answers = limits.unread_answers
         self._frames = FrameReader(
             reader,
             max_request_bytes=max_request_bytes,
-            limits=limits or ServerLimits.unlimited(),
+            limits=limits,
             peer=info.client_host,
             sasl=info.sasl,
         )
@@ -113,7 +115,10 @@ class Connection:
             if response is None:
                 continue
             writer.write(response)
-            if transport.get_write_buffer_size() > 0:
+            buffered = transport.get_write_buffer_size()
+            if buffered > 0:
+                if buffered > transport.get_write_buffer_limits()[1]:
+                    self._unread_answers.refused(self.info.client_host, buffered_bytes=buffered)
                 await writer.drain()
 
     async def _next_frame(self) -> bytes | None:

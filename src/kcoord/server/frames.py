@@ -61,7 +61,9 @@ class FrameReader:
         self._read_timeout_s = limits.read_timeout_s
         self._peer = peer
         self._timeouts = limits.read_timeouts
-        self._observe = limits.observe
+        self._oversized = limits.oversized_frames
+        self._oversized_before_authentication = limits.oversized_before_authentication
+        self._memory_waits = limits.memory_waits
         self._reserved = 0
         self._loop = asyncio.get_running_loop()
         self._turn_started = self._loop.time()
@@ -104,19 +106,24 @@ class FrameReader:
         sasl = self._sasl
         if sasl is not None:
             if sasl.state is not SaslState.AUTHENTICATED:
-                self._observe("sasl.server.max.receive.size")
+                self._oversized_before_authentication.refused(
+                    self._peer, frame_bytes=size, max=sasl.max_receive_bytes
+                )
                 raise CloseConnectionError(
                     f"frame of {size} bytes before authentication exceeds sasl.server.max.receive.size"
                 )
             self._sasl = None
             self._limit = self._max_request_bytes
         if size > self._max_request_bytes:
+            self._oversized.refused(self._peer, frame_bytes=size, max=self._max_request_bytes)
             raise CloseConnectionError(f"frame of {size} bytes exceeds socket.request.max.bytes")
 
     async def _reserve(self, size: int) -> None:
         assert self._pool is not None
-        if not self._pool.try_reserve(size):
-            self._observe("queued.max.request.bytes")
+        if self._pool.try_reserve(size):
+            self._memory_waits.forgive(self._peer)
+        else:
+            self._memory_waits.refused(self._peer, frame_bytes=size, in_use=self._pool.used)
             await self._pool.reserve(size)
         self._reserved = size
 

@@ -29,8 +29,13 @@ def _ignore(_limit: str) -> None:
     return None
 
 
+_MAX_REMEMBERED_OFFENDERS = 10_000
+"""Past this many offenders logged and not yet forgiven, an offender log starts over (bounded memory)."""
+
+
 class OffenderLog:
-    """Logs a limit's refusal once per offender until :meth:`forgive` is called for it."""
+    """Logs a limit's refusal once per offender until :meth:`forgive` is called for it (limits that
+    close the connection never forgive: their offenders are logged once per address)."""
 
     def __init__(self, limit: str, observe: LimitObserver) -> None:
         self._limit = limit
@@ -40,6 +45,8 @@ class OffenderLog:
     def refused(self, offender: str, **details: object) -> None:
         self._observe(self._limit)
         if offender not in self._logged:
+            if len(self._logged) >= _MAX_REMEMBERED_OFFENDERS:
+                self._logged.clear()
             self._logged.add(offender)
             log.warning("limit.exceeded", limit=self._limit, offender=offender, **details)
 
@@ -155,6 +162,10 @@ class ServerLimits:
         self.send_buffer_bytes = send_buffer_bytes
         self.receive_buffer_bytes = receive_buffer_bytes
         self.read_timeouts = OffenderLog("kcoord.request.read.timeout.ms", observe)
+        self.oversized_frames = OffenderLog("socket.request.max.bytes", observe)
+        self.oversized_before_authentication = OffenderLog("sasl.server.max.receive.size", observe)
+        self.memory_waits = OffenderLog("queued.max.request.bytes", observe)
+        self.unread_answers = OffenderLog("socket.send.buffer.bytes", observe)
 
     def size_buffers(self, sock: socket.socket) -> None:
         """Apply the socket buffer sizes to an accepted connection."""
