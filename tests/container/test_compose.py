@@ -133,7 +133,7 @@ def test_cluster_profile_runs_three_nodes_over_one_postgres() -> None:
         env = dict(service["environment"])
         assert {n for n in env if n.startswith("KCOORD_")} <= SETTING_ENV_NAMES
         settings = effective_settings(env, service["command"][2:])
-        assert settings["kcoord.cluster.enable"] == "True"
+        assert settings["kcoord.cluster.enable"] == "true"
         ids.add(str(settings["node.id"]))
         urls.add(settings["kcoord.storage.url"])
         published = {int(p["target"]): int(p["published"]) for p in service["ports"]}
