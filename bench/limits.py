@@ -4,7 +4,7 @@ Per run, a kcoord of its own whose descriptor limit is ``--limits-nofile`` (4,09
 ``kcoord.request.read.timeout.ms=2000``, ``kcoord.max.partitions.per.request=--limits-created``
 (200: at the default 1,000 the flood request spends minutes creating topics on a loaded machine, each
 topic's logs and catalogue being made durable) and the defaults otherwise (``queued.max.request.bytes``
-100 MiB, ``controller.mutation.rate`` 100). A bystander (a
+100 MiB, ``kcoord.auto.create.rate`` 100 for the flood's auto-creation). A bystander (a
 one-member group on its own thread and event loop) heartbeats every 5 ms throughout; its p50, p99
 and worst latency are reported for each phase:
 

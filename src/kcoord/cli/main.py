@@ -89,7 +89,10 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
         metavar="NAME=VALUE",
         action="append",
         default=[],
-        help="any setting by its Kafka property name, e.g. --set num.partitions=3 (repeatable)",
+        help=(
+            "any kcoord setting by its property name (kcoord config show lists them),"
+            " e.g. --set num.partitions=3 (repeatable)"
+        ),
     )
 
 
