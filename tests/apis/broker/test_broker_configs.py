@@ -16,7 +16,7 @@ from kcoord.cluster.broker_configs import BROKER_CONFIGS_FILE, BrokerConfigs
 from kcoord.cluster.topic_configs import DELETE, SET, ConfigSource
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
-from tests.apis.broker.topic_app import NODE_ID, TopicApp, call, make_settings, open_app
+from tests.apis.broker.topic_app import NODE_ID, TopicApp, call, make_settings, open_app, secured_app
 
 Operation = tuple[str, int, str | None]
 
@@ -184,3 +184,17 @@ async def test_alter_configs_replaces_a_group_s_whole_set(tmp_path: Path) -> Non
     value, source, _ = await _described(app, RESOURCE_GROUP, group, "consumer.heartbeat.interval.ms")
     assert (value, source) == ("5000", ConfigSource.DEFAULT_CONFIG)
     assert (await _described(app, RESOURCE_GROUP, group, "consumer.session.timeout.ms"))[0] == "8000"
+
+
+async def test_altering_broker_configs_needs_cluster_alter_configs(tmp_path: Path) -> None:
+    """Under the authorizer, a principal without Cluster ALTER_CONFIGS gets CLUSTER_AUTHORIZATION_FAILED
+    from both APIs and nothing changes."""
+    app, _authorizer = await secured_app(tmp_path, {}, [])
+    node = str(NODE_ID)
+    assert (await _replace(app, RESOURCE_BROKER, node, {"max.connections": "10"}))[0] == (
+        ErrorCode.cluster_authorization_failed
+    )
+    assert (await _incremental(app, RESOURCE_BROKER, node, [("max.connections", SET, "10")]))[0] == (
+        ErrorCode.cluster_authorization_failed
+    )
+    assert app.settings["max.connections"] == 2147483647
