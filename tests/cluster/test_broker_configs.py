@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import structlog.testing
+
 from kcoord.cluster.broker_configs import BROKER_CONFIGS_FILE, DEFAULT_RESOURCE, BrokerConfigs
 from kcoord.config import Settings
 from kcoord.storage.postgres import PostgresLogStore
@@ -48,3 +50,19 @@ async def test_a_change_on_one_node_reaches_the_other_on_refresh(
     assert again.of("1") == {"max.connections": "50"}
     assert (again_settings["log.retention.ms"], again_settings["max.connections"]) == (60000, 50)
     assert not (tmp_path / "one" / BROKER_CONFIGS_FILE).exists()
+
+
+async def test_a_stored_value_that_cannot_apply_is_ignored_with_a_warning(
+    two_nodes: tuple[PostgresLogStore, PostgresLogStore], tmp_path: Path
+) -> None:
+    """Rows written behind kcoord's back (a static setting, a bad number) are left out with a
+    warning on refresh; the good row next to them applies."""
+    first, second = two_nodes
+    shared = SharedBrokerConfigs(first.pool)
+    await shared.replace("", {"num.partitions": "3", "max.connections": "lots", "log.retention.ms": "1000"})
+    with structlog.testing.capture_logs() as logs:
+        configs, settings, _ = await _node(second, tmp_path, 2)
+    assert configs.of("") == {"log.retention.ms": "1000"}
+    assert (settings["num.partitions"], settings["max.connections"]) == (1, 2147483647)
+    ignored = sorted(entry["config"] for entry in logs if entry["event"] == "broker.config_ignored")
+    assert ignored == ["max.connections", "num.partitions"]

@@ -19,6 +19,7 @@ from pathlib import Path
 import structlog
 
 from kcoord.config import Settings
+from kcoord.config.dynamic import stored_value_problem
 from kcoord.storage.atomic_file import write_text_atomically
 from kcoord.storage.postgres.broker_configs import SharedBrokerConfigs
 
@@ -53,6 +54,19 @@ def _text(resources: Mapping[str, Mapping[str, str]]) -> str:
         "resources": {name: dict(sorted(c.items())) for name, c in sorted(resources.items()) if c},
     }
     return json.dumps(document, indent=1)
+
+
+def _applicable(resource_name: str, configs: Mapping[str, str]) -> dict[str, str]:
+    """The stored configs that can be applied; the others are left out with a warning, so a bad
+    row or file entry never stops a node."""
+    kept = {}
+    for name, value in configs.items():
+        problem = stored_value_problem(name, value)
+        if problem is None:
+            kept[name] = value
+        else:
+            log.warning("broker.config_ignored", resource=resource_name, config=name, reason=problem)
+    return kept
 
 
 class BrokerConfigs:
@@ -94,7 +108,7 @@ class BrokerConfigs:
         log.info("broker.configs_altered", resource=resource_name, configs=dict(configs))
 
     def _install(self, resources: Mapping[str, Mapping[str, str]]) -> None:
-        self._resources = {name: dict(c) for name, c in resources.items() if c}
+        self._resources = {name: _applicable(name, c) for name, c in resources.items() if c}
         changed = self._settings.apply_dynamic(
             self._resources.get(DEFAULT_RESOURCE, {}), self._resources.get(str(self.node_id), {})
         )

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 
 from kcoord.config.definitions import BY_NAME
 
-__all__ = ["DYNAMIC_BROKER_CONFIGS", "DynamicConfigError", "altered_broker_configs"]
+__all__ = ["DYNAMIC_BROKER_CONFIGS", "DynamicConfigError", "altered_broker_configs", "stored_value_problem"]
 
 DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset(
     {
@@ -56,6 +56,17 @@ def _canonical(name: str, raw: str) -> str:
     except (TypeError, ValueError) as exc:
         raise DynamicConfigError(f"Invalid value {raw} for configuration {name}: {exc}") from None
     return raw.strip()
+
+
+def stored_value_problem(name: str, value: str) -> str | None:
+    """Why a stored dynamic config cannot be applied (hand-edited, or from another kcoord), or None."""
+    if name not in DYNAMIC_BROKER_CONFIGS:
+        return "not a dynamic broker config"
+    try:
+        _canonical(name, value)
+    except DynamicConfigError as exc:
+        return str(exc)
+    return None
 
 
 def altered_broker_configs(
