@@ -6,13 +6,17 @@ every line logged while serving a request carries it.
 Until the server has started, log lines can be held back (:data:`START_LOG`): a start that
 succeeds writes them all at once, one that fails writes them before its one ``kcoord: ...`` line
 when stderr is a file, a pipe or a journal (the context is kept for whoever reads it later) and
-drops them at a terminal, where the person who typed the command needs only that line.
+drops them at a terminal, where the person who typed the command needs only that line. A start
+still going after :data:`HOLD_S` (a database that does not answer, say) writes what it holds and
+stops holding, so a slow start is never silent.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
+import time
+from collections.abc import Callable
 from typing import TextIO
 
 import structlog
@@ -20,6 +24,8 @@ import structlog
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
 
 
+HOLD_S = 5.0
+"""Longest a start's log lines are held back."""
 _MAX_HELD_LINES = 10_000
 """Past this many lines a start that has not finished writes what it holds and stops holding."""
 
@@ -27,10 +33,17 @@ _MAX_HELD_LINES = 10_000
 class HeldLog:
     """stderr for log lines, holding them back while :attr:`holding` (see the module docstring)."""
 
-    def __init__(self, stream: TextIO | None = None) -> None:
+    def __init__(self, stream: TextIO | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         self._stream = stream
+        self._clock = clock
         self._held: list[str] = []
         self.holding = False
+        self._deadline = 0.0
+
+    def hold(self, seconds: float = HOLD_S) -> None:
+        """Hold lines back from now on, for at most ``seconds``."""
+        self.holding = True
+        self._deadline = self._clock() + seconds
 
     @property
     def stream(self) -> TextIO:
@@ -40,7 +53,7 @@ class HeldLog:
         if not self.holding:
             return self.stream.write(text)
         self._held.append(text)
-        if len(self._held) > _MAX_HELD_LINES:
+        if len(self._held) > _MAX_HELD_LINES or self._clock() > self._deadline:
             self.release()
         return len(text)
 
@@ -67,7 +80,8 @@ START_LOG = HeldLog()
 
 def configure_logging(fmt: str = "json", level: str = "info", *, hold_until_started: bool = False) -> None:
     """``hold_until_started``: hold the lines back in :data:`START_LOG` until the caller releases them."""
-    START_LOG.holding = hold_until_started
+    if hold_until_started:
+        START_LOG.hold()
     renderer: structlog.types.Processor
     if fmt == "console":
         renderer = structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
