@@ -21,7 +21,8 @@ answers with the ready topic: its logs exist before the response is sent, so the
 add a metadata round trip (and librdkafka's backoff) to every first produce.
 
 Authorization, as Kafka's: an all-topics answer leaves out the topics the principal may not
-DESCRIBE; a named one it may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED; auto-creation needs
+DESCRIBE; a named one it may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED (asked for by id: with
+the id and a null name, so the name stays hidden); auto-creation needs
 Cluster CREATE or Topic CREATE (else TOPIC_AUTHORIZATION_FAILED).
 """
 
@@ -112,10 +113,20 @@ def _error_entry(name: str | None, code: ErrorCode, topic_id: uuid.UUID = ZERO_U
 
 
 def _described(
-    ctx: RequestContext, authorizer: Authorizer, node: Node, info: TopicInfo, with_ops: bool
+    ctx: RequestContext,
+    authorizer: Authorizer,
+    node: Node,
+    info: TopicInfo,
+    with_ops: bool,
+    *,
+    by_id: bool = False,
 ) -> dict[str, Any]:
-    """The topic's entry, or TOPIC_AUTHORIZATION_FAILED if the principal may not DESCRIBE it."""
+    """The topic's entry, or TOPIC_AUTHORIZATION_FAILED if the principal may not DESCRIBE it: with
+    the name asked for and a zero id, or, asked for by id, with that id and a null name (Kafka
+    holds an id no secret, a name one)."""
     if not may_topic(ctx, authorizer, Op.DESCRIBE, info.name):
+        if by_id:
+            return _error_entry(None, ErrorCode.topic_authorization_failed, info.topic_id)
         return _error_entry(info.name, ErrorCode.topic_authorization_failed)
     operations = authorized_operations(ctx, authorizer, ResourceType.TOPIC, info.name, asked=with_ops)
     return _topic_entry(node, info, operations)
@@ -137,7 +148,7 @@ async def _requested_topic(
         if info is None:
             unknown = ErrorCode.unknown_topic_id
             return _error_entry(None if ctx.api_version >= 12 else "", unknown, topic_id or ZERO_UUID)
-        return _described(ctx, authorizer, node, info, with_ops)
+        return _described(ctx, authorizer, node, info, with_ops, by_id=True)
     if topic_name_problem(name) is not None:
         return _error_entry(name, ErrorCode.invalid_topic_exception)
     if not may_topic(ctx, authorizer, Op.DESCRIBE, name):
