@@ -2,7 +2,8 @@
 
 The exchange, as Kafka's ``SaslServerAuthenticator``:
 
-1. the client may ask ApiVersions, then sends SaslHandshake naming a mechanism;
+1. the client may ask ApiVersions, then sends SaslHandshake naming a mechanism (one that is not
+   enabled fails the exchange);
 2. with SaslHandshake v1 the tokens travel in SaslAuthenticate requests; with v0 they travel as
    raw size-prefixed frames without any Kafka header (old clients), answered the same way;
 3. success sets the connection's principal (``User:<name>``); failure is logged, counted and
@@ -108,10 +109,12 @@ class SaslSession:
         return [m for m in self._settings.mechanisms if m in SUPPORTED_MECHANISMS]
 
     async def handshake(self, mechanism: str, version: int) -> bool:
-        """Choose ``mechanism``; False when it is not enabled (UNSUPPORTED_SASL_MECHANISM)."""
+        """Choose ``mechanism``; False when it is not enabled (UNSUPPORTED_SASL_MECHANISM): a
+        failed authentication, delayed and counted, after which the connection is closed."""
         if self.state is not SaslState.HANDSHAKE:
             raise IllegalSaslStateError(f"SaslHandshake in state {self.state.value}")
         if mechanism not in self.enabled_mechanisms:
+            await self._fail(None, f"unsupported mechanism {mechanism[:64]!r}")
             return False
         await self._settings.store.load()
         scram = ScramMechanism.from_sasl_name(mechanism)
