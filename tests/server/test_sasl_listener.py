@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
+import stat
 import struct
 import time
 from pathlib import Path
@@ -13,8 +16,10 @@ from kio.schema.errors import ErrorCode
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.security.credentials import CredentialFile
 from kcoord.security.scram import ScramCredential, ScramMechanism
+from kcoord.security.scram_decoy import DECOY_KEY_FILE
 from tests.protocol.in_process import connected, decode_response, legacy_header_frame, running_app
 from tests.support.scram_client import ScramClient
+from tests.support.secure_server import add_user
 
 SASL_AND_PLAIN = "SASL_PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:0"
 
@@ -255,3 +260,42 @@ async def test_sasl_failure_delay_does_not_stall_other_clients(tmp_path: Path) -
                 },
             )
             assert time.monotonic() - started < 1.5
+
+
+def _server_first_parameters(server_first: bytes) -> tuple[bytes, int]:
+    attributes = dict(part.split("=", 1) for part in server_first.decode().split(","))
+    return base64.b64decode(attributes["s"]), int(attributes["i"])
+
+
+async def _probe(port: int, mechanism: str, user: str) -> tuple[bytes, int]:
+    """The salt and iteration count the server shows ``user`` in its server-first message."""
+    async with connected(port) as client:
+        await client.call(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": mechanism})
+        scram = ScramClient({"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}[mechanism], user, "x")
+        first = await client.call(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": scram.first()})
+        assert first.error_code == ErrorCode.none
+        return _server_first_parameters(bytes(first.auth_bytes))
+
+
+async def test_an_unknown_user_looks_like_one_made_by_users_add(tmp_path: Path) -> None:
+    """An unknown user's server-first message has the iteration count and salt length of a user made
+    by ``kcoord users add``; its salt is the same at every probe and after a restart, differs per
+    name and mechanism, and is not the hash of its name."""
+    add_user(tmp_path, "alice", "s3cret")
+    probes: dict[tuple[str, str], set[tuple[bytes, int]]] = {}
+    for _restart in range(2):
+        async with running_app(tmp_path, listeners=SASL_AND_PLAIN) as (_, port):
+            for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+                for user in ("alice", "mallory", "trent"):
+                    for _probe_again in range(2):
+                        found = await _probe(port, mechanism, user)
+                        probes.setdefault((mechanism, user), set()).add(found)
+    assert all(len(seen) == 1 for seen in probes.values()), "one salt per name, probes and restarts alike"
+    shown = {key: next(iter(seen)) for key, seen in probes.items()}
+    real_salt, real_iterations = shown[("SCRAM-SHA-512", "alice")]
+    for (mechanism, user), (salt, iterations) in shown.items():
+        assert (len(salt), iterations) == (len(real_salt), real_iterations), (mechanism, user)
+    decoys = [salt for (_, user), (salt, _) in shown.items() if user != "alice"]
+    assert len(set(decoys)) == len(decoys) == 4
+    assert hashlib.sha256(b"kcoord-unknown-user:mallory").digest() not in decoys
+    assert stat.S_IMODE((tmp_path / DECOY_KEY_FILE).stat().st_mode) == 0o600

@@ -25,6 +25,7 @@ import structlog
 from kcoord.security.credentials import CredentialStore
 from kcoord.security.principal import KafkaPrincipal
 from kcoord.security.scram import ScramError, ScramMechanism, ScramServer
+from kcoord.security.scram_decoy import DataDirDecoy
 
 log = structlog.get_logger(__name__)
 
@@ -56,6 +57,8 @@ class SaslSettings:
     """Called with the mechanism on every failed login (the metric)."""
     max_receive_bytes: int = 524288
     """``sasl.server.max.receive.size``: the largest frame accepted before authentication."""
+    decoy: DataDirDecoy | None = None
+    """What SCRAM shows for unknown users (None: a key that lives as long as the process)."""
 
 
 class PlainServer:
@@ -119,7 +122,12 @@ class SaslSession:
         await self._settings.store.load()
         scram = ScramMechanism.from_sasl_name(mechanism)
         store = self._settings.store
-        self._server = ScramServer(scram, store.lookup) if scram is not None else PlainServer(store)
+        if scram is None:
+            self._server = PlainServer(store)
+        elif self._settings.decoy is None:
+            self._server = ScramServer(scram, store.lookup)
+        else:
+            self._server = ScramServer(scram, store.lookup, decoy=await self._settings.decoy.ready())
         self.mechanism = mechanism
         self.state = SaslState.AUTHENTICATE
         self.raw_tokens = version == 0
