@@ -16,6 +16,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kcoord.protocol.api_keys import ApiKey
+from kcoord.security.acl import AclOperation
 from kcoord.security.credentials import CredentialFile
 from kcoord.security.scram import ScramCredential, ScramMechanism
 from tests.protocol.in_process import AsyncRawClient, connected, running_app
@@ -209,13 +210,19 @@ async def test_a_regex_member_does_not_gain_a_new_secret_topic(tmp_path: Path) -
 
 
 async def test_consumer_group_describe_hides_a_group_naming_a_secret_topic(tmp_path: Path) -> None:
-    """Once the group's assignment names ``secret``, alice's describe is TOPIC_AUTHORIZATION_FAILED
-    with no members, while admin still sees it."""
+    """Before, alice sees the group and her group operations (READ implies DESCRIBE); once its
+    assignment names ``secret``, her describe is TOPIC_AUTHORIZATION_FAILED with no members, while
+    admin still sees it."""
     async with secured(tmp_path) as (port, _), as_user(port, "alice") as alice:
         describe = {"group_ids": [GROUP], "include_authorized_operations": False}
         await alice.call(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, join_body(str(uuid.uuid4()), names=["public"]))
-        before = await alice.call(ApiKey.CONSUMER_GROUP_DESCRIBE, 1, describe)
+        before = await alice.call(
+            ApiKey.CONSUMER_GROUP_DESCRIBE, 1, {**describe, "include_authorized_operations": True}
+        )
         assert before.groups[0].error_code == ErrorCode.none
+        assert before.groups[0].authorized_operations == (1 << AclOperation.READ) | (
+            1 << AclOperation.DESCRIBE
+        )
         async with as_user(port, "admin") as admin:
             joined = await admin.call(
                 ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, join_body(str(uuid.uuid4()), names=["secret"])

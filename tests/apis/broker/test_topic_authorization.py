@@ -85,10 +85,15 @@ async def test_authorized_operations_are_the_principals(tmp_path: Path) -> None:
 
 
 async def test_describe_cluster_needs_no_acl(tmp_path: Path) -> None:
-    """Without any ACL DescribeCluster still answers, as Kafka 4's; asked-for operations are 0."""
-    app = await _secured(tmp_path)
+    """Without any ACL DescribeCluster still answers, as Kafka 4's; asked-for cluster operations are
+    0 without Cluster DESCRIBE (there and in Metadata), even with another cluster ACL."""
+    app = await _secured(tmp_path, (CLUSTER, CLUSTER_NAME, Op.CREATE))
     response = await call(app, ApiKey.DESCRIBE_CLUSTER, 0, {"include_cluster_authorized_operations": True})
+    metadata = await call(
+        app, ApiKey.METADATA, 10, _metadata_body([], include_cluster_authorized_operations=True)
+    )
     assert (response.error_code, response.cluster_authorized_operations) == (ErrorCode.none, 0)
+    assert metadata.cluster_authorized_operations == 0
     assert [b.broker_id for b in response.brokers] == [app.node.node_id]
 
 

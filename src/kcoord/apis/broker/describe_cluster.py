@@ -18,13 +18,12 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from kcoord.apis.access import Op, authorized_operations, may_cluster
+from kcoord.apis.access import cluster_operations
 from kcoord.apis.broker.metadata import broker_entries
 from kcoord.cluster.identity import Node
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
 from kcoord.protocol.registry import ApiSpec
-from kcoord.security.acl import CLUSTER_NAME, ResourceType
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
@@ -55,9 +54,7 @@ async def handle_describe_cluster(
             "brokers": [],
         }
     with_ops = bool(request.include_cluster_authorized_operations)
-    operations = authorized_operations(ctx, authorizer, ResourceType.CLUSTER, CLUSTER_NAME, asked=with_ops)
-    if with_ops and not may_cluster(ctx, authorizer, Op.DESCRIBE):
-        operations = 0
+    operations = cluster_operations(ctx, authorizer, asked=with_ops)
     return {
         "throttle_time": 0,
         "error_code": ErrorCode.none,

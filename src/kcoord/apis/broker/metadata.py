@@ -33,7 +33,7 @@ import functools
 import uuid
 from typing import Any
 
-from kcoord.apis.access import Op, authorized_operations, may_cluster, may_topic
+from kcoord.apis.access import Op, authorized_operations, cluster_operations, may_cluster, may_topic
 from kcoord.apis.broker.creation_limits import CreationBudget, CreationLimits
 from kcoord.apis.broker.metadata_answers import AllTopicsAnswers, encode_answer
 from kcoord.cluster.identity import Node
@@ -43,7 +43,7 @@ from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.codec import EncodedResponse
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.protocol.registry import ApiSpec
-from kcoord.security.acl import CLUSTER_NAME, ResourceType
+from kcoord.security.acl import ResourceType
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
@@ -287,9 +287,7 @@ def _answer(
     include_cluster_ops: bool,
     throttle_ms: int,
 ) -> dict[str, Any]:
-    cluster_ops = authorized_operations(
-        ctx, authorizer, ResourceType.CLUSTER, CLUSTER_NAME, asked=include_cluster_ops
-    )
+    cluster_ops = cluster_operations(ctx, authorizer, asked=include_cluster_ops)
     return {
         "throttle_time": throttle_ms,
         "brokers": broker_entries(node, listener_name),

@@ -5,6 +5,9 @@
 - v1: ``member_type`` (-1 unknown, 0 classic, 1 consumer): 0 for a member of a migrating group
   that still speaks the classic protocol.
 
+Asked for (``include_authorized_operations``), a described group carries the describer's bit set
+of group operations.
+
 A group id that is not a consumer group (missing, or a classic group) gets GROUP_ID_NOT_FOUND, as
 Kafka answers.
 
@@ -22,7 +25,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kcoord.apis.access import Op, may_group, may_topic
+from kcoord.apis.access import Op, authorized_operations, may_group, may_topic
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.coordinator.assignors import Assignment
 from kcoord.coordinator.consumer.messages import DescribedConsumerGroup
@@ -30,6 +33,7 @@ from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import KafkaError
 from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.group_service import GroupService
+from kcoord.security.acl import ResourceType
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
@@ -70,7 +74,9 @@ async def handle_consumer_group_describe(
         if not all(may_topic(ctx, authorizer, Op.DESCRIBE, name) for name in _topic_names(described)):
             answers.append(_failed(group_id, ErrorCode.topic_authorization_failed, HIDDEN_TOPICS_MESSAGE))
             continue
-        answers.append(_described(described, topics))
+        asked = bool(request.include_authorized_operations)
+        operations = authorized_operations(ctx, authorizer, ResourceType.GROUP, group_id, asked=asked)
+        answers.append(_described(described, topics, operations))
     return {"groups": answers}
 
 
@@ -95,8 +101,9 @@ def _failed(group_id: str, code: ErrorCode, message: str | None) -> dict[str, An
     }
 
 
-def _described(group: DescribedConsumerGroup, topics: TopicManager) -> dict[str, Any]:
+def _described(group: DescribedConsumerGroup, topics: TopicManager, operations: int) -> dict[str, Any]:
     return {
+        "authorized_operations": operations,
         "error_code": ErrorCode.none,
         "group_id": group.group_id,
         "group_state": group.state,
