@@ -109,11 +109,17 @@ async def test_unsupported_mechanism_lists_the_enabled_ones_then_closes(tmp_path
 
 
 async def test_sasl_authenticate_before_handshake_closes_unanswered(tmp_path: Path) -> None:
-    """SaslAuthenticate with no SaslHandshake before it ends the connection without an answer."""
+    """SaslAuthenticate with no SaslHandshake before it is a failed login: counted, and the
+    connection is closed without an answer after the failure delay."""
     _add_user(tmp_path, "alice", "s3cret")
-    async with running_app(tmp_path, listeners=SASL_AND_PLAIN) as (_, port), connected(port) as client:
+    overrides = {"listeners": SASL_AND_PLAIN, "connection.failed.authentication.delay.ms": "300"}
+    async with running_app(tmp_path, **overrides) as (app, port), connected(port) as client:
+        started = time.monotonic()
         await client.send(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": b"\x00alice\x00s3cret"})
         assert await client.closed_by_server()
+        assert time.monotonic() - started >= 0.3
+        labels = {"listener": "SASL_PLAINTEXT", "mechanism": "?"}
+        assert app.metrics.registry.get_sample_value("kcoord_authentication_failures_total", labels) == 1
 
 
 @pytest.mark.parametrize(

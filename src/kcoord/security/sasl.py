@@ -158,6 +158,11 @@ class SaslSession:
             )
         return answer
 
+    async def break_off(self, reason: str) -> None:
+        """The client broke the exchange's order: a failed authentication (counted, logged, then
+        the delay), after which the connection is closed."""
+        await self._fail(None, reason)
+
     async def _fail(self, user: str | None, reason: str) -> None:
         self.state = SaslState.FAILED
         mechanism = self.mechanism or "?"

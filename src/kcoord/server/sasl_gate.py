@@ -3,7 +3,7 @@
 The sequence Kafka's ``SaslServerAuthenticator`` accepts, and what breaks it:
 
 1. before SaslHandshake: ApiVersions (once answered, not again) and SaslHandshake. Anything else,
-   SaslAuthenticate included, closes the connection unanswered with a log line;
+   SaslAuthenticate included, closes the connection unanswered;
 2. SaslHandshake naming a mechanism that is not enabled is answered UNSUPPORTED_SASL_MECHANISM
    with the enabled list (after the failed-authentication delay, counted as a failure) and the
    connection is then closed;
@@ -12,6 +12,9 @@ The sequence Kafka's ``SaslServerAuthenticator`` accepts, and what breaks it:
    the frames are bare SASL tokens (no Kafka header), answered as bare size-prefixed tokens; a
    failure there closes the connection, the only signal v0 has;
 4. a failed exchange is answered (after the configured delay) and the connection is then closed.
+
+Every break of this order is a failed authentication, as in Kafka: logged, counted and delayed by
+``connection.failed.authentication.delay.ms`` before the answer or the close.
 
 Once authenticated, every frame goes straight to the router.
 """
@@ -54,8 +57,12 @@ class SaslGate:
         except ValueError as exc:
             raise CloseConnectionError(f"before authentication: {exc}") from exc
         if session.state is SaslState.HANDSHAKE:
-            self._check_before_handshake(api_key, api_version)
+            problem = self._before_handshake_problem(api_key, api_version)
+            if problem is not None:
+                await session.break_off(problem)
+                raise CloseConnectionError(problem)
         elif api_key != ApiKey.SASL_AUTHENTICATE:
+            await session.break_off(f"api key {api_key} during SASL authentication")
             self._close_after_answer()
             return self._router.refuse(frame, connection, ErrorCode.illegal_sasl_state)
         answer = await self._router.handle(frame, connection)
@@ -63,13 +70,15 @@ class SaslGate:
             self._close_after_answer()
         return answer
 
-    def _check_before_handshake(self, api_key: int, api_version: int) -> None:
+    def _before_handshake_problem(self, api_key: int, api_version: int) -> str | None:
+        """Why this request may not come before SaslHandshake; None when it may."""
         if api_key not in _BEFORE_HANDSHAKE:
-            raise CloseConnectionError(f"api key {api_key} before SaslHandshake")
+            return f"api key {api_key} before SaslHandshake"
         if api_key == ApiKey.API_VERSIONS and self._router.serves(api_key, api_version):
             if self._versions_answered:
-                raise CloseConnectionError("a second ApiVersions before SaslHandshake")
+                return "a second ApiVersions before SaslHandshake"
             self._versions_answered = True
+        return None
 
     def _close_after_answer(self) -> None:
         # The connection writes the answer as soon as the handler returns, before the loop runs
