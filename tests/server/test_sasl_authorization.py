@@ -91,26 +91,40 @@ async def secured(data_dir: Path) -> AsyncIterator[tuple[int, dict[str, uuid.UUI
             },
         )
         assert [t.error_code for t in created.topics] == [ErrorCode.none, ErrorCode.none]
-        acls = await admin.call(
-            ApiKey.CREATE_ACLS,
-            3,
-            {
-                "creations": [
-                    {
-                        "resource_type": kind,
-                        "resource_name": name,
-                        "resource_pattern_type": 3,
-                        "principal": "User:alice",
-                        "host": "*",
-                        "operation": operation,
-                        "permission_type": 3,
-                    }
-                    for kind, name, operation in ALICE_ACLS
-                ]
-            },
-        )
-        assert [r.error_code for r in acls.results] == [ErrorCode.none] * len(ALICE_ACLS)
+        await grant_alice(admin, ALICE_ACLS)
         yield port, {t.name: t.topic_id for t in created.topics}
+
+
+def _alice_acl(kind: int, name: str, operation: int) -> dict[str, Any]:
+    return {
+        "resource_type": kind,
+        "resource_name": name,
+        "resource_pattern_type": 3,
+        "principal": "User:alice",
+        "host": "*",
+        "operation": operation,
+        "permission_type": 3,
+    }
+
+
+async def grant_alice(admin: AsyncRawClient, acls: list[tuple[int, str, int]]) -> None:
+    created = await admin.call(ApiKey.CREATE_ACLS, 3, {"creations": [_alice_acl(*acl) for acl in acls]})
+    assert [r.error_code for r in created.results] == [ErrorCode.none] * len(acls)
+
+
+async def revoke_alice(admin: AsyncRawClient, acl: tuple[int, str, int]) -> None:
+    kind, name, operation = acl
+    acl_filter = {
+        "resource_type_filter": kind,
+        "resource_name_filter": name,
+        "pattern_type_filter": 3,
+        "principal_filter": "User:alice",
+        "host_filter": "*",
+        "operation": operation,
+        "permission_type": 3,
+    }
+    deleted = await admin.call(ApiKey.DELETE_ACLS, 3, {"filters": [acl_filter]})
+    assert [len(r.matching_acls) for r in deleted.filter_results] == [1]
 
 
 def join_body(member_id: str, *, names: list[str] | None = None, regex: str | None = None) -> dict[str, Any]:
@@ -268,3 +282,44 @@ async def test_describe_cluster_answers_everyone(tmp_path: Path) -> None:
         assert (asked.error_code, [b.port for b in asked.brokers]) == (ErrorCode.none, [port])
         assert asked.cluster_authorized_operations == 0
         assert not_asked.cluster_authorized_operations == -(2**31)
+
+
+async def test_a_regex_follows_acl_changes_at_the_next_heartbeat(tmp_path: Path) -> None:
+    """Granting alice DESCRIBE on ``secret`` adds it to her regex at her next heartbeat; revoking it
+    takes it away again at the one after."""
+    async with secured(tmp_path) as (port, ids), as_user(port, "alice") as alice:
+        member_id = str(uuid.uuid4())
+        joined = await alice.call(
+            ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, join_body(member_id, regex="public|secret")
+        )
+        epoch, owned = joined.member_epoch, [{"topic_id": ids["public"], "partitions": [0, 1]}]
+        targets = []
+        async with as_user(port, "admin") as admin:
+            for change in (grant_alice(admin, [(2, "secret", 8)]), revoke_alice(admin, (2, "secret", 8))):
+                await change
+                beat = await alice.call(
+                    ApiKey.CONSUMER_GROUP_HEARTBEAT,
+                    1,
+                    {
+                        "group_id": GROUP,
+                        "member_id": member_id,
+                        "member_epoch": epoch,
+                        "rebalance_timeout": -1,
+                        "topic_partitions": owned,
+                    },
+                )
+                assert beat.error_code == ErrorCode.none
+                epoch = beat.member_epoch
+                if beat.assignment is not None:
+                    owned = [
+                        {"topic_id": tp.topic_id, "partitions": list(tp.partitions)}
+                        for tp in beat.assignment.topic_partitions
+                    ]
+                described = await admin.call(
+                    ApiKey.CONSUMER_GROUP_DESCRIBE,
+                    1,
+                    {"group_ids": [GROUP], "include_authorized_operations": False},
+                )
+                (member,) = described.groups[0].members
+                targets.append({tp.topic_name for tp in member.target_assignment.topic_partitions})
+        assert targets == [{"public", "secret"}, {"public"}]
