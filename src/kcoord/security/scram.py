@@ -178,6 +178,8 @@ class ScramServer:
         self._lookup = lookup
         self.username: str | None = None
         self._credential: ScramCredential | None = None
+        self._known = False
+        """Whether ``_credential`` is the user's, not the decoy's."""
         self._client_first_bare = ""
         self._server_first = ""
         self._nonce = ""
@@ -213,10 +215,15 @@ class ScramServer:
         self.username = username
         self._client_first_bare = bare
         self._credential = self._lookup(username, self.mechanism)
-        if self._credential is not None:
-            salt, iterations = self._credential.salt, self._credential.iterations
-        else:
+        self._known = self._credential is not None
+        if self._credential is None:
+            # The proof is then checked as a real one is, against keys nobody can match.
             salt, iterations = self._decoy.parameters(username, self.mechanism)
+            size = len(self.mechanism.hash(b""))
+            self._credential = ScramCredential(
+                salt, iterations, secrets.token_bytes(size), secrets.token_bytes(size)
+            )
+        salt, iterations = self._credential.salt, self._credential.iterations
         self._nonce = attributes["r"] + self._server_nonce()
         self._server_first = f"r={self._nonce},s={base64.b64encode(salt).decode()},i={iterations}"
         return self._server_first
@@ -243,7 +250,8 @@ class ScramServer:
             raise ScramError("authentication failed")
         client_signature = self.mechanism.hmac(credential.stored_key, auth_message)
         client_key = bytes(a ^ b for a, b in zip(proof, client_signature, strict=True))
-        if not hmac.compare_digest(self.mechanism.hash(client_key), credential.stored_key):
+        matches = hmac.compare_digest(self.mechanism.hash(client_key), credential.stored_key)
+        if not (matches and self._known):
             raise ScramError("authentication failed")
         self.complete = True
         server_signature = self.mechanism.hmac(credential.server_key, auth_message)
