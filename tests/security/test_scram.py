@@ -6,11 +6,13 @@ import base64
 import hashlib
 import hmac
 import stat
+import time
 from pathlib import Path
 
 import pytest
 
 from kcoord.cli import users as users_cli
+from kcoord.security.credentials import CredentialFile, CredentialStore
 from kcoord.security.scram import (
     DEFAULT_SALT_BYTES,
     ScramCredential,
@@ -151,3 +153,26 @@ def test_decoy_key_is_made_once_private_and_kept(tmp_path: Path) -> None:
     key = load_or_create_key(tmp_path)
     assert stat.S_IMODE((tmp_path / DECOY_KEY_FILE).stat().st_mode) == 0o600
     assert load_or_create_key(tmp_path) == key and len(key) == 32
+
+
+async def test_an_unknown_users_password_check_costs_what_a_real_users_does(tmp_path: Path) -> None:
+    """PLAIN and HTTP Basic checks of an unknown user run the derivations of a ``kcoord users add``
+    user, so a wrong password takes as long for a stranger as for a real user (fastest of 5 each)."""
+    CredentialFile(tmp_path).write(
+        {"alice": {m: ScramCredential.from_password(m, "s3cret") for m in ScramMechanism}}
+    )
+    store = CredentialStore(tmp_path)
+    try:
+
+        async def fastest(user: str) -> float:
+            times = []
+            for _ in range(5):
+                started = time.perf_counter()
+                assert not await store.password_matches(user, "guess")
+                times.append(time.perf_counter() - started)
+            return min(times)
+
+        known, unknown = await fastest("alice"), await fastest("mallory")
+    finally:
+        store.close()
+    assert unknown >= known / 2, (known, unknown)

@@ -48,18 +48,17 @@ class BasicAuthenticator:
         user = None
         if authorization is not None:
             user, password = _decode(authorization)
-            if (
-                user in self._users
-                and password is not None
-                and await self._check(authorization, user, password)
-            ):
+            # The password is checked for users not let in too, so the time taken tells nothing.
+            if await self._check(authorization, user, password) and user in self._users:
                 return True
         self._on_failure(user)
         if authorization is not None and self._failure_delay_s > 0:
             await asyncio.sleep(self._failure_delay_s)
         return False
 
-    async def _check(self, authorization: str, user: str, password: str) -> bool:
+    async def _check(self, authorization: str, user: str | None, password: str | None) -> bool:
+        if user is None or password is None:
+            return False
         await self._store.load()
         stored = self._stored(user)
         digest = hmac.new(self._key, authorization.encode("latin-1", "replace"), hashlib.sha256).digest()
