@@ -89,6 +89,7 @@ from kcoord.runtime.service import OFFSETS_TOPIC, GroupCoordinator
 from kcoord.security.authorizer import AclAuthorizer, build_authorizer
 from kcoord.security.credentials import CredentialStore
 from kcoord.security.sasl import SaslSettings
+from kcoord.security.scram_decoy import DataDirDecoy
 from kcoord.server.limits import ConnectionLimits, ServerLimits, parse_overrides
 from kcoord.server.listener_set import ListenerSet, advertised_addresses
 from kcoord.server.memory_pool import MemoryPool
@@ -121,6 +122,7 @@ class App:
         first = (configured[0].host, configured[0].port) if configured else DEFAULT_ADVERTISED
         self.node = Node(identity.node_id, identity.cluster_id, first)
         self.credentials = CredentialStore(self.data_dir)
+        self.scram_decoy = DataDirDecoy(self.data_dir)
         self.group_configs = GroupConfigStore(self.data_dir)
         self.broker_configs = BrokerConfigs(self.data_dir, s, identity.node_id)
         self.registry = ApiRegistry()
@@ -296,6 +298,7 @@ class App:
             store=self.credentials,
             on_failure=lambda mechanism: self.auth_metrics.failure(listener_name, mechanism),
             max_receive_bytes=s["sasl.server.max.receive.size"],
+            decoy=self.scram_decoy,
         )
 
     async def start(self) -> tuple[str, int]:

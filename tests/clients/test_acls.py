@@ -244,7 +244,6 @@ REFUSALS: list[tuple[ApiKey, int, samples.Sample, ErrorCode]] = [
     (ApiKey.DESCRIBE_CONFIGS, 4, _describe_group_configs_sample, GROUP_DENIED),
     (ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, samples.incremental_alter_configs_sample, GROUP_DENIED),
     (ApiKey.INIT_PRODUCER_ID, 4, samples.init_producer_id_sample, ErrorCode.cluster_authorization_failed),
-    (ApiKey.DESCRIBE_CLUSTER, 1, samples.describe_cluster_sample, ErrorCode.cluster_authorization_failed),
     (ApiKey.DESCRIBE_ACLS, 3, samples.describe_acls_sample, ErrorCode.cluster_authorization_failed),
     (ApiKey.CREATE_ACLS, 3, samples.create_acls_sample, ErrorCode.cluster_authorization_failed),
     (ApiKey.DELETE_ACLS, 3, samples.delete_acls_sample, ErrorCode.cluster_authorization_failed),
@@ -253,7 +252,8 @@ REFUSALS: list[tuple[ApiKey, int, samples.Sample, ErrorCode]] = [
 
 async def test_every_other_api_refuses_the_stranger(secured: KcoordProcess) -> None:
     """From a host without ACLs each group, topic and cluster API answers its authorization error and
-    ListGroups lists nothing, while the owner's ListGroups shows the group."""
+    ListGroups lists nothing, while the owner's ListGroups shows the group; DescribeCluster, which
+    Kafka 4 answers everyone, answers the stranger too."""
     member = await asyncio.to_thread(join, secured, GROUP)
     try:
         stranger = await connect_from(STRANGER_HOST, secured.port)
@@ -263,6 +263,9 @@ async def test_every_other_api_refuses_the_stranger(secured: KcoordProcess) -> N
             scene.version = version
             response = await stranger.call(api_key, version, sample(scene))
             assert _codes(response) == {expected}, (api_key.name, version, response)
+        scene.version = 1
+        cluster = await stranger.call(ApiKey.DESCRIBE_CLUSTER, 1, samples.describe_cluster_sample(scene))
+        assert (cluster.error_code, [b.port for b in cluster.brokers]) == (ErrorCode.none, [secured.port])
         listed = await stranger.call(ApiKey.LIST_GROUPS, 4, {"states_filter": []})
         owner_listed = await owner.call(ApiKey.LIST_GROUPS, 4, {"states_filter": []})
         assert listed.groups == ()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import ssl
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -15,6 +16,7 @@ from kcoord.config import Settings
 from kcoord.security.credentials import CredentialFile
 from kcoord.security.scram import ScramCredential, ScramMechanism
 from tests.protocol.in_process import running_app
+from tests.support.secure_server import add_user
 from tests.support.tls_certs import make_pki
 
 
@@ -23,7 +25,7 @@ def test_http_endpoint_binds_loopback_by_default() -> None:
     assert Settings.load(environ={})["kcoord.metrics.listen"] == ("127.0.0.1", 9644)
 
 
-def _get(url: str, context: ssl.SSLContext, authorization: str | None = None) -> tuple[int, bytes]:
+def _get(url: str, context: ssl.SSLContext | None, authorization: str | None = None) -> tuple[int, bytes]:
     request = urllib.request.Request(url)
     if authorization is not None:
         request.add_header("Authorization", authorization)
@@ -79,3 +81,27 @@ async def test_tls_and_basic_auth(tmp_path: Path) -> None:
             await asyncio.to_thread(
                 urllib.request.urlopen, f"http://127.0.0.1:{app.http.bound[1]}/metrics", timeout=5
             )
+
+
+async def test_basic_auth_failures_are_delayed_and_a_changed_password_ends_the_old_one(
+    tmp_path: Path,
+) -> None:
+    """A wrong password is answered 401 only after connection.failed.authentication.delay.ms; a
+    header that passed stops passing once ``kcoord users add`` changes the password, and the new
+    password passes."""
+    data_dir = tmp_path / "data"
+    add_user(data_dir, "alice", "old-pw")
+    overrides = {"kcoord.metrics.auth.users": "alice", "connection.failed.authentication.delay.ms": "400"}
+    async with running_app(data_dir, **overrides) as (app, _):
+        assert app.http.bound is not None
+        url = f"http://127.0.0.1:{app.http.bound[1]}/metrics"
+        started = time.monotonic()
+        assert (await asyncio.to_thread(_get, url, None, _basic("alice", "guess")))[0] == 401
+        assert time.monotonic() - started >= 0.4
+        assert (await asyncio.to_thread(_get, url, None, _basic("alice", "old-pw")))[0] == 200
+        assert (await asyncio.to_thread(_get, url, None, _basic("alice", "old-pw")))[0] == 200
+        await asyncio.to_thread(add_user, data_dir, "alice", "new-pw")
+        assert (await asyncio.to_thread(_get, url, None, _basic("alice", "old-pw")))[0] == 401
+        assert (await asyncio.to_thread(_get, url, None, _basic("alice", "new-pw")))[0] == 200
+        labels = {"listener": "http", "mechanism": "BASIC"}
+        assert app.metrics.registry.get_sample_value("kcoord_authentication_failures_total", labels) == 2

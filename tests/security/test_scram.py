@@ -5,10 +5,23 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import stat
+import time
+from pathlib import Path
 
 import pytest
 
-from kcoord.security.scram import ScramCredential, ScramError, ScramMechanism, ScramServer
+from kcoord.cli import users as users_cli
+from kcoord.security.credentials import CredentialFile, CredentialStore
+from kcoord.security.scram import (
+    DEFAULT_SALT_BYTES,
+    ScramCredential,
+    ScramDecoy,
+    ScramError,
+    ScramMechanism,
+    ScramServer,
+)
+from kcoord.security.scram_decoy import DECOY_KEY_FILE, load_or_create_key
 
 RFC7677_SALT = base64.b64decode("W22ZaJ0SNY7soEsUEjb6gQ==")
 RFC7677_SERVER_NONCE = "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0"
@@ -119,3 +132,47 @@ def test_final_nonce_may_repeat_the_client_nonce_as_librdkafka_2_0_sends_it() ->
     other.evaluate(b"n,,n=alice,r=cnonce")
     with pytest.raises(ScramError, match="nonce"):
         other.evaluate(b"c=biws,r=cnonce,p=AAAA")
+
+
+def test_decoy_parameters_are_those_of_users_add_and_keyed() -> None:
+    """The decoy shows ``kcoord users add``'s iteration count and salt length; its salt depends on
+    the key, the name and the mechanism, and on nothing else."""
+    one, other = ScramDecoy(b"k" * 32), ScramDecoy(b"j" * 32)
+    salt, iterations = one.parameters("mallory", ScramMechanism.SCRAM_SHA_512)
+    assert (len(salt), iterations) == (DEFAULT_SALT_BYTES, users_cli.DEFAULT_ITERATIONS)
+    assert one.parameters("mallory", ScramMechanism.SCRAM_SHA_512) == (salt, iterations)
+    assert salt not in {
+        one.parameters("trent", ScramMechanism.SCRAM_SHA_512)[0],
+        one.parameters("mallory", ScramMechanism.SCRAM_SHA_256)[0],
+        other.parameters("mallory", ScramMechanism.SCRAM_SHA_512)[0],
+    }
+
+
+def test_decoy_key_is_made_once_private_and_kept(tmp_path: Path) -> None:
+    """The key file is created 0600 on first need and read back unchanged afterwards."""
+    key = load_or_create_key(tmp_path)
+    assert stat.S_IMODE((tmp_path / DECOY_KEY_FILE).stat().st_mode) == 0o600
+    assert load_or_create_key(tmp_path) == key and len(key) == 32
+
+
+async def test_an_unknown_users_password_check_costs_what_a_real_users_does(tmp_path: Path) -> None:
+    """PLAIN and HTTP Basic checks of an unknown user run the derivations of a ``kcoord users add``
+    user, so a wrong password takes as long for a stranger as for a real user (fastest of 5 each)."""
+    CredentialFile(tmp_path).write(
+        {"alice": {m: ScramCredential.from_password(m, "s3cret") for m in ScramMechanism}}
+    )
+    store = CredentialStore(tmp_path)
+    try:
+
+        async def fastest(user: str) -> float:
+            times = []
+            for _ in range(5):
+                started = time.perf_counter()
+                assert not await store.password_matches(user, "guess")
+                times.append(time.perf_counter() - started)
+            return min(times)
+
+        known, unknown = await fastest("alice"), await fastest("mallory")
+    finally:
+        store.close()
+    assert unknown >= known / 2, (known, unknown)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
+import stat
 import struct
 import time
 from pathlib import Path
@@ -13,8 +16,10 @@ from kio.schema.errors import ErrorCode
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.security.credentials import CredentialFile
 from kcoord.security.scram import ScramCredential, ScramMechanism
-from tests.protocol.in_process import connected, running_app
+from kcoord.security.scram_decoy import DECOY_KEY_FILE
+from tests.protocol.in_process import connected, decode_response, legacy_header_frame, running_app
 from tests.support.scram_client import ScramClient
+from tests.support.secure_server import add_user
 
 SASL_AND_PLAIN = "SASL_PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:0"
 
@@ -91,12 +96,63 @@ async def test_wrong_password_is_delayed_counted_and_ends_the_session(tmp_path: 
         assert await client.closed_by_server(), "the server closes the connection after the failure answer"
 
 
-async def test_unsupported_mechanism_lists_the_enabled_ones(tmp_path: Path) -> None:
-    """A mechanism kcoord does not offer gets UNSUPPORTED_SASL_MECHANISM and the enabled list."""
-    async with running_app(tmp_path, listeners=SASL_AND_PLAIN) as (_, port), connected(port) as client:
+async def test_unsupported_mechanism_lists_the_enabled_ones_then_closes(tmp_path: Path) -> None:
+    """A mechanism kcoord does not offer gets UNSUPPORTED_SASL_MECHANISM and the enabled list, is
+    counted as a failed login, and the connection is closed, as Kafka closes it."""
+    async with running_app(tmp_path, listeners=SASL_AND_PLAIN) as (app, port), connected(port) as client:
         answer = await client.call(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "GSSAPI"})
         assert answer.error_code == ErrorCode.unsupported_sasl_mechanism
         assert set(answer.mechanisms) == {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
+        assert await client.closed_by_server()
+        labels = {"listener": "SASL_PLAINTEXT", "mechanism": "?"}
+        assert app.metrics.registry.get_sample_value("kcoord_authentication_failures_total", labels) == 1
+
+
+async def test_sasl_authenticate_before_handshake_closes_unanswered(tmp_path: Path) -> None:
+    """SaslAuthenticate with no SaslHandshake before it is a failed login: counted, and the
+    connection is closed without an answer after the failure delay."""
+    _add_user(tmp_path, "alice", "s3cret")
+    overrides = {"listeners": SASL_AND_PLAIN, "connection.failed.authentication.delay.ms": "300"}
+    async with running_app(tmp_path, **overrides) as (app, port), connected(port) as client:
+        started = time.monotonic()
+        await client.send(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": b"\x00alice\x00s3cret"})
+        assert await client.closed_by_server()
+        assert time.monotonic() - started >= 0.3
+        labels = {"listener": "SASL_PLAINTEXT", "mechanism": "?"}
+        assert app.metrics.registry.get_sample_value("kcoord_authentication_failures_total", labels) == 1
+
+
+@pytest.mark.parametrize(
+    ("api_key", "version", "body"),
+    [
+        (ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}),
+        (ApiKey.API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"}),
+    ],
+)
+async def test_other_requests_during_the_exchange_get_illegal_sasl_state_then_close(
+    tmp_path: Path, api_key: ApiKey, version: int, body: dict[str, str]
+) -> None:
+    """After SaslHandshake v1 only SaslAuthenticate is served: another request is answered
+    ILLEGAL_SASL_STATE and the connection is closed."""
+    async with running_app(tmp_path, listeners=SASL_AND_PLAIN) as (_, port), connected(port) as client:
+        handshake = await client.call(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "SCRAM-SHA-512"})
+        assert handshake.error_code == ErrorCode.none
+        refused = await client.call(api_key, version, body)
+        assert refused.error_code == ErrorCode.illegal_sasl_state
+        assert await client.closed_by_server()
+
+
+async def test_a_second_api_versions_before_the_handshake_closes(tmp_path: Path) -> None:
+    """ApiVersions is answered once before SaslHandshake (an unsupported version's refusal does not
+    count, so a client may step down); a second answered one closes the connection."""
+    async with running_app(tmp_path, listeners=SASL_AND_PLAIN) as (_, port), connected(port) as client:
+        await client.send_frame(legacy_header_frame(ApiKey.API_VERSIONS, 99, 77))
+        stepped_down = decode_response(ApiKey.API_VERSIONS, 0, await client.recv_frame(), 77)
+        assert stepped_down.error_code == ErrorCode.unsupported_version
+        body = {"client_software_name": "t", "client_software_version": "1"}
+        assert (await client.call(ApiKey.API_VERSIONS, 3, body)).error_code == ErrorCode.none
+        await client.send(ApiKey.API_VERSIONS, 3, body)
+        assert await client.closed_by_server()
 
 
 async def _raw_token(client, token: bytes) -> bytes:  # type: ignore[no-untyped-def]
@@ -210,3 +266,42 @@ async def test_sasl_failure_delay_does_not_stall_other_clients(tmp_path: Path) -
                 },
             )
             assert time.monotonic() - started < 1.5
+
+
+def _server_first_parameters(server_first: bytes) -> tuple[bytes, int]:
+    attributes = dict(part.split("=", 1) for part in server_first.decode().split(","))
+    return base64.b64decode(attributes["s"]), int(attributes["i"])
+
+
+async def _probe(port: int, mechanism: str, user: str) -> tuple[bytes, int]:
+    """The salt and iteration count the server shows ``user`` in its server-first message."""
+    async with connected(port) as client:
+        await client.call(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": mechanism})
+        scram = ScramClient({"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}[mechanism], user, "x")
+        first = await client.call(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": scram.first()})
+        assert first.error_code == ErrorCode.none
+        return _server_first_parameters(bytes(first.auth_bytes))
+
+
+async def test_an_unknown_user_looks_like_one_made_by_users_add(tmp_path: Path) -> None:
+    """An unknown user's server-first message has the iteration count and salt length of a user made
+    by ``kcoord users add``; its salt is the same at every probe and after a restart, differs per
+    name and mechanism, and is not the hash of its name."""
+    add_user(tmp_path, "alice", "s3cret")
+    probes: dict[tuple[str, str], set[tuple[bytes, int]]] = {}
+    for _restart in range(2):
+        async with running_app(tmp_path, listeners=SASL_AND_PLAIN) as (_, port):
+            for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+                for user in ("alice", "mallory", "trent"):
+                    for _probe_again in range(2):
+                        found = await _probe(port, mechanism, user)
+                        probes.setdefault((mechanism, user), set()).add(found)
+    assert all(len(seen) == 1 for seen in probes.values()), "one salt per name, probes and restarts alike"
+    shown = {key: next(iter(seen)) for key, seen in probes.items()}
+    real_salt, real_iterations = shown[("SCRAM-SHA-512", "alice")]
+    for (mechanism, user), (salt, iterations) in shown.items():
+        assert (len(salt), iterations) == (len(real_salt), real_iterations), (mechanism, user)
+    decoys = [salt for (_, user), (salt, _) in shown.items() if user != "alice"]
+    assert len(set(decoys)) == len(decoys) == 4
+    assert hashlib.sha256(b"kcoord-unknown-user:mallory").digest() not in decoys
+    assert stat.S_IMODE((tmp_path / DECOY_KEY_FILE).stat().st_mode) == 0o600

@@ -39,6 +39,14 @@ def authorized_operations(
     return authorizer.authorized_operations(ctx.principal, ctx.client_host, kind, name)
 
 
+def cluster_operations(ctx: RequestContext, authorizer: Authorizer, *, asked: bool) -> int:
+    """The cluster's ``authorized_operations`` as Kafka answers them: omitted when not asked, 0
+    for a principal that may not DESCRIBE the cluster, else its bit set."""
+    if asked and not may_cluster(ctx, authorizer, AclOperation.DESCRIBE):
+        return 0
+    return authorized_operations(ctx, authorizer, ResourceType.CLUSTER, CLUSTER_NAME, asked=asked)
+
+
 def require_group(ctx: RequestContext, authorizer: Authorizer, op: AclOperation, group: str) -> None:
     """Raises GROUP_AUTHORIZATION_FAILED unless the principal may do ``op`` to the group."""
     if not may_group(ctx, authorizer, op, group):

@@ -2,7 +2,8 @@
 
 ``kcoord.metrics.ssl.enable`` serves it over TLS with the Kafka listeners' key and chain;
 ``kcoord.metrics.auth.users`` lets in only those users, with their SCRAM password. Refusals are
-logged and counted like failed SASL logins (listener ``http``, mechanism ``BASIC``).
+logged, counted and delayed like failed SASL logins (listener ``http``, mechanism ``BASIC``,
+``connection.failed.authentication.delay.ms``).
 """
 
 from __future__ import annotations
@@ -40,5 +41,6 @@ def http_security(settings: Settings, store: CredentialStore, metrics: AuthMetri
         metrics.failure("http", "BASIC")
         log.warning("http.authentication_failed", user=user)
 
-    authorize = BasicAuthenticator(store, users, refused) if users else None
+    delay_s = settings["connection.failed.authentication.delay.ms"] / 1000
+    authorize = BasicAuthenticator(store, users, refused, failure_delay_s=delay_s) if users else None
     return {"ssl_context": context, "authorize": authorize}

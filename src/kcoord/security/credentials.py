@@ -18,7 +18,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from kcoord.security.scram import ScramCredential, ScramMechanism
+from kcoord.security.scram import (
+    DEFAULT_ITERATIONS,
+    DEFAULT_SALT_BYTES,
+    ScramCredential,
+    ScramMechanism,
+)
 from kcoord.storage.data_files import read_json_document
 
 CREDENTIALS_FILE = "scram-credentials.json"
@@ -134,10 +139,17 @@ class CredentialStore:
         return dict(self._users.get(user, {}))
 
     async def password_matches(self, user: str, password: str) -> bool:
-        """Whether ``password`` derives one of ``user``'s stored credentials (computed off the loop)."""
+        """Whether ``password`` derives one of ``user``'s stored credentials (computed off the loop).
+
+        An unknown user costs the derivations of a user made by ``kcoord users add``, so the time
+        the answer takes does not tell whether the user exists."""
         await self.load()
         loop = asyncio.get_running_loop()
-        for mechanism, credential in self.credentials_of(user).items():
+        credentials = self.credentials_of(user)
+        if not credentials:
+            await loop.run_in_executor(self._password_checks, _decoy_derivations, password)
+            return False
+        for mechanism, credential in credentials.items():
             if await loop.run_in_executor(
                 self._password_checks, credential.password_matches, mechanism, password
             ):
@@ -169,3 +181,8 @@ class CredentialStore:
             await asyncio.to_thread(self._file.write, users)
             self._users = users
             self._stamp = await asyncio.to_thread(self._file.stamp)
+
+
+def _decoy_derivations(password: str) -> None:
+    for mechanism in ScramMechanism:
+        ScramCredential.from_password(mechanism, password, DEFAULT_ITERATIONS, salt=bytes(DEFAULT_SALT_BYTES))

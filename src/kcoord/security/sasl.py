@@ -2,7 +2,8 @@
 
 The exchange, as Kafka's ``SaslServerAuthenticator``:
 
-1. the client may ask ApiVersions, then sends SaslHandshake naming a mechanism;
+1. the client may ask ApiVersions, then sends SaslHandshake naming a mechanism (one that is not
+   enabled fails the exchange);
 2. with SaslHandshake v1 the tokens travel in SaslAuthenticate requests; with v0 they travel as
    raw size-prefixed frames without any Kafka header (old clients), answered the same way;
 3. success sets the connection's principal (``User:<name>``); failure is logged, counted and
@@ -24,6 +25,7 @@ import structlog
 from kcoord.security.credentials import CredentialStore
 from kcoord.security.principal import KafkaPrincipal
 from kcoord.security.scram import ScramError, ScramMechanism, ScramServer
+from kcoord.security.scram_decoy import DataDirDecoy
 
 log = structlog.get_logger(__name__)
 
@@ -55,6 +57,8 @@ class SaslSettings:
     """Called with the mechanism on every failed login (the metric)."""
     max_receive_bytes: int = 524288
     """``sasl.server.max.receive.size``: the largest frame accepted before authentication."""
+    decoy: DataDirDecoy | None = None
+    """What SCRAM shows for unknown users (None: a key that lives as long as the process)."""
 
 
 class PlainServer:
@@ -108,15 +112,22 @@ class SaslSession:
         return [m for m in self._settings.mechanisms if m in SUPPORTED_MECHANISMS]
 
     async def handshake(self, mechanism: str, version: int) -> bool:
-        """Choose ``mechanism``; False when it is not enabled (UNSUPPORTED_SASL_MECHANISM)."""
+        """Choose ``mechanism``; False when it is not enabled (UNSUPPORTED_SASL_MECHANISM): a
+        failed authentication, delayed and counted, after which the connection is closed."""
         if self.state is not SaslState.HANDSHAKE:
             raise IllegalSaslStateError(f"SaslHandshake in state {self.state.value}")
         if mechanism not in self.enabled_mechanisms:
+            await self._fail(None, f"unsupported mechanism {mechanism[:64]!r}")
             return False
         await self._settings.store.load()
         scram = ScramMechanism.from_sasl_name(mechanism)
         store = self._settings.store
-        self._server = ScramServer(scram, store.lookup) if scram is not None else PlainServer(store)
+        if scram is None:
+            self._server = PlainServer(store)
+        elif self._settings.decoy is None:
+            self._server = ScramServer(scram, store.lookup)
+        else:
+            self._server = ScramServer(scram, store.lookup, decoy=await self._settings.decoy.ready())
         self.mechanism = mechanism
         self.state = SaslState.AUTHENTICATE
         self.raw_tokens = version == 0
@@ -146,6 +157,11 @@ class SaslSession:
                 "sasl.authenticated", principal=str(self.principal), mechanism=self.mechanism, peer=self._peer
             )
         return answer
+
+    async def break_off(self, reason: str) -> None:
+        """The client broke the exchange's order: a failed authentication (counted, logged, then
+        the delay), after which the connection is closed."""
+        await self._fail(None, reason)
 
     async def _fail(self, user: str | None, reason: str) -> None:
         self.state = SaslState.FAILED

@@ -56,6 +56,12 @@ class ScramMechanism(Enum):
 MAX_ITERATIONS = 16384
 """Kafka's ceiling for a credential's iteration count."""
 
+DEFAULT_ITERATIONS = 8192
+"""The iteration count ``kcoord users add`` gives a credential (and an unknown user's decoy)."""
+
+DEFAULT_SALT_BYTES = 32
+"""The salt length ``kcoord users add`` gives a credential (and an unknown user's decoy)."""
+
 
 @dataclass(frozen=True, slots=True)
 class ScramCredential:
@@ -78,9 +84,13 @@ class ScramCredential:
 
     @classmethod
     def from_password(
-        cls, mechanism: ScramMechanism, password: str, iterations: int = 8192, salt: bytes | None = None
+        cls,
+        mechanism: ScramMechanism,
+        password: str,
+        iterations: int = DEFAULT_ITERATIONS,
+        salt: bytes | None = None,
     ) -> ScramCredential:
-        salt = salt if salt is not None else secrets.token_bytes(32)
+        salt = salt if salt is not None else secrets.token_bytes(DEFAULT_SALT_BYTES)
         salted = mechanism.salted_password(password, salt, iterations)
         return cls.from_salted_password(mechanism, salted, salt, iterations)
 
@@ -93,6 +103,25 @@ class ScramCredential:
 
 CredentialLookup = Callable[[str, ScramMechanism], ScramCredential | None]
 """``lookup(user, mechanism)``: the user's stored credential for that mechanism, or None."""
+
+
+class ScramDecoy:
+    """The made-up (salt, iterations) shown for a user who does not exist, under one secret key:
+    the iteration count ``kcoord users add`` gives, and a salt of its length, stable per user name
+    and mechanism (repeated probes see the same salt, as for a real user) yet not derivable from
+    public data (HMAC-SHA-256 under the key)."""
+
+    def __init__(self, key: bytes) -> None:
+        self._key = key
+
+    def parameters(self, user: str, mechanism: ScramMechanism) -> tuple[bytes, int]:
+        message = mechanism.sasl_name.encode() + b"\x00" + user.encode("utf-8", "surrogatepass")
+        salt = hmac.new(self._key, message, hashlib.sha256).digest()[:DEFAULT_SALT_BYTES]
+        return salt, DEFAULT_ITERATIONS
+
+
+_PROCESS_DECOY = ScramDecoy(secrets.token_bytes(32))
+"""The decoy of exchanges given none: its key lives as long as the process."""
 
 
 class ScramError(Exception):
@@ -131,8 +160,9 @@ def _unescape_username(name: str) -> str:
 class ScramServer:
     """One SCRAM exchange on the server side; ``lookup(user)`` returns the user's credential or None.
 
-    An unknown user gets a server-first message with a made-up salt, so the answer does not reveal
-    whether the user exists; the exchange then fails at the proof like a wrong password.
+    An unknown user gets a server-first message with ``decoy``'s salt and iteration count, so
+    the answer does not reveal whether the user exists; the exchange then fails at the proof like
+    a wrong password.
     """
 
     def __init__(
@@ -140,12 +170,16 @@ class ScramServer:
         mechanism: ScramMechanism,
         lookup: CredentialLookup,
         server_nonce: Callable[[], str] = lambda: secrets.token_urlsafe(24),
+        decoy: ScramDecoy = _PROCESS_DECOY,
     ) -> None:
         self.mechanism = mechanism
+        self._decoy = decoy
         self._server_nonce = server_nonce
         self._lookup = lookup
         self.username: str | None = None
         self._credential: ScramCredential | None = None
+        self._known = False
+        """Whether ``_credential`` is the user's, not the decoy's."""
         self._client_first_bare = ""
         self._server_first = ""
         self._nonce = ""
@@ -181,11 +215,15 @@ class ScramServer:
         self.username = username
         self._client_first_bare = bare
         self._credential = self._lookup(username, self.mechanism)
-        salt, iterations = (
-            (self._credential.salt, self._credential.iterations)
-            if self._credential is not None
-            else (hashlib.sha256(b"kcoord-unknown-user:" + username.encode()).digest(), 4096)
-        )
+        self._known = self._credential is not None
+        if self._credential is None:
+            # The proof is then checked as a real one is, against keys nobody can match.
+            salt, iterations = self._decoy.parameters(username, self.mechanism)
+            size = len(self.mechanism.hash(b""))
+            self._credential = ScramCredential(
+                salt, iterations, secrets.token_bytes(size), secrets.token_bytes(size)
+            )
+        salt, iterations = self._credential.salt, self._credential.iterations
         self._nonce = attributes["r"] + self._server_nonce()
         self._server_first = f"r={self._nonce},s={base64.b64encode(salt).decode()},i={iterations}"
         return self._server_first
@@ -212,7 +250,8 @@ class ScramServer:
             raise ScramError("authentication failed")
         client_signature = self.mechanism.hmac(credential.stored_key, auth_message)
         client_key = bytes(a ^ b for a, b in zip(proof, client_signature, strict=True))
-        if not hmac.compare_digest(self.mechanism.hash(client_key), credential.stored_key):
+        matches = hmac.compare_digest(self.mechanism.hash(client_key), credential.stored_key)
+        if not (matches and self._known):
             raise ScramError("authentication failed")
         self.complete = True
         server_signature = self.mechanism.hmac(credential.server_key, auth_message)

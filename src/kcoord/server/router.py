@@ -78,6 +78,31 @@ class Router:
             log.exception("request.unanswerable", peer=connection.client_host)
             raise CloseConnectionError(f"no answer could be made: {exc!r}") from exc
 
+    def refuse(self, frame: bytes, connection: ConnectionInfo, code: ErrorCode) -> bytes:
+        """The request's error form with ``code``, without serving it (the SASL gate's refusals).
+
+        Raises :class:`CloseConnectionError` when the frame cannot be read or has no error form.
+        """
+        try:
+            api_key, api_version, correlation_id = peek_api(frame)
+        except ValueError as exc:
+            raise CloseConnectionError(str(exc)) from exc
+        spec = self._registry.get(api_key)
+        if spec is None or not spec.min_version <= api_version <= spec.max_version:
+            raise CloseConnectionError(f"api key {api_key} v{api_version} is not served")
+        try:
+            header, request = _decode(spec, frame)
+        except Exception as exc:  # kio raises several types for malformed bytes
+            raise CloseConnectionError(f"undecodable {spec.name} v{api_version}: {exc}") from exc
+        ctx = RequestContext(header=header, connection=connection)
+        body = self._error_body(spec, ctx, request, code)
+        return encode_response(correlation_id, build(response_class(api_key, api_version), body))
+
+    def serves(self, api_key: int, api_version: int) -> bool:
+        """Whether a request of this key and version is answered (rather than refused)."""
+        spec = self._registry.get(api_key)
+        return spec is not None and spec.min_version <= api_version <= spec.max_version
+
     async def _answer(self, frame: bytes, connection: ConnectionInfo) -> bytes | None:
         started = time.perf_counter()
         try:

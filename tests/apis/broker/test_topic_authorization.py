@@ -84,11 +84,36 @@ async def test_authorized_operations_are_the_principals(tmp_path: Path) -> None:
     assert (cluster.error_code, cluster.cluster_authorized_operations) == (ErrorCode.none, 1 << Op.DESCRIBE)
 
 
-async def test_describe_cluster_needs_cluster_describe(tmp_path: Path) -> None:
-    """Without Cluster DESCRIBE, DescribeCluster is CLUSTER_AUTHORIZATION_FAILED."""
-    app = await _secured(tmp_path)
-    response = await call(app, ApiKey.DESCRIBE_CLUSTER, 0, {"include_cluster_authorized_operations": False})
-    assert response.error_code == ErrorCode.cluster_authorization_failed
+async def test_describe_cluster_needs_no_acl(tmp_path: Path) -> None:
+    """Without any ACL DescribeCluster still answers, as Kafka 4's; asked-for cluster operations are
+    0 without Cluster DESCRIBE (there and in Metadata), even with another cluster ACL."""
+    app = await _secured(tmp_path, (CLUSTER, CLUSTER_NAME, Op.CREATE))
+    response = await call(app, ApiKey.DESCRIBE_CLUSTER, 0, {"include_cluster_authorized_operations": True})
+    metadata = await call(
+        app, ApiKey.METADATA, 10, _metadata_body([], include_cluster_authorized_operations=True)
+    )
+    assert (response.error_code, response.cluster_authorized_operations) == (ErrorCode.none, 0)
+    assert metadata.cluster_authorized_operations == 0
+    assert [b.broker_id for b in response.brokers] == [app.node.node_id]
+
+
+async def test_metadata_by_id_hides_the_name_of_a_topic_not_describable(tmp_path: Path) -> None:
+    """Asked by id, an undescribable topic answers the id and a null name; by name, the name and
+    a zero id."""
+    app = await _secured(tmp_path, (TOPIC, "alpha", Op.DESCRIBE))
+    ids = [app.topics.get(n).topic_id for n in ("alpha", "beta")]  # type: ignore[union-attr]
+    by_id = await call(
+        app,
+        ApiKey.METADATA,
+        12,
+        {**_metadata_body(None), "topics": [{"name": None, "topic_id": i} for i in ids]},
+    )
+    by_name = await call(app, ApiKey.METADATA, 12, _metadata_body(["beta"]))
+    assert [(t.error_code, t.name, t.topic_id) for t in by_id.topics] == [
+        (ErrorCode.none, "alpha", ids[0]),
+        (ErrorCode.topic_authorization_failed, None, ids[1]),
+    ]
+    assert [(t.name, t.topic_id) for t in by_name.topics] == [("beta", None)]  # kio reads the zero id as None
 
 
 def _new_topic(name: str) -> dict[str, Any]:

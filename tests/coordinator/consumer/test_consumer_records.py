@@ -8,6 +8,7 @@ import pytest
 from consumer_harness import GROUP, Harness, pairs
 
 from kcoord.coordinator.consumer.group import ConsumerGroupState
+from kcoord.coordinator.consumer.messages import ConsumerHeartbeatRequest, ConsumerHeartbeatResponse
 from kcoord.coordinator.record_codec import decode_record, encode_key, encode_value
 from kcoord.coordinator.records import (
     ConsumerGroupCurrentMemberAssignmentKey,
@@ -125,3 +126,44 @@ def test_loaded_members_get_fresh_sessions() -> None:
     loaded = _replayed(h)
     loaded.advance(60_000)
     assert loaded.group.members == {}
+
+
+def _regex_join(h: Harness, member_id: str, allowed: set[str]) -> ConsumerHeartbeatResponse:
+    request = ConsumerHeartbeatRequest(
+        group_id=GROUP,
+        member_id=member_id,
+        member_epoch=0,
+        rebalance_timeout_ms=30_000,
+        subscribed_topic_regex="orders.*",
+        owned={},
+        topic_filter=allowed.__contains__,
+    )
+    response = h.manager.heartbeat(request, h.now)
+    h.records.extend(h.manager.drain_records())
+    return response
+
+
+def test_a_regex_resolves_only_to_what_the_members_principal_may_see() -> None:
+    """Only the topics the heartbeat's filter passes are resolved, also when topics appear later;
+    after a load a new topic is added only once the member's heartbeat brings its filter again."""
+    h = Harness({"orders": 2, "orders-secret": 2})
+    joined = _regex_join(h, "a", {"orders", "orders-new"})
+    assert pairs(joined.assignment) == {("orders", 0), ("orders", 1)}
+    h.topics["orders-hidden"] = 1
+    h.manager.on_topics_changed("orders-hidden", h.now)
+    assert h.group.members["a"].regex_topics == {"orders"}
+    loaded = _replayed(h)
+    assert loaded.group.members["a"].regex_topics == {"orders", "orders-secret", "orders-hidden"}
+    loaded.topics["orders-new"] = 1
+    loaded.manager.on_topics_changed("orders-new", loaded.now)
+    assert "orders-new" not in loaded.group.members["a"].regex_topics
+    beat = ConsumerHeartbeatRequest(
+        group_id=GROUP,
+        member_id="a",
+        member_epoch=joined.member_epoch,
+        owned=loaded.group.members["a"].assigned,
+        topic_filter={"orders", "orders-new"}.__contains__,
+    )
+    loaded.manager.heartbeat(beat, loaded.now)
+    assert loaded.group.members["a"].regex_topics == {"orders", "orders-new"}
+    assert set(loaded.group.target["a"]) == {"orders", "orders-new"}

@@ -8,7 +8,9 @@
 confluent-kafka's ``AdminClient.describe_cluster`` uses it; the answer matches Metadata's (in a
 cluster: every live node).
 
-Authorization: Cluster DESCRIBE, else CLUSTER_AUTHORIZATION_FAILED.
+Authorization, as Kafka 4's ``computeDescribeClusterResponse``: none is needed, every principal
+gets the brokers and the cluster id. Asked for, the cluster authorized operations are the
+principal's bit set when it may DESCRIBE the cluster, else 0; not asked for, Kafka's "omitted".
 """
 
 from __future__ import annotations
@@ -16,13 +18,12 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from kcoord.apis.access import Op, authorized_operations, may_cluster
+from kcoord.apis.access import cluster_operations
 from kcoord.apis.broker.metadata import broker_entries
 from kcoord.cluster.identity import Node
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
 from kcoord.protocol.registry import ApiSpec
-from kcoord.security.acl import CLUSTER_NAME, ResourceType
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
@@ -43,9 +44,6 @@ def api(node: Node, *, authorizer: Authorizer) -> ApiSpec:
 async def handle_describe_cluster(
     ctx: RequestContext, request: Any, *, node: Node, authorizer: Authorizer
 ) -> dict[str, Any]:
-    if not may_cluster(ctx, authorizer, Op.DESCRIBE):
-        refused = describe_cluster_error_response(request, ErrorCode.cluster_authorization_failed)
-        return {**refused, "error_message": "Cluster DESCRIBE is not authorized."}
     if getattr(request, "endpoint_type", _BROKERS_ENDPOINT) != _BROKERS_ENDPOINT:
         return {
             "throttle_time": 0,
@@ -56,7 +54,7 @@ async def handle_describe_cluster(
             "brokers": [],
         }
     with_ops = bool(request.include_cluster_authorized_operations)
-    operations = authorized_operations(ctx, authorizer, ResourceType.CLUSTER, CLUSTER_NAME, asked=with_ops)
+    operations = cluster_operations(ctx, authorizer, asked=with_ops)
     return {
         "throttle_time": 0,
         "error_code": ErrorCode.none,

@@ -23,7 +23,8 @@ have auto-created is bounded by ``kcoord.auto.create.rate`` (kcoord's own, see
 :mod:`.creation_limits`), not by Kafka's controller mutation quota.
 
 Authorization, as Kafka's: an all-topics answer leaves out the topics the principal may not
-DESCRIBE; a named one it may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED; auto-creation needs
+DESCRIBE; a named one it may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED (asked for by id: with
+the id and a null name, so the name stays hidden); auto-creation needs
 Cluster CREATE or Topic CREATE (else TOPIC_AUTHORIZATION_FAILED).
 """
 
@@ -34,7 +35,7 @@ import functools
 import uuid
 from typing import Any
 
-from kcoord.apis.access import Op, authorized_operations, may_cluster, may_topic
+from kcoord.apis.access import Op, authorized_operations, cluster_operations, may_cluster, may_topic
 from kcoord.apis.broker.creation_limits import CreationBudget, CreationLimits
 from kcoord.apis.broker.metadata_answers import AllTopicsAnswers, encode_answer
 from kcoord.cluster.identity import Node
@@ -44,7 +45,7 @@ from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.codec import EncodedResponse
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.protocol.registry import ApiSpec
-from kcoord.security.acl import CLUSTER_NAME, ResourceType
+from kcoord.security.acl import ResourceType
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
@@ -114,10 +115,20 @@ def _error_entry(name: str | None, code: ErrorCode, topic_id: uuid.UUID = ZERO_U
 
 
 def _described(
-    ctx: RequestContext, authorizer: Authorizer, node: Node, info: TopicInfo, with_ops: bool
+    ctx: RequestContext,
+    authorizer: Authorizer,
+    node: Node,
+    info: TopicInfo,
+    with_ops: bool,
+    *,
+    by_id: bool = False,
 ) -> dict[str, Any]:
-    """The topic's entry, or TOPIC_AUTHORIZATION_FAILED if the principal may not DESCRIBE it."""
+    """The topic's entry, or TOPIC_AUTHORIZATION_FAILED if the principal may not DESCRIBE it: with
+    the name asked for and a zero id, or, asked for by id, with that id and a null name (Kafka
+    holds an id no secret, a name one)."""
     if not may_topic(ctx, authorizer, Op.DESCRIBE, info.name):
+        if by_id:
+            return _error_entry(None, ErrorCode.topic_authorization_failed, info.topic_id)
         return _error_entry(info.name, ErrorCode.topic_authorization_failed)
     operations = authorized_operations(ctx, authorizer, ResourceType.TOPIC, info.name, asked=with_ops)
     return _topic_entry(node, info, operations)
@@ -139,7 +150,7 @@ async def _requested_topic(
         if info is None:
             unknown = ErrorCode.unknown_topic_id
             return _error_entry(None if ctx.api_version >= 12 else "", unknown, topic_id or ZERO_UUID)
-        return _described(ctx, authorizer, node, info, with_ops)
+        return _described(ctx, authorizer, node, info, with_ops, by_id=True)
     if topic_name_problem(name) is not None:
         return _error_entry(name, ErrorCode.invalid_topic_exception)
     if not may_topic(ctx, authorizer, Op.DESCRIBE, name):
@@ -282,9 +293,7 @@ def _answer(
     include_cluster_ops: bool,
     throttle_ms: int,
 ) -> dict[str, Any]:
-    cluster_ops = authorized_operations(
-        ctx, authorizer, ResourceType.CLUSTER, CLUSTER_NAME, asked=include_cluster_ops
-    )
+    cluster_ops = cluster_operations(ctx, authorizer, asked=include_cluster_ops)
     return {
         "throttle_time": throttle_ms,
         "brokers": broker_entries(node, listener_name),

@@ -12,6 +12,10 @@ heartbeat closes, its session is cut to about two heartbeat intervals.
 
 Topics travel as topic ids on the wire and as names in the core; an owned partition of a topic id
 this broker does not know is dropped (the topic was deleted).
+
+Authorization, as Kafka 4: Group READ (else GROUP_AUTHORIZATION_FAILED), then Topic DESCRIBE on
+every subscribed topic name (else TOPIC_AUTHORIZATION_FAILED, and nothing changes); a regex
+resolves only to the topics the member's principal may DESCRIBE, checked again at every heartbeat.
 """
 
 from __future__ import annotations
@@ -21,14 +25,16 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kcoord.apis.access import Op, require_group
+from kcoord.apis.access import Op, may_topic, require_group
 from kcoord.apis.groups.common import MemberWatch
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.coordinator.assignors import Assignment
-from kcoord.coordinator.consumer.messages import ConsumerHeartbeatRequest
+from kcoord.coordinator.consumer.messages import ConsumerHeartbeatRequest, TopicFilter
 from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.errors import KafkaError
 from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.group_service import GroupService
+from kcoord.security.acl import ResourceType
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
@@ -55,8 +61,9 @@ async def handle_consumer_group_heartbeat(
     members: MemberWatch,
     authorizer: Authorizer,
 ) -> dict[str, Any]:
-    """Group READ first, as Kafka asks (else GROUP_AUTHORIZATION_FAILED)."""
+    """Group READ, then Topic DESCRIBE on the subscribed names, as Kafka 4 asks."""
     require_group(ctx, authorizer, Op.READ, request.group_id)
+    _require_subscribed_topics(ctx, authorizer, request.subscribed_topic_names)
     rebalance_timeout = request.rebalance_timeout
     beat = ConsumerHeartbeatRequest(
         group_id=request.group_id,
@@ -73,6 +80,7 @@ async def handle_consumer_group_heartbeat(
         owned=_owned(request.topic_partitions, topics),
         client_id=ctx.client_id or "",
         client_host=ctx.client_host,
+        topic_filter=_describable(ctx, authorizer),
     )
     response = await groups.consumer_heartbeat(beat, ctx.connection.connection_id)
     if response.member_epoch >= 0:
@@ -87,6 +95,27 @@ async def handle_consumer_group_heartbeat(
         "heartbeat_interval": response.heartbeat_interval_ms,
         "assignment": assignment,
     }
+
+
+def _require_subscribed_topics(ctx: RequestContext, authorizer: Authorizer, names: Any) -> None:
+    """Raises TOPIC_AUTHORIZATION_FAILED when the principal may not DESCRIBE a subscribed topic."""
+    if not names:
+        return
+    denied = sorted({name for name in names if not may_topic(ctx, authorizer, Op.DESCRIBE, name)})
+    if denied:
+        raise KafkaError(
+            ErrorCode.topic_authorization_failed, f"Topic DESCRIBE on {denied} is not authorized."
+        )
+
+
+def _describable(ctx: RequestContext, authorizer: Authorizer) -> TopicFilter | None:
+    """What the member's regex may resolve to: the topics its principal may DESCRIBE (all without
+    an authorizer). Bound to the principal and host, not the request, as the core keeps it."""
+    if not authorizer.enabled:
+        return None
+    return functools.partial(
+        authorizer.authorize, ctx.principal, ctx.client_host, Op.DESCRIBE, ResourceType.TOPIC
+    )
 
 
 def _owned(topic_partitions: Any, topics: TopicManager) -> Assignment | None:

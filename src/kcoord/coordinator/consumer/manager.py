@@ -42,6 +42,7 @@ from kcoord.coordinator.consumer.messages import (
     DescribedConsumerGroup,
     DescribedConsumerMember,
     DescribedEpochBump,
+    TopicFilter,
 )
 from kcoord.coordinator.consumer.persistence import (
     GroupReplayer,
@@ -95,6 +96,9 @@ class ConsumerGroupManager:
         self._records: list[CoordinatorRecord] = []
         self._connections: dict[tuple[str, str], int] = {}
         """The connection that carried each member's last heartbeat (soft state, fast failover)."""
+        self._topic_filters: dict[tuple[str, str], TopicFilter | None] = {}
+        """What each member's principal may see, from its last heartbeat (soft state): what its
+        regex resolves to when topics change."""
         self._downgrade_candidates: dict[str, int] = {}
         """group -> epoch before the (first) leave, of groups whose last consumer-protocol member
         left while classic members remain."""
@@ -119,7 +123,7 @@ class ConsumerGroupManager:
     def on_loaded(self, now_ms: int) -> None:
         """Soft state after a load: regexes resolved, a fresh session (and revocation) deadline each."""
         for group in self.groups.values():
-            self._resolve_group_regexes(group)
+            self._resolve_group_regexes(group, loading=True)
             for member in group.members.values():
                 self.schedule_session(group.group_id, member, now_ms)
                 if member.state is MemberState.UNREVOKED_PARTITIONS:
@@ -211,7 +215,7 @@ class ConsumerGroupManager:
             client_id=request.client_id,
             client_host=request.client_host,
         )
-        updated = self._resolve_regex(updated)
+        updated = self._resolve_regex(updated, request.topic_filter)
         trigger = history.MEMBER_JOINED if bump else None
         if trigger is None and (
             updated.topics != member.topics
@@ -220,6 +224,7 @@ class ConsumerGroupManager:
         ):
             trigger = history.SUBSCRIPTION_CHANGED
         group.put_member(updated)
+        self._topic_filters[(group.group_id, updated.member_id)] = request.topic_filter
         # 5. The group epoch and the target assignment.
         self.advance_epoch(group, trigger, updated.member_id, now_ms)
         # 6. Reconciliation.
@@ -424,7 +429,8 @@ class ConsumerGroupManager:
                     group.history.bumped(group.group_epoch, history.SUBSCRIPTION_CHANGED, None, now_ms)
                 self.record(group.group_id, before)
 
-    def _resolve_regex(self, member: ConsumerGroupMember) -> ConsumerGroupMember:
+    def _resolve_regex(self, member: ConsumerGroupMember, allowed: TopicFilter | None) -> ConsumerGroupMember:
+        """The member with its regex resolved to the existing topics ``allowed`` passes."""
         if member.subscribed_regex is None:
             return member if not member.regex_topics else member.with_changes(regex_topics=frozenset())
         try:
@@ -433,17 +439,31 @@ class ConsumerGroupManager:
             raise KafkaError(
                 ErrorCode.invalid_regular_expression, f"SubscribedTopicRegex is invalid: {exc}"
             ) from None
-        matched = frozenset(name for name in self._topic_names() if pattern.fullmatch(name))
+        matched = frozenset(
+            name
+            for name in self._topic_names()
+            if pattern.fullmatch(name) and (allowed is None or allowed(name))
+        )
         return member if matched == member.regex_topics else member.with_changes(regex_topics=matched)
 
-    def _resolve_group_regexes(self, group: ConsumerGroup) -> bool:
-        """Resolve every member's regex again; True when any member's topics changed."""
+    def _resolve_group_regexes(self, group: ConsumerGroup, *, loading: bool = False) -> bool:
+        """Resolve every member's regex again; True when any member's topics changed.
+
+        A member's principal is known from its last heartbeat. After a load it is not known until
+        the next one: loading resolves as before the failover, and a topic change meanwhile adds
+        nothing. The heartbeat resolves again with the principal before any assignment is answered.
+        """
         changed = False
         for member in list(group.members.values()):
             if member.subscribed_regex is None:
                 continue
+            key = (group.group_id, member.member_id)
+            if key in self._topic_filters:
+                allowed = self._topic_filters[key]
+            else:
+                allowed = None if loading else member.regex_topics.__contains__
             try:
-                resolved = self._resolve_regex(member)
+                resolved = self._resolve_regex(member, allowed)
             except KafkaError:
                 continue
             if resolved is not member:
@@ -491,6 +511,7 @@ class ConsumerGroupManager:
 
     def cancel_member_timers(self, group_id: str, member_id: str) -> None:
         self._connections.pop((group_id, member_id), None)
+        self._topic_filters.pop((group_id, member_id), None)
         self._timer.cancel(timer_keys.session_key(group_id, member_id))
         self._timer.cancel(timer_keys.rebalance_key(group_id, member_id))
         self._timer.cancel(timer_keys.join_key(group_id, member_id))
@@ -554,6 +575,7 @@ class ConsumerGroupManager:
                 self.cancel_member_timers(group.group_id, member_id)
         self.groups.clear()
         self._connections.clear()
+        self._topic_filters.clear()
 
     # -- offsets and admin
 

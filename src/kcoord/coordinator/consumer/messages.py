@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kcoord.coordinator.assignors.api import Assignment
+
+TopicFilter = Callable[[str], bool]
+"""Whether the member's principal may see (DESCRIBE) a topic, by name."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +29,9 @@ class ConsumerHeartbeatRequest:
     """What the member consumes now; None: unchanged (not sent)."""
     client_id: str = ""
     client_host: str = ""
+    topic_filter: TopicFilter | None = None
+    """The topics a regex may resolve to (Kafka 4 resolves a regex only to topics the member's
+    principal may DESCRIBE); None: every topic (no authorizer)."""
 
 
 @dataclass(frozen=True, slots=True)
