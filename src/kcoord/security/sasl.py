@@ -113,7 +113,7 @@ class SaslSession:
             raise IllegalSaslStateError(f"SaslHandshake in state {self.state.value}")
         if mechanism not in self.enabled_mechanisms:
             return False
-        await self._settings.store.load()
+        await self._settings.store.before_login()
         scram = ScramMechanism.from_sasl_name(mechanism)
         store = self._settings.store
         self._server = ScramServer(scram, store.lookup) if scram is not None else PlainServer(store)
@@ -127,6 +127,17 @@ class SaslSession:
         server = self._server
         if self.state is not SaslState.AUTHENTICATE or server is None:
             raise IllegalSaslStateError(f"SaslAuthenticate in state {self.state.value}")
+        if not self._settings.store.fresh():
+            age = self._settings.store.freshness.age_s()
+            await self._fail(
+                server.username,
+                "this node's copy of the cluster's credentials is stale "
+                f"({'never read' if age is None else f'last read {age:.1f} s ago'})",
+            )
+            raise AuthenticationFailedError(
+                f"Authentication failed: the credentials cannot be checked now (SASL mechanism "
+                f"{self.mechanism}); retry later"
+            )
         try:
             if isinstance(server, PlainServer):
                 answer = await server.evaluate(token)

@@ -36,8 +36,9 @@ from kcoord.protocol.codec import (
     response_class,
 )
 from kcoord.protocol.registry import ApiRegistry
-from kcoord.runtime.group_config_store import GroupConfigStore
+from kcoord.runtime.group_config_store import GroupConfigStore, group_configs_file
 from kcoord.security.acl import AclBinding
+from kcoord.security.acl_store import AclStore, acl_file
 from kcoord.security.authorizer import AclAuthorizer, build_authorizer
 from kcoord.server.context import ConnectionInfo, RequestContext
 from kcoord.storage.api import LogStore
@@ -61,7 +62,7 @@ class TopicApp:
         self.store = store
         self.topics = TopicManager(store, settings, data_dir)
         self.node = Node(NODE_ID, CLUSTER_ID, ADVERTISED)
-        self.authorizer = auth = build_authorizer(settings, data_dir)
+        self.authorizer = auth = build_authorizer(settings, AclStore(acl_file(data_dir)))
         topics = self.topics
         self.registry = ApiRegistry(
             [
@@ -73,7 +74,7 @@ class TopicApp:
                 delete_topics.api(topics, enabled=settings["delete.topic.enable"], authorizer=auth),
                 describe_configs.api(topics, settings, NODE_ID, authorizer=auth),
                 incremental_alter_configs.api(
-                    GroupConfigStore(data_dir), settings, authorizer=auth, topics=topics
+                    GroupConfigStore(group_configs_file(data_dir)), settings, authorizer=auth, topics=topics
                 ),
                 describe_cluster.api(self.node, authorizer=auth),
                 offset_for_leader_epoch.api(topics, RecordedEpochs(), authorizer=auth),

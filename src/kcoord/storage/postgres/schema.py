@@ -15,7 +15,8 @@ fresh random ids (an id whose base64 form would start with ``-``, which Kafka ne
 its first digit replaced). Version 6 records where each owner epoch (each partition's leader
 epoch) starts in the log, which OffsetForLeaderEpoch answers from. Version 7 adds what
 idempotent producers need across nodes (:mod:`kcoord.storage.postgres.producer_ids`,
-:mod:`kcoord.storage.postgres.producer_snapshots`).
+:mod:`kcoord.storage.postgres.producer_snapshots`). Version 8 adds the security state every node
+shares (:mod:`kcoord.storage.postgres.shared_documents`).
 """
 
 from __future__ import annotations
@@ -171,6 +172,17 @@ MIGRATIONS: list[tuple[int, str, str]] = [
             written_at timestamptz NOT NULL DEFAULT now(),
             PRIMARY KEY (topic, partition_id),
             FOREIGN KEY (topic, partition_id) REFERENCES log_partitions ON DELETE CASCADE
+        );
+        """,
+    ),
+    (
+        8,
+        "cluster: shared security state (ACLs, SCRAM credentials, group configs), one document each",
+        """
+        CREATE TABLE shared_documents (
+            kind text PRIMARY KEY,
+            document jsonb NOT NULL,
+            version bigint NOT NULL
         );
         """,
     ),
