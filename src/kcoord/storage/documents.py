@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -53,17 +54,27 @@ class StateDocument(Protocol):
         ...
 
 
+_PATH_LOCKS: dict[Path, threading.Lock] = {}
+_PATH_LOCKS_GUARD = threading.Lock()
+
+
+def _lock_of(path: Path) -> threading.Lock:
+    """The one lock of a file in this process, whichever :class:`FileDocument` changes it."""
+    with _PATH_LOCKS_GUARD:
+        return _PATH_LOCKS.setdefault(path.resolve(), threading.Lock())
+
+
 class FileDocument:
     """A JSON document in one file, replaced whole (temporary file, fsync, rename, fsync of the
     directory) in a worker thread; re-read when its mtime or size moved (an operator's ``kcoord
-    users add`` on the data directory)."""
+    users add`` on the data directory). A change reads, changes and writes under the file's lock,
+    held in the worker thread, so changes within one process are serialised."""
 
     def __init__(self, path: Path, *, mode: int = 0o644) -> None:
         self.path = path
         self._mode = mode
         self._stamp: tuple[int, int] | None = None
         self._read_once = False
-        self._lock = asyncio.Lock()
 
     @property
     def location(self) -> str:
@@ -98,17 +109,20 @@ class FileDocument:
         stamp = await asyncio.to_thread(self.stamp)
         if self._read_once and stamp == self._stamp:
             return False, None
-        async with self._lock:
-            document = await asyncio.to_thread(self.read)
-            self._stamp, self._read_once = stamp, True
+        document = await asyncio.to_thread(self.read)
+        self._stamp, self._read_once = stamp, True
         return True, document
 
     async def update(self, change: Change) -> Any:
-        async with self._lock:
-            document = change(await asyncio.to_thread(self.read))
-            await asyncio.to_thread(self.write, document)
-            self._stamp, self._read_once = await asyncio.to_thread(self.stamp), True
+        document, self._stamp = await asyncio.to_thread(self._change, change)
+        self._read_once = True
         return document
+
+    def _change(self, change: Change) -> tuple[Any, tuple[int, int] | None]:
+        with _lock_of(self.path):
+            document = change(self.read())
+            self.write(document)
+            return document, self.stamp()
 
 
 class Freshness:
