@@ -257,6 +257,7 @@ def test_acls_users_and_group_configs_are_the_clusters_and_survive_a_full_restar
             TIMEOUT_S,
             "the group config after the restart",
         )
+        assert [line for node in nodes for line in node.error_lines()] == []
     finally:
         for node in nodes:
             node.kill()

@@ -47,6 +47,10 @@ class SaslClusterNode(KcoordProcess):
     def node_id(self) -> int:
         return int(self.settings["node.id"])
 
+    def error_lines(self) -> list[dict[str, object]]:
+        """The error-level lines this node logged (a test fails on any it did not expect)."""
+        return [e for e in self.logs if e.get("level") in ("error", "critical", "exception")]
+
 
 def add_cluster_user(database: str, name: str, password: str) -> None:
     """``kcoord users add NAME --storage DATABASE``, as an operator adds the cluster's first user."""

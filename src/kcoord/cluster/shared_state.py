@@ -62,6 +62,9 @@ class SharedStatePoller:
         self._refreshes = list(refreshes)
         self._freshness = freshness
         self._interval_s = interval_s
+        self._timeout_s = max(interval_s, (freshness.max_staleness_s or 10.0) / 2)
+        """A poll stuck on an unreachable database fails after this, so the staleness is logged
+        while it happens rather than when the connection attempt gives up."""
         self._task: asyncio.Task[None] | None = None
         self._failing = False
         self._stale = False
@@ -69,11 +72,12 @@ class SharedStatePoller:
     async def poll(self) -> bool:
         """One poll of every document; True when all were read."""
         try:
-            for refresh in self._refreshes:
-                await refresh()
-        except (KafkaError, DataFileError) as exc:
+            async with asyncio.timeout(self._timeout_s):
+                for refresh in self._refreshes:
+                    await refresh()
+        except (KafkaError, DataFileError, TimeoutError) as exc:
             if not self._failing:
-                log.warning("shared_state.poll_failed", error=str(exc))
+                log.warning("shared_state.poll_failed", error=str(exc) or type(exc).__name__)
             self._failed()
             return False
         except Exception:
