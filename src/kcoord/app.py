@@ -213,6 +213,7 @@ class App:
             acls, credentials, group_configs = documents
             self._adoptions = list(zip(files, documents, strict=True))
             self.freshness = Freshness(self.settings["kcoord.cluster.state.max.staleness.ms"] / 1000)
+            self.metrics.watch_shared_state(self.freshness.age_s)
         self.acl_store = AclStore(acls)
         self.credentials = CredentialStore(
             credentials, reread_on_login=shared is None, freshness=self.freshness

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from kcoord.protocol.errors import ErrorCode
-from tests.support.cluster_nodes import wait_until
+from tests.support.cluster_nodes import metric_samples, wait_until
 from tests.support.postgres import PostgresCluster
 from tests.support.secure_cluster import (
     ADMIN,
@@ -88,6 +88,8 @@ def test_a_node_cut_off_from_the_database_refuses_past_the_staleness_bound_then_
         reasons = [e.get("reason", "") for e in node.events("sasl.authentication_failed")]
         assert any("stale" in reason for reason in reasons), reasons
         node.wait_for_event("shared_state.stale", timeout=STALENESS_S)
+        (age,) = metric_samples(node, "kcoord_shared_state_age_seconds")
+        assert age.value > STALENESS_S
 
         own_postgres.start_server()
         recovered = wait_until(
@@ -98,6 +100,8 @@ def test_a_node_cut_off_from_the_database_refuses_past_the_staleness_bound_then_
         print(f"staleness: deciding again {recovered * 1000:.0f} ms after the database restarted")
         code, client = scram_login(node, ALICE, ALICE_PASSWORD)
         assert code == ErrorCode.none and client is not None
+        (age,) = metric_samples(node, "kcoord_shared_state_age_seconds")
+        assert age.value < STALENESS_S
         client.close()
         assert node.error_lines() == []
     finally:
