@@ -5,7 +5,7 @@ Build: identity, log store, topics, producer state, authorizer, group coordinato
 every API (registered here and nowhere else), router, listener, HTTP endpoint.
 Start: log store -> (cluster: adopt the security files once) -> topics -> ACLs -> producer state
 (rebuilt from the logs) -> credentials, group configs -> group coordinator -> Kafka listener ->
-(cluster: join, poll the shared security state) -> HTTP endpoint.
+(cluster: poll the shared security state, join) -> HTTP endpoint.
 Stop (SIGTERM): stop accepting, drain in-flight requests for a bounded time, stop the
 coordinator, snapshot producer state, flush and close the logs.
 """
@@ -335,8 +335,8 @@ class App:
         self.node.listener_addresses = advertised_addresses(self.settings, all_bound)
         self.node.advertised = next(iter(self.node.listener_addresses.values()))
         if self.settings["kcoord.cluster.enable"]:
-            await self._join_cluster()
             self._poll_shared_state()
+            await self._join_cluster()
         advertised = self.node.advertised
         metrics_bound = await self.http.start()
         log.info(
