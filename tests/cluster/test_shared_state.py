@@ -27,6 +27,7 @@ from kcoord.storage.postgres.shared_documents import SHARED_KINDS, SharedDocumen
 from tests.support.postgres import PostgresCluster
 
 MAX_STALENESS_S = 5.0
+HEARTBEAT, SESSION = "consumer.heartbeat.interval.ms", "consumer.session.timeout.ms"
 SHA512 = ScramMechanism.SCRAM_SHA_512
 DENY_ALL_ON_G = AclBinding(
     ResourceType.GROUP, "g", PatternType.LITERAL, "User:*", "*", AclOperation.ALL, AclPermission.DENY
@@ -149,7 +150,7 @@ async def test_a_change_through_one_node_applies_on_the_other_at_its_next_poll(
 
         await one.authorizer.create([DENY_ALL_ON_G])
         await one.credentials.apply([], [("alice", SHA512)])
-        await one.group_configs.put("g", {"consumer.heartbeat.interval.ms": 2000})
+        await one.group_configs.alter("g", lambda current: {**current, HEARTBEAT: 2000})
         assert two.authorizer.authorize(ALICE, "h", AclOperation.READ, ResourceType.GROUP, "g")
         assert await two.poller.poll()
         assert not two.authorizer.authorize(ALICE, "h", AclOperation.READ, ResourceType.GROUP, "g")
@@ -161,7 +162,8 @@ async def test_a_change_through_one_node_applies_on_the_other_at_its_next_poll(
 
 
 async def test_changes_through_two_nodes_at_once_both_land(database: str, tmp_path: Path) -> None:
-    """Two nodes creating ACLs from stale copies both keep theirs: a change applies to the stored ACLs."""
+    """Two nodes changing ACLs or one group's configs from stale copies both keep theirs: a change
+    applies to the state as stored."""
     one, two = await _node(database, tmp_path / "n1"), await _node(database, tmp_path / "n2")
     other = AclBinding(
         ResourceType.TOPIC, "t", PatternType.LITERAL, "User:bob", "*", AclOperation.READ, AclPermission.ALLOW
@@ -172,6 +174,11 @@ async def test_changes_through_two_nodes_at_once_both_land(database: str, tmp_pa
         assert set(two.authorizer.bindings) == {DENY_ALL_ON_G, other}
         await one.poller.poll()
         assert set(one.authorizer.bindings) == {DENY_ALL_ON_G, other}
+        await one.group_configs.alter("g", lambda current: {**current, HEARTBEAT: 2000})
+        assert await two.group_configs.alter("g", lambda current: {**current, SESSION: 9000}) == {
+            HEARTBEAT: 2000,
+            SESSION: 9000,
+        }
     finally:
         await one.close()
         await two.close()

@@ -13,7 +13,7 @@ coordinates a group applies an alteration made through any other.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -77,20 +77,28 @@ class GroupConfigStore:
         if self.overrides.by_group != before:
             log.info("group_configs.refreshed", groups=len(self.overrides.by_group))
 
-    async def put(self, group_id: str, values: Mapping[str, int]) -> None:
-        """Replace one group's overrides (none: forget the group), durably, then in memory."""
+    async def alter(
+        self, group_id: str, change: Callable[[Mapping[str, int]], Mapping[str, int]]
+    ) -> dict[str, int]:
+        """Replace one group's overrides with ``change`` of them as stored now (in a cluster: as the
+        database holds them, so another node's alteration meanwhile is kept), durably, then in
+        memory; the overrides it made (none: the group is forgotten). An exception from ``change``
+        leaves everything as it was."""
         location = self._document.location
+        made: dict[str, int] = {}
 
-        def change(document: Any) -> Any:
+        def on_document(document: Any) -> Any:
             groups = _decode(document, location)
-            if values:
-                groups[group_id] = dict(values)
+            made.update(change(groups.get(group_id, {})))
+            if made:
+                groups[group_id] = dict(made)
             else:
                 groups.pop(group_id, None)
             return _encode(groups)
 
         async with self._lock:
-            self._install(_decode(await self._document.update(change), location))
+            self._install(_decode(await self._document.update(on_document), location))
+        return made
 
     def _install(self, groups: Groups) -> None:
         """Change the shared overrides object in place: every shard holds a reference to it."""

@@ -97,11 +97,10 @@ class FileDocument:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(self.path.name + ".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, self._mode)
-        try:
-            os.write(fd, (json.dumps(document, indent=1) + "\n").encode("utf-8"))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        with os.fdopen(fd, "wb") as out:
+            out.write((json.dumps(document, indent=1) + "\n").encode("utf-8"))
+            out.flush()
+            os.fsync(out.fileno())
         os.replace(tmp, self.path)
         fsync_directory(self.path.parent)
 

@@ -73,13 +73,15 @@ async def _alter_group(
     if not group_id:
         raise KafkaError(ErrorCode.invalid_group_id, "Group id must not be empty.")
     operations = [(c.name, int(c.config_operation), c.value) for c in resource.configs]
+    defaults = group_config_defaults(settings)
     try:
-        values = altered(store.overrides.of(group_id), operations, group_config_defaults(settings))
+        if validate_only:
+            altered(store.overrides.of(group_id), operations, defaults)
+        else:
+            values = await store.alter(group_id, lambda current: altered(current, operations, defaults))
+            log.info("group.configs.altered", group=group_id, configs=values)
     except GroupConfigError as exc:
         raise KafkaError(ErrorCode.invalid_config, str(exc)) from None
-    if not validate_only:
-        await store.put(group_id, values)
-        log.info("group.configs.altered", group=group_id, configs=values)
     return _answer(resource)
 
 
