@@ -4,6 +4,8 @@ lives: a data directory's file and the row a cluster shares in a real PostgreSQL
 from __future__ import annotations
 
 import asyncio
+import json
+import stat
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -89,3 +91,21 @@ async def test_a_shared_document_is_adopted_once_and_never_overwritten(
         assert await other_kind.read_if_changed() == (True, None), "kinds are separate rows"
     finally:
         await pool.close()
+
+
+async def test_a_file_document_is_replaced_whole_with_its_mode(tmp_path: Path) -> None:
+    """A private file document (the credentials) is written owner-only and no temporary file is left."""
+    document = FileDocument(tmp_path / "scram-credentials.json", mode=0o600)
+    await document.update(_append("a"))
+    await document.update(_append("b"))
+    mode, names, content = _file_state(tmp_path / "scram-credentials.json")
+    assert (mode, names, content) == (0o600, ["scram-credentials.json"], {"items": ["a", "b"]})
+
+
+def _file_state(path: Path) -> tuple[int, list[str], Any]:
+    """The file's permission bits, the names in its directory, and its JSON."""
+    return (
+        stat.S_IMODE(path.stat().st_mode),
+        sorted(p.name for p in path.parent.iterdir()),
+        json.loads(path.read_text()),
+    )
