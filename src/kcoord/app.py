@@ -3,8 +3,9 @@ stops them in reverse.
 
 Build: identity, log store, topics, producer state, authorizer, group coordinator and its service,
 every API (registered here and nowhere else), router, listener, HTTP endpoint.
-Start: log store -> topics -> ACLs -> producer state (rebuilt from the logs) -> group coordinator
--> Kafka listener -> HTTP endpoint.
+Start: log store -> (cluster: adopt the security files once) -> topics -> ACLs -> producer state
+(rebuilt from the logs) -> credentials, group configs -> group coordinator -> Kafka listener ->
+(cluster: poll the shared security state, join) -> HTTP endpoint.
 Stop (SIGTERM): stop accepting, drain in-flight requests for a bounded time, stop the
 coordinator, snapshot producer state, flush and close the logs.
 """
@@ -67,6 +68,7 @@ from kcoord.cluster.leader_epochs import RecordedEpochs
 from kcoord.cluster.membership import ClusterMembership, LeaseSettings, MembershipDirectory
 from kcoord.cluster.producer_keeper import ProducerStateKeeper
 from kcoord.cluster.shared_catalogue import ConfiguredHost, SharedCatalogue
+from kcoord.cluster.shared_state import SharedStatePoller, adopt_files
 from kcoord.cluster.topic_configs import log_config_for
 from kcoord.cluster.topic_manager import TopicChange, TopicEvent, TopicManager
 from kcoord.cluster.topic_names import INTERNAL_TOPICS
@@ -82,12 +84,13 @@ from kcoord.observability.group_events import GroupEventObserver
 from kcoord.observability.http_security import http_security
 from kcoord.observability.metrics import KcoordMetrics
 from kcoord.protocol.registry import ApiRegistry, ApiSpec
-from kcoord.runtime.group_config_store import GroupConfigStore
+from kcoord.runtime.group_config_store import GroupConfigStore, group_configs_file
 from kcoord.runtime.group_service import GroupService
 from kcoord.runtime.rebalance_journal import JOURNAL_FILE, JournalingObserver, RebalanceJournal
 from kcoord.runtime.service import OFFSETS_TOPIC, GroupCoordinator
+from kcoord.security.acl_store import AclStore, acl_file
 from kcoord.security.authorizer import AclAuthorizer, build_authorizer
-from kcoord.security.credentials import CredentialStore
+from kcoord.security.credentials import CredentialStore, credentials_file
 from kcoord.security.sasl import SaslSettings
 from kcoord.security.scram_decoy import DataDirDecoy
 from kcoord.server.limits import ConnectionLimits, ServerLimits, parse_overrides
@@ -95,9 +98,11 @@ from kcoord.server.listener_set import ListenerSet, advertised_addresses
 from kcoord.server.memory_pool import MemoryPool
 from kcoord.server.router import Router
 from kcoord.storage import open_store
+from kcoord.storage.documents import FileDocument, Freshness, StateDocument
 from kcoord.storage.postgres import PostgresLogStore
 from kcoord.storage.postgres.broker_configs import SharedBrokerConfigs
 from kcoord.storage.postgres.ownership import Ownership
+from kcoord.storage.postgres.shared_documents import SHARED_KINDS, SharedDocument
 from kcoord.timer.api import Timer
 from kcoord.timer.clock import SystemClock
 
@@ -121,9 +126,7 @@ class App:
         configured = s["advertised.listeners"]
         first = (configured[0].host, configured[0].port) if configured else DEFAULT_ADVERTISED
         self.node = Node(identity.node_id, identity.cluster_id, first)
-        self.credentials = CredentialStore(self.data_dir)
         self.scram_decoy = DataDirDecoy(self.data_dir)
-        self.group_configs = GroupConfigStore(self.data_dir)
         self.broker_configs = BrokerConfigs(self.data_dir, s, identity.node_id)
         self.registry = ApiRegistry()
         self.metrics = KcoordMetrics(api_registry=self.registry)
@@ -144,17 +147,20 @@ class App:
         if isinstance(self.store, PostgresLogStore):
             watch_storage_cache(self.metrics.registry, self.store.cache)
         shared: SharedCatalogue | None = None
+        cluster_store: PostgresLogStore | None = None
         if s["kcoord.cluster.enable"]:
             if not isinstance(self.store, PostgresLogStore):
                 raise ValueError("kcoord.cluster.enable needs a postgresql:// kcoord.storage.url")
+            cluster_store = self.store
             shared = SharedCatalogue(self.store, self.metrics)
+        self._security_state(cluster_store)
         self.topics = TopicManager(self.store, s, self.data_dir, shared=shared)
         self.producer_state = ProducerStateKeeper(
             self.data_dir, self.store, clustered=s["kcoord.cluster.enable"], internal_topics=INTERNAL_TOPICS
         )
         self.producers = self.producer_state.producers
         self.growth_hints = GrowthHints(self.clock)
-        self.authorizer = build_authorizer(s, self.data_dir)
+        self.authorizer = build_authorizer(s, self.acl_store, self.freshness)
         self.coordinator = GroupCoordinator(
             self.topics,
             self.clock,
@@ -200,6 +206,31 @@ class App:
             coordinator_moves=self._coordinator_moves if s["kcoord.cluster.enable"] else None,
         )
         self.started = asyncio.Event()
+
+    def _security_state(self, shared: PostgresLogStore | None) -> None:
+        """Where the ACLs, SCRAM credentials and group configs live: the data directory's files on a
+        single node; in a cluster, documents every node shares in PostgreSQL, adopted from those
+        files once, then polled (:mod:`kcoord.cluster.shared_state`)."""
+        files = acl_file(self.data_dir), credentials_file(self.data_dir), group_configs_file(self.data_dir)
+        self.freshness = Freshness.always()
+        self.shared_state: SharedStatePoller | None = None
+        self._adoptions: list[tuple[FileDocument, SharedDocument]] = []
+        if shared is None:
+            acls: StateDocument = files[0]
+            credentials: StateDocument = files[1]
+            group_configs: StateDocument = files[2]
+        else:
+            store = shared
+            documents = [SharedDocument(lambda: store.pool, kind) for kind in SHARED_KINDS]
+            acls, credentials, group_configs = documents
+            self._adoptions = list(zip(files, documents, strict=True))
+            self.freshness = Freshness(self.settings["kcoord.cluster.state.max.staleness.ms"] / 1000)
+            self.metrics.watch_shared_state(self.freshness.age_s)
+        self.acl_store = AclStore(acls)
+        self.credentials = CredentialStore(
+            credentials, reread_on_login=shared is None, freshness=self.freshness
+        )
+        self.group_configs = GroupConfigStore(group_configs)
 
     def _server_limits(self) -> ServerLimits:
         s = self.settings
@@ -316,6 +347,7 @@ class App:
             raise
 
     async def _start_after_store(self) -> tuple[str, int]:
+        await adopt_files(self._adoptions)
         await self.topics.load()
         shared_configs = None
         if isinstance(self.store, PostgresLogStore) and self.settings["kcoord.cluster.enable"]:
@@ -325,6 +357,8 @@ class App:
             await self.authorizer.load()
         await self.producer_state.start()
         await self.credentials.load()
+        await self.group_configs.load()
+        self.freshness.succeeded()
         await self.rebalance_journal.load()
         await self.coordinator.start()
         self.topics.add_listener(self._on_topic_event)
@@ -333,6 +367,7 @@ class App:
         self.node.listener_addresses = advertised_addresses(self.settings, all_bound)
         self.node.advertised = next(iter(self.node.listener_addresses.values()))
         if self.settings["kcoord.cluster.enable"]:
+            self._poll_shared_state()
             await self._join_cluster()
         advertised = self.node.advertised
         metrics_bound = await self.http.start()
@@ -379,6 +414,15 @@ class App:
         """On every renewal: other nodes' topic catalogue changes and dynamic broker configs."""
         await self.topics.refresh()
         await self.broker_configs.refresh()
+
+    def _poll_shared_state(self) -> None:
+        """Apply other nodes' changes of the shared ACLs, credentials and group configs."""
+        refreshes = [self.credentials.refresh, self.group_configs.refresh]
+        if isinstance(self.authorizer, AclAuthorizer):
+            refreshes.insert(0, self.authorizer.refresh)
+        interval_s = self.settings["kcoord.node.lease.renew.ms"] / 1000
+        self.shared_state = SharedStatePoller(refreshes, self.freshness, interval_s)
+        self.shared_state.start()
 
     def _coordinator_moves(self, group_id: str) -> list[dict[str, Any]]:
         """Each claim of the group's offsets partition: its history of coordinator moves."""
@@ -450,6 +494,8 @@ class App:
         """Stop accepting, drain in-flight requests (bounded), then flush and close the logs."""
         await self.listener.stop_accepting()
         self.listener.stop_reading()
+        if self.shared_state is not None:
+            await self.shared_state.stop()
         if self.membership is not None:
             await self.membership.stop()
         await self.coordinator.stop()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import sys
@@ -11,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from kcoord.cli.main import main
-from kcoord.security.credentials import CredentialFile
+from kcoord.security.credentials import CredentialFile, decode_users
 from kcoord.security.scram import ScramMechanism
+from tests.support.postgres import PostgresCluster
 
 
 def test_add_list_delete(
@@ -83,3 +85,43 @@ def test_add_without_a_terminal_says_to_use_password_stdin(tmp_path: Path) -> No
     (line,) = result.stderr.splitlines()
     assert line.startswith("kcoord: no terminal to ask for the password; pipe it in with --password-stdin")
     assert CredentialFile(tmp_path).read() == {}
+
+
+def test_users_of_a_cluster_live_in_its_database(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    postgres_cluster: PostgresCluster,
+) -> None:
+    """With --storage postgresql:// the users are the cluster's shared document (the schema made on
+    first use, before any node started): add, list and delete work there and no file is written."""
+    database = postgres_cluster.create_database()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.stdin", io.StringIO("s3cret\n"))
+    add = ["users", "add", "alice", "--password-stdin", "--iterations", "4096", "--storage", database]
+    assert main(add) == 0
+    stored = json.loads(
+        postgres_cluster.sql(
+            database, "SELECT document FROM shared_documents WHERE kind = 'scram_credentials'"
+        )
+    )
+    users = decode_users(stored, "database")
+    assert users["alice"][ScramMechanism.SCRAM_SHA_256].password_matches(
+        ScramMechanism.SCRAM_SHA_256, "s3cret"
+    )
+    assert "s3cret" not in json.dumps(stored)
+    capsys.readouterr()
+    assert main(["users", "list", "--storage", database]) == 0
+    assert capsys.readouterr().out == "alice\tSCRAM-SHA-256 (4096), SCRAM-SHA-512 (4096)\n"
+    assert main(["users", "delete", "alice", "--storage", database]) == 0
+    assert main(["users", "delete", "alice", "--storage", database]) == 1
+    assert main(["users", "list", "--storage", database]) == 0
+    assert capsys.readouterr().out == ""
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_storage_must_be_a_postgresql_url(capsys: pytest.CaptureFixture[str]) -> None:
+    """--storage names a cluster's database; anything else is refused in one line."""
+    assert main(["users", "list", "--storage", "file:///tmp/x"]) == 1
+    error = capsys.readouterr().err
+    assert error.startswith("kcoord: --storage takes a postgresql:// URL") and error.count("\n") == 1

@@ -15,7 +15,7 @@ from kcoord.security.acl import (
     ResourceType,
 )
 from kcoord.security.acl_matcher import AclMatcher
-from kcoord.security.acl_store import AclStore
+from kcoord.security.acl_store import AclStore, acl_file
 from kcoord.security.authorizer import AclAuthorizer, Authorizer
 from kcoord.security.principal import KafkaPrincipal
 
@@ -162,7 +162,7 @@ def test_no_authorizer_allows_everything_and_reports_every_operation() -> None:
 
 async def test_super_users_may_do_anything_and_changes_persist(tmp_path: Path) -> None:
     """Super users bypass ACLs (even a DENY); created ACLs apply at once, reload from disk, and delete."""
-    auth = AclAuthorizer(AclStore(tmp_path), super_users=["User:admin"], allow_if_no_acl=False)
+    auth = AclAuthorizer(AclStore(acl_file(tmp_path)), super_users=["User:admin"], allow_if_no_acl=False)
     await auth.load()
     admin, alice = KafkaPrincipal.user("admin"), KafkaPrincipal.user("alice")
     await auth.create([acl("t", Op.ALL, DENY, principal="User:*")])
@@ -172,7 +172,7 @@ async def test_super_users_may_do_anything_and_changes_persist(tmp_path: Path) -
     assert auth.authorize(alice, "h", Op.READ, GROUP, "g")
     assert auth.authorized_operations(alice, "h", GROUP, "g") == (1 << 3) | (1 << 8)
 
-    reloaded = AclAuthorizer(AclStore(tmp_path), super_users=[], allow_if_no_acl=False)
+    reloaded = AclAuthorizer(AclStore(acl_file(tmp_path)), super_users=[], allow_if_no_acl=False)
     await reloaded.load()
     assert reloaded.bindings == auth.bindings
     assert len(reloaded.bindings) == 2
@@ -181,6 +181,6 @@ async def test_super_users_may_do_anything_and_changes_persist(tmp_path: Path) -
     matched = await reloaded.delete([group_filter])
     assert matched == [[acl("g", Op.READ, kind=GROUP)]]
     assert not reloaded.authorize(alice, "h", Op.READ, GROUP, "g")
-    again = AclAuthorizer(AclStore(tmp_path), super_users=[], allow_if_no_acl=False)
+    again = AclAuthorizer(AclStore(acl_file(tmp_path)), super_users=[], allow_if_no_acl=False)
     await again.load()
     assert again.bindings == (acl("t", Op.ALL, DENY, principal="User:*"),)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kcoord.cli import users as users_cli
-from kcoord.security.credentials import CredentialFile, CredentialStore
+from kcoord.security.credentials import CredentialFile, CredentialStore, credentials_file
 from kcoord.security.scram import (
     DEFAULT_SALT_BYTES,
     ScramCredential,
@@ -161,7 +161,7 @@ async def test_an_unknown_users_password_check_costs_what_a_real_users_does(tmp_
     CredentialFile(tmp_path).write(
         {"alice": {m: ScramCredential.from_password(m, "s3cret") for m in ScramMechanism}}
     )
-    store = CredentialStore(tmp_path)
+    store = CredentialStore(credentials_file(tmp_path))
     try:
 
         async def fastest(user: str) -> float:

@@ -5,6 +5,10 @@ DeleteAcls), so the command works against any Kafka broker with an authorizer to
 ``--transactional-id``, literal or ``--prefixed``), a principal, a host (default ``*``), one or
 more ``--operation`` names as Kafka spells them (Read, Write, DescribeConfigs, All, ...) and
 ``--allow`` (default) or ``--deny``. ``list`` shows every ACL, or those of one resource.
+
+Pointed at any node of a cluster, it manages the cluster's ACLs: the node commits the change to the
+shared database before answering, and every node applies it within its poll interval (see
+:mod:`kcoord.cluster.shared_state`).
 """
 
 from __future__ import annotations

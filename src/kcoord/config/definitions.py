@@ -358,6 +358,13 @@ DEFINITIONS: tuple[Definition, ...] = (
         "kcoord.node.lease.ms", 6000, _int(1000), "A cluster node is gone once it has not renewed for this."
     ),
     Definition("kcoord.node.lease.renew.ms", 1000, _int(100), "How often a cluster node renews its lease."),
+    Definition(
+        "kcoord.cluster.state.max.staleness.ms",
+        6000,
+        _int(200),
+        "Cluster mode: how old a node's copy of the shared ACLs and SCRAM users may grow (the database"
+        " unreachable) before it refuses authorization (REQUEST_TIMED_OUT) and SASL logins instead.",
+    ),
 )
 
 BY_NAME: dict[str, Definition] = {d.name: d for d in DEFINITIONS}

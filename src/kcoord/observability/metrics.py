@@ -9,6 +9,7 @@ gauges are computed at scrape time by :class:`kcoord.observability.collector.Gro
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -177,6 +178,20 @@ class KcoordMetrics:
             "Frames waiting for request memory (their connections are not read meanwhile).",
             registry=self.registry,
         ).set_function(waiting)
+
+    def watch_shared_state(self, age_s: Callable[[], float | None]) -> None:
+        """Cluster mode: how old this node's copy of the shared security state is, read at scrape time."""
+
+        def age() -> float:
+            seconds = age_s()
+            return math.nan if seconds is None else seconds
+
+        Gauge(
+            "kcoord_shared_state_age_seconds",
+            "Seconds since this node last read the cluster's ACLs, SCRAM users and group configs; past"
+            " kcoord.cluster.state.max.staleness.ms it refuses authorization and logins.",
+            registry=self.registry,
+        ).set_function(age)
 
     def exposition(self) -> bytes:
         """The text exposition of everything in the registry (collectors run now)."""

@@ -1,43 +1,64 @@
-"""The ACLs of a node, kept in ``acls.json`` in the data directory.
+"""The ACLs, one document: ``acls.json`` in a single node's data directory, or the cluster's shared
+row in PostgreSQL (:mod:`kcoord.storage.documents` holds both kinds of place).
 
-Why a file and not records in a log: ACLs are few, change rarely and are read whole at start;
-one JSON document, replaced atomically (temporary file, fsync, rename, fsync of the directory)
-in a worker thread, is durable, readable by an operator and never half-written. Each change
-rewrites the document before it is acknowledged, so an acknowledged CreateAcls/DeleteAcls
-survives a crash.
+Why one document and not records in a log: ACLs are few, change rarely and are read whole; one
+JSON document, replaced atomically, is durable, readable by an operator and never half-written.
+Each change is applied to the document as it is now (in cluster mode: as the database holds it,
+under its row lock, so another node's concurrent change is kept) and is durable before it is
+acknowledged, so an acknowledged CreateAcls/DeleteAcls survives a crash.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
-from collections.abc import Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from kcoord.security.acl import AclBinding, AclOperation, AclPermission, PatternType, ResourceType
-from kcoord.storage.atomic_file import write_text_atomically
-from kcoord.storage.data_files import read_json_document
+from kcoord.storage.data_files import parse_document
+from kcoord.storage.documents import FileDocument, StateDocument
 
 FILE_NAME = "acls.json"
 _FORMAT_VERSION = 1
 
 
+def acl_file(data_dir: Path) -> FileDocument:
+    """A single node's ACL document."""
+    return FileDocument(data_dir / FILE_NAME)
+
+
 class AclStore:
-    """Reads and replaces the ACL document; every disk access runs off the event loop."""
+    """The ACLs as bindings, in whichever document holds them."""
 
-    def __init__(self, data_dir: Path) -> None:
-        self.path = data_dir / FILE_NAME
+    def __init__(self, document: StateDocument) -> None:
+        self.document = document
 
-    async def load(self) -> list[AclBinding]:
-        return await asyncio.to_thread(self._read)
+    @property
+    def location(self) -> str:
+        return self.document.location
 
-    async def save(self, bindings: Iterable[AclBinding]) -> None:
-        document = {"version": _FORMAT_VERSION, "acls": [to_json(b) for b in bindings]}
-        await asyncio.to_thread(write_text_atomically, self.path, json.dumps(document, indent=1) + "\n")
+    async def refresh(self) -> list[AclBinding] | None:
+        """The bindings when the document changed since the last read or change, else None."""
+        changed, document = await self.document.read_if_changed()
+        if not changed:
+            return None
+        return parse_document(self.location, _parse_or_empty, document)
 
-    def _read(self) -> list[AclBinding]:
-        return read_json_document(self.path, _parse, [])
+    async def update(self, change: Callable[[list[AclBinding]], list[AclBinding]]) -> list[AclBinding]:
+        """Apply ``change`` to the bindings as stored now, durably; the bindings it made."""
+
+        def on_document(document: Any) -> Any:
+            return _document(change(_parse_or_empty(document)))
+
+        return _parse_or_empty(await self.document.update(on_document))
+
+
+def _document(bindings: list[AclBinding]) -> dict[str, Any]:
+    return {"version": _FORMAT_VERSION, "acls": [to_json(b) for b in bindings]}
+
+
+def _parse_or_empty(document: Any) -> list[AclBinding]:
+    return [] if document is None else _parse(document)
 
 
 def _parse(document: Any) -> list[AclBinding]:

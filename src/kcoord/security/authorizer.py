@@ -6,17 +6,27 @@ everything, as Kafka without one, and the ACL APIs answer SECURITY_DISABLED. Nam
 class names, so a Kafka configuration carries over) turns on :class:`AclAuthorizer`:
 ``super.users`` may do anything, and without an applicable ACL nothing is allowed unless
 ``allow.everyone.if.no.acl.found=true``.
+
+In cluster mode the ACLs are the cluster's (one document in PostgreSQL, polled by every node; see
+:mod:`kcoord.cluster.shared_state`). A node whose last successful poll is older than
+``kcoord.cluster.state.max.staleness.ms`` does not decide with the ACLs it last saw: every decision
+that would consult them raises REQUEST_TIMED_OUT instead. Kafka's StandardAuthorizer refuses in the
+same spot (not ready, before it has caught up with the metadata log) with a retriable exception;
+REQUEST_TIMED_OUT is the retriable code every API's clients know and retry, and it says what
+happened (the node timed out learning the cluster's ACLs), where COORDINATOR_NOT_AVAILABLE or
+NOT_CONTROLLER would be wrong for most APIs. Super users are configuration, not ACLs: they are
+still answered.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Hashable, Sequence
-from pathlib import Path
 
 import structlog
 
 from kcoord.config import Settings
+from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.security.acl import (
     SUPPORTED_OPERATIONS,
     AclBinding,
@@ -27,6 +37,7 @@ from kcoord.security.acl import (
 from kcoord.security.acl_matcher import AclMatcher
 from kcoord.security.acl_store import AclStore
 from kcoord.security.principal import KafkaPrincipal
+from kcoord.storage.documents import Freshness
 
 log = structlog.get_logger(__name__)
 
@@ -91,8 +102,16 @@ class AclAuthorizer(Authorizer):
 
     enabled = True
 
-    def __init__(self, store: AclStore, *, super_users: Sequence[str], allow_if_no_acl: bool) -> None:
+    def __init__(
+        self,
+        store: AclStore,
+        *,
+        super_users: Sequence[str],
+        allow_if_no_acl: bool,
+        freshness: Freshness | None = None,
+    ) -> None:
         self._store = store
+        self._freshness = freshness or Freshness.always()
         self._super_users = frozenset(super_users)
         self._allow_if_no_acl = allow_if_no_acl
         self._bindings: tuple[AclBinding, ...] = ()
@@ -103,8 +122,25 @@ class AclAuthorizer(Authorizer):
         self._named_hosts: frozenset[str] = frozenset()
 
     async def load(self) -> None:
-        self._set(await self._store.load())
-        log.info("acls.loaded", count=len(self._bindings), file=str(self._store.path))
+        self._set(await self._store.refresh() or [])
+        log.info("acls.loaded", count=len(self._bindings), location=self._store.location)
+
+    async def refresh(self) -> None:
+        """Take the ACLs as stored now, when they changed (another node's change, in a cluster)."""
+        bindings = await self._store.refresh()
+        if bindings is not None and set(bindings) != set(self._bindings):
+            async with self._changes:
+                self._set(bindings)
+            log.info("acls.refreshed", count=len(bindings), location=self._store.location)
+
+    def _check_fresh(self) -> None:
+        if not self._freshness.fresh():
+            age = self._freshness.age_s()
+            raise KafkaError(
+                ErrorCode.request_timed_out,
+                "this node could not read the cluster's ACLs for "
+                f"{'ever' if age is None else f'{age:.1f} s'}; retry",
+            )
 
     @property
     def bindings(self) -> tuple[AclBinding, ...]:
@@ -121,6 +157,7 @@ class AclAuthorizer(Authorizer):
         text = str(principal)
         if text in self._super_users:
             return True
+        self._check_fresh()
         return self._matcher.authorize(
             text, host, operation, resource_type, name, allow_if_none=self._allow_if_no_acl
         )
@@ -131,6 +168,7 @@ class AclAuthorizer(Authorizer):
         text = str(principal)
         if text in self._super_users:
             return True
+        self._check_fresh()
         return self._matcher.authorize_any(
             text, host, operation, resource_type, allow_if_none=self._allow_if_no_acl
         )
@@ -141,6 +179,7 @@ class AclAuthorizer(Authorizer):
         text = str(principal)
         if text in self._super_users:
             return (self._version, "<super user>")
+        self._check_fresh()
         return (
             self._version,
             text if text in self._named_principals else _UNNAMED,
@@ -152,28 +191,34 @@ class AclAuthorizer(Authorizer):
 
     async def create(self, bindings: Sequence[AclBinding]) -> None:
         """Adds the (validated) bindings; one already present is not added twice."""
-        async with self._changes:
-            current = list(self._bindings)
+
+        def add(current: list[AclBinding]) -> list[AclBinding]:
             present = set(current)
             for binding in bindings:
                 if binding not in present:
                     present.add(binding)
                     current.append(binding)
-            await self._store.save(current)
-            self._set(current)
+            return current
+
+        async with self._changes:
+            self._set(await self._store.update(add))
         log.info("acls.created", acls=[_describe(b) for b in bindings])
 
     async def delete(self, filters: Sequence[AclBindingFilter]) -> list[list[AclBinding]]:
         """Removes every binding a filter matches; returns, per filter, the bindings it matched."""
-        async with self._changes:
-            matched = [[b for b in self._bindings if f.matches(b)] for f in filters]
+        matched: list[list[AclBinding]] = []
+
+        def remove(current: list[AclBinding]) -> list[AclBinding]:
+            matched[:] = [[b for b in current if f.matches(b)] for f in filters]
             gone = {b for bindings in matched for b in bindings}
-            if gone:
-                remaining = [b for b in self._bindings if b not in gone]
-                await self._store.save(remaining)
-                self._set(remaining)
-                log.info("acls.deleted", acls=[_describe(b) for b in gone])
-            return matched
+            return [b for b in current if b not in gone]
+
+        async with self._changes:
+            self._set(await self._store.update(remove))
+        gone = {b for bindings in matched for b in bindings}
+        if gone:
+            log.info("acls.deleted", acls=[_describe(b) for b in gone])
+        return matched
 
     def _set(self, bindings: Sequence[AclBinding]) -> None:
         self._bindings = tuple(bindings)
@@ -190,12 +235,14 @@ def _describe(binding: AclBinding) -> str:
     )
 
 
-def build_authorizer(settings: Settings, data_dir: Path) -> Authorizer:
-    """The authorizer ``authorizer.class.name`` asks for (validated when the settings were read)."""
+def build_authorizer(settings: Settings, store: AclStore, freshness: Freshness | None = None) -> Authorizer:
+    """The authorizer ``authorizer.class.name`` asks for (validated when the settings were read),
+    deciding on the ACLs of ``store``."""
     if not settings["authorizer.class.name"]:
         return Authorizer()
     return AclAuthorizer(
-        AclStore(data_dir),
+        store,
         super_users=settings["super.users"],
         allow_if_no_acl=settings["allow.everyone.if.no.acl.found"],
+        freshness=freshness,
     )

@@ -1,9 +1,10 @@
-"""SCRAM credentials of the users who may log in, kept in ``scram-credentials.json`` in the data dir.
+"""SCRAM credentials of the users who may log in: ``scram-credentials.json`` in a single node's data
+dir, or the cluster's shared document in PostgreSQL (:mod:`kcoord.storage.documents`).
 
 Only salted, iterated keys are stored (salt, iterations, StoredKey, ServerKey per mechanism), never
-a password. The file is rewritten whole (temporary file, fsync, rename, fsync of the directory),
-so a crash leaves the old or the new set. The server does its file I/O in a worker thread and
-re-reads the file when it changed on disk, so ``kcoord users add`` on the data directory takes
+a password. The document is rewritten whole (a file: temporary file, fsync, rename, fsync of the
+directory; the database: one transaction), so a crash leaves the old or the new set. A single node
+re-reads its file when it changed on disk, so ``kcoord users add`` on the data directory takes
 effect at the next login without a restart.
 """
 
@@ -12,11 +13,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import os
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+
+import structlog
 
 from kcoord.security.scram import (
     DEFAULT_ITERATIONS,
@@ -24,7 +26,10 @@ from kcoord.security.scram import (
     ScramCredential,
     ScramMechanism,
 )
-from kcoord.storage.data_files import read_json_document
+from kcoord.storage.data_files import parse_document
+from kcoord.storage.documents import FileDocument, Freshness, StateDocument
+
+log = structlog.get_logger(__name__)
 
 CREDENTIALS_FILE = "scram-credentials.json"
 _FORMAT_VERSION = 1
@@ -76,61 +81,89 @@ def _decode(document: Any) -> Users:
     return users
 
 
+def credentials_file(data_dir: Path) -> FileDocument:
+    """A single node's credentials document (owner-only: it holds salted keys)."""
+    return FileDocument(data_dir / CREDENTIALS_FILE, mode=0o600)
+
+
+def decode_users(document: Any, location: str) -> Users:
+    """The users of a credentials document (none for no document); DataFileError naming
+    ``location`` when it is not a document kcoord wrote."""
+    if document is None:
+        return {}
+    return parse_document(location, _decode, document)
+
+
+def encode_users(users: Users) -> Any:
+    return json.loads(_encode(users))
+
+
 class CredentialFile:
-    """Blocking reads and atomic writes of the credentials file (for threads and the command line)."""
+    """Blocking reads and atomic writes of a data directory's credentials file (for tests and tools)."""
 
     def __init__(self, data_dir: Path) -> None:
-        self.path = data_dir / CREDENTIALS_FILE
-
-    def stamp(self) -> tuple[int, int] | None:
-        """(mtime_ns, size) of the file, None when it does not exist: tells whether to re-read."""
-        try:
-            st = self.path.stat()
-        except FileNotFoundError:
-            return None
-        return st.st_mtime_ns, st.st_size
+        self._document = credentials_file(data_dir)
+        self.path = self._document.path
 
     def read(self) -> Users:
         """The users, none when there is no file (DataFileError when it is unreadable or corrupt)."""
-        return read_json_document(self.path, _decode, {})
+        return decode_users(self._document.read(), str(self.path))
 
     def write(self, users: Users) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.write(fd, _encode(users))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, self.path)
-        dir_fd = os.open(self.path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        self._document.write(encode_users(users))
 
 
 class CredentialStore:
-    """The server's view of the credentials: lookups from memory, changes written in a thread."""
+    """The server's view of the credentials: lookups from memory, changes made durable first.
 
-    def __init__(self, data_dir: Path) -> None:
-        self._file = CredentialFile(data_dir)
+    ``reread_on_login``: a file is re-read at each login when it changed on disk (a cheap stat), so
+    ``kcoord users add`` on the data directory applies at once; the cluster's shared document is
+    polled instead (:mod:`kcoord.cluster.shared_state`), and a login is refused while the node's
+    copy is older than the staleness bound (``freshness``).
+    """
+
+    def __init__(
+        self,
+        document: StateDocument,
+        *,
+        reread_on_login: bool = True,
+        freshness: Freshness | None = None,
+    ) -> None:
+        self._document = document
+        self._reread_on_login = reread_on_login
+        self.freshness = freshness or Freshness.always()
         self._password_checks = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kcoord-password")
         """PBKDF2 for PLAIN and HTTP Basic logins: one thread of its own, so a flood of guesses queues
         behind itself and never delays the log's or the loop's other work."""
         self._users: Users = {}
-        self._stamp: tuple[int, int] | None = None
         self._lock = asyncio.Lock()
 
+    @property
+    def location(self) -> str:
+        return self._document.location
+
     async def load(self) -> None:
-        """Read the file (in a thread) if it changed since the last read."""
-        stamp = await asyncio.to_thread(self._file.stamp)
-        if stamp == self._stamp:
-            return
+        """Read the document if it changed since the last read."""
         async with self._lock:
-            self._users = await asyncio.to_thread(self._file.read)
-            self._stamp = stamp
+            changed, document = await self._document.read_if_changed()
+            if changed:
+                self._users = decode_users(document, self.location)
+
+    async def refresh(self) -> None:
+        """The poller's step: take another node's changes."""
+        before = self._users
+        await self.load()
+        if self._users is not before:
+            log.info("scram_credentials.refreshed", users=len(self._users), location=self.location)
+
+    async def before_login(self) -> None:
+        """Bring the users up to date for a login, where that is cheap (a file's stamp)."""
+        if self._reread_on_login:
+            await self.load()
+
+    def fresh(self) -> bool:
+        """Whether these credentials may decide a login now (cluster: polled recently enough)."""
+        return self.freshness.fresh()
 
     def lookup(self, user: str, mechanism: ScramMechanism) -> ScramCredential | None:
         return self._users.get(user, {}).get(mechanism)
@@ -139,11 +172,15 @@ class CredentialStore:
         return dict(self._users.get(user, {}))
 
     async def password_matches(self, user: str, password: str) -> bool:
-        """Whether ``password`` derives one of ``user``'s stored credentials (computed off the loop).
+        """Whether ``password`` derives one of ``user``'s stored credentials (computed off the loop);
+        False while the credentials are stale.
 
         An unknown user costs the derivations of a user made by ``kcoord users add``, so the time
         the answer takes does not tell whether the user exists."""
-        await self.load()
+        await self.before_login()
+        if not self.fresh():
+            log.warning("scram_credentials.stale", user=user, age_s=self.freshness.age_s())
+            return False
         loop = asyncio.get_running_loop()
         credentials = self.credentials_of(user)
         if not credentials:
@@ -168,19 +205,31 @@ class CredentialStore:
         upserts: Iterable[tuple[str, ScramMechanism, ScramCredential]],
         deletions: Iterable[tuple[str, ScramMechanism]],
     ) -> None:
-        """Apply changes and make them durable before returning (file write in a worker thread)."""
-        await self.load()
+        """Apply changes to the credentials as stored now; durable before returning."""
+        changes = list(upserts), list(deletions)
+        location = self.location
+
+        def change(document: Any) -> Any:
+            return encode_users(changed_users(decode_users(document, location), *changes))
+
         async with self._lock:
-            users = {user: dict(entry) for user, entry in self._users.items()}
-            for user, mechanism in deletions:
-                users.get(user, {}).pop(mechanism, None)
-                if user in users and not users[user]:
-                    del users[user]
-            for user, mechanism, credential in upserts:
-                users.setdefault(user, {})[mechanism] = credential
-            await asyncio.to_thread(self._file.write, users)
-            self._users = users
-            self._stamp = await asyncio.to_thread(self._file.stamp)
+            self._users = decode_users(await self._document.update(change), location)
+
+
+def changed_users(
+    users: Users,
+    upserts: Iterable[tuple[str, ScramMechanism, ScramCredential]],
+    deletions: Iterable[tuple[str, ScramMechanism]],
+) -> Users:
+    """``users`` after deleting then upserting the given credentials."""
+    result = {user: dict(entry) for user, entry in users.items()}
+    for user, mechanism in deletions:
+        result.get(user, {}).pop(mechanism, None)
+        if user in result and not result[user]:
+            del result[user]
+    for user, mechanism, credential in upserts:
+        result.setdefault(user, {})[mechanism] = credential
+    return result
 
 
 def _decoy_derivations(password: str) -> None:

@@ -119,7 +119,7 @@ class SaslSession:
         if mechanism not in self.enabled_mechanisms:
             await self._fail(None, f"unsupported mechanism {mechanism[:64]!r}")
             return False
-        await self._settings.store.load()
+        await self._settings.store.before_login()
         scram = ScramMechanism.from_sasl_name(mechanism)
         store = self._settings.store
         if scram is None:
@@ -138,6 +138,17 @@ class SaslSession:
         server = self._server
         if self.state is not SaslState.AUTHENTICATE or server is None:
             raise IllegalSaslStateError(f"SaslAuthenticate in state {self.state.value}")
+        if not self._settings.store.fresh():
+            age = self._settings.store.freshness.age_s()
+            await self._fail(
+                server.username,
+                "this node's copy of the cluster's credentials is stale "
+                f"({'never read' if age is None else f'last read {age:.1f} s ago'})",
+            )
+            raise AuthenticationFailedError(
+                f"Authentication failed: the credentials cannot be checked now (SASL mechanism "
+                f"{self.mechanism}); retry later"
+            )
         try:
             if isinstance(server, PlainServer):
                 answer = await server.evaluate(token)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-__all__ = ["DataFileError", "read_json_document"]
+__all__ = ["DataFileError", "parse_document", "read_json_document"]
 
 T = TypeVar("T")
 
@@ -39,8 +39,18 @@ def read_json_document(path: Path, parse: Callable[[Any], T], missing: T) -> T:
         reason = os.strerror(exc.errno).lower() if exc.errno is not None else str(exc)
         raise DataFileError(f"{path} cannot be read: {reason}") from exc
     try:
-        return parse(json.loads(raw))
-    except KeyError as exc:
-        raise DataFileError(f"{path} is corrupt: missing {exc.args[0]!r}") from exc
-    except (ValueError, TypeError, AttributeError) as exc:  # JSON and UTF-8 errors are ValueErrors
+        document = json.loads(raw)
+    except ValueError as exc:  # JSON and UTF-8 errors are ValueErrors
         raise DataFileError(f"{path} is corrupt: {exc}") from exc
+    return parse_document(str(path), parse, document)
+
+
+def parse_document(location: str, parse: Callable[[Any], T], document: Any) -> T:
+    """``parse`` of a JSON document read from ``location`` (a file, or a database row), every way
+    of being the wrong shape turned into one :class:`DataFileError` naming the place."""
+    try:
+        return parse(document)
+    except KeyError as exc:
+        raise DataFileError(f"{location} is corrupt: missing {exc.args[0]!r}") from exc
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise DataFileError(f"{location} is corrupt: {exc}") from exc

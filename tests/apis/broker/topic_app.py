@@ -39,8 +39,9 @@ from kcoord.protocol.codec import (
     response_class,
 )
 from kcoord.protocol.registry import ApiRegistry
-from kcoord.runtime.group_config_store import GroupConfigStore
+from kcoord.runtime.group_config_store import GroupConfigStore, group_configs_file
 from kcoord.security.acl import AclBinding
+from kcoord.security.acl_store import AclStore, acl_file
 from kcoord.security.authorizer import AclAuthorizer, build_authorizer
 from kcoord.server.context import ConnectionInfo, RequestContext
 from kcoord.storage.api import LogStore
@@ -64,11 +65,11 @@ class TopicApp:
         self.store = store
         self.topics = TopicManager(store, settings, data_dir)
         self.node = Node(NODE_ID, CLUSTER_ID, ADVERTISED)
-        self.authorizer = auth = build_authorizer(settings, data_dir)
+        self.authorizer = auth = build_authorizer(settings, AclStore(acl_file(data_dir)))
         topics = self.topics
         self.broker_configs = BrokerConfigs(data_dir, settings, NODE_ID)
         self.broker_configs.appliers.append(lambda _changed: topics.reapply_log_configs())
-        self.group_configs = GroupConfigStore(data_dir)
+        self.group_configs = GroupConfigStore(group_configs_file(data_dir))
         targets = ConfigTargets(settings, auth, topics, self.group_configs, self.broker_configs)
         self.registry = ApiRegistry(
             [

@@ -152,12 +152,17 @@ async def _alter_group(
     if not group_id:
         raise KafkaError(ErrorCode.invalid_group_id, "Group id must not be empty.")
     store = targets.groups
-    current = {name: str(value) for name, value in store.overrides.of(group_id).items()}
+    defaults = group_config_defaults(targets.settings)
+
+    def change(stored: Mapping[str, int]) -> Mapping[str, int]:
+        steps = list(operations({name: str(value) for name, value in stored.items()}))
+        return altered(stored, steps, defaults)
+
     try:
-        steps = list(operations(current))
-        values = altered(store.overrides.of(group_id), steps, group_config_defaults(targets.settings))
+        if validate_only:
+            change(store.overrides.of(group_id))
+        else:
+            values = await store.alter(group_id, change)
+            log.info("group.configs.altered", group=group_id, configs=values)
     except GroupConfigError as exc:
         raise KafkaError(ErrorCode.invalid_config, str(exc)) from None
-    if not validate_only:
-        await store.put(group_id, values)
-        log.info("group.configs.altered", group=group_id, configs=values)

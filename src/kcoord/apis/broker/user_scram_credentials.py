@@ -16,6 +16,8 @@ import functools
 from collections import Counter
 from typing import Any
 
+import structlog
+
 from kcoord.apis.access import Op, may_cluster
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
@@ -24,6 +26,8 @@ from kcoord.security.authorizer import Authorizer
 from kcoord.security.credentials import CredentialStore
 from kcoord.security.scram import MAX_ITERATIONS, ScramCredential, ScramMechanism
 from kcoord.server.context import RequestContext
+
+log = structlog.get_logger(__name__)
 
 
 def describe_error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
@@ -139,9 +143,16 @@ async def handle_alter(
                 mechanism, bytes(upsertion.salted_password), bytes(upsertion.salt), upsertion.iterations
             )
             upserts.append((upsertion.name, mechanism, credential))
-    await store.apply(
-        [u for u in upserts if u[0] not in errors], [d for d in deletions if d[0] not in errors]
-    )
+    applied_upserts = [u for u in upserts if u[0] not in errors]
+    applied_deletions = [d for d in deletions if d[0] not in errors]
+    await store.apply(applied_upserts, applied_deletions)
+    if applied_upserts or applied_deletions:
+        log.info(
+            "scram_credentials.altered",
+            upserted=sorted({user for user, _, _ in applied_upserts}),
+            deleted=sorted({user for user, _ in applied_deletions}),
+            location=store.location,
+        )
     users = dict.fromkeys([d.name for d in request.deletions] + [u.name for u in request.upsertions])
     return {
         "throttle_time": 0,

@@ -16,7 +16,8 @@ its first digit replaced). Version 6 records where each owner epoch (each partit
 epoch) starts in the log, which OffsetForLeaderEpoch answers from. Version 7 adds what
 idempotent producers need across nodes (:mod:`kcoord.storage.postgres.producer_ids`,
 :mod:`kcoord.storage.postgres.producer_snapshots`). Version 8 keeps the dynamic broker configs every
-node applies (:mod:`kcoord.storage.postgres.broker_configs`).
+node applies (:mod:`kcoord.storage.postgres.broker_configs`). Version 9 adds the security state every
+node shares (:mod:`kcoord.storage.postgres.shared_documents`).
 """
 
 from __future__ import annotations
@@ -184,6 +185,17 @@ MIGRATIONS: list[tuple[int, str, str]] = [
             name text NOT NULL,
             value text NOT NULL,
             PRIMARY KEY (resource_name, name)
+        );
+        """,
+    ),
+    (
+        9,
+        "cluster: shared security state (ACLs, SCRAM credentials, group configs), one document each",
+        """
+        CREATE TABLE shared_documents (
+            kind text PRIMARY KEY,
+            document jsonb NOT NULL,
+            version bigint NOT NULL
         );
         """,
     ),
