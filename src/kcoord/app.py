@@ -3,8 +3,9 @@ stops them in reverse.
 
 Build: identity, log store, topics, producer state, authorizer, group coordinator and its service,
 every API (registered here and nowhere else), router, listener, HTTP endpoint.
-Start: log store -> topics -> ACLs -> producer state (rebuilt from the logs) -> group coordinator
--> Kafka listener -> HTTP endpoint.
+Start: bind every address (not accepting yet) -> lock the data directory -> log store (which locks
+its database) -> topics -> ACLs -> producer state (rebuilt from the logs) -> group coordinator
+-> Kafka listener accepts -> HTTP endpoint serves.
 Stop (SIGTERM): stop accepting, drain in-flight requests for a bounded time, stop the
 coordinator, snapshot producer state, flush and close the logs.
 """
@@ -59,7 +60,7 @@ from kcoord.apis.groups import (
 )
 from kcoord.apis.groups.common import MemberWatch
 from kcoord.cluster.growth_hints import GrowthHints
-from kcoord.cluster.identity import Node, load_or_create_identity
+from kcoord.cluster.identity import Node, read_identity, write_identity
 from kcoord.cluster.leader_epochs import RecordedEpochs
 from kcoord.cluster.membership import ClusterMembership, LeaseSettings, MembershipDirectory
 from kcoord.cluster.producer_keeper import ProducerStateKeeper
@@ -91,6 +92,7 @@ from kcoord.server.listener_set import ListenerSet, advertised_addresses
 from kcoord.server.memory_pool import MemoryPool
 from kcoord.server.router import Router
 from kcoord.storage import open_store
+from kcoord.storage.holding import DataDirLock
 from kcoord.storage.postgres import PostgresLogStore
 from kcoord.storage.postgres.ownership import Ownership
 from kcoord.timer.api import Timer
@@ -104,15 +106,18 @@ DEFAULT_ADVERTISED = ("127.0.0.1", 9092)
 class App:
     """Every part of one kcoord node, built with its dependencies; :meth:`start` opens and binds them.
 
-    Construction reads (or creates) the node's identity in the data directory and wires the parts;
-    nothing listens and no log is opened until :meth:`start`.
+    Construction reads the node's identity from the data directory (a new one is written only once
+    :meth:`start` holds the directory) and wires the parts; nothing listens, nothing is written and no
+    log is opened until :meth:`start`.
     """
 
     def __init__(self, settings: Settings, *, store_url: str | None = None) -> None:
         s = self.settings = settings
         self.clock = SystemClock()
         self.data_dir = Path(s["log.dirs"]).resolve()
-        identity = load_or_create_identity(self.data_dir, s["node.id"])
+        self.data_lock = DataDirLock(self.data_dir)
+        identity, self._new_identity = read_identity(self.data_dir, s["node.id"])
+        self._identity = identity
         configured = s["advertised.listeners"]
         first = (configured[0].host, configured[0].port) if configured else DEFAULT_ADVERTISED
         self.node = Node(identity.node_id, identity.cluster_id, first)
@@ -276,16 +281,38 @@ class App:
     async def start(self) -> tuple[str, int]:
         """Start everything; returns the address the first Kafka listener actually bound.
 
-        A start that fails after the log store opened (a port in use, say) closes what it opened,
-        so the data directory is left marked clean, as it was found, for the next start.
+        What can refuse a start comes first and touches nothing: every address is bound (not yet
+        accepting), then the data directory's lock is taken, and only then is anything in it read
+        for writing or written (the identity, the log store, which takes its database's lock before
+        it writes). A start refused there leaves the directory as it found it, byte for byte. A
+        start that fails after the log store opened closes what it opened, so the directory is left
+        marked clean for the next start.
         """
-        await self.store.open()
+        try:
+            await self._bind()
+            await asyncio.to_thread(self.data_lock.acquire)
+            if self._new_identity:
+                await asyncio.to_thread(write_identity, self.data_dir, self._identity)
+                self._new_identity = False
+            await self.store.open()
+        except BaseException:
+            await self.listener.stop_accepting()
+            await self.http.stop()
+            self.data_lock.release()
+            raise
         try:
             return await self._start_after_store()
         except BaseException:
             with contextlib.suppress(Exception):
                 await self.stop()
             raise
+
+    async def _bind(self) -> None:
+        """Bind every Kafka listener and the HTTP endpoint, and settle the advertised addresses."""
+        all_bound = await self.listener.bind()
+        self.node.listener_addresses = advertised_addresses(self.settings, all_bound)
+        self.node.advertised = next(iter(self.node.listener_addresses.values()))
+        await self.http.bind()
 
     async def _start_after_store(self) -> tuple[str, int]:
         await self.topics.load()
@@ -298,8 +325,6 @@ class App:
         self.topics.add_listener(self._on_topic_event)
         all_bound = await self.listener.start()
         bound = next(iter(all_bound.values()))
-        self.node.listener_addresses = advertised_addresses(self.settings, all_bound)
-        self.node.advertised = next(iter(self.node.listener_addresses.values()))
         if self.settings["kcoord.cluster.enable"]:
             await self._join_cluster()
         advertised = self.node.advertised
@@ -422,4 +447,5 @@ class App:
         await self.store.close()
         await self.http.stop()
         self.credentials.close()
+        self.data_lock.release()
         log.info("kcoord.stopped")

@@ -3,8 +3,10 @@
 Every mistake an operator can be expected to make before the first request is served ends with
 ``kcoord: ...`` on stderr instead of a traceback: exit 2 for a bad setting (``kcoord.cli.main``),
 3 for a data directory that cannot be used (a corrupt or unreadable ``topics.json``,
-``acls.json`` or ``scram-credentials.json`` among them), 4 for an address that cannot be bound. A start that
-fails after the log store opened closes it again (``App.start``), so the directory stays clean.
+``acls.json`` or ``scram-credentials.json`` among them, or a data directory, database or node id that
+another kcoord process holds), 4 for an address that cannot be bound. Every address is bound and the data
+directory locked before anything in it is written (``App.start``), so a start refused for those leaves the
+directory untouched; one that fails after the log store opened closes it again, so it stays clean.
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ from pathlib import Path
 import structlog
 
 from kcoord.cli.gc_tuning import tune_for_serving
-from kcoord.config import Settings
+from kcoord.config import Settings, SettingsError
 from kcoord.storage.data_files import DataFileError
+from kcoord.storage.holding import StoreHeldError
 
+EXIT_SETTING = 2
 EXIT_DATA_DIR = 3
 EXIT_ADDRESS = 4
 
@@ -94,6 +98,8 @@ async def _run_until_signalled(settings: Settings) -> None:
     data_dir = settings["log.dirs"]
     try:
         app = App(settings)
+    except SettingsError as exc:
+        raise StartupError(f"bad setting: {exc}", EXIT_SETTING) from None
     except (OSError, KeyError, ValueError) as exc:
         raise StartupError(
             f"data directory {data_dir} cannot be used: {_reason(exc)}", EXIT_DATA_DIR
@@ -105,6 +111,10 @@ async def _run_until_signalled(settings: Settings) -> None:
             loop.add_signal_handler(sig, stop.set)
     try:
         await app.start()
+    except StoreHeldError as exc:
+        raise StartupError(str(exc), EXIT_DATA_DIR) from None
+    except SettingsError as exc:
+        raise StartupError(f"bad setting: {exc}", EXIT_SETTING) from None
     except DataFileError as exc:
         raise StartupError(f"data directory {data_dir} cannot be used: {exc}", EXIT_DATA_DIR) from None
     except OSError as exc:
