@@ -139,8 +139,12 @@ class App:
             owned_only=s["kcoord.cluster.enable"],
         )
         self.store.timings = self.metrics
+        self.halted = asyncio.Event()
+        """Set when this node must stop serving for good: :attr:`halt_reason` says why."""
+        self.halt_reason: str | None = None
         if isinstance(self.store, PostgresLogStore):
             watch_storage_cache(self.metrics.registry, self.store.cache)
+            self.store.hold.on_lost = self._halt
         shared: SharedCatalogue | None = None
         if s["kcoord.cluster.enable"]:
             if not isinstance(self.store, PostgresLogStore):
@@ -367,6 +371,12 @@ class App:
         self.leader_epochs.ownership = ownership
         self.node.directory = MembershipDirectory(self.membership, coordinator.partition_for)
         await self.membership.start()
+
+    def _halt(self, reason: str) -> None:
+        """This node lost what it needs to serve (its database's lock, its node id): stop it."""
+        if self.halt_reason is None:
+            self.halt_reason = reason
+            self.halted.set()
 
     def _coordinator_moves(self, group_id: str) -> list[dict[str, Any]]:
         """Each claim of the group's offsets partition: its history of coordinator moves."""

@@ -39,7 +39,8 @@ _BIND_ERRNOS = {errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES}
 
 
 class StartupError(Exception):
-    """A start that cannot succeed; the message is the one line the operator sees."""
+    """A start that cannot succeed, or a node that cannot go on (another process took its database or
+    its node id); the message is the one line the operator sees."""
 
     def __init__(self, message: str, exit_code: int) -> None:
         super().__init__(message)
@@ -124,14 +125,20 @@ async def _run_until_signalled(settings: Settings) -> None:
         raise StartupError(
             f"data directory {data_dir} cannot be used: {_reason(exc)}", EXIT_DATA_DIR
         ) from None
-    await stop.wait()
+    signalled = asyncio.ensure_future(stop.wait())
+    halted = asyncio.ensure_future(app.halted.wait())
+    await asyncio.wait({signalled, halted}, return_when=asyncio.FIRST_COMPLETED)
+    signalled.cancel()
+    halted.cancel()
     logger = structlog.get_logger(__name__)
-    logger.info("kcoord.stopping")
+    logger.info("kcoord.stopping", reason=app.halt_reason or "signal")
     bound_s = settings["kcoord.shutdown.timeout.ms"] / 1000 + STOP_MARGIN_S
     try:
         await asyncio.wait_for(app.stop(), bound_s)
     except TimeoutError:
         logger.error("kcoord.stop_timed_out", timeout_s=bound_s)
+    if app.halt_reason is not None:
+        raise StartupError(app.halt_reason, EXIT_DATA_DIR)
 
 
 def _is_bind_error(exc: OSError) -> bool:
