@@ -368,6 +368,7 @@ class App:
             observer=self.metrics,
         )
         self.membership.on_catalogue = topics.refresh
+        self.membership.on_displaced = self._halt
         self.leader_epochs.ownership = ownership
         self.node.directory = MembershipDirectory(self.membership, coordinator.partition_for)
         await self.membership.start()

@@ -15,7 +15,8 @@ fresh random ids (an id whose base64 form would start with ``-``, which Kafka ne
 its first digit replaced). Version 6 records where each owner epoch (each partition's leader
 epoch) starts in the log, which OffsetForLeaderEpoch answers from. Version 7 adds what
 idempotent producers need across nodes (:mod:`kcoord.storage.postgres.producer_ids`,
-:mod:`kcoord.storage.postgres.producer_snapshots`).
+:mod:`kcoord.storage.postgres.producer_snapshots`). Version 8 records which process (a random
+incarnation id) registered each node id, so a process whose id was taken over cannot renew it.
 """
 
 from __future__ import annotations
@@ -172,6 +173,13 @@ MIGRATIONS: list[tuple[int, str, str]] = [
             PRIMARY KEY (topic, partition_id),
             FOREIGN KEY (topic, partition_id) REFERENCES log_partitions ON DELETE CASCADE
         );
+        """,
+    ),
+    (
+        8,
+        "cluster: the incarnation (the process) that registered each node id",
+        """
+        ALTER TABLE cluster_nodes ADD COLUMN incarnation uuid;
         """,
     ),
 ]
