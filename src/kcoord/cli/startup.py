@@ -24,6 +24,7 @@ import structlog
 
 from kcoord.cli.gc_tuning import tune_for_serving
 from kcoord.config import Settings, SettingsError
+from kcoord.protocol.errors import KafkaError
 from kcoord.storage.data_files import DataFileError
 from kcoord.storage.holding import StoreHeldError
 
@@ -116,6 +117,8 @@ async def _run_until_signalled(settings: Settings) -> None:
         raise StartupError(str(exc), EXIT_DATA_DIR) from None
     except SettingsError as exc:
         raise StartupError(f"bad setting: {exc}", EXIT_SETTING) from None
+    except KafkaError as exc:
+        raise StartupError(f"storage cannot be used: {exc}", EXIT_DATA_DIR) from None
     except DataFileError as exc:
         raise StartupError(f"data directory {data_dir} cannot be used: {exc}", EXIT_DATA_DIR) from None
     except OSError as exc:

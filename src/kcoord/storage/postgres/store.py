@@ -1,4 +1,8 @@
-"""``postgresql://user:password@host:port/database``: the logs of a node kept in PostgreSQL.
+"""``postgresql://user@host:port/database``: the logs of a node kept in PostgreSQL.
+
+The password is best kept off the URL (which ``ps`` shows when it is given as ``--storage``): as with
+libpq, it is taken from ``PGPASSWORD`` or from the password file ``PGPASSFILE`` names (``~/.pgpass``
+by default, mode 0600), which asyncpg reads when the URL has none.
 
 Opening connects a small pool and applies the schema migrations (:mod:`.schema`). A node that
 serves every partition (one node alone) then loads every partition's *index* (the batch rows
@@ -45,6 +49,8 @@ CLOSE_TIMEOUT_S = 5.0
 """How long closing waits for the logs' pending rounds, then for the pool's connections."""
 DEFAULT_CACHE_BYTES = 256 << 20
 """``kcoord.storage.postgres.cache.bytes``'s default."""
+_REFUSALS = (asyncpg.InvalidAuthorizationSpecificationError, asyncpg.InvalidCatalogNameError)
+"""A wrong user or password, or no such database: waiting does not mend these, the start fails at once."""
 
 
 class PostgresLogStore(StoreBase[PostgresLog]):
@@ -136,7 +142,7 @@ class PostgresLogStore(StoreBase[PostgresLog]):
                         await self.hold.release()
                         raise
             except KafkaError as exc:
-                if time.monotonic() + delay > deadline:
+                if time.monotonic() + delay > deadline or isinstance(exc.__cause__, _REFUSALS):
                     raise
                 logger.warning("postgres.unavailable", retry_in_s=delay, error=str(exc))
                 await asyncio.sleep(delay)
