@@ -18,6 +18,8 @@ from tests.support.postgres import PostgresCluster
 from tests.support.raw_client import RawClient
 from tests.support.server import KcoordProcess
 
+pytestmark = pytest.mark.clients
+
 TOPIC = "kept"
 GROUPS = [f"g{n}" for n in range(8)]
 REFUSED_STARTS = 3

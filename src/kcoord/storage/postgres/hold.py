@@ -131,7 +131,7 @@ class DatabaseHold:
         rows = await session.fetch(_HOLDER_MODES, HOLD_KEY)
         exclusive = [row for row in rows if row["mode"] == "ExclusiveLock"]
         holder = "a single kcoord node" if exclusive else "a kcoord cluster"
-        seen = sorted({row["client"] or "a local socket" for row in exclusive or rows})
+        seen = sorted({row["client"] for row in exclusive or rows if row["client"]})
         shown = f" (connected from {', '.join(seen)})" if seen else ""
         wanted = "join it as a node of a cluster" if self.mode is HoldMode.SHARED else "use it alone"
         return f"database {self.where} is held by {holder}{shown}: this node cannot {wanted}"
