@@ -4,16 +4,22 @@ nothing; and a refused start never makes a crash look like a clean stop."""
 
 from __future__ import annotations
 
+import asyncio
+import os
+import signal
 import socket
 import threading
 import time
 from pathlib import Path
 
+import asyncpg
 import pytest
 
 from kcoord.protocol.errors import ErrorCode
+from kcoord.storage.postgres.hold import HOLD_KEY
 from tests.cli.test_startup_errors import no_traceback, serve
 from tests.support.cluster_nodes import commit_error, committed, create_topic
+from tests.support.data_dir import listing
 from tests.support.postgres import PostgresCluster
 from tests.support.raw_client import RawClient
 from tests.support.server import KcoordProcess
@@ -180,3 +186,51 @@ def test_a_crash_stays_a_crash_after_a_refused_start(
     restarted = kcoord_factory(data).start()
     assert restarted.events("log_store.opened")[0]["clean_shutdown"] is False
     assert committed(restarted, "g") == (ErrorCode.none, 5)
+
+
+def test_a_start_refused_by_the_lock_changes_nothing_in_the_directory(
+    kcoord_factory: type[KcoordProcess], tmp_path: Path
+) -> None:
+    """With the first server paused (so that it writes nothing), a second start on its directory is
+    refused and leaves every file of it as it was, byte for byte."""
+    data = tmp_path / "data"
+    first = kcoord_factory(data).start()
+    create_topic(first, TOPIC, 1)
+    assert first.proc is not None
+    os.kill(first.proc.pid, signal.SIGSTOP)
+    try:
+        before = listing(data)
+        assert serve(data).returncode == 3
+        assert listing(data) == before
+    finally:
+        os.kill(first.proc.pid, signal.SIGCONT)
+    assert first.terminate() == 0
+
+
+async def test_a_single_node_whose_database_is_taken_while_its_session_is_lost_exits(
+    kcoord_factory: type[KcoordProcess], tmp_path: Path, postgres_cluster: PostgresCluster
+) -> None:
+    """The node's lock session is terminated and another session takes the lock before the node can
+    take it again: the node logs postgres.hold_given_up, prints one kcoord: line and exits 3."""
+    database = postgres_cluster.create_database()
+    node = kcoord_factory(tmp_path / "data", {"kcoord.storage.url": database}).start()
+    assert node.proc is not None
+    intruder = await asyncpg.connect(database)
+    try:
+        await intruder.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND application_name = 'kcoord single node'"
+        )
+        for _ in range(500):
+            if await intruder.fetchval("SELECT pg_try_advisory_lock($1)", HOLD_KEY):
+                break
+            await asyncio.sleep(0.01)
+        else:
+            raise AssertionError("the node's session kept the lock")
+        await asyncio.to_thread(node.proc.wait, 30)
+    finally:
+        await intruder.close()
+    assert node.terminate() == 3  # exited already: this only waits for the rest of its log
+    assert node.events("postgres.hold_lost") and node.events("postgres.hold_given_up")
+    human = [line for line in node.raw_log if line.startswith("kcoord:")]
+    assert len(human) == 1 and "is held by a single kcoord node" in human[0], human
