@@ -103,6 +103,14 @@ def test_metrics_port_in_use_exits_4_and_leaves_the_directory_as_it_was(
     assert listing(data_dir) == before
 
 
+def test_a_refused_start_on_a_new_directory_leaves_no_directory(tmp_path: Path, busy_port: int) -> None:
+    """A data directory that does not exist yet is made only once the addresses are bound: a busy
+    port leaves nothing behind."""
+    result = serve(tmp_path / "new" / "data", f"127.0.0.1:{busy_port}")
+    assert result.returncode == 4 and no_traceback(result.stderr)
+    assert not (tmp_path / "new").exists()
+
+
 @pytest.mark.parametrize(
     ("flag", "message"),
     [

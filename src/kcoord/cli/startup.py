@@ -68,22 +68,14 @@ def serve(settings: Settings) -> int:
 
 
 def check_data_dir(path: Path) -> None:
-    """The data directory exists (or can be made), is a directory, and takes a new file."""
+    """The data directory is a directory that takes a new file, or can be made (the node makes it only
+    once its addresses are bound, so a start refused for a port leaves no directory behind)."""
     shown = str(path)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        raise StartupError(f"data directory {shown} is a file, not a directory", EXIT_DATA_DIR) from None
-    except NotADirectoryError:
-        raise StartupError(
-            f"data directory {shown} cannot be created: a parent is a file", EXIT_DATA_DIR
-        ) from None
-    except OSError as exc:
-        raise StartupError(
-            f"data directory {shown} cannot be created: {_reason(exc)}", EXIT_DATA_DIR
-        ) from None
+    if not path.exists() and not path.is_symlink():
+        _check_creatable(path, shown)
+        return
     if not path.is_dir():
-        raise StartupError(f"data directory {shown} is not a directory", EXIT_DATA_DIR)
+        raise StartupError(f"data directory {shown} is a file, not a directory", EXIT_DATA_DIR)
     try:
         os.listdir(path)
         with tempfile.TemporaryFile(dir=path):
@@ -92,6 +84,19 @@ def check_data_dir(path: Path) -> None:
         raise StartupError(
             f"data directory {shown} is not readable and writable: {_reason(exc)}", EXIT_DATA_DIR
         ) from None
+
+
+def _check_creatable(path: Path, shown: str) -> None:
+    """The nearest existing parent of a missing data directory is a directory this process may write."""
+    parent = path.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise StartupError(f"data directory {shown} cannot be created: a parent is a file", EXIT_DATA_DIR)
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise StartupError(
+            f"data directory {shown} cannot be created: {os.strerror(errno.EACCES).lower()}", EXIT_DATA_DIR
+        )
 
 
 async def _run_until_signalled(settings: Settings) -> None:
