@@ -3,9 +3,10 @@ stops them in reverse.
 
 Build: identity, log store, topics, producer state, authorizer, group coordinator and its service,
 every API (registered here and nowhere else), router, listener, HTTP endpoint.
-Start: log store -> (cluster: adopt the security files once) -> topics -> ACLs -> producer state
-(rebuilt from the logs) -> credentials, group configs -> group coordinator -> Kafka listener ->
-(cluster: poll the shared security state, join) -> HTTP endpoint.
+Start: bind every address (not accepting yet) -> lock the data directory -> log store (which locks
+its database) -> (cluster: adopt the security files once) -> topics -> ACLs -> producer state
+(rebuilt from the logs) -> credentials, group configs -> group coordinator -> Kafka listener accepts
+-> (cluster: poll the shared security state, join) -> HTTP endpoint serves.
 Stop (SIGTERM): stop accepting, drain in-flight requests for a bounded time, stop the
 coordinator, snapshot producer state, flush and close the logs.
 """
@@ -63,7 +64,7 @@ from kcoord.apis.groups import (
 from kcoord.apis.groups.common import MemberWatch
 from kcoord.cluster.broker_configs import BrokerConfigs
 from kcoord.cluster.growth_hints import GrowthHints
-from kcoord.cluster.identity import Node, load_or_create_identity
+from kcoord.cluster.identity import Node, read_identity, write_identity
 from kcoord.cluster.leader_epochs import RecordedEpochs
 from kcoord.cluster.membership import ClusterMembership, LeaseSettings, MembershipDirectory
 from kcoord.cluster.producer_keeper import ProducerStateKeeper
@@ -99,6 +100,7 @@ from kcoord.server.memory_pool import MemoryPool
 from kcoord.server.router import Router
 from kcoord.storage import open_store
 from kcoord.storage.documents import FileDocument, Freshness, StateDocument
+from kcoord.storage.holding import DataDirLock
 from kcoord.storage.postgres import PostgresLogStore
 from kcoord.storage.postgres.broker_configs import SharedBrokerConfigs
 from kcoord.storage.postgres.ownership import Ownership
@@ -114,15 +116,18 @@ DEFAULT_ADVERTISED = ("127.0.0.1", 9092)
 class App:
     """Every part of one kcoord node, built with its dependencies; :meth:`start` opens and binds them.
 
-    Construction reads (or creates) the node's identity in the data directory and wires the parts;
-    nothing listens and no log is opened until :meth:`start`.
+    Construction reads the node's identity from the data directory (a new one is written only once
+    :meth:`start` holds the directory) and wires the parts; nothing listens, nothing is written and no
+    log is opened until :meth:`start`.
     """
 
     def __init__(self, settings: Settings, *, store_url: str | None = None) -> None:
         s = self.settings = settings
         self.clock = SystemClock()
         self.data_dir = Path(s["log.dirs"]).resolve()
-        identity = load_or_create_identity(self.data_dir, s["node.id"])
+        self.data_lock = DataDirLock(self.data_dir)
+        identity, self._new_identity = read_identity(self.data_dir, s["node.id"])
+        self._identity = identity
         configured = s["advertised.listeners"]
         first = (configured[0].host, configured[0].port) if configured else DEFAULT_ADVERTISED
         self.node = Node(identity.node_id, identity.cluster_id, first)
@@ -144,8 +149,12 @@ class App:
             owned_only=s["kcoord.cluster.enable"],
         )
         self.store.timings = self.metrics
+        self.halted = asyncio.Event()
+        """Set when this node must stop serving for good: :attr:`halt_reason` says why."""
+        self.halt_reason: str | None = None
         if isinstance(self.store, PostgresLogStore):
             watch_storage_cache(self.metrics.registry, self.store.cache)
+            self.store.hold.on_lost = self._halt
         shared: SharedCatalogue | None = None
         cluster_store: PostgresLogStore | None = None
         if s["kcoord.cluster.enable"]:
@@ -335,16 +344,38 @@ class App:
     async def start(self) -> tuple[str, int]:
         """Start everything; returns the address the first Kafka listener actually bound.
 
-        A start that fails after the log store opened (a port in use, say) closes what it opened,
-        so the data directory is left marked clean, as it was found, for the next start.
+        What can refuse a start comes first and touches nothing: every address is bound (not yet
+        accepting), then the data directory's lock is taken, and only then is anything in it read
+        for writing or written (the identity, the log store, which takes its database's lock before
+        it writes). A start refused there leaves the directory as it found it, byte for byte. A
+        start that fails after the log store opened closes what it opened, so the directory is left
+        marked clean for the next start.
         """
-        await self.store.open()
+        try:
+            await self._bind()
+            await asyncio.to_thread(self.data_lock.acquire)
+            if self._new_identity:
+                await asyncio.to_thread(write_identity, self.data_dir, self._identity)
+                self._new_identity = False
+            await self.store.open()
+        except BaseException:
+            await self.listener.stop_accepting()
+            await self.http.stop()
+            self.data_lock.release()
+            raise
         try:
             return await self._start_after_store()
         except BaseException:
             with contextlib.suppress(Exception):
                 await self.stop()
             raise
+
+    async def _bind(self) -> None:
+        """Bind every Kafka listener and the HTTP endpoint, and settle the advertised addresses."""
+        all_bound = await self.listener.bind()
+        self.node.listener_addresses = advertised_addresses(self.settings, all_bound)
+        self.node.advertised = next(iter(self.node.listener_addresses.values()))
+        await self.http.bind()
 
     async def _start_after_store(self) -> tuple[str, int]:
         await adopt_files(self._adoptions)
@@ -364,8 +395,6 @@ class App:
         self.topics.add_listener(self._on_topic_event)
         all_bound = await self.listener.start()
         bound = next(iter(all_bound.values()))
-        self.node.listener_addresses = advertised_addresses(self.settings, all_bound)
-        self.node.advertised = next(iter(self.node.listener_addresses.values()))
         if self.settings["kcoord.cluster.enable"]:
             self._poll_shared_state()
             await self._join_cluster()
@@ -406,6 +435,7 @@ class App:
             observer=self.metrics,
         )
         self.membership.on_catalogue = self._refresh_shared_state
+        self.membership.on_displaced = self._halt
         self.leader_epochs.ownership = ownership
         self.node.directory = MembershipDirectory(self.membership, coordinator.partition_for)
         await self.membership.start()
@@ -423,6 +453,12 @@ class App:
         interval_s = self.settings["kcoord.node.lease.renew.ms"] / 1000
         self.shared_state = SharedStatePoller(refreshes, self.freshness, interval_s)
         self.shared_state.start()
+
+    def _halt(self, reason: str) -> None:
+        """This node lost what it needs to serve (its database's lock, its node id): stop it."""
+        if self.halt_reason is None:
+            self.halt_reason = reason
+            self.halted.set()
 
     def _coordinator_moves(self, group_id: str) -> list[dict[str, Any]]:
         """Each claim of the group's offsets partition: its history of coordinator moves."""
@@ -505,4 +541,5 @@ class App:
         await self.store.close()
         await self.http.stop()
         self.credentials.close()
+        self.data_lock.release()
         log.info("kcoord.stopped")

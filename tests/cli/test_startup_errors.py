@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import subprocess
@@ -12,7 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from kcoord.protocol.errors import ErrorCode
 from kcoord.storage.file_store import CLEAN_SHUTDOWN_MARKER
+from tests.support.cluster_nodes import commit_error, create_topic
+from tests.support.data_dir import listing
+from tests.support.raw_client import RawClient
 from tests.support.server import KcoordProcess
 
 
@@ -54,30 +57,92 @@ def busy_port() -> Iterator[int]:
         yield int(sock.getsockname()[1])
 
 
-def opened_clean(stderr: str) -> bool:
-    events = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
-    (opened,) = [e for e in events if e["event"] == "log_store.opened"]
-    return bool(opened["clean_shutdown"])
+@pytest.fixture
+def used_data_dir(tmp_path: Path) -> Path:
+    """A data directory a server used and stopped cleanly: identity, a topic, committed offsets."""
+    server = KcoordProcess(tmp_path / "used").start()
+    try:
+        create_topic(server, "kept", 1)
+        with RawClient(server.host, server.port) as client:
+            assert commit_error(client, "g", "kept", 7) == ErrorCode.none
+    finally:
+        assert server.terminate() == 0
+    return tmp_path / "used"
 
 
-def test_kafka_port_in_use_exits_4_and_leaves_the_store_clean(tmp_path: Path, busy_port: int) -> None:
-    """A busy Kafka port: exit 4 naming the address and flag; the marker stays for the next start."""
-    result = serve(tmp_path / "data", f"127.0.0.1:{busy_port}")
+@pytest.fixture(params=["fresh", "used"])
+def data_dir(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    """An empty new directory, and one a server used and stopped cleanly."""
+    if request.param == "used":
+        return Path(request.getfixturevalue("used_data_dir"))
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    return fresh
+
+
+def test_kafka_port_in_use_exits_4_and_leaves_the_directory_as_it_was(data_dir: Path, busy_port: int) -> None:
+    """A busy Kafka port: exit 4 naming the address and flag, and not one byte of the data
+    directory read for writing or written (no lock file, no identity, no offsets partitions)."""
+    before = listing(data_dir)
+    result = serve(data_dir, f"127.0.0.1:{busy_port}")
     assert result.returncode == 4 and no_traceback(result.stderr)
     assert last_line(result.stderr) == (
         f"kcoord: cannot listen on 127.0.0.1:{busy_port} (listeners, --listen): address already in use"
     )
-    assert (tmp_path / "data" / CLEAN_SHUTDOWN_MARKER).exists()
-    again = serve(tmp_path / "data", f"127.0.0.1:{busy_port}")
-    assert again.returncode == 4 and opened_clean(again.stderr)
+    assert listing(data_dir) == before
 
 
-def test_metrics_port_in_use_exits_4_naming_the_metrics_listener(tmp_path: Path, busy_port: int) -> None:
-    """A busy metrics port: exit 4 naming kcoord.metrics.listen, and the store closed clean."""
-    result = serve(tmp_path / "data", "127.0.0.1:0", f"127.0.0.1:{busy_port}")
+def test_metrics_port_in_use_exits_4_and_leaves_the_directory_as_it_was(
+    data_dir: Path, busy_port: int
+) -> None:
+    """A busy metrics port: exit 4 naming kcoord.metrics.listen, the data directory unchanged."""
+    before = listing(data_dir)
+    result = serve(data_dir, "127.0.0.1:0", f"127.0.0.1:{busy_port}")
     assert result.returncode == 4 and no_traceback(result.stderr)
     assert "(kcoord.metrics.listen, --metrics-listen): address already in use" in last_line(result.stderr)
-    assert (tmp_path / "data" / CLEAN_SHUTDOWN_MARKER).exists()
+    assert listing(data_dir) == before
+
+
+def test_a_refused_start_on_a_new_directory_leaves_no_directory(tmp_path: Path, busy_port: int) -> None:
+    """A data directory that does not exist yet is made only once the addresses are bound: a busy
+    port leaves nothing behind."""
+    result = serve(tmp_path / "new" / "data", f"127.0.0.1:{busy_port}")
+    assert result.returncode == 4 and no_traceback(result.stderr)
+    assert not (tmp_path / "new").exists()
+
+
+@pytest.mark.parametrize(
+    ("flag", "message"),
+    [
+        ("num.partitions=abc", "kcoord: bad setting: num.partitions: bad value 'abc'"),
+        (
+            "advertised.listeners=NOPE://127.0.0.1:1,PLAINTEXT://127.0.0.1:2",
+            "kcoord: bad setting: advertised.listeners: no listener named NOPE",
+        ),
+    ],
+    ids=["parsed", "checked-against-the-listeners"],
+)
+def test_a_bad_setting_exits_2_and_leaves_the_directory_as_it_was(
+    data_dir: Path, flag: str, message: str
+) -> None:
+    """A setting refused when read, or only once the listeners are known, stops the start with exit 2
+    before the data directory is touched."""
+    before = listing(data_dir)
+    result = serve(data_dir, "127.0.0.1:0", "127.0.0.1:0", "--set", flag)
+    assert result.returncode == 2 and no_traceback(result.stderr), result.stderr
+    assert last_line(result.stderr).startswith(message)
+    assert listing(data_dir) == before
+
+
+def test_a_clean_stop_survives_a_refused_start(used_data_dir: Path, busy_port: int) -> None:
+    """A start refused for a busy port leaves the clean-shutdown marker, so the next start is clean."""
+    assert (used_data_dir / CLEAN_SHUTDOWN_MARKER).exists()
+    assert serve(used_data_dir, f"127.0.0.1:{busy_port}").returncode == 4
+    server = KcoordProcess(used_data_dir).start()
+    try:
+        assert server.events("log_store.opened")[0]["clean_shutdown"] is True
+    finally:
+        assert server.terminate() == 0
 
 
 def test_data_dir_under_a_file_exits_3(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from kcoord.cluster.membership import ClusterMembership, LeaseSettings, LogOnlyH
 from kcoord.protocol.record_batch import iter_batches
 from kcoord.storage import LogConfig
 from kcoord.storage.postgres import PostgresLogStore
+from kcoord.storage.postgres.hold import HoldMode
 from kcoord.storage.postgres.ownership import EpochStart, Ownership
 from tests.storage.helpers import build_batch
 from tests.support.postgres import PostgresCluster
@@ -33,7 +34,10 @@ async def test_each_claim_records_where_its_epoch_starts(postgres_cluster: Postg
     """Node 1 claims (epoch 1 from offset 0) and appends three batches stamped 1; node 2 takes over
     (epoch 2 from offset 3) and stamps 2; epoch 1 then ends at 3, epoch 2 at the log end."""
     url = postgres_cluster.create_database()
-    stores = [PostgresLogStore(url, LogConfig(), retention_check_interval_ms=0) for _ in range(2)]
+    stores = [
+        PostgresLogStore(url, LogConfig(), retention_check_interval_ms=0, hold=HoldMode.SHARED)
+        for _ in range(2)
+    ]
     for store in stores:
         await store.open()
     await stores[0].create("t", 0)

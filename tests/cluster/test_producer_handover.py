@@ -67,7 +67,8 @@ async def test_producer_state_follows_the_partition_to_its_next_owner(
     one, two = two_nodes
     ownership = Ownership(one.pool)
     assert await ownership.register(1, "127.0.0.1", 9001, LEASE_MS)
-    assert await ownership.register(2, "127.0.0.1", 9002, LEASE_MS)
+    node_two = Ownership(two.pool)  # node 2's own process: its own incarnation
+    assert await node_two.register(2, "127.0.0.1", 9002, LEASE_MS)
     await one.create("t", 0)
     producers_one = clustered(one, tmp_path / "one")
     handover_one = ProducerHandover(producers_one, PostgresProducerSnapshots(one.pool))
@@ -83,7 +84,7 @@ async def test_producer_state_follows_the_partition_to_its_next_owner(
         offsets.append(result.base_offset)
 
     await ownership.release(1, "t", 0)
-    epoch_two = await Ownership(two.pool).claim(2, "t", 0)
+    epoch_two = await node_two.claim(2, "t", 0)
     assert epoch_two is not None
     producers_two = clustered(two, tmp_path / "two")
     handover_two = ProducerHandover(producers_two, PostgresProducerSnapshots(two.pool))

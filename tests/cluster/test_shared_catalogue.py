@@ -18,6 +18,7 @@ from kcoord.storage import LogConfig
 from kcoord.storage.api import PartitionLog
 from kcoord.storage.memory import MemoryLogStore
 from kcoord.storage.postgres import PostgresLogStore
+from kcoord.storage.postgres.hold import HoldMode
 from tests.apis.broker.topic_app import make_settings
 from tests.support.postgres import PostgresCluster
 
@@ -27,7 +28,7 @@ class Node:
 
     def __init__(self, url: str, data_dir: Path) -> None:
         self.data_dir = data_dir
-        self.store = PostgresLogStore(url, LogConfig(), retention_check_interval_ms=0)
+        self.store = PostgresLogStore(url, LogConfig(), retention_check_interval_ms=0, hold=HoldMode.SHARED)
         self.applied: list[str] = []
         self.shared = SharedCatalogue(self.store, self)
         self.topics = TopicManager(self.store, make_settings(), data_dir, shared=self.shared)

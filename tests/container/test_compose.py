@@ -123,7 +123,8 @@ def test_grafana_provisions_the_datasource_and_dashboard(compose: dict[str, Any]
 
 def test_cluster_profile_runs_three_nodes_over_one_postgres() -> None:
     """The ``cluster`` profile adds PostgreSQL and three clustered nodes with distinct ids, each
-    advertising the loopback port it is published on, all on the same database."""
+    advertising the loopback port it is published on, all on the same database, whose URL carries no
+    password (PGPASSWORD does)."""
     compose = compose_config("cluster")
     nodes = [f"kcoord-{n}" for n in (1, 2, 3)]
     assert {"postgres", *nodes} <= set(compose["services"])
@@ -136,8 +137,9 @@ def test_cluster_profile_runs_three_nodes_over_one_postgres() -> None:
         assert settings["kcoord.cluster.enable"] == "true"
         ids.add(str(settings["node.id"]))
         urls.add(settings["kcoord.storage.url"])
+        assert env["PGPASSWORD"]  # the password comes from libpq's variable, not the URL
         published = {int(p["target"]): int(p["published"]) for p in service["ports"]}
         assert port_of(settings["advertised.listeners"]) == published[port_of(settings["listeners"])]
     assert ids == {"1", "2", "3"}
     (url,) = urls
-    assert "@postgres:" in url
+    assert "@postgres:" in url and ":" not in url.removeprefix("postgresql://").split("@")[0]

@@ -27,16 +27,17 @@ async def test_a_claim_fences_the_former_owner(
     one, two = two_nodes
     ownership = Ownership(one.pool)
     assert await ownership.register(1, "127.0.0.1", 9001, LEASE_MS)
-    assert await ownership.register(2, "127.0.0.1", 9002, LEASE_MS)
+    node_two = Ownership(two.pool)  # node 2's own process: its own incarnation
+    assert await node_two.register(2, "127.0.0.1", 9002, LEASE_MS)
     await one.create("t", 0)
     epoch_one = await ownership.claim(1, "t", 0)
     assert epoch_one == 1
     log_one = await one.reopen("t", 0, epoch_one)
     assert (await log_one.append(make_batch([b"a"]))).base_offset == 0
 
-    assert await ownership.claim(2, "t", 0) is None  # node 1 is live and owns it
+    assert await node_two.claim(2, "t", 0) is None  # node 1 is live and owns it
     await ownership.release(1, "t", 0)
-    epoch_two = await Ownership(two.pool).claim(2, "t", 0)
+    epoch_two = await node_two.claim(2, "t", 0)
     assert epoch_two == 2
     log_two = await two.reopen("t", 0, epoch_two)
 
@@ -121,3 +122,27 @@ async def test_structural_changes_are_fenced_too(
         await log_one.truncate_to(0)
     fresh = await two.reopen("t", 0, 2)
     assert [base for base, _, _ in batches_of(await fresh.read_async(0, 1 << 20))] == [0, 1]
+
+
+async def test_a_taken_over_incarnation_can_do_nothing_as_the_node_id(
+    two_nodes: tuple[PostgresLogStore, PostgresLogStore],
+) -> None:
+    """Once another incarnation registered id 1 (the first's lease had lapsed), the first cannot renew,
+    claim, release or deregister as id 1, and :meth:`Ownership.holder` names the new incarnation."""
+    one, two = two_nodes
+    old, new = Ownership(one.pool), Ownership(two.pool)
+    await one.create("t", 0)
+    assert await old.register(1, "127.0.0.1", 9001, 300)
+    await asyncio.sleep(0.4)
+    assert await new.register(1, "127.0.0.1", 9002, LEASE_MS)
+    assert await new.claim(1, "t", 0) == 1
+    holder = await old.holder(1)
+    assert holder is not None and holder.live and holder.incarnation == new.incarnation
+    assert not await old.renew(1, LEASE_MS)
+    assert await old.claim(1, "t", 0) is None
+    await old.release(1, "t", 0)
+    assert not await old.deregister(1)
+    assert [(o.node_id, o.epoch) for o in await new.owners()] == [(1, 1)]
+    assert await new.renew(1, LEASE_MS)
+    assert await new.deregister(1)
+    assert await new.holder(1) is None

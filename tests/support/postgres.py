@@ -45,7 +45,9 @@ def _free_port() -> int:
 class PostgresCluster:
     """One running cluster: its port, its superuser, and databases made on demand."""
 
-    def __init__(self) -> None:
+    def __init__(self, password: str | None = None) -> None:
+        """``password``: the superuser's, asked of every TCP client (SCRAM) instead of trusting them."""
+        self.password = password
         self.bin_dir = find_bin_dir()
         self.root = Path(tempfile.mkdtemp(prefix="kcoord-pg-"))
         self.data_dir = self.root / "data"
@@ -58,7 +60,8 @@ class PostgresCluster:
         command = [str(self.bin_dir / args[0]), *args[1:]]
         if self._as_postgres:
             command = ["runuser", "-u", SUPERUSER, "--", *command]
-        return subprocess.run(command, check=True, capture_output=True, text=True, timeout=timeout)
+        env = {**os.environ, "PGPASSWORD": self.password} if self.password else None
+        return subprocess.run(command, check=True, capture_output=True, text=True, timeout=timeout, env=env)
 
     def start(self) -> PostgresCluster:
         self.socket_dir.mkdir(parents=True)
@@ -66,9 +69,14 @@ class PostgresCluster:
             user = pwd.getpwnam(SUPERUSER)
             for path in (self.root, self.socket_dir):
                 os.chown(path, user.pw_uid, user.pw_gid)
-        self._run(
-            "initdb", "-D", str(self.data_dir), "-U", SUPERUSER, "-A", "trust", "-E", "UTF8", "--no-sync"
-        )
+        auth = ["-A", "trust"]
+        if self.password is not None:
+            password_file = self.root / "superuser-password"
+            password_file.write_text(self.password + "\n")
+            if self._as_postgres:
+                os.chown(password_file, user.pw_uid, user.pw_gid)
+            auth = ["--auth-local=trust", "--auth-host=scram-sha-256", f"--pwfile={password_file}"]
+        self._run("initdb", "-D", str(self.data_dir), "-U", SUPERUSER, *auth, "-E", "UTF8", "--no-sync")
         self.start_server()
         return self
 

@@ -72,12 +72,19 @@ def new_cluster_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
-def load_or_create_identity(data_dir: Path, configured_node_id: int) -> NodeIdentity:
+def read_identity(data_dir: Path, configured_node_id: int) -> tuple[NodeIdentity, bool]:
+    """The directory's identity, or (True) a new one to be written by :func:`write_identity` once the
+    node holds its data directory: reading it writes nothing."""
     path = data_dir / META_FILE
     if path.exists():
         props = _read_properties(path)
-        return NodeIdentity(int(props["node.id"]), props["cluster.id"])
-    identity = NodeIdentity(configured_node_id, new_cluster_id())
+        return NodeIdentity(int(props["node.id"]), props["cluster.id"]), False
+    return NodeIdentity(configured_node_id, new_cluster_id()), True
+
+
+def write_identity(data_dir: Path, identity: NodeIdentity) -> None:
+    """Keep ``identity`` in ``meta.properties`` (temporary file, fsync, rename)."""
+    path = data_dir / META_FILE
     data_dir.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     with tmp.open("w", encoding="utf-8") as fh:
@@ -85,7 +92,6 @@ def load_or_create_identity(data_dir: Path, configured_node_id: int) -> NodeIden
         fh.flush()
         os.fsync(fh.fileno())
     tmp.replace(path)
-    return identity
 
 
 def _read_properties(path: Path) -> dict[str, str]:

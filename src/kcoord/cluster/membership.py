@@ -12,6 +12,15 @@ comes before the database lets any other node claim (the lease there starts late
 statement runs). When renewals fail (the database is unreachable, or the node was paused past its
 lease) it stops serving at that local deadline and drops every partition; epoch fencing in the
 commit round refuses any write that was still in flight.
+
+A node id is one process at a time. Each process registers under a random incarnation
+(:class:`~kcoord.storage.postgres.ownership.Ownership`). Starting, a process waits for a lease on
+its id to lapse (a crashed predecessor's), but is refused (:class:`NodeIdInUseError`) as soon as it
+sees that lease renewed: a live process holds the id. A process whose id another took over while
+its own lease had lapsed (it was paused, say) finds its renewals refused and another incarnation
+registered: it steps down, never registers again, and tells its owner (``on_displaced``), which
+stops it. Its claims, releases and deregistration name its incarnation, so none of them can touch
+what the id's new holder owns.
 """
 
 from __future__ import annotations
@@ -29,7 +38,14 @@ from kcoord.cluster.identity import BrokerAddress
 from kcoord.cluster.topic_names import CONSUMER_OFFSETS
 from kcoord.protocol.errors import KafkaError
 from kcoord.storage.api import PartitionLog
-from kcoord.storage.postgres.ownership import LiveNode, Ownership, OwnershipMove, PartitionOwner
+from kcoord.storage.holding import StoreHeldError
+from kcoord.storage.postgres.ownership import (
+    LiveNode,
+    Ownership,
+    OwnershipMove,
+    PartitionOwner,
+    Registration,
+)
 
 __all__ = [
     "ClusterMembership",
@@ -37,6 +53,7 @@ __all__ = [
     "LogOnlyHost",
     "MembershipDirectory",
     "MembershipObserver",
+    "NodeIdInUseError",
     "PartitionHost",
 ]
 
@@ -47,6 +64,10 @@ PartitionKey = tuple[str, int]
 STOP_STEP_TIMEOUT_S = 5.0
 """How long each step of a clean exit (ending the renewal loop, dropping the partitions, releasing
 them in the database) may take before the exit goes on without it."""
+
+
+class NodeIdInUseError(StoreHeldError):
+    """Another live process holds this node id: it renewed its lease while this one waited."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,9 +156,17 @@ class ClusterMembership:
         self.owners: dict[PartitionKey, PartitionOwner] = {}
         """Every partition's owner as last read."""
         self._view_changes = 0
-        self._log = log.bind(node_id=node_id)
+        self.on_displaced: Callable[[str], None] | None = None
+        """Called once another process has taken this node id over; the message says so."""
+        self.displaced: str | None = None
+        self._log = log.bind(node_id=node_id, incarnation=self.incarnation)
 
     # -- what the edge asks
+
+    @property
+    def incarnation(self) -> str:
+        """This process's registration of the node id (random per process)."""
+        return str(self._ownership.incarnation)
 
     def serving(self) -> bool:
         """Whether this node's lease is certainly still live (its own monotonic clock, with a margin)."""
@@ -205,11 +234,19 @@ class ClusterMembership:
         """Register (waiting for a previous incarnation's lease to lapse), claim a share, keep renewing."""
         host, port = self._advertised()
         deadline = self._monotonic() + self._settings.register_timeout_ms / 1000
+        seen: Registration | None = None
         while True:
             sent = self._monotonic()
             try:
                 if await self._ownership.register(self.node_id, host, port, self._settings.lease_ms):
                     break
+                holder = await self._ownership.holder(self.node_id)
+                if _renewed_since(seen, holder):
+                    raise NodeIdInUseError(
+                        f"node id {self.node_id} is held by another live kcoord process (it keeps"
+                        " renewing its lease): give this node another node.id"
+                    )
+                seen = holder
                 reason = "node id held by a live lease"
             except KafkaError as exc:
                 reason = str(exc)
@@ -243,18 +280,22 @@ class ClusterMembership:
         except TimeoutError:
             self._log.warning("cluster.drop_timed_out", timeout_s=STOP_STEP_TIMEOUT_S)
         try:
-            await asyncio.wait_for(self._ownership.deregister(self.node_id), STOP_STEP_TIMEOUT_S)
-            self._log.info("cluster.deregistered")
+            if await asyncio.wait_for(self._ownership.deregister(self.node_id), STOP_STEP_TIMEOUT_S):
+                self._log.info("cluster.deregistered")
+            else:
+                self._log.info("cluster.deregister_skipped", reason="another process holds the node id")
         except (KafkaError, TimeoutError) as exc:
             self._log.warning("cluster.deregister_failed", error=str(exc) or type(exc).__name__)
 
     async def _run(self) -> None:
-        while True:
+        while self.displaced is None:
             await asyncio.sleep(self._settings.renew_ms / 1000)
             await self.tick()
 
     async def tick(self) -> None:
         """One renewal and one reconciliation (the loop's step; tests call it directly)."""
+        if self.displaced is not None:
+            return
         sent = self._monotonic()
         try:
             remaining = max(0.05, self._deadline - sent)
@@ -267,6 +308,15 @@ class ClusterMembership:
                 await self._step_down("lease not renewed in time")
             return
         if not renewed:
+            try:
+                holder = await self._ownership.holder(self.node_id)
+            except KafkaError as exc:
+                self._log.warning("cluster.renew_failed", error=str(exc))
+                await self._step_down("lease lapsed")
+                return
+            if holder is not None and holder.incarnation != self._ownership.incarnation:
+                await self._displace(holder)
+                return
             await self._step_down("lease lapsed")
             try:
                 host, port = self._advertised()
@@ -283,6 +333,18 @@ class ClusterMembership:
     def _extend(self, sent: float) -> None:
         margin = self._settings.renew_ms
         self._deadline = sent + (self._settings.lease_ms - margin) / 1000
+
+    async def _displace(self, holder: Registration) -> None:
+        """Another process registered this node id while this one's lease had lapsed: step down for good."""
+        message = (
+            f"node id {self.node_id} was taken over by another kcoord process (incarnation"
+            f" {holder.incarnation}) while this one's lease had lapsed; this process stops"
+        )
+        await self._step_down("node id taken over by another process")
+        self.displaced = message
+        self._log.warning("cluster.node_id_taken_over", holder=str(holder.incarnation), reason=message)
+        if self.on_displaced is not None:
+            self.on_displaced(message)
 
     async def _step_down(self, reason: str) -> None:
         self._deadline = 0.0
@@ -358,6 +420,17 @@ class ClusterMembership:
         self._log.info(
             "cluster.partition_released", topic=topic, partition=partition, epoch=epoch, reason=reason
         )
+
+
+def _renewed_since(seen: Registration | None, now: Registration | None) -> bool:
+    """Whether the same incarnation still holds the id, live, with a lease it extended meanwhile."""
+    return (
+        seen is not None
+        and now is not None
+        and now.live
+        and now.incarnation == seen.incarnation
+        and now.lease_expires_at_ms > seen.lease_expires_at_ms
+    )
 
 
 class MembershipDirectory:

@@ -339,8 +339,8 @@ DEFINITIONS: tuple[Definition, ...] = (
         "kcoord.storage.url",
         "",
         _str,
-        "Log engine: file:///path, memory:// or postgresql://user:password@host:port/db;"
-        " empty: file:// under log.dirs.",
+        "Log engine: file:///path, memory:// or postgresql://user@host:port/db (password from PGPASSWORD"
+        " or PGPASSFILE); empty: file:// under log.dirs.",
     ),
     Definition(
         "kcoord.storage.postgres.cache.bytes",

@@ -79,14 +79,28 @@ class HttpEndpoint:
         self._connections: set[asyncio.Task[None]] = set()
         self.bound: tuple[str, int] | None = None
 
-    async def start(self) -> tuple[str, int]:
-        """Bind and start serving; returns the address actually bound (port 0 resolved)."""
-        self._server = await asyncio.start_server(
-            self._serve, self._host, self._port, reuse_address=True, ssl=self._ssl_context
-        )
-        sockname = self._server.sockets[0].getsockname()
-        self.bound = (str(sockname[0]), int(sockname[1]))
+    async def bind(self) -> tuple[str, int]:
+        """Bind without serving yet (see :meth:`kcoord.server.listener.Listener.bind`); returns the
+        address actually bound (port 0 resolved)."""
+        if self.bound is None:
+            self._server = await asyncio.start_server(
+                self._serve,
+                self._host,
+                self._port,
+                reuse_address=True,
+                ssl=self._ssl_context,
+                start_serving=False,
+            )
+            sockname = self._server.sockets[0].getsockname()
+            self.bound = (str(sockname[0]), int(sockname[1]))
         return self.bound
+
+    async def start(self) -> tuple[str, int]:
+        """Bind (if not yet bound) and start serving; returns the address actually bound."""
+        bound = await self.bind()
+        assert self._server is not None
+        await self._server.start_serving()
+        return bound
 
     async def stop(self) -> None:
         if self._server is not None:

@@ -61,15 +61,33 @@ class Listener:
     def open_connections(self) -> int:
         return len(self._connections)
 
-    async def start(self) -> tuple[str, int]:
-        """Bind and start accepting; returns the address actually bound (port 0 resolved)."""
-        self._server = await asyncio.start_server(
-            self._accept, self._host, self._port, reuse_address=True, ssl=self._ssl_context
-        )
-        sockname = self._server.sockets[0].getsockname()
-        self.bound = (str(sockname[0]), int(sockname[1]))
-        self._sweeper = asyncio.get_running_loop().create_task(self._sweep_idle())
+    async def bind(self) -> tuple[str, int]:
+        """Bind without accepting yet; returns the address actually bound (port 0 resolved).
+
+        A node binds every address before it opens its data, so a port in use stops the start
+        before anything is read or written; connections wait in the backlog until :meth:`start`.
+        """
+        if self.bound is None:
+            self._server = await asyncio.start_server(
+                self._accept,
+                self._host,
+                self._port,
+                reuse_address=True,
+                ssl=self._ssl_context,
+                start_serving=False,
+            )
+            sockname = self._server.sockets[0].getsockname()
+            self.bound = (str(sockname[0]), int(sockname[1]))
         return self.bound
+
+    async def start(self) -> tuple[str, int]:
+        """Bind (if not yet bound) and start accepting; returns the address actually bound."""
+        bound = await self.bind()
+        assert self._server is not None
+        await self._server.start_serving()
+        if self._sweeper is None:
+            self._sweeper = asyncio.get_running_loop().create_task(self._sweep_idle())
+        return bound
 
     async def stop_accepting(self) -> None:
         if self._server is not None:

@@ -79,8 +79,14 @@ class ListenerSet:
     def open_connections(self) -> int:
         return sum(listener.open_connections for listener in self.listeners)
 
+    async def bind(self) -> dict[str, tuple[str, int]]:
+        """Bind every listener without accepting yet; returns name -> address actually bound."""
+        for listener in self.listeners:
+            self.bound[listener.name] = await listener.bind()
+        return dict(self.bound)
+
     async def start(self) -> dict[str, tuple[str, int]]:
-        """Bind every listener; returns name -> address actually bound (port 0 resolved)."""
+        """Bind (where not yet bound) and start accepting on every listener; name -> bound address."""
         for listener in self.listeners:
             self.bound[listener.name] = await listener.start()
         return dict(self.bound)

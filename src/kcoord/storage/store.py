@@ -27,7 +27,8 @@ def open_store(
 
     ``log_cleaner_backoff_ms`` is how often the cleaner looks for logs to compact (0: never).
     For ``postgresql://``: ``postgres_cache_bytes`` bounds the batch cache (None: the engine's
-    default), and ``owned_only`` (one node of a cluster) opens a partition only when it is claimed.
+    default), and ``owned_only`` (one node of a cluster) opens a partition only when it is claimed and
+    holds the database shared with the other nodes (alone, a node holds it exclusively).
     """
     parts = urlsplit(url)
     if parts.scheme == "memory":
@@ -52,6 +53,7 @@ def open_store(
         )
     if parts.scheme in ("postgresql", "postgres"):
         from kcoord.storage.postgres import PostgresLogStore
+        from kcoord.storage.postgres.hold import HoldMode
         from kcoord.storage.postgres.store import DEFAULT_CACHE_BYTES
 
         return PostgresLogStore(
@@ -62,6 +64,7 @@ def open_store(
             log_cleaner_backoff_ms=log_cleaner_backoff_ms,
             cache_bytes=DEFAULT_CACHE_BYTES if postgres_cache_bytes is None else postgres_cache_bytes,
             owned_only=owned_only,
+            hold=HoldMode.SHARED if owned_only else HoldMode.EXCLUSIVE,
         )
     # Only the scheme is named: the rest of the URL may carry a password.
     raise ValueError(f"no log engine for {parts.scheme}:// (use file:///path, memory:// or postgresql://...)")

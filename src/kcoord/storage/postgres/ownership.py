@@ -4,6 +4,12 @@ A node registers its id and advertised address in ``cluster_nodes`` with a lease
 database's clock (``now()``), so nodes never compare their own clocks. A node is live while its
 lease has not expired; a node that stops renewing is gone once it lapses.
 
+Each registration carries the registering process's random *incarnation* (as KRaft's broker
+registrations do). Renewing, claiming, releasing and deregistering all name it, so once another
+process has registered the id (after this one's lease lapsed: it was paused, say) this one can do
+none of them: it cannot renew the other's lease, claim or release partitions as the id, or delete
+the other's row. It learns it was taken over from :meth:`Ownership.holder` and steps down.
+
 Each row of ``log_partitions`` names its owner (``owner_node``) and an ``owner_epoch`` that grows
 on every claim. A claim succeeds only when the partition has no owner, is this node's own (a
 restarted node fences its former self), or its owner's lease has lapsed; the epoch it returns is
@@ -14,13 +20,14 @@ to a node that joined) clears the owner at once, so the next owner need not wait
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 
 import asyncpg
 
 from kcoord.storage.postgres.errors import storage_errors
 
-__all__ = ["EpochStart", "LiveNode", "Ownership", "OwnershipMove", "PartitionOwner"]
+__all__ = ["EpochStart", "LiveNode", "Ownership", "OwnershipMove", "PartitionOwner", "Registration"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +43,16 @@ class LiveNode:
     node_id: int
     host: str
     port: int
+
+
+@dataclass(frozen=True, slots=True)
+class Registration:
+    """Who holds a node id: the incarnation that registered it, and its lease (ms on the database's
+    clock, which only ever grows while that incarnation renews)."""
+
+    incarnation: uuid.UUID | None
+    lease_expires_at_ms: int
+    live: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,26 +76,32 @@ class PartitionOwner:
 _LIVE = "lease_expires_at > now()"
 
 _REGISTER = f"""
-INSERT INTO cluster_nodes AS n (node_id, host, port, lease_expires_at)
-VALUES ($1, $2, $3, now() + $4 * interval '1 millisecond')
+INSERT INTO cluster_nodes AS n (node_id, host, port, lease_expires_at, incarnation)
+VALUES ($1, $2, $3, now() + $4 * interval '1 millisecond', $5)
 ON CONFLICT (node_id) DO UPDATE
     SET host = excluded.host, port = excluded.port, lease_expires_at = excluded.lease_expires_at,
-        registered_at = now()
+        registered_at = now(), incarnation = excluded.incarnation
     WHERE NOT n.{_LIVE}
 RETURNING node_id
 """
 
 _RENEW = f"""
 UPDATE cluster_nodes SET lease_expires_at = now() + $2 * interval '1 millisecond'
-WHERE node_id = $1 AND {_LIVE}
+WHERE node_id = $1 AND incarnation = $3 AND {_LIVE}
 RETURNING node_id
 """
+
+_MINE = "EXISTS (SELECT 1 FROM cluster_nodes me WHERE me.node_id = $1 AND me.incarnation = $4)"
+"""This incarnation still holds the node id ($1: the id, $4: the incarnation)."""
+_MINE_AND_LIVE = (
+    f"EXISTS (SELECT 1 FROM cluster_nodes me WHERE me.node_id = $1 AND me.incarnation = $4 AND me.{_LIVE})"
+)
 
 _CLAIM = f"""
 WITH claimed AS (
     UPDATE log_partitions AS p SET owner_node = $1, owner_epoch = p.owner_epoch + 1
     WHERE p.topic = $2 AND p.partition_id = $3
-      AND EXISTS (SELECT 1 FROM cluster_nodes me WHERE me.node_id = $1 AND me.{_LIVE})
+      AND {_MINE_AND_LIVE}
       AND (p.owner_node IS NULL OR p.owner_node = $1
            OR NOT EXISTS (SELECT 1 FROM cluster_nodes o WHERE o.node_id = p.owner_node AND o.{_LIVE}))
     RETURNING p.owner_epoch
@@ -94,10 +117,12 @@ SELECT owner_epoch FROM claimed
 
 
 class Ownership:
-    """The cluster tables of one database, reached through a store's pool."""
+    """The cluster tables of one database, reached through a store's pool, as one process (one
+    incarnation, random unless given) sees them."""
 
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: asyncpg.Pool, incarnation: uuid.UUID | None = None) -> None:
         self._pool = pool
+        self.incarnation = incarnation or uuid.uuid4()
 
     async def cluster_id(self, proposed: str) -> str:
         """The cluster's id: ``proposed`` if this is the first node ever, else the one stored."""
@@ -113,25 +138,44 @@ class Ownership:
         return stored
 
     async def register(self, node_id: int, host: str, port: int, lease_ms: int) -> bool:
-        """Take ``node_id`` with a fresh lease; False while another holder's lease on it is still live."""
+        """Take ``node_id`` as this incarnation with a fresh lease; False while a lease on it is live."""
         with storage_errors("register node"):
-            row = await self._pool.fetchval(_REGISTER, node_id, host, port, lease_ms)
+            row = await self._pool.fetchval(_REGISTER, node_id, host, port, lease_ms, self.incarnation)
         return row is not None
 
     async def renew(self, node_id: int, lease_ms: int) -> bool:
-        """Extend the lease; False when it had lapsed already (the node must step down and register again)."""
+        """Extend this incarnation's lease; False when it had lapsed already or another incarnation
+        holds the id (:meth:`holder` tells which)."""
         with storage_errors("renew lease"):
-            row = await self._pool.fetchval(_RENEW, node_id, lease_ms)
+            row = await self._pool.fetchval(_RENEW, node_id, lease_ms, self.incarnation)
         return row is not None
 
-    async def deregister(self, node_id: int) -> None:
-        """A clean exit: release every partition the node owns and drop its row, in one transaction."""
+    async def holder(self, node_id: int) -> Registration | None:
+        """Who holds ``node_id`` now (None: nobody has registered it, or its holder left)."""
+        with storage_errors("read registration"):
+            row = await self._pool.fetchrow(
+                "SELECT incarnation, (extract(epoch FROM lease_expires_at) * 1000)::bigint AS expires_ms,"
+                f" {_LIVE} AS live FROM cluster_nodes WHERE node_id = $1",
+                node_id,
+            )
+        return None if row is None else Registration(row["incarnation"], row["expires_ms"], row["live"])
+
+    async def deregister(self, node_id: int) -> bool:
+        """A clean exit: drop this incarnation's row and release every partition the node id owns, in
+        one transaction; nothing (False) when another incarnation holds the id now."""
         with storage_errors("deregister node"):
             async with self._pool.acquire() as connection, connection.transaction():
+                mine = await connection.fetchval(
+                    "DELETE FROM cluster_nodes WHERE node_id = $1 AND incarnation = $2 RETURNING node_id",
+                    node_id,
+                    self.incarnation,
+                )
+                if mine is None:
+                    return False
                 await connection.execute(
                     "UPDATE log_partitions SET owner_node = NULL WHERE owner_node = $1", node_id
                 )
-                await connection.execute("DELETE FROM cluster_nodes WHERE node_id = $1", node_id)
+        return True
 
     async def live_nodes(self) -> list[LiveNode]:
         """Every node whose lease has not lapsed, by id."""
@@ -156,7 +200,7 @@ class Ownership:
     async def claim(self, node_id: int, topic: str, partition: int) -> int | None:
         """Become the owner of ``topic``-``partition``; the new epoch, or None when it is not free."""
         with storage_errors("claim partition"):
-            epoch: int | None = await self._pool.fetchval(_CLAIM, node_id, topic, partition)
+            epoch: int | None = await self._pool.fetchval(_CLAIM, node_id, topic, partition, self.incarnation)
         return epoch
 
     async def record_epoch_start(self, topic: str, partition: int, epoch: int, start_offset: int) -> None:
@@ -210,12 +254,14 @@ class Ownership:
         ]
 
     async def release(self, node_id: int, topic: str, partition: int) -> None:
-        """Give the partition up (if still ours) so its next owner can claim it at once."""
+        """Give the partition up (if still ours: this incarnation still holds the owning id) so its
+        next owner can claim it at once."""
         with storage_errors("release partition"):
             await self._pool.execute(
                 "UPDATE log_partitions SET owner_node = NULL"
-                " WHERE topic = $2 AND partition_id = $3 AND owner_node = $1",
+                f" WHERE topic = $2 AND partition_id = $3 AND owner_node = $1 AND {_MINE}",
                 node_id,
                 topic,
                 partition,
+                self.incarnation,
             )

@@ -17,7 +17,8 @@ epoch) starts in the log, which OffsetForLeaderEpoch answers from. Version 7 add
 idempotent producers need across nodes (:mod:`kcoord.storage.postgres.producer_ids`,
 :mod:`kcoord.storage.postgres.producer_snapshots`). Version 8 keeps the dynamic broker configs every
 node applies (:mod:`kcoord.storage.postgres.broker_configs`). Version 9 adds the security state every
-node shares (:mod:`kcoord.storage.postgres.shared_documents`).
+node shares (:mod:`kcoord.storage.postgres.shared_documents`). Version 10 records which process
+(a random incarnation id) registered each node id, so a process whose id was taken over cannot renew it.
 """
 
 from __future__ import annotations
@@ -197,6 +198,13 @@ MIGRATIONS: list[tuple[int, str, str]] = [
             document jsonb NOT NULL,
             version bigint NOT NULL
         );
+        """,
+    ),
+    (
+        10,
+        "cluster: the incarnation (the process) that registered each node id",
+        """
+        ALTER TABLE cluster_nodes ADD COLUMN incarnation uuid;
         """,
     ),
 ]

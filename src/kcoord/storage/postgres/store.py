@@ -1,4 +1,8 @@
-"""``postgresql://user:password@host:port/database``: the logs of a node kept in PostgreSQL.
+"""``postgresql://user@host:port/database``: the logs of a node kept in PostgreSQL.
+
+The password is best kept off the URL (which ``ps`` shows when it is given as ``--storage``): as with
+libpq, it is taken from ``PGPASSWORD`` or from the password file ``PGPASSFILE`` names (``~/.pgpass``
+by default, mode 0600), which asyncpg reads when the URL has none.
 
 Opening connects a small pool and applies the schema migrations (:mod:`.schema`). A node that
 serves every partition (one node alone) then loads every partition's *index* (the batch rows
@@ -23,6 +27,7 @@ from kcoord.storage.api import LogConfig, PartitionLog
 from kcoord.storage.postgres.batch_cache import BatchCache
 from kcoord.storage.postgres.committer import PostgresCommitter
 from kcoord.storage.postgres.errors import storage_errors
+from kcoord.storage.postgres.hold import DatabaseHold, HoldMode
 from kcoord.storage.postgres.log import PostgresLog
 from kcoord.storage.postgres.schema import Connection, migrate
 from kcoord.storage.postgres.segment import PostgresSegment, segment_from_rows
@@ -44,6 +49,8 @@ CLOSE_TIMEOUT_S = 5.0
 """How long closing waits for the logs' pending rounds, then for the pool's connections."""
 DEFAULT_CACHE_BYTES = 256 << 20
 """``kcoord.storage.postgres.cache.bytes``'s default."""
+_REFUSALS = (asyncpg.InvalidAuthorizationSpecificationError, asyncpg.InvalidCatalogNameError)
+"""A wrong user or password, or no such database: waiting does not mend these, the start fails at once."""
 
 
 class PostgresLogStore(StoreBase[PostgresLog]):
@@ -59,6 +66,7 @@ class PostgresLogStore(StoreBase[PostgresLog]):
         log_cleaner_backoff_ms: int = 15000,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
         owned_only: bool = False,
+        hold: HoldMode = HoldMode.EXCLUSIVE,
     ) -> None:
         super().__init__(
             default_config,
@@ -75,6 +83,8 @@ class PostgresLogStore(StoreBase[PostgresLog]):
         """One node of several: hold a partition only once :meth:`reopen` claimed it."""
         self._configs: dict[tuple[str, int], LogConfig] = {}
         """The config :meth:`create` gave each partition, for when it is (re)opened later."""
+        self.hold = DatabaseHold(dsn, hold, connect_timeout_s=CONNECT_TIMEOUT_S)
+        """The node's lock on the database (:mod:`.hold`): exclusive alone, shared in a cluster."""
 
     @property
     def committer(self) -> PostgresCommitter:
@@ -83,13 +93,22 @@ class PostgresLogStore(StoreBase[PostgresLog]):
         return self._committer
 
     async def open(self) -> None:
+        """Take the database's lock (or raise :class:`~kcoord.storage.holding.StoreHeldError`), then
+        migrate the schema and load; a failed open lets go of what it took."""
         pool = self._pool = await self._connect()
         self._committer = PostgresCommitter(pool)
-        with storage_errors("load"):
-            async with pool.acquire() as connection:
-                version = await migrate(connection)
-                if not self._owned_only:
-                    await self._load(connection)
+        try:
+            with storage_errors("load"):
+                async with pool.acquire() as connection:
+                    version = await migrate(connection)
+                    await self.hold.remember(connection)
+                    if not self._owned_only:
+                        await self._load(connection)
+        except BaseException:
+            self._pool = None
+            pool.terminate()
+            await self.hold.release()
+            raise
         logger.info(
             "log_store.opened",
             engine="postgresql",
@@ -101,22 +120,29 @@ class PostgresLogStore(StoreBase[PostgresLog]):
         self._start_background()
 
     async def _connect(self) -> asyncpg.Pool:
-        """The pool, retrying for up to ``START_WAIT_S`` while the database is not up yet (a node and
-        its database often start together)."""
+        """The database's lock, then the pool, retrying for up to ``START_WAIT_S`` while the database is
+        not up yet (a node and its database often start together). Every connection the pool hands
+        out first passes the hold's fence."""
         deadline = time.monotonic() + START_WAIT_S
         delay = 0.25
         while True:
             try:
                 with storage_errors("connect"):
-                    return await asyncpg.create_pool(
-                        self._dsn,
-                        min_size=1,
-                        max_size=POOL_SIZE,
-                        timeout=CONNECT_TIMEOUT_S,
-                        command_timeout=COMMAND_TIMEOUT_S,
-                    )
+                    await self.hold.acquire()
+                    try:
+                        return await asyncpg.create_pool(
+                            self._dsn,
+                            min_size=1,
+                            max_size=POOL_SIZE,
+                            timeout=CONNECT_TIMEOUT_S,
+                            command_timeout=COMMAND_TIMEOUT_S,
+                            setup=self.hold.check,
+                        )
+                    except BaseException:
+                        await self.hold.release()
+                        raise
             except KafkaError as exc:
-                if time.monotonic() + delay > deadline:
+                if time.monotonic() + delay > deadline or isinstance(exc.__cause__, _REFUSALS):
                     raise
                 logger.warning("postgres.unavailable", retry_in_s=delay, error=str(exc))
                 await asyncio.sleep(delay)
@@ -331,3 +357,4 @@ class PostgresLogStore(StoreBase[PostgresLog]):
             except TimeoutError:
                 logger.warning("log_store.close_timed_out", step="pool", timeout_s=CLOSE_TIMEOUT_S)
                 pool.terminate()
+        await self.hold.release()
