@@ -19,6 +19,7 @@ from urllib.parse import quote
 
 from kcoord.cli import reset_offsets
 from kcoord.cli.admin_client import AdminClient, AdminError
+from kcoord.cli.client_config import add_command_config_argument, client_security
 from kcoord.cli.consumer_groups import (
     MEMBER_HEADERS,
     assigned_partitions,
@@ -62,9 +63,11 @@ def add_commands(commands: Any) -> None:
         parser.add_argument(
             "--bootstrap", metavar="HOST:PORT", default=DEFAULT_BOOTSTRAP, help="default: %(default)s"
         )
+        add_command_config_argument(parser)
     health = commands.add_parser("health", help="exit 0 if the server answers ApiVersions")
     health.add_argument("--bootstrap", metavar="HOST:PORT", default=DEFAULT_BOOTSTRAP)
     health.add_argument("--timeout", type=float, default=5.0, help="seconds")
+    add_command_config_argument(health)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -95,9 +98,9 @@ def _address(value: str, default_port: int) -> tuple[str, int]:
 
 
 def client_for(args: argparse.Namespace, timeout_s: float = 10.0) -> AdminClient:
-    """An admin client for ``--bootstrap``."""
+    """An admin client for ``--bootstrap``, secured as ``--command-config`` and the environment say."""
     host, port = _address(args.bootstrap, 9092)
-    return AdminClient(host, port, timeout_s=timeout_s)
+    return AdminClient(host, port, timeout_s=timeout_s, security=client_security(args))
 
 
 def _health(args: argparse.Namespace) -> int:

@@ -4,7 +4,8 @@ Works on the data directory's credentials file directly, so the first user can b
 the server ever starts (as Kafka's ``kafka-storage format --add-scram``); a running server re-reads
 the file at the next login. Passwords are read from stdin or a prompt, never from the command
 line, and only salted, iterated keys are stored. Once a SASL listener is up, clients' admin APIs
-(AlterUserScramCredentials) manage the same file.
+(AlterUserScramCredentials) manage the same file; with ``--bootstrap`` (and ``--command-config``)
+these commands use those APIs through the server (:mod:`kcoord.cli.users_remote`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kcoord.cli import users_remote
+from kcoord.cli.client_config import add_command_config_argument
 from kcoord.security.credentials import CredentialFile
 from kcoord.security.scram import MAX_ITERATIONS, ScramCredential, ScramMechanism
 
@@ -42,13 +45,18 @@ def add_commands(commands: Any) -> None:
     delete.add_argument("name")
     delete.add_argument("--mechanism", action="append", choices=_MECHANISMS, help="default: all")
     for parser in (add, listing, delete):
-        parser.add_argument(
-            "--data-dir", metavar="DIR", default=DEFAULT_DATA_DIR, help="log.dirs of the server"
+        target = parser.add_mutually_exclusive_group()
+        target.add_argument(
+            "--data-dir", metavar="DIR", help=f"log.dirs of the server (default: {DEFAULT_DATA_DIR})"
         )
+        target.add_argument("--bootstrap", metavar="HOST:PORT", help="manage the users through a server")
+        add_command_config_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    store = CredentialFile(Path(args.data_dir))
+    if args.bootstrap is not None:
+        return users_remote.run(args, _read_password)
+    store = CredentialFile(Path(args.data_dir or DEFAULT_DATA_DIR))
     try:
         if args.users_command == "add":
             return _add(args, store)
