@@ -55,6 +55,8 @@ def sasl_ssl(tmp_path_factory: pytest.TempPathFactory, pki: Pki) -> Iterator[One
         "sasl.enabled.mechanisms": "SCRAM-SHA-512,PLAIN",
         "authorizer.class.name": AUTHORIZER,
         "super.users": f"User:{ADMIN}",
+        "kcoord.metrics.ssl.enable": "true",
+        "kcoord.metrics.auth.users": ADMIN,
     }
     server = OneListenerKcoord(data_dir, "SASL_SSL", settings).start()
     try:
@@ -279,3 +281,36 @@ def test_refusals_are_one_line_and_exit_1(sasl_ssl: OneListenerKcoord, pki: Pki,
     )
     for done in (failed, denied, plain, bad):
         assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+
+
+def test_http_commands_use_https_and_basic_auth(
+    sasl_ssl: OneListenerKcoord, pki: Pki, tmp_path: Path
+) -> None:
+    """``groups history`` and ``cluster status`` read the endpoint over https with the properties' CA,
+    logging in with sasl.username/sasl.password as HTTP Basic; without them the endpoint says 401."""
+    config = write_properties(tmp_path / "admin.properties", sasl_properties(pki))
+    topic, group = f"history-{uuid.uuid4().hex[:8]}", f"history-group-{uuid.uuid4().hex[:8]}"
+    ok(kcoord(sasl_ssl, "topics", "create", topic, "--partitions", "1", config=config))
+    ok(kcoord(sasl_ssl, "consume", topic, "--group", group, "--idle-timeout-ms", "200", config=config))
+    metrics = ["--metrics", str(sasl_ssl.metrics_address)]
+    history = http_command("groups", "history", group, "--json", *metrics, config=config)
+    assert json.loads(ok(history))[0]["trigger"]
+    status = http_command("cluster", "status", *metrics, config=config)
+    assert ok(status).strip() == "single node (kcoord.cluster.enable is off)"
+    tls_only = write_properties(
+        tmp_path / "tls.properties", {"security.protocol": "SSL", "ssl.ca.location": str(pki.ca_cert)}
+    )
+    refused = http_command("groups", "history", group, *metrics, config=tls_only)
+    assert refused.returncode == 1 and "HTTP 401" in refused.stderr, refused.stderr
+
+
+def http_command(*args: str, config: Path) -> subprocess.CompletedProcess[str]:
+    """A command that reads the HTTP endpoint (``--metrics``), so without ``--bootstrap``."""
+    return subprocess.run(
+        [sys.executable, "-m", "kcoord", *args, "--command-config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={k: v for k, v in os.environ.items() if not k.startswith("KCOORD_")},
+    )

@@ -27,6 +27,7 @@ from kcoord.cli.consumer_groups import (
     consumer_rows,
     member_rows,
 )
+from kcoord.cli.http_endpoint import get_json, url_for
 from kcoord.cli.partition_rows import PARTITION_HEADERS, partition_rows
 from kcoord.config import parse_host_port
 from kcoord.observability.group_views import decode_member_assignment
@@ -48,6 +49,7 @@ def add_commands(commands: Any) -> None:
     history.add_argument(
         "--metrics", metavar="HOST:PORT", default=DEFAULT_METRICS, help="kcoord HTTP endpoint"
     )
+    add_command_config_argument(history)
     delete = group_commands.add_parser("delete", help="delete an empty group and its committed offsets")
     delete.add_argument("group")
     reset = group_commands.add_parser(
@@ -253,10 +255,10 @@ def _print_description(
 
 def _history(args: argparse.Namespace) -> int:
     host, port = _address(args.metrics, 9644)
-    url = f"http://{host}:{port}/v1/groups/{quote(args.group, safe='')}"
+    security = client_security(args)
+    url = url_for(f"{host}:{port}", f"/v1/groups/{quote(args.group, safe='')}", security)
     try:
-        with urllib.request.urlopen(url, timeout=10) as reply:
-            view = json.load(reply)
+        view = get_json(url, security)
     except urllib.error.HTTPError as exc:
         if exc.code == 404:
             raise AdminError(f"unknown group {args.group!r}") from exc
