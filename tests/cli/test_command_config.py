@@ -314,3 +314,10 @@ def http_command(*args: str, config: Path) -> subprocess.CompletedProcess[str]:
         check=False,
         env={k: v for k, v in os.environ.items() if not k.startswith("KCOORD_")},
     )
+
+
+def test_health_needs_only_tls_on_a_sasl_ssl_listener(sasl_ssl: OneListenerKcoord, pki: Pki) -> None:
+    """``kcoord health`` with TLS from KCOORD_CLIENT_* variables answers ok on the SASL_SSL listener
+    (ApiVersions precedes SASL, as in Kafka): the secure compose profile's healthcheck."""
+    env = {"KCOORD_CLIENT_SECURITY_PROTOCOL": "SSL", "KCOORD_CLIENT_SSL_CA_LOCATION": str(pki.ca_cert)}
+    assert ok(kcoord(sasl_ssl, "health", env=env)).strip() == "ok"
