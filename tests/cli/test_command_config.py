@@ -63,6 +63,7 @@ def sasl_ssl(tmp_path_factory: pytest.TempPathFactory, pki: Pki) -> Iterator[One
         yield server
     finally:
         server.terminate()
+    assert_no_errors(server)
 
 
 @pytest.fixture(scope="module")
@@ -79,6 +80,13 @@ def mtls(tmp_path_factory: pytest.TempPathFactory, pki: Pki) -> Iterator[OneList
         yield server
     finally:
         server.terminate()
+    assert_no_errors(server)
+
+
+def assert_no_errors(server: KcoordProcess) -> None:
+    """The refused logins and requests the tests make are warnings at most, never errors."""
+    errors = [e for e in server.logs if e.get("level") in ("error", "critical")]
+    assert not errors and not [line for line in server.raw_log if "Traceback" in line], errors
 
 
 def write_properties(path: Path, properties: dict[str, str]) -> Path:

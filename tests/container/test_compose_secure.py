@@ -289,6 +289,7 @@ def served(profile: LocalProfile) -> Iterator[ComposeKcoord]:
         yield server
     finally:
         server.terminate()
+    assert not [e for e in server.logs if e.get("level") in ("error", "critical")]
 
 
 def _kcoord(
