@@ -4,8 +4,7 @@ Works on the data directory's credentials file directly, so the first user can b
 the server ever starts (as Kafka's ``kafka-storage format --add-scram``); a running server re-reads
 the file at the next login. Passwords are read from stdin or a prompt, never from the command
 line, and only salted, iterated keys are stored. Once a SASL listener is up, clients' admin APIs
-(AlterUserScramCredentials) manage the same file; with ``--bootstrap`` (and ``--command-config``)
-these commands use those APIs through the server (:mod:`kcoord.cli.users_remote`).
+(AlterUserScramCredentials) manage the same file.
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from kcoord.cli import users_remote
-from kcoord.cli.client_config import add_command_config_argument
 from kcoord.security.credentials import CredentialFile
 from kcoord.security.scram import MAX_ITERATIONS, ScramCredential, ScramMechanism
 
@@ -44,19 +42,17 @@ def add_commands(commands: Any) -> None:
     delete = user_commands.add_parser("delete", help="remove a user (or one of its mechanisms)")
     delete.add_argument("name")
     delete.add_argument("--mechanism", action="append", choices=_MECHANISMS, help="default: all")
+    users_remote.add_arguments(add, listing, delete)
     for parser in (add, listing, delete):
-        target = parser.add_mutually_exclusive_group()
-        target.add_argument(
-            "--data-dir", metavar="DIR", help=f"log.dirs of the server (default: {DEFAULT_DATA_DIR})"
+        parser.add_argument(
+            "--data-dir", metavar="DIR", default=DEFAULT_DATA_DIR, help="log.dirs of the server"
         )
-        target.add_argument("--bootstrap", metavar="HOST:PORT", help="manage the users through a server")
-        add_command_config_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     if args.bootstrap is not None:
         return users_remote.run(args, _read_password)
-    store = CredentialFile(Path(args.data_dir or DEFAULT_DATA_DIR))
+    store = CredentialFile(Path(args.data_dir))
     try:
         if args.users_command == "add":
             return _add(args, store)

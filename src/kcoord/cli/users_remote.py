@@ -1,5 +1,7 @@
 """``kcoord users add|list|delete --bootstrap HOST:PORT``: the same commands through a running server.
 
+With ``--bootstrap`` the data directory (or database) is not touched: the server's own store is.
+
 They speak DescribeUserScramCredentials and AlterUserScramCredentials (v0), as Kafka's
 ``kafka-configs --alter --add-config SCRAM-SHA-512=[...]`` does, so they work against any Kafka
 broker and over any listener ``--command-config`` can reach. The password is salted and iterated
@@ -16,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kcoord.cli.admin_client import AdminClient, AdminError
+from kcoord.cli.client_config import add_command_config_argument
 from kcoord.cli.groups import client_for
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import error_name
@@ -25,6 +28,17 @@ DESCRIBE_V = 0
 ALTER_V = 0
 SALT_BYTES = 32
 EXIT_FAILED = 1
+
+
+def add_arguments(*parsers: argparse.ArgumentParser) -> None:
+    """``--bootstrap`` and ``--command-config`` on ``users add``, ``list`` and ``delete``."""
+    for parser in parsers:
+        parser.add_argument(
+            "--bootstrap",
+            metavar="HOST:PORT",
+            help="manage the users through a running server (Alter/DescribeUserScramCredentials)",
+        )
+        add_command_config_argument(parser)
 
 
 def run(args: argparse.Namespace, read_password: Callable[[argparse.Namespace], str]) -> int:
