@@ -89,12 +89,12 @@ def test_environment_names_and_precedence(tmp_path: Path) -> None:
 
 
 def test_the_file_can_come_from_kcoord_command_config(tmp_path: Path) -> None:
-    """Without ``--command-config``, ``KCOORD_COMMAND_CONFIG`` names the file."""
+    """Without ``--command-config``, ``KCOORD_CLIENT_CONFIG`` names the file."""
     path = tmp_path / "c.properties"
     path.write_text(
         "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\nsasl.username=u\nsasl.password=p\n"
     )
-    security = load_client_security(None, {"KCOORD_COMMAND_CONFIG": str(path)}, print)
+    security = load_client_security(None, {"KCOORD_CLIENT_CONFIG": str(path)}, print)
     assert (security.protocol, security.mechanism) == ("SASL_PLAINTEXT", "SCRAM-SHA-256")
     assert not security.tls and security.sasl and security.ssl_context is None
 

@@ -3,9 +3,10 @@
 ``--command-config FILE`` takes a properties file as Kafka's tools do (``key=value`` lines, ``#``
 comments, ``\\`` continuations). Every property can also come from the environment, for
 containers: ``KCOORD_CLIENT_`` and the name in capitals with ``_`` for ``.``
-(``KCOORD_CLIENT_SASL_PASSWORD`` is ``sasl.password``), and ``KCOORD_COMMAND_CONFIG`` names the file
-when the flag is absent. A variable overrides the file's property, as kcoord's own settings layer
-(file < environment < flags).
+(``KCOORD_CLIENT_SASL_PASSWORD`` is ``sasl.password``), and ``KCOORD_CLIENT_CONFIG`` names the file
+when the flag is absent. Every client variable starts with ``KCOORD_CLIENT_``, a prefix no server
+setting has, so a server's container can carry them for its healthcheck. A variable overrides the
+file's property, as kcoord's own settings layer (file < environment < flags).
 
 Understood:
 
@@ -52,7 +53,7 @@ __all__ = [
 ]
 
 ENV_PREFIX = "KCOORD_CLIENT_"
-COMMAND_CONFIG_ENV = "KCOORD_COMMAND_CONFIG"
+COMMAND_CONFIG_ENV = "KCOORD_CLIENT_CONFIG"
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 PROPERTIES = (
@@ -198,7 +199,7 @@ def _read_file(path: str) -> dict[str, str]:
 def _from_environment(environ: Mapping[str, str]) -> dict[str, str]:
     found: dict[str, str] = {}
     for key, value in environ.items():
-        if not key.startswith(ENV_PREFIX):
+        if not key.startswith(ENV_PREFIX) or key == COMMAND_CONFIG_ENV:
             continue
         prop = _ENV_TO_PROPERTY.get(key)
         if prop is None:
@@ -311,7 +312,7 @@ def load_client_security(
     environ: Mapping[str, str],
     warn: Callable[[str], None],
 ) -> ClientSecurity:
-    """``--command-config`` (or ``KCOORD_COMMAND_CONFIG``) overlaid with ``KCOORD_CLIENT_*`` variables."""
+    """``--command-config`` (or ``KCOORD_CLIENT_CONFIG``) overlaid with ``KCOORD_CLIENT_*`` variables."""
     path = command_config or environ.get(COMMAND_CONFIG_ENV) or None
     properties = _read_file(path) if path else {}
     _check_names(properties, warn)

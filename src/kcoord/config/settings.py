@@ -17,9 +17,6 @@ from typing import Any
 from kcoord.config.definitions import BY_NAME, DEFINITIONS
 
 ENV_PREFIX = "KCOORD_"
-CLIENT_ENV_PREFIX = "KCOORD_CLIENT_"
-"""The ``kcoord`` client commands' variables (``--command-config`` properties), not server settings."""
-_NOT_SETTINGS = ("KCOORD_CONFIG", "KCOORD_COMMAND_CONFIG")
 
 
 class SettingsError(ValueError):
@@ -81,7 +78,7 @@ class Settings:
             for name, raw in _read_toml(Path(config_file)).items():
                 values[name] = Value(_parse(name, raw, f"file {config_file}"), f"file {config_file}")
         for key, raw in (os.environ if environ is None else environ).items():
-            if not key.startswith(ENV_PREFIX) or key in _NOT_SETTINGS or key.startswith(CLIENT_ENV_PREFIX):
+            if not key.startswith(ENV_PREFIX) or key in ("KCOORD_CONFIG",):
                 continue
             env_setting = _ENV_TO_NAME.get(key)
             if env_setting is None:
