@@ -254,8 +254,9 @@ def test_plain_over_sasl_ssl_and_a_variable_overriding_the_file(
 
 
 def test_refusals_are_one_line_and_exit_1(sasl_ssl: OneListenerKcoord, pki: Pki, tmp_path: Path) -> None:
-    """A wrong password, a user the authorizer does not allow, and no security at all each end the
-    command with one ``kcoord:`` line and exit 1 (no traceback, no hang); a bad property exits 2."""
+    """A wrong password, a user the authorizer does not allow, a mechanism the server does not offer
+    and no security at all each end the command with one ``kcoord:`` line and exit 1 (no traceback,
+    no hang); a bad property exits 2."""
     wrong = write_properties(tmp_path / "wrong.properties", sasl_properties(pki, password="wrong"))
     failed = kcoord(sasl_ssl, "topics", "list", config=wrong)
     assert failed.returncode == 1
@@ -277,6 +278,12 @@ def test_refusals_are_one_line_and_exit_1(sasl_ssl: OneListenerKcoord, pki: Pki,
     nobody = write_properties(tmp_path / "nobody.properties", sasl_properties(pki, "nobody", "nobody-secret"))
     denied = kcoord(sasl_ssl, "topics", "create", f"denied-{uuid.uuid4().hex[:6]}", config=nobody)
     assert denied.returncode == 1 and "AUTHORIZATION_FAILED" in denied.stderr, denied.stderr
+    sha256 = write_properties(
+        tmp_path / "sha256.properties", {**sasl_properties(pki), "sasl.mechanism": "SCRAM-SHA-256"}
+    )
+    unoffered = kcoord(sasl_ssl, "topics", "list", config=sha256)
+    assert unoffered.returncode == 1
+    assert "UNSUPPORTED_SASL_MECHANISM (the server offers SCRAM-SHA-512, PLAIN)" in unoffered.stderr
     plain = kcoord(sasl_ssl, "topics", "list")
     assert plain.returncode == 1 and plain.stderr.startswith("kcoord: "), plain.stderr
     typo = write_properties(tmp_path / "typo.properties", {**sasl_properties(pki), "sasl.pasword": "x"})
@@ -287,7 +294,7 @@ def test_refusals_are_one_line_and_exit_1(sasl_ssl: OneListenerKcoord, pki: Pki,
         == "kcoord: client properties: sasl.pasword: not a client property kcoord's commands support; "
         "did you mean sasl.password?"
     )
-    for done in (failed, denied, plain, bad):
+    for done in (failed, denied, unoffered, plain, bad):
         assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
 
 
