@@ -19,7 +19,8 @@ import sys
 from typing import Any
 
 from kcoord.cli.admin_client import AdminClient, AdminError
-from kcoord.config import parse_host_port
+from kcoord.cli.client_config import add_command_config_argument
+from kcoord.cli.groups import client_for
 from kcoord.security.acl import (
     CLUSTER_NAME,
     WILDCARD,
@@ -43,6 +44,7 @@ def add_commands(commands: Any) -> None:
     remove = acl_commands.add_parser("remove", help="delete ACLs")
     for parser in (listing, add, remove):
         parser.add_argument("--bootstrap", metavar="HOST:PORT", default=DEFAULT_BOOTSTRAP)
+        add_command_config_argument(parser)
         resource = parser.add_mutually_exclusive_group(required=parser is not listing)
         resource.add_argument("--topic", metavar="NAME")
         resource.add_argument("--group", metavar="NAME")
@@ -72,12 +74,7 @@ def operation(text: str) -> AclOperation:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        host, port = parse_host_port(args.bootstrap, 9092)
-    except ValueError as exc:
-        print(f"kcoord: bad address {args.bootstrap!r}: {exc}", file=sys.stderr)
-        return EXIT_FAILED
-    try:
-        with AdminClient(host or "127.0.0.1", port) as client:
+        with client_for(args) as client:
             if args.acls_command == "list":
                 return _list(client, args)
             if args.acls_command == "add":

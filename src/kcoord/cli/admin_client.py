@@ -3,12 +3,17 @@
 It speaks one fixed version of each API that kcoord serves, over one socket per broker, and
 returns kio response entities. It is for operators' one-shot commands, not for load: no
 pipelining, no retries beyond following FindCoordinator once.
+
+Every connection (the bootstrap one and each coordinator's) is secured as the
+:class:`~kcoord.cli.client_config.ClientSecurity` says: TLS first, then SaslHandshake v1 and
+SaslAuthenticate v2 rounds (PLAIN, or SCRAM checked both ways), before any other request.
 """
 
 from __future__ import annotations
 
 import io
 import socket
+import ssl
 import struct
 from dataclasses import dataclass
 from typing import Any
@@ -16,9 +21,12 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 
+from kcoord.cli.client_config import PLAINTEXT, ClientSecurity
+from kcoord.cli.sasl_login import SaslLoginError, ScramLogin, plain_token
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.codec import build, request_class, response_class
 from kcoord.protocol.errors import error_name
+from kcoord.security.scram import ScramMechanism
 
 __all__ = ["EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "AdminClient", "AdminError", "GroupOffsets"]
 
@@ -33,6 +41,8 @@ DELETE_GROUPS_V = 2
 METADATA_V = 12
 LIST_OFFSETS_V = 7
 ACLS_V = 3
+SASL_HANDSHAKE_V = 1
+SASL_AUTHENTICATE_V = 2
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
 
@@ -50,13 +60,52 @@ class GroupOffsets:
 
 
 class _Connection:
-    def __init__(self, host: str, port: int, timeout_s: float, client_id: str) -> None:
-        try:
-            self._sock = socket.create_connection((host, port), timeout=timeout_s)
-        except OSError as exc:
-            raise AdminError(f"cannot connect to {host}:{port}: {exc}") from exc
+    def __init__(
+        self, host: str, port: int, timeout_s: float, client_id: str, security: ClientSecurity
+    ) -> None:
         self._client_id = client_id
         self._correlation = 0
+        try:
+            sock = socket.create_connection((host, port), timeout=timeout_s)
+        except OSError as exc:
+            raise AdminError(f"cannot connect to {host}:{port}: {exc}") from exc
+        self._sock: socket.socket = sock
+        if security.ssl_context is not None:
+            try:
+                self._sock = security.ssl_context.wrap_socket(sock, server_hostname=host)
+            except (OSError, ssl.SSLError) as exc:
+                sock.close()
+                raise AdminError(f"TLS with {host}:{port} failed: {exc}") from exc
+        if security.sasl:
+            try:
+                self._authenticate(security)
+            except (AdminError, SaslLoginError) as exc:
+                self.close()
+                raise AdminError(f"SASL {security.mechanism} login to {host}:{port} failed: {exc}") from exc
+
+    def _authenticate(self, security: ClientSecurity) -> None:
+        """SaslHandshake v1, then one SaslAuthenticate per client message (two for SCRAM)."""
+        assert security.mechanism is not None and security.username is not None
+        handshake = self.call(ApiKey.SASL_HANDSHAKE, SASL_HANDSHAKE_V, {"mechanism": security.mechanism})
+        if int(handshake.error_code) != 0:
+            offered = ", ".join(str(m) for m in handshake.mechanisms) or "none"
+            raise AdminError(f"{error_name(int(handshake.error_code))} (the server offers {offered})")
+        password = security.password or ""
+        if security.mechanism == "PLAIN":
+            self._sasl_round(plain_token(security.username, password))
+            return
+        mechanism = ScramMechanism.from_sasl_name(security.mechanism)
+        assert mechanism is not None
+        login = ScramLogin(mechanism, security.username, password)
+        server_first = self._sasl_round(login.first())
+        login.verify(self._sasl_round(login.final(server_first)))
+
+    def _sasl_round(self, token: bytes) -> bytes:
+        response = self.call(ApiKey.SASL_AUTHENTICATE, SASL_AUTHENTICATE_V, {"auth_bytes": token})
+        if int(response.error_code) != 0:
+            detail = f": {response.error_message}" if response.error_message else ""
+            raise AdminError(f"{error_name(int(response.error_code))}{detail}")
+        return bytes(response.auth_bytes)
 
     def close(self) -> None:
         self._sock.close()
@@ -105,11 +154,18 @@ class AdminClient:
     """Group administration over the Kafka protocol against one bootstrap address."""
 
     def __init__(
-        self, host: str, port: int, *, timeout_s: float = 10.0, client_id: str = "kcoord-cli"
+        self,
+        host: str,
+        port: int,
+        *,
+        timeout_s: float = 10.0,
+        client_id: str = "kcoord-cli",
+        security: ClientSecurity = PLAINTEXT,
     ) -> None:
         self._timeout_s = timeout_s
         self._client_id = client_id
-        self._bootstrap = _Connection(host, port, timeout_s, client_id)
+        self._security = security
+        self._bootstrap = _Connection(host, port, timeout_s, client_id, security)
         self._coordinators: dict[tuple[str, int], _Connection] = {}
         self._max_versions: dict[int, int] | None = None
 
@@ -336,5 +392,7 @@ class AdminClient:
             raise AdminError(f"FindCoordinator {group_id}: {error_name(int(response.error_code))}")
         address = (str(response.host), int(response.port))
         if address not in self._coordinators:
-            self._coordinators[address] = _Connection(*address, self._timeout_s, self._client_id)
+            self._coordinators[address] = _Connection(
+                *address, self._timeout_s, self._client_id, self._security
+            )
         return self._coordinators[address]

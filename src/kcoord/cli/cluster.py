@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import urllib.error
-import urllib.request
 from typing import Any
+
+from kcoord.cli.client_config import add_command_config_argument, client_security
+from kcoord.cli.http_endpoint import get_json, url_for
 
 DEFAULT_METRICS = "127.0.0.1:9644"
 
@@ -20,13 +22,14 @@ def add_commands(commands: Any) -> None:
         "--metrics", metavar="HOST:PORT", default=DEFAULT_METRICS, help="any node's HTTP endpoint"
     )
     status.add_argument("--json", action="store_true", help="print the endpoint's JSON")
+    add_command_config_argument(status)
 
 
 def run(args: argparse.Namespace) -> int:
-    url = f"http://{args.metrics}/v1/cluster"
+    security = client_security(args)
+    url = url_for(args.metrics, "/v1/cluster", security)
     try:
-        with urllib.request.urlopen(url, timeout=10) as reply:
-            status: dict[str, Any] = json.loads(reply.read())
+        status: dict[str, Any] = get_json(url, security)
     except (urllib.error.URLError, OSError, ValueError) as exc:
         print(f"kcoord: cannot read {url}: {exc}")
         return 1

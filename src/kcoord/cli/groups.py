@@ -19,6 +19,7 @@ from urllib.parse import quote
 
 from kcoord.cli import reset_offsets
 from kcoord.cli.admin_client import AdminClient, AdminError
+from kcoord.cli.client_config import add_command_config_argument, client_security
 from kcoord.cli.consumer_groups import (
     MEMBER_HEADERS,
     assigned_partitions,
@@ -26,6 +27,7 @@ from kcoord.cli.consumer_groups import (
     consumer_rows,
     member_rows,
 )
+from kcoord.cli.http_endpoint import get_json, url_for
 from kcoord.cli.partition_rows import PARTITION_HEADERS, partition_rows
 from kcoord.config import parse_host_port
 from kcoord.observability.group_views import decode_member_assignment
@@ -47,6 +49,7 @@ def add_commands(commands: Any) -> None:
     history.add_argument(
         "--metrics", metavar="HOST:PORT", default=DEFAULT_METRICS, help="kcoord HTTP endpoint"
     )
+    add_command_config_argument(history)
     delete = group_commands.add_parser("delete", help="delete an empty group and its committed offsets")
     delete.add_argument("group")
     reset = group_commands.add_parser(
@@ -62,9 +65,11 @@ def add_commands(commands: Any) -> None:
         parser.add_argument(
             "--bootstrap", metavar="HOST:PORT", default=DEFAULT_BOOTSTRAP, help="default: %(default)s"
         )
+        add_command_config_argument(parser)
     health = commands.add_parser("health", help="exit 0 if the server answers ApiVersions")
     health.add_argument("--bootstrap", metavar="HOST:PORT", default=DEFAULT_BOOTSTRAP)
     health.add_argument("--timeout", type=float, default=5.0, help="seconds")
+    add_command_config_argument(health)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -95,9 +100,9 @@ def _address(value: str, default_port: int) -> tuple[str, int]:
 
 
 def client_for(args: argparse.Namespace, timeout_s: float = 10.0) -> AdminClient:
-    """An admin client for ``--bootstrap``."""
+    """An admin client for ``--bootstrap``, secured as ``--command-config`` and the environment say."""
     host, port = _address(args.bootstrap, 9092)
-    return AdminClient(host, port, timeout_s=timeout_s)
+    return AdminClient(host, port, timeout_s=timeout_s, security=client_security(args))
 
 
 def _health(args: argparse.Namespace) -> int:
@@ -252,10 +257,10 @@ def _print_description(
 
 def _history(args: argparse.Namespace) -> int:
     host, port = _address(args.metrics, 9644)
-    url = f"http://{host}:{port}/v1/groups/{quote(args.group, safe='')}"
+    security = client_security(args)
+    url = url_for(f"{host}:{port}", f"/v1/groups/{quote(args.group, safe='')}", security)
     try:
-        with urllib.request.urlopen(url, timeout=10) as reply:
-            view = json.load(reply)
+        view = get_json(url, security)
     except urllib.error.HTTPError as exc:
         if exc.code == 404:
             raise AdminError(f"unknown group {args.group!r}") from exc

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
@@ -14,6 +14,7 @@ from kcoord.cli import cluster as cli_cluster
 from kcoord.cli import groups as cli_groups
 from kcoord.cli import topics as cli_topics
 from kcoord.cli import users as cli_users
+from kcoord.cli.client_config import ClientConfigError
 from kcoord.cli.startup import serve
 from kcoord.cluster.topic_configs import render_setting
 from kcoord.config import Settings, SettingsError
@@ -121,18 +122,28 @@ def load_settings(args: argparse.Namespace) -> Settings:
     return Settings.load(config_file=config_file, flags=_flags(args))
 
 
+_CLIENT_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "groups": cli_groups.run,
+    "health": cli_groups.run,
+    "topics": cli_topics.run,
+    "produce": cli_topics.run,
+    "consume": cli_topics.run,
+    "users": cli_users.run,
+    "acls": cli_acls.run,
+    "cluster": cli_cluster.run,
+}
+"""The commands that act as clients (of a server or of a data directory), by name."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.command in ("groups", "health"):
-        return cli_groups.run(args)
-    if args.command in ("topics", "produce", "consume"):
-        return cli_topics.run(args)
-    if args.command == "users":
-        return cli_users.run(args)
-    if args.command == "acls":
-        return cli_acls.run(args)
-    if args.command == "cluster":
-        return cli_cluster.run(args)
+    client_command = _CLIENT_COMMANDS.get(args.command)
+    if client_command is not None:
+        try:
+            return client_command(args)
+        except ClientConfigError as exc:
+            print(f"kcoord: client properties: {exc}", file=sys.stderr)
+            return EXIT_BAD_CONFIG
     try:
         settings = load_settings(args)
     except SettingsError as exc:

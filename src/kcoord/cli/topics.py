@@ -13,6 +13,7 @@ from typing import Any
 
 from kcoord.cli import console_client, console_io
 from kcoord.cli.admin_client import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, AdminClient, AdminError
+from kcoord.cli.client_config import add_command_config_argument
 from kcoord.cli.groups import DEFAULT_BOOTSTRAP, EXIT_FAILED, client_for, print_table
 
 INTERNAL_PREFIX = "__"
@@ -60,6 +61,7 @@ def add_commands(commands: Any) -> None:
         parser.add_argument(
             "--bootstrap", metavar="HOST:PORT", default=DEFAULT_BOOTSTRAP, help="default: %(default)s"
         )
+        add_command_config_argument(parser)
 
 
 def _plain(doc: str | None) -> str:

@@ -25,6 +25,7 @@ from typing import Any
 
 import asyncpg
 
+from kcoord.cli import users_remote
 from kcoord.protocol.errors import KafkaError
 from kcoord.security.credentials import Users, credentials_file, decode_users, encode_users
 from kcoord.security.scram import MAX_ITERATIONS, ScramCredential, ScramMechanism
@@ -56,6 +57,7 @@ def add_commands(commands: Any) -> None:
     delete = user_commands.add_parser("delete", help="remove a user (or one of its mechanisms)")
     delete.add_argument("name")
     delete.add_argument("--mechanism", action="append", choices=_MECHANISMS, help="default: all")
+    users_remote.add_arguments(add, listing, delete)
     for parser in (add, listing, delete):
         where = parser.add_mutually_exclusive_group()
         where.add_argument("--data-dir", metavar="DIR", help="log.dirs of a single server (default ./data)")
@@ -68,6 +70,8 @@ def add_commands(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
+        if args.bootstrap is not None:
+            return users_remote.run(args, _read_password)
         password = _read_password(args) if args.users_command == "add" else ""
         return asyncio.run(_run(args, password))
     except NoTerminalError as exc:
