@@ -30,6 +30,11 @@ CLIENT_CONFIGS = frozenset(
 """Client properties the docs name (a client's config, not the server's)."""
 
 FILE_SUFFIXES = (".json", ".jsonl", ".toml", ".md", ".yml", ".py", ".sh")
+FILE_SUFFIXES += (".pem", ".key", ".crt", ".csr", ".ext", ".properties", ".log", ".pid")
+"""Files the docs name: kcoord's own, and the walk-throughs' keys, certificates and client configs."""
+
+CLIENT_CODE = frozenset({"message.value"})
+"""Attributes the docs' client snippets read (kafka-python's ``ConsumerRecord.value``)."""
 
 _DOTTED = re.compile(r"(?<![\w./:-])([a-z][a-z0-9]*(?:\.[a-z0-9-]+)+)(?![\w.(/-])")
 
@@ -61,6 +66,7 @@ def test_every_dotted_name_in_code_is_a_setting_or_says_what_else_it_is(doc: Pat
                 or name in TOPIC_CONFIGS
                 or name in GROUP_CONFIG_NAMES
                 or name in CLIENT_CONFIGS
+                or name in CLIENT_CODE
                 or name.endswith(FILE_SUFFIXES)
                 or f'"{name}"' in source
                 or name.startswith("kcoord.security.")

@@ -83,17 +83,16 @@ def test_a_failed_start_at_a_terminal_prints_only_its_kcoord_line(tmp_path: Path
     ]
 
 
-def test_a_failed_start_into_a_pipe_keeps_the_log_lines_before_its_kcoord_line(
-    tmp_path: Path, busy_port: int
-) -> None:
-    """With stderr on a pipe, the held JSON log lines of the failed start come first and the
-    ``kcoord:`` line last."""
-    result = subprocess.run(
-        _command(tmp_path / "data", busy_port), capture_output=True, text=True, timeout=60, env=_environment()
-    )
+def test_a_failed_start_into_a_pipe_keeps_the_log_lines_before_its_kcoord_line(tmp_path: Path) -> None:
+    """With stderr on a pipe, the held JSON log lines of a start that failed after opening its store
+    (a corrupt ``topics.json``) come first and the ``kcoord:`` line last."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "topics.json").write_text("{not json")
+    result = subprocess.run(_command(data, 0), capture_output=True, text=True, timeout=60, env=_environment())
     lines = result.stderr.splitlines()
-    assert result.returncode == 4
-    assert lines[-1].startswith("kcoord: cannot listen on")
+    assert result.returncode == 3
+    assert lines[-1].startswith(f"kcoord: data directory {data} cannot be used")
     assert lines[:-1] and all(line.startswith("{") for line in lines[:-1])
 
 
