@@ -3,11 +3,12 @@
 Run by ``heartbeat_load`` as ``python load_worker.py --bootstrap H:P --first N --connections K ...``.
 Each connection joins its own group ``bench-hb-<index>`` (JoinGroup v5: MEMBER_ID_REQUIRED, then
 again with the member id), syncs as leader (SyncGroup v3), and prints ``{"event": "ready"}``.
-Then every stdin line is a phase, ``{"phase": "heartbeat"|"commit"|"fetch"|"api_versions", "warmup_s":
-w, "duration_s": d}`` (or ``{"phase": "quit"}``): every connection keeps ``--depth`` requests in
-flight, re-sending as each answer arrives (a closed loop, driven from ``data_received``: no task
-per request). Answers during the window after the warm-up are counted and their latencies kept;
-the worker prints one JSON line with the count, window, errors, CPU seconds used and latencies.
+Then every stdin line is a phase, ``{"phase": P, "warmup_s": w, "duration_s": d}`` with P one of
+heartbeat, commit, fetch, metadata (v12, the commits' topic) and api_versions (or
+``{"phase": "quit"}``): every connection keeps ``--depth`` requests in flight, re-sending as each
+answer arrives (a closed loop, driven from ``data_received``: no task per request). Answers during
+the window after the warm-up are counted and their latencies kept; the worker prints one JSON line
+with the count, window, errors, CPU seconds used and latencies.
 
 An answer is checked by bytes: every answer of a phase on a connection must equal the first one
 (decoded and checked for error code NONE), except for the correlation id, which must match the
@@ -200,6 +201,13 @@ def phase_frame(kind: str, connection: LoadConnection, group_id: str, topic: str
         group = {"group_id": group_id, "topics": [{"name": topic, "partition_indexes": [0]}]}
         body = {"groups": [group], "require_stable": False}
         return wire.encode_request(wire.OFFSET_FETCH, 8, body), _check(wire.OFFSET_FETCH, 8)
+    if kind == "metadata":
+        body = {
+            "topics": [{"topic_id": None, "name": topic}],
+            "allow_auto_topic_creation": False,
+            "include_topic_authorized_operations": False,
+        }
+        return wire.encode_request(wire.METADATA, 12, body), _check(wire.METADATA, 12)
     if kind == "api_versions":
         body = {"client_software_name": "kcoord-bench", "client_software_version": "0.1"}
         return wire.encode_request(wire.API_VERSIONS, 3, body), _check(wire.API_VERSIONS, 3)

@@ -169,3 +169,37 @@ def test_consumer_protocol_section_compares_the_protocols() -> None:
         assert f"{mode}: join of 1 more" in out
         assert f"{mode}: unowned during join" in out
     assert "inf" not in out
+
+
+def test_compare_runs_head_against_itself_and_prints_every_ratio() -> None:
+    """``run.py compare HEAD`` installs HEAD in its own virtualenv, runs both in turn and prints the table."""
+    out = run_section(
+        "compare",
+        "HEAD",
+        "--compare-connections",
+        "4",
+        "--compare-connections-depth1",
+        "4",
+        "--compare-workers",
+        "1",
+        "--compare-seconds",
+        "0.3",
+        "--compare-warmup",
+        "0.1",
+        "--compare-members",
+        "3",
+        "--compare-formations",
+        "2",
+        timeout=420,
+    )
+    for op in (
+        "Heartbeat, 4 in flight",
+        "Heartbeat, 1 in flight",
+        "OffsetCommit (always)",
+        "OffsetFetch",
+        "Metadata",
+        "JoinGroup formation",
+    ):
+        assert op in out
+    assert "now/then" in out
+    assert "pair 1 now" in out and "pair 1 then" in out
