@@ -38,6 +38,7 @@ SECTIONS = (
     "storage_memory",
     "secure_load",
     "limits",
+    "metadata_flood",
     "cluster_failover",
 )
 """Section modules in the order they run."""

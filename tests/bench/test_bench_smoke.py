@@ -203,3 +203,11 @@ def test_compare_runs_head_against_itself_and_prints_every_ratio() -> None:
         assert op in out
     assert "now/then" in out
     assert "pair 1 now" in out and "pair 1 then" in out
+
+
+def test_metadata_flood_section_creates_topics_and_times_the_bystander() -> None:
+    """The flood section auto-creates its topics through Metadata and reports topics/s and heartbeat p99."""
+    out = run_section("metadata_flood", "--metadata-flood-topics", "40", "--metadata-flood-per-request", "20")
+    assert "topics created" in out and "40" in out
+    assert "topics/s" in out
+    assert "heartbeat p99" in out
