@@ -39,6 +39,7 @@ SECTIONS = (
     "secure_load",
     "limits",
     "metadata_flood",
+    "members_scale",
     "cluster_failover",
 )
 """Section modules in the order they run."""

@@ -211,3 +211,24 @@ def test_metadata_flood_section_creates_topics_and_times_the_bystander() -> None
     assert "topics created" in out and "40" in out
     assert "topics/s" in out
     assert "heartbeat p99" in out
+
+
+def test_members_scale_section_holds_members_and_reports_latency_and_memory() -> None:
+    """The scale section forms groups of ten over a connection each and reports p99, RSS and CPU."""
+    out = run_section(
+        "members_scale",
+        "--members-scale-steps",
+        "20",
+        "--members-scale-workers",
+        "2",
+        "--members-scale-interval",
+        "0.3",
+        "--members-scale-seconds",
+        "1",
+        "--members-scale-p99-ms",
+        "100000",
+    )
+    assert "20 members" in out
+    assert "heartbeat p99 ms" in out
+    assert "RSS per member KiB" in out
+    assert "formation s" in out
