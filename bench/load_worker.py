@@ -214,21 +214,27 @@ def phase_frame(kind: str, connection: LoadConnection, group_id: str, topic: str
     raise ValueError(f"unknown phase {kind!r}")
 
 
-async def join_own_group(connection: LoadConnection, group_id: str, topic: str) -> None:
+async def join_own_group(
+    connection: LoadConnection,
+    group_id: str,
+    topic: str,
+    rebalance_ms: int = REBALANCE_MS,
+    session_ms: int = SESSION_MS,
+) -> None:
     """JoinGroup v5 twice (MEMBER_ID_REQUIRED, then with the id) and SyncGroup v3 as leader."""
     body: dict[str, Any] = {
         "group_id": group_id,
-        "session_timeout": SESSION_MS,
-        "rebalance_timeout": REBALANCE_MS,
+        "session_timeout": session_ms,
+        "rebalance_timeout": rebalance_ms,
         "member_id": "",
         "group_instance_id": None,
         "protocol_type": "consumer",
         "protocols": [{"name": "range", "metadata": encode_subscription(ConsumerSubscription(1, (topic,)))}],
     }
     first = await connection.call(wire.JOIN_GROUP, 5, body)
-    if int(first.error_code) != 79:  # MEMBER_ID_REQUIRED
-        raise RuntimeError(f"first JoinGroup of {group_id}: error {int(first.error_code)}")
-    joined = await connection.call(wire.JOIN_GROUP, 5, {**body, "member_id": first.member_id})
+    joined = first  # a broker that does not ask for MEMBER_ID_REQUIRED first (Tansu) joins at once
+    if int(first.error_code) == 79:  # MEMBER_ID_REQUIRED
+        joined = await connection.call(wire.JOIN_GROUP, 5, {**body, "member_id": first.member_id})
     if int(joined.error_code) != 0 or joined.leader != joined.member_id:
         raise RuntimeError(f"JoinGroup of {group_id}: error {int(joined.error_code)}")
     connection.member_id, connection.generation = joined.member_id, int(joined.generation_id)
@@ -297,7 +303,12 @@ async def main_async(args: argparse.Namespace) -> None:
         connections.append(protocol)
     started = time.perf_counter()
     await asyncio.wait_for(
-        asyncio.gather(*(join_own_group(c, g, args.topic) for c, g in zip(connections, groups, strict=True))),
+        asyncio.gather(
+            *(
+                join_own_group(c, g, args.topic, args.rebalance_ms, args.session_ms)
+                for c, g in zip(connections, groups, strict=True)
+            )
+        ),
         60,
     )
     _emit(event="ready", setup_s=time.perf_counter() - started)
@@ -321,6 +332,13 @@ def main() -> None:
     parser.add_argument("--depth", type=int, default=1, help="requests in flight per connection")
     parser.add_argument("--topic", required=True, help="topic whose partition 0 the commits name")
     parser.add_argument("--group-prefix", default="bench-hb-", help="group ids are this plus an index")
+    parser.add_argument(
+        "--rebalance-ms",
+        type=int,
+        default=REBALANCE_MS,
+        help="JoinGroup rebalance timeout (Tansu completes a join only when it expires)",
+    )
+    parser.add_argument("--session-ms", type=int, default=SESSION_MS, help="JoinGroup session timeout")
     parser.add_argument("--cafile", help="connect with TLS, trusting this CA (PEM)")
     parser.add_argument("--sasl-user", help="log in with SCRAM-SHA-512 as this user")
     parser.add_argument("--sasl-password", default="")

@@ -123,6 +123,7 @@ def _one_step(server: BenchServer, members: int, options: argparse.Namespace) ->
     return {
         "failed connects or members": float(failures),
         "formation s": max(f["formed_s"] for f in formed),
+        "joins retried in formation": float(sum(f["retries"] for f in formed)),
         "heartbeat p50 ms": _percentile(latencies, 0.5) / 1000,
         "heartbeat p99 ms": _percentile(latencies, 0.99) / 1000,
         "heartbeat max ms": (latencies[-1] if latencies else float("nan")) / 1000,

@@ -11,13 +11,15 @@ heartbeat: at 100,000 members the generator's CPU would otherwise be the bound).
 Prints JSON lines: ``{"event": "formed", ...}`` once every member has had a heartbeat answered
 NONE after its sync (with the connects that failed and the seconds taken), then, for each
 ``{"measure": seconds}`` line on stdin, ``{"event": "measured", "latencies_us": [...], ...}`` with
-every heartbeat latency of the window; ``{"quit": true}`` ends it.
+every heartbeat latency of the window (the generator's garbage collector is off during it, so its
+pauses do not count as the server's latency); ``{"quit": true}`` ends it.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import random
 import resource
@@ -34,6 +36,11 @@ import wire
 from load_worker import LoadConnection
 
 NONE, REBALANCE_IN_PROGRESS, MEMBER_ID_REQUIRED = 0, 27, 79
+UNKNOWN_MEMBER_ID = 25
+RETRIABLE = frozenset({7, 14, 15, 16, 22, 25, 27})
+"""REQUEST_TIMED_OUT, COORDINATOR_LOAD_IN_PROGRESS / NOT_AVAILABLE, NOT_COORDINATOR,
+ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS: a client joins again (and counts it)."""
+RETRY_BACKOFF_S = 0.1
 CONNECT_TIMEOUT_S = 30.0
 
 
@@ -43,6 +50,8 @@ class Window:
     def __init__(self) -> None:
         self.latencies_us: list[int] | None = None
         self.errors = 0
+        self.retries = 0
+        """Joins and syncs answered with a retriable error (retried, as a client does), all along."""
 
 
 async def _raw_call(connection: LoadConnection, frame: bytes) -> bytes:
@@ -78,6 +87,12 @@ async def member(
         if code == MEMBER_ID_REQUIRED:
             body["member_id"] = joined.member_id
             continue
+        if code in RETRIABLE:
+            window.retries += 1
+            if code == UNKNOWN_MEMBER_ID:
+                body["member_id"] = ""
+            await asyncio.sleep(RETRY_BACKOFF_S)
+            continue
         if code != NONE:
             raise RuntimeError(f"JoinGroup {group}: error {code}")
         body["member_id"] = joined.member_id
@@ -93,7 +108,8 @@ async def member(
             else [],
         }
         synced = await connection.call(wire.SYNC_GROUP, 3, sync)
-        if int(synced.error_code) == REBALANCE_IN_PROGRESS:
+        if int(synced.error_code) in RETRIABLE:
+            window.retries += int(synced.error_code) != REBALANCE_IN_PROGRESS
             continue
         if int(synced.error_code) != NONE:
             raise RuntimeError(f"SyncGroup {group}: error {int(synced.error_code)}")
@@ -115,7 +131,8 @@ async def member(
             code = int.from_bytes(answer[9:11], "big", signed=True)  # correlation, tags, throttle
             if window.latencies_us is not None:
                 window.latencies_us.append(latency_us)
-            if code == REBALANCE_IN_PROGRESS:
+            if code in RETRIABLE:
+                window.retries += code != REBALANCE_IN_PROGRESS
                 break
             if code != NONE:
                 window.errors += 1
@@ -178,6 +195,7 @@ async def main_async(args: argparse.Namespace) -> None:
         connect_failures=len(failed),
         connect_failure_kinds=sorted(set(failed)),
         member_failures=len(crashed),
+        retries=window.retries,
         first_failure=repr(crashed[0].exception()) if crashed else "",
         connect_s=connected_s,
         formed_s=time.perf_counter() - started,
@@ -188,10 +206,15 @@ async def main_async(args: argparse.Namespace) -> None:
         command = json.loads(line)
         if command.get("quit"):
             break
+        # The generator's own collector pauses would count as heartbeat latency: none in the window.
+        gc.collect()
+        gc.freeze()
+        gc.disable()
         window.latencies_us, window.errors = [], 0
         cpu_before = _cpu_s()
         await asyncio.sleep(float(command["measure"]))
         latencies, window.latencies_us = window.latencies_us, None
+        gc.enable()
         _emit(event="measured", latencies_us=latencies, errors=window.errors, cpu_s=_cpu_s() - cpu_before)
     for task in tasks:
         task.cancel()
