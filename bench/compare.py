@@ -386,7 +386,7 @@ def format_comparison(
                 f"{statistics.median(f.loop_us for f in now):.0f}",
                 f"{statistics.median(f.loop_us for f in old):.0f}",
                 f"{cpu_ratio:.2f}",
-                "REGRESSION" if ratio < REGRESSION_BELOW else "",
+                ("BEHIND" if tansu else "REGRESSION") if ratio < REGRESSION_BELOW else "",
             ]
         )
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
