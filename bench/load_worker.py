@@ -3,11 +3,12 @@
 Run by ``heartbeat_load`` as ``python load_worker.py --bootstrap H:P --first N --connections K ...``.
 Each connection joins its own group ``bench-hb-<index>`` (JoinGroup v5: MEMBER_ID_REQUIRED, then
 again with the member id), syncs as leader (SyncGroup v3), and prints ``{"event": "ready"}``.
-Then every stdin line is a phase, ``{"phase": "heartbeat"|"commit"|"fetch"|"api_versions", "warmup_s":
-w, "duration_s": d}`` (or ``{"phase": "quit"}``): every connection keeps ``--depth`` requests in
-flight, re-sending as each answer arrives (a closed loop, driven from ``data_received``: no task
-per request). Answers during the window after the warm-up are counted and their latencies kept;
-the worker prints one JSON line with the count, window, errors, CPU seconds used and latencies.
+Then every stdin line is a phase, ``{"phase": P, "warmup_s": w, "duration_s": d}`` with P one of
+heartbeat, commit, fetch, metadata (v12, the commits' topic) and api_versions (or
+``{"phase": "quit"}``): every connection keeps ``--depth`` requests in flight, re-sending as each
+answer arrives (a closed loop, driven from ``data_received``: no task per request). Answers during
+the window after the warm-up are counted and their latencies kept; the worker prints one JSON line
+with the count, window, errors, CPU seconds used and latencies.
 
 An answer is checked by bytes: every answer of a phase on a connection must equal the first one
 (decoded and checked for error code NONE), except for the correlation id, which must match the
@@ -84,7 +85,9 @@ class LoadConnection(asyncio.Protocol):
             frame = bytes(buffer[4 : 4 + size])
             del buffer[: 4 + size]
             if self.phase is None:
-                self._setup.popleft().set_result(frame)
+                waiter = self._setup.popleft()
+                if not waiter.done():  # a caller that gave up (cancelled) leaves its answer unread
+                    waiter.set_result(frame)
             else:
                 self._on_answer(frame)
 
@@ -200,27 +203,40 @@ def phase_frame(kind: str, connection: LoadConnection, group_id: str, topic: str
         group = {"group_id": group_id, "topics": [{"name": topic, "partition_indexes": [0]}]}
         body = {"groups": [group], "require_stable": False}
         return wire.encode_request(wire.OFFSET_FETCH, 8, body), _check(wire.OFFSET_FETCH, 8)
+    if kind == "metadata":
+        body = {
+            "topics": [{"topic_id": None, "name": topic}],
+            "allow_auto_topic_creation": False,
+            "include_topic_authorized_operations": False,
+        }
+        return wire.encode_request(wire.METADATA, 12, body), _check(wire.METADATA, 12)
     if kind == "api_versions":
         body = {"client_software_name": "kcoord-bench", "client_software_version": "0.1"}
         return wire.encode_request(wire.API_VERSIONS, 3, body), _check(wire.API_VERSIONS, 3)
     raise ValueError(f"unknown phase {kind!r}")
 
 
-async def join_own_group(connection: LoadConnection, group_id: str, topic: str) -> None:
+async def join_own_group(
+    connection: LoadConnection,
+    group_id: str,
+    topic: str,
+    rebalance_ms: int = REBALANCE_MS,
+    session_ms: int = SESSION_MS,
+) -> None:
     """JoinGroup v5 twice (MEMBER_ID_REQUIRED, then with the id) and SyncGroup v3 as leader."""
     body: dict[str, Any] = {
         "group_id": group_id,
-        "session_timeout": SESSION_MS,
-        "rebalance_timeout": REBALANCE_MS,
+        "session_timeout": session_ms,
+        "rebalance_timeout": rebalance_ms,
         "member_id": "",
         "group_instance_id": None,
         "protocol_type": "consumer",
         "protocols": [{"name": "range", "metadata": encode_subscription(ConsumerSubscription(1, (topic,)))}],
     }
     first = await connection.call(wire.JOIN_GROUP, 5, body)
-    if int(first.error_code) != 79:  # MEMBER_ID_REQUIRED
-        raise RuntimeError(f"first JoinGroup of {group_id}: error {int(first.error_code)}")
-    joined = await connection.call(wire.JOIN_GROUP, 5, {**body, "member_id": first.member_id})
+    joined = first  # a broker that does not ask for MEMBER_ID_REQUIRED first (Tansu) joins at once
+    if int(first.error_code) == 79:  # MEMBER_ID_REQUIRED
+        joined = await connection.call(wire.JOIN_GROUP, 5, {**body, "member_id": first.member_id})
     if int(joined.error_code) != 0 or joined.leader != joined.member_id:
         raise RuntimeError(f"JoinGroup of {group_id}: error {int(joined.error_code)}")
     connection.member_id, connection.generation = joined.member_id, int(joined.generation_id)
@@ -289,7 +305,12 @@ async def main_async(args: argparse.Namespace) -> None:
         connections.append(protocol)
     started = time.perf_counter()
     await asyncio.wait_for(
-        asyncio.gather(*(join_own_group(c, g, args.topic) for c, g in zip(connections, groups, strict=True))),
+        asyncio.gather(
+            *(
+                join_own_group(c, g, args.topic, args.rebalance_ms, args.session_ms)
+                for c, g in zip(connections, groups, strict=True)
+            )
+        ),
         60,
     )
     _emit(event="ready", setup_s=time.perf_counter() - started)
@@ -313,6 +334,13 @@ def main() -> None:
     parser.add_argument("--depth", type=int, default=1, help="requests in flight per connection")
     parser.add_argument("--topic", required=True, help="topic whose partition 0 the commits name")
     parser.add_argument("--group-prefix", default="bench-hb-", help="group ids are this plus an index")
+    parser.add_argument(
+        "--rebalance-ms",
+        type=int,
+        default=REBALANCE_MS,
+        help="JoinGroup rebalance timeout (Tansu completes a join only when it expires)",
+    )
+    parser.add_argument("--session-ms", type=int, default=SESSION_MS, help="JoinGroup session timeout")
     parser.add_argument("--cafile", help="connect with TLS, trusting this CA (PEM)")
     parser.add_argument("--sasl-user", help="log in with SCRAM-SHA-512 as this user")
     parser.add_argument("--sasl-password", default="")

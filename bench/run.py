@@ -1,5 +1,8 @@
 """kcoord benchmarks: ``python bench/run.py [SECTION ...] [--runs N] [--set NAME=VALUE ...]``.
 
+``python bench/run.py compare [REF] [--runs N]`` instead runs the working tree against git ref REF
+(default: the previous main) alternately and prints ratios now/then (``compare.py``).
+
 Each section is a module next to this file that defines ``DESCRIPTION``, ``add_arguments(parser)``
 and ``run(server, options) -> list[Measurement]``; add its name to ``SECTIONS`` to select it by
 name. Every section gets a fresh kcoord subprocess on a free loopback port with a temporary data
@@ -17,6 +20,7 @@ from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import compare
 from report import format_table
 from server import running_kcoord
 
@@ -34,6 +38,8 @@ SECTIONS = (
     "storage_memory",
     "secure_load",
     "limits",
+    "metadata_flood",
+    "members_scale",
     "cluster_failover",
 )
 """Section modules in the order they run."""
@@ -59,13 +65,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("sections", nargs="*", metavar="SECTION", help=f"one of: {', '.join(SECTIONS)}")
+    parser.add_argument(
+        "sections", nargs="*", metavar="SECTION", help=f"one of: {', '.join(SECTIONS)}; or: compare [REF]"
+    )
     parser.add_argument("--runs", type=int, default=3, help="repetitions per figure (median reported)")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="server setting")
     modules = {name: _load(name) for name in SECTIONS}
     for module in modules.values():
         module.add_arguments(parser)
+    compare.add_arguments(parser)
     options = parser.parse_args(argv)
+    if options.sections[:1] == ["compare"]:
+        if len(options.sections) > 2:
+            raise SystemExit("compare takes one git ref at most")
+        return compare.main(options.sections[1] if len(options.sections) == 2 else None, options)
     chosen = options.sections or list(SECTIONS)
     settings = _settings(options.set)
     for name in chosen:

@@ -137,16 +137,18 @@ def running_kcoord(
     watch: Iterable[str] = (),
     listen: str = "127.0.0.1:0",
     preexec_fn: Callable[[], None] | None = None,
+    python: str | None = None,
 ) -> Iterator[BenchServer]:
     """A kcoord subprocess with its own temporary data directory (or ``data_dir``), stopped on exit.
 
     ``watch``: names of log events to keep (see :meth:`BenchServer.events`); ``preexec_fn`` runs in
-    the child before kcoord starts (resource limits).
+    the child before kcoord starts (resource limits); ``python``: the interpreter to run kcoord with
+    (another ref's virtualenv, see ``refs.py``), this one by default.
     """
     with tempfile.TemporaryDirectory(prefix="kcoord-bench-") as tmp:
         data_dir = data_dir or Path(tmp) / "data"
         command = [
-            sys.executable,
+            python or sys.executable,
             "-m",
             "kcoord",
             "serve",

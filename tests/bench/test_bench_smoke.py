@@ -169,3 +169,66 @@ def test_consumer_protocol_section_compares_the_protocols() -> None:
         assert f"{mode}: join of 1 more" in out
         assert f"{mode}: unowned during join" in out
     assert "inf" not in out
+
+
+def test_compare_runs_head_against_itself_and_prints_every_ratio() -> None:
+    """``run.py compare HEAD`` installs HEAD in its own virtualenv, runs both in turn and prints the table."""
+    out = run_section(
+        "compare",
+        "HEAD",
+        "--compare-connections",
+        "4",
+        "--compare-connections-depth1",
+        "4",
+        "--compare-workers",
+        "1",
+        "--compare-seconds",
+        "0.3",
+        "--compare-warmup",
+        "0.1",
+        "--compare-members",
+        "3",
+        "--compare-formations",
+        "2",
+        timeout=420,
+    )
+    for op in (
+        "Heartbeat, 4 in flight",
+        "Heartbeat, 1 in flight",
+        "OffsetCommit (always)",
+        "OffsetFetch",
+        "Metadata",
+        "JoinGroup formation",
+    ):
+        assert op in out
+    assert "now/then" in out
+    assert "pair 1 now" in out and "pair 1 then" in out
+
+
+def test_metadata_flood_section_creates_topics_and_times_the_bystander() -> None:
+    """The flood section auto-creates its topics through Metadata and reports topics/s and heartbeat p99."""
+    out = run_section("metadata_flood", "--metadata-flood-topics", "40", "--metadata-flood-per-request", "20")
+    assert "topics created" in out and "40" in out
+    assert "topics/s" in out
+    assert "heartbeat p99" in out
+
+
+def test_members_scale_section_holds_members_and_reports_latency_and_memory() -> None:
+    """The scale section forms groups of ten over a connection each and reports p99, RSS and CPU."""
+    out = run_section(
+        "members_scale",
+        "--members-scale-steps",
+        "20",
+        "--members-scale-workers",
+        "2",
+        "--members-scale-interval",
+        "0.3",
+        "--members-scale-seconds",
+        "1",
+        "--members-scale-p99-ms",
+        "100000",
+    )
+    assert "20 members" in out
+    assert "heartbeat p99 ms" in out
+    assert "RSS per member KiB" in out
+    assert "formation s" in out

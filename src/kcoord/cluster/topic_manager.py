@@ -12,7 +12,11 @@ At load the two are reconciled:
   every topic found in the store is adopted with a new id and no overrides.
 
 Changes run one at a time under one lock, so concurrent CreateTopics for the same name see
-TOPIC_ALREADY_EXISTS instead of racing. Listeners (the group coordinator) hear of a change once it
+TOPIC_ALREADY_EXISTS instead of racing. Auto-creation comes in rounds (:meth:`TopicManager.ensure_many`,
+what a Metadata request naming many new topics uses): the round's logs are created off the loop, a
+few at a time, and the catalogue is written once for the round, not once per topic. The catalogue's
+JSON is built and written in a worker thread, so a large catalogue costs the event loop nothing
+but a copy of the topic list. Listeners (the group coordinator) hear of a change once it
 is durable.
 
 In a cluster (a :class:`~kcoord.cluster.shared_catalogue.SharedCatalogue` given) none of the above
@@ -61,6 +65,9 @@ log = structlog.get_logger(__name__)
 
 CATALOGUE_FILE = "topics.json"
 _CATALOGUE_VERSION = 1
+
+_LOGS_AT_ONCE = 32
+"""Topics whose logs an auto-creation round creates concurrently (the store's threads do the I/O)."""
 
 MAX_PARTITIONS = 100_000
 """Most partitions one topic may have: each is a log with open files, so the count is bounded."""
@@ -208,23 +215,58 @@ class TopicManager:
         existing = self._topics.get(name)
         if existing is not None:
             return existing
-        check_topic_name(name)
-        if not self._settings["auto.create.topics.enable"] or name in INTERNAL_TOPICS:
-            return None
-        async with self._lock:
+        found = (await self.ensure_many([name]))[name]
+        if isinstance(found, KafkaError):
+            raise found
+        return found
+
+    async def ensure_many(self, names: Iterable[str]) -> dict[str, TopicInfo | KafkaError | None]:
+        """:meth:`ensure` for many names in one round: one catalogue write for all that are created.
+
+        Per name: the topic, None (may not be auto-created) or the ``KafkaError`` of an illegal name
+        or of a creation that failed.
+        """
+        found: dict[str, TopicInfo | KafkaError | None] = {}
+        wanted: list[str] = []
+        allowed = bool(self._settings["auto.create.topics.enable"])
+        for name in names:
             existing = self._topics.get(name)
             if existing is not None:
-                return existing
-            info = TopicInfo(name, new_topic_id(), self._settings["num.partitions"])
-            if self._shared is None:
-                await self._create_locked(info)
-                return info
+                found[name] = existing
+                continue
             try:
-                await self._create_shared(self._shared, info)
+                check_topic_name(name)
             except KafkaError as exc:
-                if exc.code != ErrorCode.topic_already_exists:
-                    raise
-            return self._topics.get(name)
+                found[name] = exc
+                continue
+            if not allowed or name in INTERNAL_TOPICS:
+                found[name] = None
+            elif name not in found:
+                found[name] = None
+                wanted.append(name)
+        if not wanted:
+            return found
+        async with self._lock:
+            partitions = self._settings["num.partitions"]
+            infos = [TopicInfo(n, new_topic_id(), partitions) for n in wanted if n not in self._topics]
+            if self._shared is None:
+                for name, error in (await self._create_round_locked(infos)).items():
+                    found[name] = (
+                        error
+                        if isinstance(error, KafkaError)
+                        else KafkaError(ErrorCode.unknown_server_error, f"creating {name}: {error!r}")
+                    )
+            else:
+                for info in infos:
+                    try:
+                        await self._create_shared(self._shared, info)
+                    except KafkaError as exc:
+                        if exc.code != ErrorCode.topic_already_exists:
+                            found[info.name] = exc
+        for name in wanted:
+            if not isinstance(found[name], KafkaError):
+                found[name] = self._topics.get(name)
+        return found
 
     async def ensure_offsets_topic(self, partitions: int) -> int:
         """Create ``__consumer_offsets`` (compacted, ``offsets.topic.segment.bytes`` segments) if
@@ -493,15 +535,42 @@ class TopicManager:
 
     async def _create_locked(self, info: TopicInfo) -> None:
         """Logs first, catalogue second: a crash in between leaves orphan logs, deleted at load."""
-        try:
-            await self._create_logs(info, range(info.partitions))
-        except Exception:
-            await self._store.delete_topic(info.name)
-            raise
-        self._install([info])
+        failed = await self._create_round_locked([info])
+        if info.name in failed:
+            raise failed[info.name]
+
+    async def _create_round_locked(self, infos: list[TopicInfo]) -> dict[str, Exception]:
+        """Creates the topics' logs (a few at a time, off the loop), then writes the catalogue once.
+
+        A topic whose logs could not be created has them removed and is left out; it is returned
+        with its error (the others are created all the same).
+        """
+        failed: dict[str, Exception] = {}
+        created: list[TopicInfo] = []
+        for start in range(0, len(infos), _LOGS_AT_ONCE):
+            chunk = infos[start : start + _LOGS_AT_ONCE]
+            outcomes = await asyncio.gather(
+                *(self._create_logs(info, range(info.partitions)) for info in chunk), return_exceptions=True
+            )
+            for info, outcome in zip(chunk, outcomes, strict=True):
+                if isinstance(outcome, BaseException):
+                    await self._store.delete_topic(info.name)
+                    if not isinstance(outcome, Exception):
+                        raise outcome
+                    log.warning("topic.create_failed", topic=info.name, error=repr(outcome))
+                    failed[info.name] = outcome
+                else:
+                    created.append(info)
+        if not created:
+            return failed
+        self._install(created)
         await self._save()
-        log.info("topic.created", topic=info.name, topic_id=str(info.topic_id), partitions=info.partitions)
-        self._notify(TopicEvent(TopicChange.CREATED, info, 0))
+        for info in created:
+            log.info(
+                "topic.created", topic=info.name, topic_id=str(info.topic_id), partitions=info.partitions
+            )
+            self._notify(TopicEvent(TopicChange.CREATED, info, 0))
+        return failed
 
     async def _create_logs(self, info: TopicInfo, partitions: Iterable[int]) -> None:
         config = self.log_config(info)
@@ -514,11 +583,8 @@ class TopicManager:
             self._by_id[info.topic_id] = info
 
     async def _save(self) -> None:
-        document = {
-            "version": _CATALOGUE_VERSION,
-            "topics": [_to_json(info) for info in self.topics()],
-        }
-        await asyncio.to_thread(write_text_atomically, self._path, json.dumps(document, indent=1) + "\n")
+        """Writes the whole catalogue; only the list of topics is taken on the loop."""
+        await asyncio.to_thread(_write_catalogue, self._path, list(self._topics.values()))
 
     def _notify(self, event: TopicEvent) -> None:
         for listener in list(self._listeners):
@@ -526,6 +592,12 @@ class TopicManager:
                 listener(event)
             except Exception:
                 log.exception("topics.listener_failed", change=event.change.value, topic=event.topic.name)
+
+
+def _write_catalogue(path: Path, topics: list[TopicInfo]) -> None:
+    ordered = sorted(topics, key=lambda info: info.name)
+    document = {"version": _CATALOGUE_VERSION, "topics": [_to_json(info) for info in ordered]}
+    write_text_atomically(path, json.dumps(document, indent=1) + "\n")
 
 
 def _to_json(info: TopicInfo) -> dict[str, Any]:

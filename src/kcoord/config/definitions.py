@@ -166,6 +166,13 @@ DEFINITIONS: tuple[Definition, ...] = (
     Definition("node.id", 1, _int(0), "Node id used when the data directory is new (then read from it)."),
     Definition("socket.request.max.bytes", 104857600, _int(1024), "Largest request frame accepted."),
     Definition("connections.max.idle.ms", 600000, _int(1000), "Idle connections are closed after this."),
+    Definition(
+        "socket.listen.backlog.size",
+        4096,
+        _int(1),
+        "Pending connections the kernel queues per listener (Kafka's default is 50; a larger one lets a "
+        "storm of connects wait instead of being dropped; Linux caps it at net.core.somaxconn).",
+    ),
     # TLS (PEM only) and SASL
     Definition("ssl.keystore.type", "PEM", _choice("PEM"), "Format of the server's key and certificates."),
     Definition("ssl.keystore.location", "", _str, "PEM file holding the server's private key and chain."),

@@ -24,9 +24,9 @@ from prometheus_client import (
 )
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from kcoord.observability.loop_metrics import LoopHistogram, LoopMetricsCollector, RequestStats
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.codec import EncodedResponse
-from kcoord.protocol.errors import error_name
 from kcoord.protocol.registry import ApiRegistry
 
 __all__ = ["CONTENT_TYPE_LATEST", "KcoordMetrics"]
@@ -78,7 +78,6 @@ class KcoordMetrics:
         """``api_registry`` names the APIs in the request metrics (by key when it has no name)."""
         self.registry = registry if registry is not None else CollectorRegistry()
         self._apis = api_registry if api_registry is not None else ApiRegistry()
-        self._request_children: dict[tuple[int, int, int], tuple[Any, Any]] = {}
         self._exchange_counts: dict[int, Callable[[Any, Any], None]] = {
             ApiKey.PRODUCE: self._count_produced,
             ApiKey.FETCH: self._count_fetched,
@@ -86,15 +85,21 @@ class KcoordMetrics:
         }
         self._committed_by_answer: dict[bytes, int] = {}
         r = self.registry
-        self.requests = Counter(
-            "kcoord_requests", "Requests answered.", ["api", "version", "error"], registry=r
-        )
-        self.request_duration = Histogram(
-            "kcoord_request_duration_seconds",
-            "Time from frame received to response ready.",
-            ["api"],
-            buckets=_REQUEST_BUCKETS,
-            registry=r,
+        self.request_stats = RequestStats(_REQUEST_BUCKETS)
+        self.log_append_duration = LoopHistogram(_LOG_BUCKETS)
+        self.log_flush_duration = LoopHistogram(_LOG_BUCKETS)
+        r.register(
+            LoopMetricsCollector(
+                self.request_stats,
+                self.api_name,
+                {
+                    "kcoord_log_append_duration_seconds": (
+                        "Log append latency (until durable under the flush policy).",
+                        self.log_append_duration,
+                    ),
+                    "kcoord_log_flush_duration_seconds": ("fsync latency.", self.log_flush_duration),
+                },
+            )
         )
         self.rebalances = Counter("kcoord_rebalances", "Rebalances started.", ["trigger"], registry=r)
         self.rebalance_duration = Histogram(
@@ -106,15 +111,6 @@ class KcoordMetrics:
         )
         self.offset_commits = Counter(
             "kcoord_offset_commits", "Committed partitions (one per partition written).", registry=r
-        )
-        self.log_append_duration = Histogram(
-            "kcoord_log_append_duration_seconds",
-            "Log append latency (until durable under the flush policy).",
-            buckets=_LOG_BUCKETS,
-            registry=r,
-        )
-        self.log_flush_duration = Histogram(
-            "kcoord_log_flush_duration_seconds", "fsync latency.", buckets=_LOG_BUCKETS, registry=r
         )
         self.produce_bytes = Counter(
             "kcoord_produce_bytes", "Record-batch bytes accepted by Produce.", registry=r
@@ -209,22 +205,9 @@ class KcoordMetrics:
             return f"Api{api_key}"
 
     def observe_request(self, api_key: int, api_version: int, error: int, seconds: float) -> None:
-        """A request was answered (a :data:`kcoord.server.router.RequestObserver`).
-
-        Runs on every request, so the labelled children are looked up once per label set and kept:
-        ``labels()`` costs more than the increment itself.
-        """
-        key = (api_key, api_version, int(error))
-        children = self._request_children.get(key)
-        if children is None:
-            name = self.api_name(api_key)
-            children = self._request_children[key] = (
-                self.requests.labels(name, str(api_version), error_name(error)),
-                self.request_duration.labels(name),
-            )
-        counter, histogram = children
-        counter.inc()
-        histogram.observe(seconds)
+        """A request was answered (a :data:`kcoord.server.router.RequestObserver`): plain counts on the
+        loop, exported at scrape time (see :mod:`kcoord.observability.loop_metrics`)."""
+        self.request_stats.observe(api_key, api_version, int(error), seconds)
 
     def observe_exchange(self, api_key: int, request: Any, body: Any) -> None:
         """A request and its response body: counts produced, fetched and committed data.

@@ -6,6 +6,15 @@ written to the transport. So an OffsetFetch pipelined behind an OffsetCommit rea
 offset, and a Fetch pipelined behind a Produce sees the produced records. A parked JoinGroup or a
 long-polling Fetch holds its own connection and no other.
 
+Pipelined requests share one round: frames already complete in the read buffer are read without
+waiting, handled one after another (each still only once the previous one is answered), and their
+responses are written together, with one ``send`` for the batch. A response is never held behind
+a request that waits: if a handler suspends while responses are pending, a callback scheduled
+with the batch writes them first (so a heartbeat answer does not wait for a parked JoinGroup
+behind it). A batch is also cut at :data:`MAX_BATCH_BYTES` and whenever the transport still
+holds unsent bytes, so back-pressure works as without batching. Before a SASL connection has
+authenticated nothing is batched (the gate closes a failed connection right after its answer).
+
 Back-pressure needs no request queue: while a request is processed nothing is parsed, the stream
 reader buffers at most its byte limit before the transport stops reading from the socket, and a
 client that does not read its responses stops being served once the transport's write buffer
@@ -21,12 +30,17 @@ from typing import Protocol
 
 import structlog
 
+from kcoord.security.sasl import SaslState
 from kcoord.server.context import ConnectionInfo
 from kcoord.server.frames import FrameReader
 from kcoord.server.limits import ServerLimits
 from kcoord.server.router import CloseConnectionError
 
 log = structlog.get_logger(__name__)
+
+MAX_BATCH_BYTES = 64 * 1024
+"""A batch of pipelined responses is written once it holds this much (a client that pipelines
+without reading meets the transport's back-pressure as before, a batch at a time)."""
 
 
 class FrameHandler(Protocol):
@@ -67,6 +81,10 @@ class Connection:
         """True while the connection reads its next frame: the one moment shutdown may cancel it."""
         self._shutdown_cancelled = False
         self._handling = False
+        self._pending: list[bytes] = []
+        """Responses decided but not yet written: the current batch of pipelined requests."""
+        self._pending_bytes = 0
+        self._flush_scheduled = False
         self.last_active = asyncio.get_running_loop().time()
 
     async def run(self) -> None:
@@ -88,6 +106,7 @@ class Connection:
         finally:
             self._closing = True
             self._frames.done()
+            self._flush_pending()
             await self._close_transport()
             for callback in self.info.close_callbacks:
                 try:
@@ -100,6 +119,8 @@ class Connection:
         writer = self._writer
         transport = writer.transport
         handle = self._router.handle
+        frames = self._frames
+        pending = self._pending
         while not self._closing:
             frame = await self._next_frame()
             if frame is None:
@@ -110,16 +131,49 @@ class Connection:
                 response = await handle(frame, self.info)
             finally:
                 self._handling = False
-                self._frames.done()
+                frames.done()
             self.last_active = loop.time()
-            if response is None:
+            if response is not None:
+                pending.append(response)
+                self._pending_bytes += len(response)
+            if not pending:
                 continue
-            writer.write(response)
+            if (
+                self._pending_bytes < MAX_BATCH_BYTES
+                and frames.next_frame_buffered()
+                and transport.get_write_buffer_size() == 0
+                and self._may_batch()
+            ):
+                if not self._flush_scheduled:
+                    self._flush_scheduled = True
+                    loop.call_soon(self._flush_pending)
+                continue
+            self._write_pending()
             buffered = transport.get_write_buffer_size()
             if buffered > 0:
                 if buffered > transport.get_write_buffer_limits()[1]:
                     self._unread_answers.refused(self.info.client_host, buffered_bytes=buffered)
                 await writer.drain()
+
+    def _may_batch(self) -> bool:
+        sasl = self.info.sasl
+        return sasl is None or sasl.state is SaslState.AUTHENTICATED
+
+    def _write_pending(self) -> None:
+        pending = self._pending
+        transport = self._writer.transport
+        if len(pending) == 1:
+            transport.write(pending[0])
+        else:
+            transport.write(b"".join(pending))
+        pending.clear()
+        self._pending_bytes = 0
+
+    def _flush_pending(self) -> None:
+        """The batch's safety net: writes what is decided while the connection waits for a handler."""
+        self._flush_scheduled = False
+        if self._pending and not self._writer.transport.is_closing():
+            self._write_pending()
 
     async def _next_frame(self) -> bytes | None:
         """The next request frame; None when the peer closed cleanly between frames."""

@@ -3,7 +3,9 @@
 - ``socket.request.max.bytes``: a larger declared size closes the connection.
 - A deadline for the frame to arrive in full once its size is read
   (``kcoord.request.read.timeout.ms``), so a client that trickles a frame (slowloris) is closed
-  instead of holding memory and a connection forever.
+  instead of holding memory and a connection forever. The deadline is armed only while a frame is
+  partial: a frame whose bytes are all buffered (every pipelined request, and nearly every small
+  one) is read without a timer, so the hot path makes and cancels no timer handle per request.
 - ``queued.max.request.bytes``: a frame larger than a small-frame threshold reserves its size from
   the shared :class:`MemoryPool` before its body is read, and keeps it until the request is
   answered. While a frame waits for memory its connection reads nothing, so the kernel's receive
@@ -67,11 +69,21 @@ class FrameReader:
         self._reserved = 0
         self._loop = asyncio.get_running_loop()
         self._turn_started = self._loop.time()
+        # StreamReader has no public "bytes buffered"; its buffer is one bytearray for its lifetime.
+        self._buffered: bytearray | None = getattr(reader, "_buffer", None)
+
+    def next_frame_buffered(self) -> bool:
+        """True when the next frame is already complete in the stream reader's buffer."""
+        buffered = self._buffered
+        if buffered is None or len(buffered) < 4:
+            return False
+        size: int = _SIZE.unpack_from(buffered)[0]
+        return len(buffered) - 4 >= size
 
     async def read(self) -> bytes | None:
         """The next frame; None when the peer closed cleanly between frames."""
-        # StreamReader has no public "bytes buffered"; without it every request would yield.
-        buffered = len(getattr(self._reader, "_buffer", b"x"))
+        buffer = self._buffered
+        buffered = 1 if buffer is None else len(buffer)
         if buffered and self._loop.time() - self._turn_started > TURN_S:
             await asyncio.sleep(0)
             self._turn_started = self._loop.time()
@@ -90,6 +102,8 @@ class FrameReader:
             self._check_size(size)
         if size > SMALL_FRAME_BYTES and self._pool is not None:
             await self._reserve(size)
+        if buffer is not None and len(buffer) >= size:
+            return await self._reader.readexactly(size)
         try:
             async with asyncio.timeout(self._read_timeout_s):
                 return await self._read_body(size)

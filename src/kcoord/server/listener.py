@@ -30,6 +30,7 @@ class Listener:
         *,
         max_request_bytes: int,
         idle_timeout_s: float,
+        backlog: int = 4096,
         name: str = "PLAINTEXT",
         security_protocol: str = "PLAINTEXT",
         ssl_context: ssl.SSLContext | None = None,
@@ -46,6 +47,8 @@ class Listener:
         self._port = port
         self._max_request_bytes = max_request_bytes
         self._idle_timeout_s = idle_timeout_s
+        self._backlog = backlog
+        """``socket.listen.backlog.size``: connects the kernel queues before they are accepted."""
         self._server: asyncio.Server | None = None
         self._ids = itertools.count(1)
         self._connections: dict[asyncio.Task[None], Connection] = {}
@@ -75,6 +78,7 @@ class Listener:
                 reuse_address=True,
                 ssl=self._ssl_context,
                 start_serving=False,
+                backlog=self._backlog,
             )
             sockname = self._server.sockets[0].getsockname()
             self.bound = (str(sockname[0]), int(sockname[1]))

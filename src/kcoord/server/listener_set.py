@@ -66,6 +66,7 @@ class ListenerSet:
                     address.port,
                     max_request_bytes=settings["socket.request.max.bytes"],
                     idle_timeout_s=settings["connections.max.idle.ms"] / 1000,
+                    backlog=settings["socket.listen.backlog.size"],
                     name=address.name,
                     security_protocol=protocol,
                     ssl_context=tls.get(protocol),

@@ -64,11 +64,13 @@ class DescriptorBudget:
         except OSError:
             return 0
 
-    def allows(self, partitions: int) -> bool:
+    def allows(self, partitions: int, open_now: int | None = None) -> bool:
+        """``open_now``: the process's open descriptors if the caller already counted them."""
         if self.limit == resource.RLIM_INFINITY or self.limit <= 0:
             return True
         needed = partitions * DESCRIPTORS_PER_PARTITION
-        return self.open_descriptors() + needed + self.reserved <= self.limit
+        opened = self.open_descriptors() if open_now is None else open_now
+        return opened + needed + self.reserved <= self.limit
 
 
 @dataclass(slots=True)
@@ -145,17 +147,23 @@ class CreationBudget:
         self._client = client
         self._quota_error = quota_error
         self._created = 0
+        self._open_at_start: int | None = None
         self.throttle_ms = 0
 
-    def refusal(self, partitions: int) -> tuple[ErrorCode, str] | None:
-        """None and charged when ``partitions`` more may be created; else the error to answer."""
+    def refusal(self, partitions: int, *, deferred: bool = False) -> tuple[ErrorCode, str] | None:
+        """None and charged when ``partitions`` more may be created; else the error to answer.
+
+        ``deferred``: the request creates what it was allowed only after asking for all of it (a
+        Metadata request's round), so the descriptors are counted once and everything charged so
+        far is added to them, instead of counting the open descriptors per topic.
+        """
         limits, quota = self._limits, self._quota
         if self._created + partitions > limits.max_partitions_per_request:
             limits.request_log.refused(self._client, max=limits.max_partitions_per_request)
             return ErrorCode.policy_violation, (
                 f"One request may create at most {limits.max_partitions_per_request} partitions."
             )
-        if limits.descriptors is not None and not limits.descriptors.allows(partitions):
+        if limits.descriptors is not None and not self._descriptors_allow(partitions, deferred):
             limits.descriptor_log.refused(self._client, descriptor_limit=limits.descriptors.limit)
             return ErrorCode.policy_violation, (
                 "Creating these partitions would leave fewer than "
@@ -173,3 +181,12 @@ class CreationBudget:
             bucket.tokens -= partitions
         self._created += partitions
         return None
+
+    def _descriptors_allow(self, partitions: int, deferred: bool) -> bool:
+        descriptors = self._limits.descriptors
+        assert descriptors is not None
+        if not deferred:
+            return descriptors.allows(partitions)
+        if self._open_at_start is None:
+            self._open_at_start = descriptors.open_descriptors()
+        return descriptors.allows(self._created + partitions, open_now=self._open_at_start)

@@ -18,9 +18,11 @@ Auto-creation: a requested topic that does not exist is created when both the re
 (v4+; always before) and ``auto.create.topics.enable`` is on. Unlike Apache Kafka, which answers
 LEADER_NOT_AVAILABLE for a topic it has just created and makes the client ask again, kcoord
 answers with the ready topic: its logs exist before the response is sent, so the retry would only
-add a metadata round trip (and librdkafka's backoff) to every first produce. What one client may
-have auto-created is bounded by ``kcoord.auto.create.rate`` (kcoord's own, see
-:mod:`.creation_limits`), not by Kafka's controller mutation quota.
+add a metadata round trip (and librdkafka's backoff) to every first produce. The request's new
+topics are created together, in one round of the topic manager (one catalogue write, not one
+per topic), after its other topics are described. What one client may have auto-created is
+bounded by ``kcoord.auto.create.rate`` (kcoord's own, see :mod:`.creation_limits`), not by Kafka's
+controller mutation quota.
 
 Authorization, as Kafka's: an all-topics answer leaves out the topics the principal may not
 DESCRIBE; a named one it may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED (asked for by id: with
@@ -33,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from kcoord.apis.access import Op, authorized_operations, cluster_operations, may_cluster, may_topic
@@ -134,6 +137,13 @@ def _described(
     return _topic_entry(node, info, operations)
 
 
+@dataclass(frozen=True, slots=True)
+class _ToCreate:
+    """A requested topic to auto-create: created with the request's others, then described."""
+
+    name: str
+
+
 async def _requested_topic(
     ctx: RequestContext,
     topics: TopicManager,
@@ -144,7 +154,7 @@ async def _requested_topic(
     auto_create: bool,
     with_ops: bool,
     budget: CreationBudget | None = None,
-) -> dict[str, Any]:
+) -> dict[str, Any] | _ToCreate:
     if name is None:
         info = topics.get_by_id(topic_id) if topic_id is not None else None
         if info is None:
@@ -159,15 +169,38 @@ async def _requested_topic(
     if info is None and auto_create:
         if not _may_create(ctx, authorizer, name):
             return _error_entry(name, ErrorCode.topic_authorization_failed)
-        if budget is not None and budget.refusal(topics.default_partitions) is not None:
+        if budget is not None and budget.refusal(topics.default_partitions, deferred=True) is not None:
             return _error_entry(name, ErrorCode.unknown_topic_or_partition)
-        try:
-            info = await topics.ensure(name)
-        except KafkaError as exc:
-            return _error_entry(name, exc.code)
+        return _ToCreate(name)
     if info is None:
         return _error_entry(name, ErrorCode.unknown_topic_or_partition)
     return _described(ctx, authorizer, node, info, with_ops)
+
+
+async def _create_requested(
+    ctx: RequestContext,
+    topics: TopicManager,
+    authorizer: Authorizer,
+    node: Node,
+    entries: list[dict[str, Any] | _ToCreate],
+    with_ops: bool,
+) -> list[dict[str, Any]]:
+    """The entries with the topics to create created, in one round, and described in their place."""
+    names = [entry.name for entry in entries if isinstance(entry, _ToCreate)]
+    created = await topics.ensure_many(names) if names else {}
+    described: list[dict[str, Any]] = []
+    for entry in entries:
+        if not isinstance(entry, _ToCreate):
+            described.append(entry)
+            continue
+        info = created[entry.name]
+        if isinstance(info, KafkaError):
+            described.append(_error_entry(entry.name, info.code))
+        elif info is None:
+            described.append(_error_entry(entry.name, ErrorCode.unknown_topic_or_partition))
+        else:
+            described.append(_described(ctx, authorizer, node, info, with_ops))
+    return described
 
 
 def _may_create(ctx: RequestContext, authorizer: Authorizer, name: str) -> bool:
@@ -262,7 +295,7 @@ async def handle_metadata(
         if creation is not None and auto_create
         else None
     )
-    entries = []
+    entries: list[dict[str, Any] | _ToCreate] = []
     seen: set[tuple[str | None, uuid.UUID | None]] = set()
     for index, topic in enumerate(requested):
         if index and index % SLICE == 0:
@@ -280,7 +313,8 @@ async def handle_metadata(
             )
         )
     throttle_ms = budget.throttle_ms if budget is not None else 0
-    answer = _answer(ctx, authorizer, node, listener, entries, include_cluster_ops, throttle_ms)
+    described = await _create_requested(ctx, topics, authorizer, node, entries, with_ops)
+    answer = _answer(ctx, authorizer, node, listener, described, include_cluster_ops, throttle_ms)
     return await encode_answer(version, answer)
 
 

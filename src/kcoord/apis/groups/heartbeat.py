@@ -20,6 +20,7 @@ from kio.schema.errors import ErrorCode
 
 from kcoord.apis.access import Op, require_group
 from kcoord.apis.groups.common import MemberWatch
+from kcoord.apis.groups.heartbeat_wire import decode_heartbeat
 from kcoord.coordinator.classic.messages import HeartbeatRequest
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.codec import EncodedResponse, build, response_class
@@ -36,19 +37,22 @@ def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
 
 def api(groups: GroupService, members: MemberWatch, *, authorizer: Authorizer) -> ApiSpec:
     handler = functools.partial(handle_heartbeat, groups=groups, members=members, authorizer=authorizer)
-    return ApiSpec(ApiKey.HEARTBEAT, "Heartbeat", 0, 4, handler, _error_response)
+    return ApiSpec(ApiKey.HEARTBEAT, "Heartbeat", 0, 4, handler, _error_response, decode_heartbeat)
 
 
 async def handle_heartbeat(
     ctx: RequestContext, request: Any, *, groups: GroupService, members: MemberWatch, authorizer: Authorizer
 ) -> Any:
     require_group(ctx, authorizer, Op.READ, request.group_id)
-    beat = HeartbeatRequest(
-        group_id=request.group_id,
-        generation_id=request.generation_id,
-        member_id=request.member_id,
-        group_instance_id=getattr(request, "group_instance_id", None),
-    )
+    if type(request) is HeartbeatRequest:  # from the hand-written reader (heartbeat_wire)
+        beat = request
+    else:
+        beat = HeartbeatRequest(
+            group_id=request.group_id,
+            generation_id=request.generation_id,
+            member_id=request.member_id,
+            group_instance_id=getattr(request, "group_instance_id", None),
+        )
     try:
         error = groups.heartbeat(beat, ctx.connection.connection_id)
     except KafkaError as exc:

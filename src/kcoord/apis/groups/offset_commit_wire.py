@@ -25,6 +25,12 @@ from __future__ import annotations
 
 import struct
 
+from kcoord.apis.groups.wire_fields import HEADER as _HEADER
+from kcoord.apis.groups.wire_fields import I32 as _I32
+from kcoord.apis.groups.wire_fields import I64 as _I64
+from kcoord.apis.groups.wire_fields import array_length, header_client_id
+from kcoord.apis.groups.wire_fields import skip_tagged_fields as _skip_tagged_fields
+from kcoord.apis.groups.wire_fields import string as _string
 from kcoord.coordinator.offsets import (
     DEFAULT_RETENTION_TIME_MS,
     NO_LEADER_EPOCH,
@@ -36,10 +42,6 @@ from kcoord.protocol.codec import RequestHeader
 
 __all__ = ["decode_offset_commit"]
 
-_HEADER = struct.Struct(">hhi")
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
 _INDEX_OFFSET = struct.Struct(">iq")
 _INDEX_OFFSET_EPOCH = struct.Struct(">iqi")
 _FIRST_FLEXIBLE = 8
@@ -62,12 +64,7 @@ def _decode(buf: bytes) -> tuple[RequestHeader, OffsetCommitRequest]:
     if api_key != 8 or not 2 <= version <= _FIRST_FLEXIBLE:
         raise ValueError(f"not an OffsetCommit v2-8 frame (key {api_key} v{version})")
     flexible = version >= _FIRST_FLEXIBLE
-    size = _I16.unpack_from(buf, 8)[0]  # the header's client id is never compact
-    pos = 10
-    client_id = None if size < 0 else _text(buf, pos, size)
-    pos += max(size, 0)
-    if flexible:
-        pos = _skip_tagged_fields(buf, pos)
+    client_id, pos = header_client_id(buf, flexible)
     group_id, pos = _string(buf, pos, flexible)
     generation = _I32.unpack_from(buf, pos)[0]
     member_id, pos = _string(buf, pos + 4, flexible)
@@ -83,13 +80,13 @@ def _decode(buf: bytes) -> tuple[RequestHeader, OffsetCommitRequest]:
     with_epoch = version >= 6
     shape = _INDEX_OFFSET_EPOCH if with_epoch else _INDEX_OFFSET
     shape_size = shape.size
-    topic_count, pos = _array_length(buf, pos, flexible)
+    topic_count, pos = _array(buf, pos, flexible)
     topics: list[OffsetCommitTopic] = []
     for _ in range(topic_count):
         name, pos = _string(buf, pos, flexible)
         if name is None:
             raise ValueError("null topic name in OffsetCommit frame")
-        partition_count, pos = _array_length(buf, pos, flexible)
+        partition_count, pos = _array(buf, pos, flexible)
         partitions: list[OffsetCommitPartition] = []
         for _ in range(partition_count):
             fields = shape.unpack_from(buf, pos)
@@ -117,60 +114,8 @@ def _decode(buf: bytes) -> tuple[RequestHeader, OffsetCommitRequest]:
     return RequestHeader(8, version, correlation_id, client_id), request
 
 
-def _text(buf: bytes, pos: int, size: int) -> str:
-    if pos + size > len(buf):
-        raise ValueError("OffsetCommit frame ends early")
-    return buf[pos : pos + size].decode("utf-8")
-
-
-def _string(buf: bytes, pos: int, flexible: bool) -> tuple[str | None, int]:
-    """A (nullable) string and the position after it."""
-    if flexible:
-        size = buf[pos]
-        if size < 0x80:
-            pos += 1
-        else:
-            size, pos = _uvarint(buf, pos)
-        size -= 1
-    else:
-        size = _I16.unpack_from(buf, pos)[0]
-        pos += 2
-    if size < 0:
-        return None, pos
-    return _text(buf, pos, size), pos + size
-
-
-def _array_length(buf: bytes, pos: int, flexible: bool) -> tuple[int, int]:
-    if flexible:
-        count, pos = _uvarint(buf, pos)
-        count -= 1
-    else:
-        count = _I32.unpack_from(buf, pos)[0]
-        pos += 4
+def _array(buf: bytes, pos: int, flexible: bool) -> tuple[int, int]:
+    count, pos = array_length(buf, pos, flexible)
     if count < 0:
         raise ValueError("null array in OffsetCommit frame")
     return count, pos
-
-
-def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = buf[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, pos
-        shift += 7
-        if shift > 28:
-            raise ValueError("bad unsigned varint in OffsetCommit frame")
-
-
-def _skip_tagged_fields(buf: bytes, pos: int) -> int:
-    if buf[pos] == 0:
-        return pos + 1
-    count, pos = _uvarint(buf, pos)
-    for _ in range(count):
-        _, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        pos += size
-    return pos

@@ -27,6 +27,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kcoord.apis.access import Op, may_topic, require_group
+from kcoord.apis.groups.offset_fetch_wire import decode_offset_fetch
 from kcoord.coordinator.offsets import (
     OffsetFetchPartitionResult,
     OffsetFetchResponse,
@@ -46,6 +47,8 @@ from kcoord.server.context import RequestContext
 def _topics(raw: Any) -> list[OffsetFetchTopic] | None:
     if raw is None:
         return None
+    if raw and type(raw[0]) is OffsetFetchTopic:
+        return list(raw)  # the hand-written reader's (offset_fetch_wire); the list is the caller's
     return [OffsetFetchTopic(t.name, [int(i) for i in t.partition_indexes]) for t in raw]
 
 
@@ -136,7 +139,7 @@ def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
 
 def api(groups: GroupService, *, authorizer: Authorizer) -> ApiSpec:
     handler = functools.partial(handle_offset_fetch, groups=groups, authorizer=authorizer)
-    return ApiSpec(ApiKey.OFFSET_FETCH, "OffsetFetch", 1, 9, handler, _error_response)
+    return ApiSpec(ApiKey.OFFSET_FETCH, "OffsetFetch", 1, 9, handler, _error_response, decode_offset_fetch)
 
 
 async def handle_offset_fetch(

@@ -1,0 +1,111 @@
+"""Topic auto-creation at scale: topics created per second and a bystander's heartbeats meanwhile.
+
+Per run, a kcoord of its own (``--set`` settings apply) with ``controller.mutation.rate`` 10^9 and
+``kcoord.max.partitions.per.request`` = ``--metadata-flood-per-request``, so neither quota is what
+is measured, and a descriptor limit of ``--metadata-flood-nofile`` (400,000) or the hard limit if
+lower: with the file engine each partition keeps three files open, so under a hard limit of 20,000
+about 6,000 topics are created before ``kcoord.descriptors.reserved`` refuses the rest (``--set
+kcoord.storage.url=memory://`` keeps no file per partition). One client sends Metadata v12
+requests, one after another, each naming ``--metadata-flood-per-request`` (1,000) new topics with
+auto-creation on, until ``--metadata-flood-topics`` (100,000) are named. A bystander (a one-member
+group on its own thread and event loop) heartbeats every 5 ms throughout.
+
+Reported: topics created and created per second (first request to last answer), the bystander's
+heartbeat p50/p99/max, and the server's peak RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import resource
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from report import Measurement
+from server import BenchServer, running_kcoord
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.protocol.in_process import AsyncRawClient, decode_response
+from tests.support import abuse
+
+from kcoord.protocol.api_keys import ApiKey
+
+DESCRIPTION = "Metadata naming many new topics (auto-creation): topics/s and a bystander's heartbeat p99"
+MIB = 1 << 20
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("metadata_flood")
+    group.add_argument("--metadata-flood-topics", type=int, default=100_000, help="topics to create")
+    group.add_argument("--metadata-flood-per-request", type=int, default=1000, help="new topics per request")
+    group.add_argument("--metadata-flood-nofile", type=int, default=400_000, help="server descriptor limit")
+
+
+def _descriptor_limit(count: int) -> Callable[[], None]:
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY:
+        count = min(count, hard)
+
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (count, count))
+
+    return apply
+
+
+async def _flood(port: int, topics: int, per_request: int) -> tuple[int, float]:
+    """(topics created, seconds taken) by Metadata requests of ``per_request`` new names each."""
+    client = await AsyncRawClient.connect(port, "flood")
+    created = 0
+    started = time.monotonic()
+    try:
+        for first in range(0, topics, per_request):
+            names = [f"flood-{index:07d}" for index in range(first, min(topics, first + per_request))]
+            correlation_id = first // per_request + 1
+            frame = await asyncio.to_thread(abuse.named_topics_metadata, names, correlation_id)
+            await client.send_frame(frame)
+            raw = await client.recv_frame(within_s=600)
+            answer = await asyncio.to_thread(decode_response, ApiKey.METADATA, 12, raw, correlation_id)
+            created += sum(1 for topic in answer.topics if topic.error_code == 0)
+    finally:
+        await client.close()
+    return created, time.monotonic() - started
+
+
+async def _one_run(server: BenchServer, options: argparse.Namespace) -> dict[str, float]:
+    port = int(server.bootstrap.rpartition(":")[2])
+    async with abuse.bystander(port) as probe:
+        created, seconds = await _flood(
+            port, options.metadata_flood_topics, options.metadata_flood_per_request
+        )
+    latencies = probe.latencies_s
+    print(f"  {created:,} topics in {seconds:.1f} s, {len(latencies):,} bystander heartbeats", flush=True)
+    return {
+        "topics created": created,
+        "topics/s": created / seconds,
+        "heartbeat p50": abuse.percentile(latencies, 0.5) * 1000,
+        "heartbeat p99": abuse.percentile(latencies, 0.99) * 1000,
+        "heartbeat max": max(latencies, default=float("inf")) * 1000,
+        "peak rss": abuse.rss_bytes(server.pid)[1] / MIB,
+    }
+
+
+def run(given: BenchServer, options: argparse.Namespace) -> list[Measurement]:
+    settings = {
+        **given.settings,
+        "controller.mutation.rate": "1000000000",
+        "kcoord.max.partitions.per.request": str(options.metadata_flood_per_request),
+        "group.initial.rebalance.delay.ms": "0",
+    }
+    runs: list[dict[str, float]] = []
+    for _ in range(options.runs):
+        limit = _descriptor_limit(options.metadata_flood_nofile)
+        with running_kcoord(settings, preexec_fn=limit) as server:
+            runs.append(asyncio.run(_one_run(server, options)))
+    units = {"topics created": "topics", "topics/s": "topics/s", "peak rss": "MiB"}
+    return [
+        Measurement(metric, units.get(metric, "ms"), tuple(run[metric] for run in runs)) for metric in runs[0]
+    ]
