@@ -1,6 +1,6 @@
 """Topic auto-creation at scale: topics created per second and a bystander's heartbeats meanwhile.
 
-Per run, a kcoord of its own (``--set`` settings apply) with ``controller.mutation.rate`` 10^9 and
+Per run, a kcoord of its own (``--set`` settings apply) with ``kcoord.auto.create.rate`` 0 (no limit) and
 ``kcoord.max.partitions.per.request`` = ``--metadata-flood-per-request``, so neither quota is what
 is measured, and a descriptor limit of ``--metadata-flood-nofile`` (400,000) or the hard limit if
 lower: with the file engine each partition keeps three files open, so under a hard limit of 20,000
@@ -96,7 +96,7 @@ async def _one_run(server: BenchServer, options: argparse.Namespace) -> dict[str
 def run(given: BenchServer, options: argparse.Namespace) -> list[Measurement]:
     settings = {
         **given.settings,
-        "controller.mutation.rate": "1000000000",
+        "kcoord.auto.create.rate": "0",
         "kcoord.max.partitions.per.request": str(options.metadata_flood_per_request),
         "group.initial.rebalance.delay.ms": "0",
     }
