@@ -38,7 +38,6 @@ CLIENT_CODE = frozenset({"message.value"})
 
 KERNEL_SETTINGS = frozenset({"net.core.somaxconn"})
 """Linux sysctls the docs name (the cap on ``socket.listen.backlog.size``)."""
-"""Attributes the docs' client snippets read (kafka-python's ``ConsumerRecord.value``)."""
 
 _DOTTED = re.compile(r"(?<![\w./:-])([a-z][a-z0-9]*(?:\.[a-z0-9-]+)+)(?![\w.(/-])")
 
