@@ -7,12 +7,13 @@ so clients that cached the cluster id see the same cluster after a restart.
 from __future__ import annotations
 
 import base64
-import os
 import uuid
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
+
+from kcoord.storage.atomic_file import write_text_atomically
 
 META_FILE = "meta.properties"
 
@@ -78,13 +79,8 @@ def load_or_create_identity(data_dir: Path, configured_node_id: int) -> NodeIden
         props = _read_properties(path)
         return NodeIdentity(int(props["node.id"]), props["cluster.id"])
     identity = NodeIdentity(configured_node_id, new_cluster_id())
-    data_dir.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        fh.write(f"version=1\nnode.id={identity.node_id}\ncluster.id={identity.cluster_id}\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    tmp.replace(path)
+    text = f"version=1\nnode.id={identity.node_id}\ncluster.id={identity.cluster_id}\n"
+    write_text_atomically(path, text)
     return identity
 
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections.abc import Mapping
 from pathlib import Path
 
 from kcoord.coordinator.consumer.group_configs import GROUP_CONFIG_NAMES, GroupConfigOverrides
+from kcoord.storage.atomic_file import write_text_atomically
 
 __all__ = ["GROUP_CONFIGS_FILE", "GroupConfigStore"]
 
@@ -40,17 +40,7 @@ def _read(path: Path) -> dict[str, dict[str, int]]:
 
 def _write(path: Path, groups: Mapping[str, Mapping[str, int]]) -> None:
     document = {"version": _FORMAT_VERSION, "groups": {g: dict(c) for g, c in sorted(groups.items())}}
-    temporary = path.with_suffix(".tmp")
-    with open(temporary, "wb") as out:
-        out.write(json.dumps(document, indent=1).encode("utf-8"))
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(temporary, path)
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
+    write_text_atomically(path, json.dumps(document, indent=1))
 
 
 class GroupConfigStore:

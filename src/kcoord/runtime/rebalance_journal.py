@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import os
 from collections import OrderedDict, deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -36,6 +35,7 @@ from kcoord.coordinator.classic.history import (
     rebalance_events,
 )
 from kcoord.coordinator.classic.state import ClassicGroupState
+from kcoord.storage.atomic_file import write_text_atomically
 
 __all__ = ["JOURNAL_FILE", "JournalingObserver", "RebalanceJournal"]
 
@@ -124,12 +124,7 @@ class RebalanceJournal:
             journal.write(line)
 
     def _rewrite(self, lines: list[str]) -> None:
-        staged = self.path.with_name(self.path.name + ".tmp")
-        with staged.open("w", encoding="utf-8") as journal:
-            journal.writelines(lines)
-            journal.flush()
-            os.fsync(journal.fileno())
-        os.replace(staged, self.path)
+        write_text_atomically(self.path, "".join(lines))
         self._lines = len(lines)
 
 

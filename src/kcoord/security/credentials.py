@@ -12,13 +12,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import os
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from kcoord.security.scram import ScramCredential, ScramMechanism
+from kcoord.storage.atomic_file import write_atomically
 from kcoord.storage.data_files import read_json_document
 
 CREDENTIALS_FILE = "scram-credentials.json"
@@ -90,20 +90,7 @@ class CredentialFile:
         return read_json_document(self.path, _decode, {})
 
     def write(self, users: Users) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.write(fd, _encode(users))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, self.path)
-        dir_fd = os.open(self.path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        write_atomically(self.path, _encode(users), mode=0o600)
 
 
 class CredentialStore:
