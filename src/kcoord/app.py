@@ -143,7 +143,11 @@ class App:
             shared = SharedCatalogue(self.store, self.metrics)
         self.topics = TopicManager(self.store, s, self.data_dir, shared=shared)
         self.producer_state = ProducerStateKeeper(
-            self.data_dir, self.store, clustered=s["kcoord.cluster.enable"], internal_topics=INTERNAL_TOPICS
+            self.data_dir,
+            self.store,
+            clustered=s["kcoord.cluster.enable"],
+            clock=self.clock,
+            internal_topics=INTERNAL_TOPICS,
         )
         self.producers = self.producer_state.producers
         self.growth_hints = GrowthHints(self.clock)

@@ -30,8 +30,6 @@ from __future__ import annotations
 import struct
 import uuid
 
-import structlog
-
 from kcoord.coordinator import consumer_record_codec
 from kcoord.coordinator.records import (
     CoordinatorRecord,
@@ -57,7 +55,6 @@ __all__ = [
     "fits_record_string",
 ]
 
-_log = structlog.get_logger(__name__)
 
 OFFSET_COMMIT_KEY_LEGACY = 0
 OFFSET_COMMIT_KEY = 1
@@ -300,7 +297,6 @@ def decode_record(key: bytes, value: bytes | None) -> CoordinatorRecord | None:
         return CoordinatorRecord(fast_key, None if fields is None else OffsetCommitValue(*fields))
     decoded_key = decode_key(key)
     if decoded_key is None:
-        _log.debug("offsets_record_type_skipped", record_type=_INT16.unpack_from(key)[0])
         return None
     if value is None:
         return CoordinatorRecord(key=decoded_key, value=None)

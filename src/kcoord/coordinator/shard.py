@@ -12,10 +12,8 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
-import structlog
-
 from kcoord.coordinator.classic.config import ClassicGroupConfig
-from kcoord.coordinator.classic.history import ClassicGroupObserver, RebalanceRecord
+from kcoord.coordinator.classic.history import ClassicGroupObserver, RebalanceRecord, conversion_events
 from kcoord.coordinator.classic.manager import ClassicGroupManager
 from kcoord.coordinator.classic.messages import (
     DeleteGroupResult,
@@ -59,8 +57,6 @@ from kcoord.coordinator.result import CoordinatorResult
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.timer.api import Timer
 
-_log = structlog.get_logger(__name__)
-
 TopicExists = Callable[[str, int], bool]
 PastRebalances = Callable[[str], list[RebalanceRecord]]
 """``group id -> its rebalances from before the partition was loaded`` (kept by the shell)."""
@@ -98,6 +94,7 @@ class GroupCoordinatorShard:
         )
         self._groups = GroupsView(self.classic, self.consumer)
         self._classic_members = ClassicMemberRequests(self.consumer)
+        self._conversions = conversion_events(observer)
         self._past_rebalances = past_rebalances
         self.offsets = OffsetManager(offset_metadata_max_bytes)
         self._offsets_retention_ms = offsets_retention_ms
@@ -267,9 +264,7 @@ class GroupCoordinatorShard:
             converted = consumer_group_from_classic(group, self.consumer.partition_count)
         except MigrationError:
             raise refused from None
-        _log.info(
-            "group_upgraded", group=group_id, generation=group.generation_id, members=len(group.members)
-        )
+        self._conversions.on_group_converted(group_id, "consumer", group.generation_id, len(group.members))
         result.extend(self.classic.release_for_upgrade(group_id, now_ms))
         self.consumer.adopt(converted, now_ms)
         result.records.extend(self.consumer.drain_records())
@@ -285,7 +280,7 @@ class GroupCoordinatorShard:
                 converted = classic_group_from_consumer(group, generation, now_ms)
             except MigrationError:
                 continue
-            _log.info("group_downgraded", group=group_id, generation=generation, members=len(group.members))
+            self._conversions.on_group_converted(group_id, "classic", generation, len(group.members))
             self.consumer.release(group_id)
             result.records.extend(self.consumer.drain_records())
             result.extend(self.classic.adopt_downgraded(converted, now_ms))

@@ -144,6 +144,7 @@ def _replay_one(shard: Replayer, stats: LoadStats, key: bytes | None, value: byt
         return
     if record is None:
         stats.skipped += 1
+        log.debug("offsets_record_type_skipped", record_type=int.from_bytes(key[:2], "big", signed=True))
         return
     stats.records += 1
     shard.replay(record)

@@ -32,6 +32,7 @@ from kcoord.coordinator.classic.history import (
     NullObserver,
     RebalanceEventObserver,
     RebalanceRecord,
+    conversion_events,
     rebalance_events,
 )
 from kcoord.coordinator.classic.state import ClassicGroupState
@@ -149,6 +150,7 @@ class JournalingObserver(NullObserver):
     def __init__(self, inner: ClassicGroupObserver, journal: RebalanceJournal) -> None:
         self._inner = inner
         self._events: RebalanceEventObserver = rebalance_events(inner)
+        self._conversions = conversion_events(inner)
         self._journal = journal
 
     def on_state_change(
@@ -171,3 +173,6 @@ class JournalingObserver(NullObserver):
 
     def on_member_removed(self, group_id: str, member_id: str, cause: str, reason: str, now_ms: int) -> None:
         self._events.on_member_removed(group_id, member_id, cause, reason, now_ms)
+
+    def on_group_converted(self, group_id: str, into: str, generation: int, members: int) -> None:
+        self._conversions.on_group_converted(group_id, into, generation, members)

@@ -11,7 +11,8 @@ The contract with a shard, after Kafka's ``CoordinatorRuntime``:
 - the records are appended as one batch; once durable they are handed to
   ``shard.on_appended`` and only then are the responses released (answer after durability);
 - loading a partition replays every record through ``shard.replay``, the same path a restart
-  or (later) a failover takes; until it finishes the partition answers COORDINATOR_LOAD_IN_PROGRESS;
+  or a failover (a cluster node claiming the partition) takes; until it finishes the partition
+  answers COORDINATOR_LOAD_IN_PROGRESS;
 - timers only enqueue an operation on the partition that owns them.
 """
 
