@@ -80,9 +80,9 @@ from kcoord.observability.http_security import http_security
 from kcoord.observability.metrics import KcoordMetrics
 from kcoord.protocol.registry import ApiRegistry
 from kcoord.runtime.group_config_store import GroupConfigStore
+from kcoord.runtime.group_coordinator import GroupCoordinator
 from kcoord.runtime.group_service import GroupService
 from kcoord.runtime.rebalance_journal import JOURNAL_FILE, JournalingObserver, RebalanceJournal
-from kcoord.runtime.service import OFFSETS_TOPIC, GroupCoordinator
 from kcoord.security.authorizer import AclAuthorizer, build_authorizer
 from kcoord.security.credentials import CredentialStore
 from kcoord.security.sasl import SaslSettings
@@ -328,13 +328,14 @@ class App:
         s, ownership = self.settings, Ownership(store.pool)
         self.node.cluster_id = await ownership.cluster_id(self.node.cluster_id)
         coordinator, topics, producer_state = self.coordinator, self.topics, self.producer_state
+        hosted_by = {coordinator.kind.topic: coordinator}
         self.membership = ClusterMembership(
             ownership,
             store,
             self.node.node_id,
             lambda: self.node.advertised,
             lambda topic: ConfiguredHost(
-                coordinator if topic == OFFSETS_TOPIC else producer_state.host_for(topic),
+                hosted_by.get(topic) or producer_state.host_for(topic),
                 topic,
                 topics.log_config_of,
             ),
@@ -344,14 +345,14 @@ class App:
         )
         self.membership.on_catalogue = topics.refresh
         self.leader_epochs.ownership = ownership
-        self.node.directory = MembershipDirectory(self.membership, coordinator.partition_for)
+        self.node.directory = MembershipDirectory(self.membership, {coordinator.kind.key_type: coordinator})
         await self.membership.start()
 
     def _coordinator_moves(self, group_id: str) -> list[dict[str, Any]]:
         """Each claim of the group's offsets partition: its history of coordinator moves."""
         if self.membership is None:
             return []
-        return self.membership.moves_of(OFFSETS_TOPIC, self.coordinator.partition_for(group_id))
+        return self.membership.moves_of(self.coordinator.kind.topic, self.coordinator.partition_for(group_id))
 
     def _serving(self) -> bool:
         """Whether this node may answer for the groups it holds (alone: always)."""

@@ -34,8 +34,9 @@ class NodeDirectory(Protocol):
     def brokers(self) -> list[BrokerAddress]:
         """Every live node, by id."""
 
-    def coordinator(self, group_id: str) -> BrokerAddress | None:
-        """The node coordinating ``group_id`` (None: no live owner yet; the client retries)."""
+    def coordinator(self, key_type: int, key: str) -> BrokerAddress | None:
+        """The node coordinating ``key`` of FindCoordinator's ``key_type`` (None: no live owner yet,
+        or no coordinator of that type; the client retries)."""
 
     def leader(self, topic: str, partition: int) -> int | None:
         """The node leading ``topic``-``partition`` (None: no live owner yet)."""

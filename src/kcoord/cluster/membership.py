@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -26,7 +26,6 @@ import structlog
 
 from kcoord.cluster.assignment import assign
 from kcoord.cluster.identity import BrokerAddress
-from kcoord.cluster.topic_names import CONSUMER_OFFSETS
 from kcoord.protocol.errors import KafkaError
 from kcoord.storage.api import PartitionLog
 from kcoord.storage.postgres.ownership import LiveNode, Ownership, OwnershipMove, PartitionOwner
@@ -360,18 +359,28 @@ class ClusterMembership:
         )
 
 
-class MembershipDirectory:
-    """Where clients go, as the membership last read it: live nodes, and each group's coordinator."""
+class CoordinatorPlacement(Protocol):
+    """Where a coordinator keeps a key (a group id, ...): its topic and partition."""
 
-    def __init__(self, membership: ClusterMembership, partition_for: Callable[[str], int]) -> None:
+    def placement(self, key: str) -> PartitionKey: ...
+
+
+class MembershipDirectory:
+    """Where clients go, as the membership last read it: live nodes, and each key's coordinator."""
+
+    def __init__(
+        self, membership: ClusterMembership, coordinators: Mapping[int, CoordinatorPlacement]
+    ) -> None:
         self._membership = membership
-        self._partition_for = partition_for
+        self._coordinators = coordinators
+        """By FindCoordinator key type: the coordinator that places keys of that type."""
 
     def brokers(self) -> list[BrokerAddress]:
         return [(node.node_id, node.host, node.port) for node in self._membership.live]
 
-    def coordinator(self, group_id: str) -> BrokerAddress | None:
-        owner = self._membership.owner_of(CONSUMER_OFFSETS, self._partition_for(group_id))
+    def coordinator(self, key_type: int, key: str) -> BrokerAddress | None:
+        coordinator = self._coordinators.get(key_type)
+        owner = None if coordinator is None else self._membership.owner_of(*coordinator.placement(key))
         return None if owner is None else (owner.node_id, owner.host, owner.port)
 
     def leader(self, topic: str, partition: int) -> int | None:

@@ -102,13 +102,20 @@ class GroupCoordinatorShard:
 
     # -- the runtime's contract
 
-    def replay(self, record: CoordinatorRecord) -> None:
+    def replay(
+        self, record: CoordinatorRecord, offset: int = -1, producer_id: int = -1, producer_epoch: int = -1
+    ) -> None:
+        """One record of the log. Where it sits and which producer wrote it do not matter to groups
+        until transactional offset commits exist."""
         if isinstance(record.key, OffsetCommitKey):
             self.offsets.replay(record)
         elif isinstance(record.key, CONSUMER_GROUP_KEYS):
             self.consumer.replay(record.key, record.value)
         else:
             self.classic.replay(record)
+
+    def replay_end_transaction_marker(self, producer_id: int, producer_epoch: int, committed: bool) -> None:
+        """No transactional offset commits yet, so no pending offsets for a marker to settle."""
 
     def replay_offset(
         self, group: str, topic: str, partition: int, committed: CommittedOffset | None

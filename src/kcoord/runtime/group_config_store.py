@@ -2,9 +2,9 @@
 
 Kafka keeps a group's dynamic configs in the metadata log. kcoord has no metadata log and the
 overrides are not group state (they outlive the group: a config may be set before the first
-member joins and is kept when the group is deleted, as in Kafka), so they are not records of
-``__consumer_offsets`` but one small JSON file, rewritten whole (temporary file, fsync, rename,
-fsync of the directory) in a worker thread so a crash leaves the old or the new set. The in-memory
+member joins and is kept when the group is deleted, as in Kafka), so they are not records of the
+offsets log but one small JSON file, rewritten whole (:mod:`kcoord.storage.atomic_file`) in a
+worker thread so a crash leaves the old or the new set. The in-memory
 table changes only after the file was written, so an acknowledged alteration survives a restart.
 """
 

@@ -1,6 +1,6 @@
 """Where the rebalance history outlives the process: a small append-only file per node.
 
-Why a file and not records in the offsets log: ``__consumer_offsets`` holds Kafka's record
+Why a file and not records in the offsets log: the offsets log holds Kafka's record
 types only, so Kafka's tools and kcoord's replay read it unchanged, and the history is an
 operator's aid, not group state: losing its tail in a crash costs nothing, so it needs no
 place in the write path and no fsync per rebalance.
