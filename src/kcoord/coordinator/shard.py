@@ -29,13 +29,9 @@ from kcoord.coordinator.classic.messages import (
 )
 from kcoord.coordinator.classic.state import ClassicGroupState
 from kcoord.coordinator.consumer.classic_members import ClassicMemberRequests
-from kcoord.coordinator.consumer.config import ConsumerGroupConfig
+from kcoord.coordinator.consumer.config import ConsumerGroupConfig, PartitionCount
 from kcoord.coordinator.consumer.group_configs import GroupConfigOverrides
-from kcoord.coordinator.consumer.manager import (
-    CONSUMER_PROTOCOL_TYPE,
-    ConsumerGroupManager,
-    PartitionCount,
-)
+from kcoord.coordinator.consumer.manager import CONSUMER_PROTOCOL_TYPE, ConsumerGroupManager
 from kcoord.coordinator.consumer.messages import ConsumerHeartbeatRequest, DescribedConsumerGroup
 from kcoord.coordinator.consumer.persistence import TopicIds
 from kcoord.coordinator.group_routing import GroupsView, classic_request_error

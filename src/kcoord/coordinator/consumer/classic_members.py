@@ -22,7 +22,9 @@ from kcoord.coordinator.classic.consumer_protocol import (
     PROTOCOL_TYPE,
     ConsumerProtocolError,
     ConsumerSubscription,
+    assignment_bytes,
     decode_subscription,
+    owned_partitions,
 )
 from kcoord.coordinator.classic.messages import (
     HeartbeatRequest,
@@ -39,7 +41,6 @@ from kcoord.coordinator.consumer.group import ConsumerGroup
 from kcoord.coordinator.consumer.manager import ConsumerGroupManager
 from kcoord.coordinator.consumer.member import ConsumerGroupMember, MemberState
 from kcoord.coordinator.consumer.reconcile import reconcile
-from kcoord.coordinator.migration import assignment_bytes, owned_partitions
 from kcoord.coordinator.records import ClassicMemberMetadata
 from kcoord.protocol.errors import ErrorCode, KafkaError
 

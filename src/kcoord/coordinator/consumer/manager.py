@@ -26,7 +26,7 @@ from collections.abc import Callable, Collection, Iterable
 from kcoord.coordinator.assignors import AssignmentSpec, MemberSpec, PartitionAssignor, assignors_by_name
 from kcoord.coordinator.assignors.api import Assignment
 from kcoord.coordinator.consumer import history, timer_keys
-from kcoord.coordinator.consumer.config import ConsumerGroupConfig
+from kcoord.coordinator.consumer.config import ConsumerGroupConfig, PartitionCount
 from kcoord.coordinator.consumer.group import ConsumerGroup, ConsumerGroupState
 from kcoord.coordinator.consumer.group_configs import GroupConfigOverrides
 from kcoord.coordinator.consumer.member import (
@@ -55,9 +55,6 @@ from kcoord.coordinator.record_codec import fits_record_string
 from kcoord.coordinator.records import ConsumerGroupRecordKey, CoordinatorRecord
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.timer.api import Timer
-
-PartitionCount = Callable[[str], int | None]
-"""The number of partitions of a topic, or None when it does not exist."""
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
