@@ -20,14 +20,13 @@ from kcoord.coordinator.classic.messages import (
     DescribedGroup,
     HeartbeatRequest,
     JoinGroupRequest,
-    JoinGroupResponse,
     LeaveGroupRequest,
-    LeaveGroupResponse,
     ListedGroup,
     SyncGroupRequest,
     SyncGroupResponse,
 )
 from kcoord.coordinator.classic.state import ClassicGroupState
+from kcoord.coordinator.consumer.change import ConsumerGroupChange
 from kcoord.coordinator.consumer.classic_members import ClassicMemberRequests
 from kcoord.coordinator.consumer.config import ConsumerGroupConfig, PartitionCount
 from kcoord.coordinator.consumer.group_configs import GroupConfigOverrides
@@ -134,10 +133,10 @@ class GroupCoordinatorShard:
         return self.classic.on_loaded(now_ms)
 
     def on_timer(self, key: str, now_ms: int) -> CoordinatorResult:
-        if self.consumer.on_timer(key, now_ms):
-            result = CoordinatorResult(records=self.consumer.drain_records())
-            self._downgrade_where_due(result, now_ms)
-            return result
+        change = self.consumer.on_timer(key, now_ms)
+        if change is not None:
+            self._downgrade_where_due(change, now_ms)
+            return change
         return self.classic.on_timer(key, now_ms)
 
     def unload(self) -> CoordinatorResult:
@@ -156,17 +155,11 @@ class GroupCoordinatorShard:
         result = CoordinatorResult()
         if self._serves_classic_members(request.group_id):
             if self.consumer.groups[request.group_id].members:
-                try:
-                    response = self._classic_members.join(request, now_ms)
-                except KafkaError as exc:
-                    response = JoinGroupResponse(exc.code, member_id=request.member_id)
-                result.records.extend(self.consumer.drain_records())
-                self._downgrade_where_due(result, now_ms)
-                result.respond(sink, response)
-                return result
+                change = self._classic_members.join(request, sink, now_ms)
+                self._downgrade_where_due(change, now_ms)
+                return change
             # An Empty consumer group becomes a classic group again on a classic join (as Kafka).
-            self.consumer.release(request.group_id)
-            result.records.extend(self.consumer.drain_records())
+            result.extend(self.consumer.release(request.group_id))
         classic_request_error(self.consumer, request.group_id, join=True)
         result.extend(self.classic.join_group(request, sink, now_ms))
         if connection_id is not None and request.member_id:
@@ -210,22 +203,20 @@ class GroupCoordinatorShard:
         return self.classic.member_disconnected(group_id, member_id, connection_id, now_ms)
 
     def on_partitions_added(self, topic: str, now_ms: int) -> CoordinatorResult:
-        self.consumer.on_topics_changed(topic, now_ms)
+        consumer = self.consumer.on_topics_changed(topic, now_ms)
         result = self.classic.on_partitions_added(topic, now_ms)
-        result.records.extend(self.consumer.drain_records())
+        result.records.extend(consumer.records)
         return result
 
     def on_topic_changed(self, topic: str, now_ms: int) -> CoordinatorResult:
         """A topic was created or deleted: consumer groups subscribed to it get a new epoch at once."""
-        self.consumer.on_topics_changed(topic, now_ms)
-        return CoordinatorResult(records=self.consumer.drain_records())
+        return self.consumer.on_topics_changed(topic, now_ms)
 
     def leave_group(self, request: LeaveGroupRequest, sink: Any, now_ms: int) -> CoordinatorResult:
         if self._serves_classic_members(request.group_id):
-            left: LeaveGroupResponse = self._classic_members.leave(request, now_ms)
-            result = CoordinatorResult(records=self.consumer.drain_records())
-            result.respond(sink, left)
-            return result
+            change = self._classic_members.leave(request, sink, now_ms)
+            self._downgrade_where_due(change, now_ms)
+            return change
         classic_request_error(self.consumer, request.group_id, join=False)
         return self.classic.leave_group(request, sink, now_ms)
 
@@ -241,13 +232,10 @@ class GroupCoordinatorShard:
         self.consumer.validate(request)
         if self.classic.has_group(request.group_id):
             self._upgrade(request, result, now_ms)
-        # A refused heartbeat changes nothing, so it leaves no records behind.
-        response = self.consumer.heartbeat(request, now_ms)
-        result.records.extend(self.consumer.drain_records())
-        if connection_id is not None:
-            self.consumer.note_connection(request.group_id, response.member_id, connection_id)
-        self._downgrade_where_due(result, now_ms)
-        result.respond(sink, response)
+        change = self.consumer.heartbeat(request, sink, now_ms, connection_id)
+        result.records.extend(change.records)
+        self._downgrade_where_due(change, now_ms, into=result)
+        result.responses.extend(change.responses)
         return result
 
     def _upgrade(self, request: ConsumerHeartbeatRequest, result: CoordinatorResult, now_ms: int) -> None:
@@ -269,13 +257,16 @@ class GroupCoordinatorShard:
             raise refused from None
         self._conversions.on_group_converted(group_id, "consumer", group.generation_id, len(group.members))
         result.extend(self.classic.release_for_upgrade(group_id, now_ms))
-        self.consumer.adopt(converted, now_ms)
-        result.records.extend(self.consumer.drain_records())
+        result.extend(self.consumer.adopt(converted, now_ms))
 
-    def _downgrade_where_due(self, result: CoordinatorResult, now_ms: int) -> None:
+    def _downgrade_where_due(
+        self, change: ConsumerGroupChange, now_ms: int, into: CoordinatorResult | None = None
+    ) -> None:
         """Kafka's ``validateOnlineDowngrade`` and ``convertToClassicGroup`` for every group whose
-        last consumer-protocol member just left while classic members remain."""
-        for group_id, generation in self.consumer.take_downgrade_candidates().items():
+        last consumer-protocol member just left in ``change`` while classic members remain; the
+        conversion's records go after the change's (into ``into``, else ``change`` itself)."""
+        result = change if into is None else into
+        for group_id, generation in change.downgrades.items():
             group = self.consumer.groups.get(group_id)
             if group is None or len(group.members) > self.classic.config.max_size:
                 continue
@@ -284,8 +275,7 @@ class GroupCoordinatorShard:
             except MigrationError:
                 continue
             self._conversions.on_group_converted(group_id, "classic", generation, len(group.members))
-            self.consumer.release(group_id)
-            result.records.extend(self.consumer.drain_records())
+            result.extend(self.consumer.release(group_id))
             result.extend(self.classic.adopt_downgraded(converted, now_ms))
 
     def describe_consumer_group(self, group_id: str) -> DescribedConsumerGroup | None:
@@ -349,12 +339,12 @@ class GroupCoordinatorShard:
         for group_id in group_ids:
             if self.consumer.has_group(group_id):
                 try:
-                    self.consumer.delete_group(group_id)
+                    deleted = self.consumer.delete_group(group_id)
                 except KafkaError as exc:
                     answers.append(DeleteGroupResult(group_id, exc.code))
                     continue
                 result.records.extend(self.offsets.delete_group_offsets(group_id))
-                result.records.extend(self.consumer.drain_records())
+                result.records.extend(deleted.records)
                 answers.append(DeleteGroupResult(group_id, ErrorCode.none))
                 continue
             try:

@@ -12,8 +12,9 @@ One heartbeat, in Kafka's order:
 6. the member reconciles towards its target (:mod:`.reconcile`);
 7. its session deadline moves; a member that must revoke partitions gets a rebalance deadline.
 
-Every operation that changes a group leaves the records of the change (:mod:`.persistence`) for
-the shard to take with :meth:`ConsumerGroupManager.drain_records`; loading replays them.
+Every operation that may change a group returns a :class:`~.change.ConsumerGroupChange`: the
+records of the change (:mod:`.persistence`, derived from the group before and after it), its
+response, and the groups it leaves due for a downgrade. Loading replays the records.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from collections.abc import Callable, Collection, Iterable
 from kcoord.coordinator.assignors import AssignmentSpec, MemberSpec, PartitionAssignor, assignors_by_name
 from kcoord.coordinator.assignors.api import Assignment
 from kcoord.coordinator.consumer import history, timer_keys
+from kcoord.coordinator.consumer.change import ConsumerGroupChange
 from kcoord.coordinator.consumer.config import ConsumerGroupConfig, PartitionCount
 from kcoord.coordinator.consumer.group import ConsumerGroup, ConsumerGroupState
 from kcoord.coordinator.consumer.group_configs import GroupConfigOverrides
@@ -52,7 +54,7 @@ from kcoord.coordinator.consumer.persistence import (
 )
 from kcoord.coordinator.consumer.reconcile import reconcile
 from kcoord.coordinator.record_codec import fits_record_string
-from kcoord.coordinator.records import ConsumerGroupRecordKey, CoordinatorRecord
+from kcoord.coordinator.records import ConsumerGroupRecordKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.timer.api import Timer
 
@@ -89,26 +91,17 @@ class ConsumerGroupManager:
         self.groups: dict[str, ConsumerGroup] = {}
         self._topic_ids = topic_ids or name_based_topic_ids()
         self._replayer = GroupReplayer(self.groups, self._topic_ids)
-        self._records: list[CoordinatorRecord] = []
         self._connections: dict[tuple[str, str], int] = {}
         """The connection that carried each member's last heartbeat (soft state, fast failover)."""
-        self._downgrade_candidates: dict[str, int] = {}
-        """group -> epoch before the (first) leave, of groups whose last consumer-protocol member
-        left while classic members remain."""
 
     # -- records
-
-    def drain_records(self) -> list[CoordinatorRecord]:
-        """The records of every change since the last call, in order."""
-        records, self._records = self._records, []
-        return records
 
     def snapshot(self, group_id: str) -> GroupSnapshot:
         return GroupSnapshot.of(self.groups.get(group_id))
 
-    def record(self, group_id: str, before: GroupSnapshot) -> None:
-        """Leave the records of what changed in the group since ``before`` was taken."""
-        self._records.extend(changes(group_id, before, self.snapshot(group_id), self._topic_ids))
+    def record(self, group_id: str, before: GroupSnapshot, change: ConsumerGroupChange) -> None:
+        """Add to ``change`` the records of what changed in the group since ``before`` was taken."""
+        change.records.extend(changes(group_id, before, self.snapshot(group_id), self._topic_ids))
 
     def replay(self, key: ConsumerGroupRecordKey, value: object) -> None:
         self._replayer.replay(key, value)
@@ -164,19 +157,32 @@ class ConsumerGroupManager:
 
     # -- heartbeat
 
-    def heartbeat(self, request: ConsumerHeartbeatRequest, now_ms: int) -> ConsumerHeartbeatResponse:
-        """Raises :class:`KafkaError` with the code the whole heartbeat is answered with."""
+    def heartbeat(
+        self, request: ConsumerHeartbeatRequest, sink: object, now_ms: int, connection_id: int | None = None
+    ) -> ConsumerGroupChange:
+        """The heartbeat's change; a refused one is answered with its :class:`KafkaError` (the
+        records of whatever it changed before the refusal are still in the change)."""
+        change = ConsumerGroupChange()
         before = self.snapshot(request.group_id)
         try:
-            return self._heartbeat(request, now_ms)
-        finally:
-            self.record(request.group_id, before)
+            response = self._heartbeat(request, now_ms, change)
+        except KafkaError as refused:
+            self.record(request.group_id, before, change)
+            change.respond(sink, refused)
+            return change
+        self.record(request.group_id, before, change)
+        if connection_id is not None:
+            self.note_connection(request.group_id, response.member_id, connection_id)
+        change.respond(sink, response)
+        return change
 
-    def _heartbeat(self, request: ConsumerHeartbeatRequest, now_ms: int) -> ConsumerHeartbeatResponse:
+    def _heartbeat(
+        self, request: ConsumerHeartbeatRequest, now_ms: int, change: ConsumerGroupChange
+    ) -> ConsumerHeartbeatResponse:
         self.validate(request)
         # 1. Leaving.
         if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
-            return self._leave(request, now_ms)
+            return self._leave(request, now_ms, change)
         # 2. The group.
         group = self.groups.get(request.group_id)
         if group is None:
@@ -331,7 +337,9 @@ class ConsumerGroupManager:
         self.cancel_member_timers(group.group_id, old.member_id)
         group.target[member_id] = target
 
-    def _leave(self, request: ConsumerHeartbeatRequest, now_ms: int) -> ConsumerHeartbeatResponse:
+    def _leave(
+        self, request: ConsumerHeartbeatRequest, now_ms: int, change: ConsumerGroupChange
+    ) -> ConsumerHeartbeatResponse:
         group = self.groups.get(request.group_id)
         member = group.members.get(request.member_id) if group is not None else None
         if group is None or member is None:
@@ -341,7 +349,7 @@ class ConsumerGroupManager:
             group.put_member(member.with_changes(member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH))
             self._timer.cancel(timer_keys.rebalance_key(group.group_id, member.member_id))
         else:
-            self.remove_member(group, member.member_id, history.MEMBER_LEFT, now_ms)
+            self.remove_member(group, member.member_id, history.MEMBER_LEFT, now_ms, change)
         return ConsumerHeartbeatResponse(
             member_id=member.member_id,
             member_epoch=request.member_epoch,
@@ -409,9 +417,10 @@ class ConsumerGroupManager:
         group.partitions_per_topic = counts
         return True
 
-    def on_topics_changed(self, topic: str, now_ms: int) -> None:
+    def on_topics_changed(self, topic: str, now_ms: int) -> ConsumerGroupChange:
         """A topic grew, appeared or was deleted: its subscribers' groups get a new epoch at once
         (regex subscriptions are resolved again first)."""
+        change = ConsumerGroupChange()
         for group in self.groups.values():
             before = self.snapshot(group.group_id)
             resolved = self._resolve_group_regexes(group)
@@ -419,7 +428,8 @@ class ConsumerGroupManager:
                 if not self.refresh_metadata(group, now_ms) and resolved:
                     group.group_epoch += 1
                     group.history.bumped(group.group_epoch, history.SUBSCRIPTION_CHANGED, None, now_ms)
-                self.record(group.group_id, before)
+                self.record(group.group_id, before, change)
+        return change
 
     def _resolve_regex(self, member: ConsumerGroupMember) -> ConsumerGroupMember:
         if member.subscribed_regex is None:
@@ -450,13 +460,15 @@ class ConsumerGroupManager:
 
     # -- leaving, fencing and timers
 
-    def remove_member(self, group: ConsumerGroup, member_id: str, trigger: str, now_ms: int) -> None:
+    def remove_member(
+        self, group: ConsumerGroup, member_id: str, trigger: str, now_ms: int, change: ConsumerGroupChange
+    ) -> None:
         epoch_before = group.group_epoch
         removed = group.remove_member(member_id)
         if removed is None:
             return
         self.cancel_member_timers(group.group_id, member_id)
-        self.note_departure(group, removed, epoch_before)
+        self.note_departure(group, removed, epoch_before, change)
         group.group_epoch += 1
         group.history.bumped(group.group_epoch, trigger, member_id, now_ms)
         if not group.members:
@@ -493,42 +505,49 @@ class ConsumerGroupManager:
         self._timer.cancel(timer_keys.join_key(group_id, member_id))
         self._timer.cancel(timer_keys.sync_key(group_id, member_id))
 
-    def on_timer(self, key: str, now_ms: int) -> bool:
-        """Handle a fired key of ours; False when the key is not a consumer group's."""
+    def on_timer(self, key: str, now_ms: int) -> ConsumerGroupChange | None:
+        """Handle a fired key of ours; None when the key is not a consumer group's."""
         target = timer_keys.parse_key(key)
         if target is None:
-            return False
+            return None
+        change = ConsumerGroupChange()
         group = self.groups.get(target.group_id)
         if group is None or target.member_id not in group.members:
-            return True
+            return change
         member = group.members[target.member_id]
         if target.kind == timer_keys.REBALANCE and member.state is not MemberState.UNREVOKED_PARTITIONS:
-            return True
+            return change
         before = self.snapshot(group.group_id)
         trigger = history.SESSION_EXPIRED if target.kind == timer_keys.SESSION else history.REBALANCE_TIMEOUT
-        self.remove_member(group, target.member_id, trigger, now_ms)
-        self.record(group.group_id, before)
-        return True
+        self.remove_member(group, target.member_id, trigger, now_ms, change)
+        self.record(group.group_id, before, change)
+        return change
 
     # -- online migration (see kcoord.coordinator.migration)
 
-    def adopt(self, group: ConsumerGroup, now_ms: int) -> None:
+    def adopt(self, group: ConsumerGroup, now_ms: int) -> ConsumerGroupChange:
         """A group converted from a classic one joins this manager: its records and sessions."""
+        change = ConsumerGroupChange()
         self.groups[group.group_id] = group
         group.history.bumped(group.group_epoch, history.UPGRADED, None, now_ms)
-        self.record(group.group_id, GroupSnapshot())
+        self.record(group.group_id, GroupSnapshot(), change)
         for member in group.members.values():
             self.schedule_session(group.group_id, member, now_ms)
+        return change
 
-    def release(self, group_id: str) -> None:
-        """Hand a group over for its conversion to a classic group, leaving its tombstones."""
+    def release(self, group_id: str) -> ConsumerGroupChange:
+        """Hand a group over for its conversion to a classic group: its tombstones."""
+        change = ConsumerGroupChange()
         before = self.snapshot(group_id)
         group = self.groups.pop(group_id)
         for member_id in group.members:
             self.cancel_member_timers(group_id, member_id)
-        self.record(group_id, before)
+        self.record(group_id, before, change)
+        return change
 
-    def note_departure(self, group: ConsumerGroup, gone: ConsumerGroupMember, epoch_before: int) -> None:
+    def note_departure(
+        self, group: ConsumerGroup, gone: ConsumerGroupMember, epoch_before: int, change: ConsumerGroupChange
+    ) -> None:
         """A member left or was replaced: when it was the last one of the consumer protocol and
         classic members remain, the group is due for a downgrade (if the policy allows)."""
         if (
@@ -537,13 +556,7 @@ class ConsumerGroupManager:
             and all(m.uses_classic_protocol for m in group.members.values())
             and self._config.downgrades_to_classic
         ):
-            self._downgrade_candidates.setdefault(group.group_id, epoch_before)
-
-    def take_downgrade_candidates(self) -> dict[str, int]:
-        """Groups whose last consumer-protocol member left while classic members remain, with the
-        group epoch before that leave (the generation the classic members are at)."""
-        candidates, self._downgrade_candidates = self._downgrade_candidates, {}
-        return candidates
+            change.downgrades.setdefault(group.group_id, epoch_before)
 
     def unload(self) -> None:
         for group in self.groups.values():
@@ -638,15 +651,17 @@ class ConsumerGroupManager:
             and (wanted is None or group.state.value.lower() in wanted)
         ]
 
-    def delete_group(self, group_id: str) -> None:
-        """Only an Empty group can be deleted (GROUP_NOT_EMPTY otherwise)."""
+    def delete_group(self, group_id: str) -> ConsumerGroupChange:
+        """Only an Empty group can be deleted (GROUP_NOT_EMPTY otherwise): its tombstones."""
         group = self.groups[group_id]
         if group.members:
             raise KafkaError(ErrorCode.non_empty_group, f"group {group_id} is not empty")
+        change = ConsumerGroupChange()
         before = self.snapshot(group_id)
         group.dead = True
         del self.groups[group_id]
-        self.record(group_id, before)
+        self.record(group_id, before, change)
+        return change
 
 
 def _check_epoch(member: ConsumerGroupMember, request: ConsumerHeartbeatRequest) -> None:
