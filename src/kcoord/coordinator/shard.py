@@ -244,7 +244,7 @@ class GroupCoordinatorShard:
         group_id = request.group_id
         group = self.classic.group(group_id)
         refused = KafkaError(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.")
-        if group is None or request.member_epoch != 0 or not self.consumer.upgrades_classic_groups:
+        if group is None or request.member_epoch != 0 or not self.consumer.config.upgrades_classic_groups:
             raise refused
         if group.state is ClassicGroupState.EMPTY:
             result.records.extend(self.classic.delete_group(group_id))

@@ -135,9 +135,9 @@ class ClassicMemberRequests:
             # Kafka's downgrade on a replaced static member (the shard converts the group).
             manager.note_departure(group, replaced, group.group_epoch, change)
         # 4. Deadlines: its session, and the SyncGroup that must follow.
-        timer = manager.timer
+        timer = manager.timers.timer
         timer.cancel(timer_keys.join_key(group.group_id, after.member_id))
-        manager.schedule_session(group.group_id, after, now_ms)
+        manager.timers.schedule_session(group.group_id, after, now_ms)
         timer.schedule(
             timer_keys.sync_key(group.group_id, after.member_id), now_ms + request.rebalance_timeout_ms
         )
@@ -183,8 +183,8 @@ class ClassicMemberRequests:
         if group.group_epoch > member.member_epoch and member.state is not MemberState.UNREVOKED_PARTITIONS:
             self._schedule_join_timeout(group, member, now_ms)
             raise KafkaError(ErrorCode.rebalance_in_progress, f"group {group.group_id} moved on")
-        self._manager.timer.cancel(timer_keys.sync_key(group.group_id, member.member_id))
-        self._manager.schedule_session(group.group_id, member, now_ms)
+        self._manager.timers.timer.cancel(timer_keys.sync_key(group.group_id, member.member_id))
+        self._manager.timers.schedule_session(group.group_id, member, now_ms)
         return SyncGroupResponse(
             ErrorCode.none,
             protocol_type=request.protocol_type,
@@ -201,7 +201,7 @@ class ClassicMemberRequests:
             _check_generation(member, request.generation_id)
         except KafkaError as exc:
             return exc.code
-        self._manager.schedule_session(group.group_id, member, now_ms)
+        self._manager.timers.schedule_session(group.group_id, member, now_ms)
         if (
             member.member_epoch < group.group_epoch
             or member.state is MemberState.UNREVOKED_PARTITIONS
@@ -213,8 +213,8 @@ class ClassicMemberRequests:
 
     def _schedule_join_timeout(self, group: ConsumerGroup, member: ConsumerGroupMember, now_ms: int) -> None:
         key = timer_keys.join_key(group.group_id, member.member_id)
-        if self._manager.timer.deadline(key) is None:
-            self._manager.timer.schedule(key, now_ms + member.rebalance_timeout_ms)
+        if self._manager.timers.timer.deadline(key) is None:
+            self._manager.timers.timer.schedule(key, now_ms + member.rebalance_timeout_ms)
 
     # -- LeaveGroup
 
