@@ -33,7 +33,13 @@ from kcoord.coordinator.consumer.group_configs import GroupConfigOverrides
 from kcoord.coordinator.consumer.manager import CONSUMER_PROTOCOL_TYPE, ConsumerGroupManager
 from kcoord.coordinator.consumer.messages import ConsumerHeartbeatRequest, DescribedConsumerGroup
 from kcoord.coordinator.consumer.persistence import TopicIds
-from kcoord.coordinator.group_routing import GroupsView, classic_request_error
+from kcoord.coordinator.group_routing import (
+    ClassicKind,
+    ConsumerKind,
+    GroupKinds,
+    GroupsView,
+    classic_request_error,
+)
 from kcoord.coordinator.migration import (
     MigrationError,
     classic_group_from_consumer,
@@ -87,8 +93,11 @@ class GroupCoordinatorShard:
             topic_names=topic_names,
             overrides=group_overrides,
         )
-        self._groups = GroupsView(self.classic, self.consumer)
         self._classic_members = ClassicMemberRequests(self.consumer)
+        self._kinds = GroupKinds(
+            ConsumerKind(self.consumer, self._classic_members), default=ClassicKind(self.classic)
+        )
+        self._groups = GroupsView(self._kinds)
         self._conversions = conversion_events(observer)
         self._past_rebalances = past_rebalances
         self.offsets = OffsetManager(offset_metadata_max_bytes)
@@ -125,7 +134,7 @@ class GroupCoordinatorShard:
 
     def on_loaded(self, now_ms: int) -> CoordinatorResult:
         for group_id in self.offsets.all_groups_with_offsets():
-            if not self.classic.has_group(group_id) and not self.consumer.has_group(group_id):
+            if not self._kinds.exists(group_id):
                 self.classic.ensure_simple_group(group_id, now_ms)
         if self._past_rebalances is not None:
             self.classic.restore_history(self._past_rebalances)
@@ -188,19 +197,12 @@ class GroupCoordinatorShard:
 
     def heartbeat_code(self, request: HeartbeatRequest, now_ms: int, connection_id: int) -> ErrorCode:
         """The heartbeat's answer, computed without a result object (see the classic manager)."""
-        if self.consumer.has_group(request.group_id):
-            if self.consumer.config.migration_enabled:
-                return self._classic_members.heartbeat_code(request, now_ms)
-            return ErrorCode.unknown_member_id
-        return self.classic.heartbeat_code(request, now_ms, connection_id)
+        return self._kinds.kind_of(request.group_id).heartbeat_code(request, now_ms, connection_id)
 
     def member_disconnected(
         self, group_id: str, member_id: str, connection_id: int, now_ms: int
     ) -> CoordinatorResult:
-        if self.consumer.has_group(group_id):
-            self.consumer.member_disconnected(group_id, member_id, connection_id, now_ms)
-            return CoordinatorResult()
-        return self.classic.member_disconnected(group_id, member_id, connection_id, now_ms)
+        return self._kinds.kind_of(group_id).member_disconnected(group_id, member_id, connection_id, now_ms)
 
     def on_partitions_added(self, topic: str, now_ms: int) -> CoordinatorResult:
         consumer = self.consumer.on_topics_changed(topic, now_ms)
@@ -326,34 +328,20 @@ class GroupCoordinatorShard:
         return self.classic.list_groups(states_filter) + consumer
 
     def describe_group(self, group_id: str, api_version: int) -> DescribedGroup:
-        """A consumer group is "not a classic group": as a missing one (Dead; v6+ GROUP_ID_NOT_FOUND)."""
-        if self.consumer.has_group(group_id):
-            error = ErrorCode.group_id_not_found if api_version >= 6 else ErrorCode.none
-            return DescribedGroup(group_id, error, "Dead", "", "")
-        return self.classic.describe_groups([group_id], api_version)[0]
+        return self._kinds.kind_of(group_id).describe_group(group_id, api_version)
 
     def delete_groups(self, group_ids: list[str], sink: Any, now_ms: int) -> CoordinatorResult:
         """Kafka's record order per group: its offsets' tombstones, then the group's."""
         result = CoordinatorResult()
         answers: list[DeleteGroupResult] = []
         for group_id in group_ids:
-            if self.consumer.has_group(group_id):
-                try:
-                    deleted = self.consumer.delete_group(group_id)
-                except KafkaError as exc:
-                    answers.append(DeleteGroupResult(group_id, exc.code))
-                    continue
-                result.records.extend(self.offsets.delete_group_offsets(group_id))
-                result.records.extend(deleted.records)
-                answers.append(DeleteGroupResult(group_id, ErrorCode.none))
-                continue
             try:
-                self.classic.validate_delete_group(group_id)
+                deleted = self._kinds.kind_of(group_id).delete_group(group_id)
             except KafkaError as exc:
                 answers.append(DeleteGroupResult(group_id, exc.code))
                 continue
             result.records.extend(self.offsets.delete_group_offsets(group_id))
-            result.records.extend(self.classic.delete_group(group_id))
+            result.records.extend(deleted)
             answers.append(DeleteGroupResult(group_id, ErrorCode.none))
         result.respond(sink, answers)
         return result
