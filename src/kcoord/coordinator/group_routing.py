@@ -28,13 +28,7 @@ class GroupKind(Protocol):
     def has_group(self, group_id: str) -> bool: ...
 
     def validate_offset_commit(
-        self,
-        group_id: str,
-        member_id: str,
-        group_instance_id: str | None,
-        generation_id: int,
-        api_version: int,
-        now_ms: int,
+        self, group_id: str, member_id: str, instance: str | None, epoch: int, version: int, now_ms: int
     ) -> None: ...
 
     def group_state(self, group_id: str) -> str | None: ...
@@ -98,15 +92,10 @@ class ConsumerKind:
         self.is_subscribed = consumer.is_subscribed
 
     def validate_offset_commit(
-        self,
-        group_id: str,
-        member_id: str,
-        group_instance_id: str | None,
-        generation_id: int,
-        api_version: int,
-        now_ms: int,
+        self, group_id: str, member_id: str, instance: str | None, epoch: int, version: int, now_ms: int
     ) -> None:
-        self._consumer.validate_offset_commit(group_id, member_id, generation_id, api_version)
+        """A consumer group's commit: the member and its epoch (no instance id or time involved)."""
+        self._consumer.validate_offset_commit(group_id, member_id, epoch, version)
 
     def group_state(self, group_id: str) -> str | None:
         described = self._consumer.describe(group_id)
@@ -167,17 +156,10 @@ class GroupsView:
         self._kinds = kinds
 
     def validate_offset_commit(
-        self,
-        group_id: str,
-        member_id: str,
-        group_instance_id: str | None,
-        generation_id: int,
-        api_version: int,
-        now_ms: int,
+        self, group_id: str, member_id: str, instance: str | None, epoch: int, version: int, now_ms: int
     ) -> None:
-        self._kinds.kind_of(group_id).validate_offset_commit(
-            group_id, member_id, group_instance_id, generation_id, api_version, now_ms
-        )
+        kind = self._kinds.kind_of(group_id)
+        kind.validate_offset_commit(group_id, member_id, instance, epoch, version, now_ms)
 
     def group_state(self, group_id: str) -> str | None:
         return self._kinds.kind_of(group_id).group_state(group_id)

@@ -10,16 +10,6 @@ from __future__ import annotations
 import struct
 import uuid
 
-__all__ = [
-    "MAX_RECORD_STRING_BYTES",
-    "RecordDecodeError",
-    "RecordEncodeError",
-    "RecordReader",
-    "RecordWriter",
-    "UnsupportedRecordVersionError",
-    "fits_record_string",
-]
-
 _INT8 = struct.Struct(">b")
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")

@@ -30,8 +30,7 @@ from kcoord.coordinator.records import CoordinatorRecord
 from kcoord.coordinator.result import CoordinatorResult
 from kcoord.protocol.plain_batch import EncodedBatch, encode_for_log
 from kcoord.runtime.coordinator_type import CoordinatorType, FastReplay
-from kcoord.runtime.observer import NO_OBSERVER, RuntimeObserver
-from kcoord.runtime.runner import DEFAULT_APPEND_TIMEOUT_MS, Shard
+from kcoord.runtime.runner import Shard
 from kcoord.runtime.service import CoordinatorService
 from kcoord.storage.api import PartitionLog
 from kcoord.timer.api import Clock, Timer
@@ -111,24 +110,12 @@ class GroupCoordinator(CoordinatorService):
         clock: Clock,
         shard_factory: Callable[[int, Timer], Shard],
         *,
-        num_partitions: int,
         expiry_interval_ms: int,
-        append_timeout_ms: int = DEFAULT_APPEND_TIMEOUT_MS,
-        observer: RuntimeObserver = NO_OBSERVER,
-        owned_only: bool = False,
-        serving: Callable[[], bool] = lambda: True,
+        **options: Any,
     ) -> None:
-        super().__init__(
-            GROUP_COORDINATOR,
-            _OffsetsTopicOf(topics),
-            clock,
-            shard_factory,
-            num_partitions=num_partitions,
-            append_timeout_ms=append_timeout_ms,
-            observer=observer,
-            owned_only=owned_only,
-            serving=serving,
-        )
+        """``options``: :class:`CoordinatorService`'s (``num_partitions``, ``append_timeout_ms``,
+        ``observer``, ``owned_only``, ``serving``)."""
+        super().__init__(GROUP_COORDINATOR, _OffsetsTopicOf(topics), clock, shard_factory, **options)
         self._expiry_interval_ms = expiry_interval_ms
 
     async def start(self) -> None:

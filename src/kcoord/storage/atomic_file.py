@@ -17,7 +17,7 @@ from pathlib import Path
 
 from kcoord.storage.file_segment import fsync_directory
 
-__all__ = ["write_atomically", "write_text_atomically"]
+__all__ = ["write_atomically", "write_synced", "write_text_atomically"]
 
 
 def write_atomically(path: Path, data: bytes, mode: int = 0o644) -> None:
@@ -27,7 +27,14 @@ def write_atomically(path: Path, data: bytes, mode: int = 0o644) -> None:
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     staged = path.with_name(path.name + ".tmp")
-    fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    write_synced(staged, data, mode)
+    os.replace(staged, path)
+    fsync_directory(path.parent)
+
+
+def write_synced(path: Path, data: bytes, mode: int = 0o644) -> None:
+    """Write ``data`` as the whole of ``path`` and fsync it (not its directory: no rename yet)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
         view = memoryview(data)
         while view:
@@ -35,8 +42,6 @@ def write_atomically(path: Path, data: bytes, mode: int = 0o644) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-    os.replace(staged, path)
-    fsync_directory(path.parent)
 
 
 def write_text_atomically(path: Path, text: str, mode: int = 0o644) -> None:
