@@ -342,8 +342,8 @@ class App:
             lambda: [(info.name, p) for info in topics.topics() for p in range(info.partitions)],
             LeaseSettings(lease_ms=s["kcoord.node.lease.ms"], renew_ms=s["kcoord.node.lease.renew.ms"]),
             observer=self.metrics,
+            on_catalogue=topics.refresh,
         )
-        self.membership.on_catalogue = topics.refresh
         self.leader_epochs.ownership = ownership
         self.node.directory = MembershipDirectory(self.membership, {coordinator.kind.key_type: coordinator})
         await self.membership.start()

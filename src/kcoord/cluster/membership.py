@@ -112,13 +112,14 @@ class ClusterMembership:
         *,
         observer: MembershipObserver | None = None,
         monotonic: Callable[[], float] = time.monotonic,
+        on_catalogue: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._ownership = ownership
         self._store = store
         self.node_id = node_id
         self._advertised = advertised
         self._host_for = host_for
-        self.on_catalogue: Callable[[], Awaitable[None]] | None = None
+        self.on_catalogue = on_catalogue
         """Called before each reconciliation, so the topic catalogue applies other nodes' changes
         and the spread covers the partitions of topics they created."""
         self._partitions = partitions
