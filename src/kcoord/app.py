@@ -86,9 +86,9 @@ from kcoord.observability.http_security import http_security
 from kcoord.observability.metrics import KcoordMetrics
 from kcoord.protocol.registry import ApiRegistry, ApiSpec
 from kcoord.runtime.group_config_store import GroupConfigStore, group_configs_file
+from kcoord.runtime.group_coordinator import GroupCoordinator
 from kcoord.runtime.group_service import GroupService
 from kcoord.runtime.rebalance_journal import JOURNAL_FILE, JournalingObserver, RebalanceJournal
-from kcoord.runtime.service import OFFSETS_TOPIC, GroupCoordinator
 from kcoord.security.acl_store import AclStore, acl_file
 from kcoord.security.authorizer import AclAuthorizer, build_authorizer
 from kcoord.security.credentials import CredentialStore, credentials_file
@@ -165,7 +165,11 @@ class App:
         self._security_state(cluster_store)
         self.topics = TopicManager(self.store, s, self.data_dir, shared=shared)
         self.producer_state = ProducerStateKeeper(
-            self.data_dir, self.store, clustered=s["kcoord.cluster.enable"], internal_topics=INTERNAL_TOPICS
+            self.data_dir,
+            self.store,
+            clustered=s["kcoord.cluster.enable"],
+            clock=self.clock,
+            internal_topics=INTERNAL_TOPICS,
         )
         self.producers = self.producer_state.producers
         self.growth_hints = GrowthHints(self.clock)
@@ -420,24 +424,25 @@ class App:
         s, ownership = self.settings, Ownership(store.pool)
         self.node.cluster_id = await ownership.cluster_id(self.node.cluster_id)
         coordinator, topics, producer_state = self.coordinator, self.topics, self.producer_state
+        hosted_by = {coordinator.kind.topic: coordinator}
         self.membership = ClusterMembership(
             ownership,
             store,
             self.node.node_id,
             lambda: self.node.advertised,
             lambda topic: ConfiguredHost(
-                coordinator if topic == OFFSETS_TOPIC else producer_state.host_for(topic),
+                hosted_by.get(topic) or producer_state.host_for(topic),
                 topic,
                 topics.log_config_of,
             ),
             lambda: [(info.name, p) for info in topics.topics() for p in range(info.partitions)],
             LeaseSettings(lease_ms=s["kcoord.node.lease.ms"], renew_ms=s["kcoord.node.lease.renew.ms"]),
             observer=self.metrics,
+            on_catalogue=self._refresh_shared_state,
+            on_displaced=self._halt,
         )
-        self.membership.on_catalogue = self._refresh_shared_state
-        self.membership.on_displaced = self._halt
         self.leader_epochs.ownership = ownership
-        self.node.directory = MembershipDirectory(self.membership, coordinator.partition_for)
+        self.node.directory = MembershipDirectory(self.membership, {coordinator.kind.key_type: coordinator})
         await self.membership.start()
 
     async def _refresh_shared_state(self) -> None:
@@ -464,7 +469,7 @@ class App:
         """Each claim of the group's offsets partition: its history of coordinator moves."""
         if self.membership is None:
             return []
-        return self.membership.moves_of(OFFSETS_TOPIC, self.coordinator.partition_for(group_id))
+        return self.membership.moves_of(self.coordinator.kind.topic, self.coordinator.partition_for(group_id))
 
     def _serving(self) -> bool:
         """Whether this node may answer for the groups it holds (alone: always)."""

@@ -7,8 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from kcoord.cluster.producer_state import ID_BLOCK_FILE, ProducerStateManager, StoredBatch, StoredProducer
+from kcoord.cluster.producer_state import (
+    ID_BLOCK_FILE,
+    PRODUCER_EXPIRATION_MS,
+    ProducerStateManager,
+    StoredBatch,
+    StoredProducer,
+)
 from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.timer.clock import ManualClock
 
 
 async def test_ids_are_unique_across_restarts(tmp_path: Path) -> None:
@@ -140,3 +147,19 @@ async def test_concurrent_inits_share_one_reservation(tmp_path: Path) -> None:
     ids = await asyncio.gather(*(manager.init_producer() for _ in range(10)))
     assert len({pid for pid, _ in ids}) == 10
     assert int((tmp_path / ID_BLOCK_FILE).read_text()) == 12
+
+
+async def test_a_producer_unseen_for_the_expiration_time_is_forgotten(tmp_path: Path) -> None:
+    """On the injected clock, a producer idle past producer.id.expiration.ms loses its state; one
+    seen within it keeps it."""
+    clock = ManualClock(1_000_000)
+    manager = ProducerStateManager(tmp_path, clock=clock)
+    manager.check_and_record("t", 0, 1, 0, 0, 5).complete(0, -1)
+    clock.advance(PRODUCER_EXPIRATION_MS // 2)
+    manager.check_and_record("t", 0, 2, 0, 0, 5).complete(5, -1)
+    await manager.init_producer()
+    assert manager.producer_count() == 2
+    clock.advance(PRODUCER_EXPIRATION_MS // 2 + 1)
+    await manager.init_producer()
+    assert manager.producer_count() == 1
+    manager.check_and_record("t", 0, 1, 0, 40, 1).complete(10, -1)

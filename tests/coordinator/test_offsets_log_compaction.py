@@ -12,7 +12,7 @@ from tests.protocol.in_process import connected, running_app
 from kcoord.app import App
 from kcoord.coordinator.partitioner import partition_for
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.runtime.service import OFFSETS_TOPIC
+from kcoord.runtime.group_coordinator import OFFSETS_TOPIC
 from kcoord.storage import PartitionLog
 
 GROUP = "compacted-group"

@@ -24,6 +24,7 @@ from kcoord.coordinator.classic.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
+from kcoord.coordinator.classic.history import NullObserver
 from kcoord.coordinator.classic.messages import (
     HeartbeatRequest,
     JoinGroupRequest,
@@ -60,8 +61,19 @@ def _subscription(owned: tuple[tuple[str, tuple[int, ...]], ...] = ()) -> bytes:
     return encode_subscription(ConsumerSubscription(version=1, topics=("orders",), owned_partitions=owned))
 
 
+class ConversionRecorder(NullObserver):
+    """Keeps (group, kind it became, generation, members) for every conversion the shard reports."""
+
+    def __init__(self) -> None:
+        self.conversions: list[tuple[str, str, int, int]] = []
+
+    def on_group_converted(self, group_id: str, into: str, generation: int, members: int) -> None:
+        self.conversions.append((group_id, into, generation, members))
+
+
 class Harness:
     def __init__(self, policy: str = "bidirectional") -> None:
+        self.observer = ConversionRecorder()
         self.timer = DictTimer()
         self.now = START_MS
         self.policy = policy
@@ -79,6 +91,7 @@ class Harness:
             partition_count=TOPICS.get,
             topic_ids=TopicIds(TOPIC_IDS.get, {v: k for k, v in TOPIC_IDS.items()}.get),
             topic_names=lambda: tuple(TOPICS),
+            observer=self.observer,
         )
 
     def apply(self, result: Any) -> dict[Any, Any]:
@@ -421,6 +434,19 @@ def test_the_last_consumer_member_leaving_downgrades_the_group() -> None:
     rejoined = h.join(a)
     assert rejoined.error_code == ErrorCode.none and rejoined.generation_id == epoch + 1
     assert h.shard.list_groups(None)[0].group_type == "classic"
+
+
+def test_each_change_of_group_kind_is_reported_to_the_observer() -> None:
+    """The pure shard logs nothing itself: an upgrade and the downgrade after it reach its observer."""
+    h = Harness()
+    a, b, _ = classic_group(h)
+    generation = h.shard.classic.group(GROUP).generation_id  # type: ignore[union-attr]
+    h.beat("c", 0)
+    epoch = h.shard.consumer.groups[GROUP].group_epoch
+    for member in (a, b):
+        h.sync(member, h.join(member).generation_id)
+    h.beat("c", -1)
+    assert h.observer.conversions == [(GROUP, "consumer", generation, 2), (GROUP, "classic", epoch, 2)]
 
 
 def test_a_consumer_member_whose_session_expires_downgrades_the_group() -> None:

@@ -20,8 +20,8 @@ from kcoord.coordinator.offsets import (
     OffsetFetchTopic,
 )
 from kcoord.coordinator.shard import GroupCoordinatorShard
+from kcoord.runtime.group_coordinator import GroupCoordinator
 from kcoord.runtime.group_service import GroupService
-from kcoord.runtime.service import GroupCoordinator
 from kcoord.storage.memory import MemoryLogStore
 from kcoord.timer.api import Timer
 from kcoord.timer.clock import SystemClock

@@ -15,7 +15,7 @@ import pytest
 from kio.records.readers import read_batch
 from kio.schema.errors import ErrorCode
 
-from kcoord.coordinator.record_codec import decode_record, encode_value
+from kcoord.coordinator.record_codec import decode_record, encode_key, encode_value
 from kcoord.coordinator.records import (
     CoordinatorRecord,
     GroupMetadataKey,
@@ -26,12 +26,12 @@ from kcoord.coordinator.records import (
 from kcoord.coordinator.result import CoordinatorResult
 from kcoord.protocol.errors import KafkaError
 from kcoord.protocol.plain_batch import EncodedBatch
+from kcoord.runtime.group_coordinator import GROUP_COORDINATOR
 from kcoord.runtime.runner import (
     PartitionRunner,
     PartitionState,
     PrefixedTimer,
     Sink,
-    encode_batch,
     split_timer_key,
 )
 from kcoord.timer.clock import ManualClock
@@ -77,7 +77,7 @@ class FakeLog:
 
     def put(self, records: list[CoordinatorRecord]) -> None:
         """Store a batch as if appended earlier (for loading)."""
-        batch = bytearray(encode_batch(records, NOW_MS).data)
+        batch = bytearray(GROUP_COORDINATOR.serde.encode_batch(records, NOW_MS).data)
         struct.pack_into(">q", batch, 0, self.end)
         self.batches.append((self.end, bytes(batch)))
         self.end += len(records)
@@ -143,6 +143,9 @@ class FakeShard:
 
     def __init__(self) -> None:
         self.replayed: list[CoordinatorRecord] = []
+        self.replayed_at: list[tuple[int, int, int]] = []
+        """(offset, producer id, producer epoch) of each replayed record."""
+        self.markers: list[tuple[int, int, bool]] = []
         self.appended: list[list[CoordinatorRecord]] = []
         self.loaded_at: int | None = None
         self.on_loaded_result = CoordinatorResult()
@@ -150,8 +153,12 @@ class FakeShard:
         self.unloaded = False
         self.timers: list[tuple[str, int]] = []
 
-    def replay(self, record: CoordinatorRecord) -> None:
+    def replay(self, record: CoordinatorRecord, offset: int, producer_id: int, producer_epoch: int) -> None:
         self.replayed.append(record)
+        self.replayed_at.append((offset, producer_id, producer_epoch))
+
+    def replay_end_transaction_marker(self, producer_id: int, producer_epoch: int, committed: bool) -> None:
+        self.markers.append((producer_id, producer_epoch, committed))
 
     def on_appended(self, records: list[CoordinatorRecord]) -> None:
         self.appended.append(list(records))
@@ -172,7 +179,8 @@ class FakeShard:
 def make_runner(log: FakeLog | None = None) -> tuple[PartitionRunner, FakeShard, FakeLog]:
     shard = FakeShard()
     log = log or FakeLog()
-    return PartitionRunner(3, shard, log, ManualClock(NOW_MS)), shard, log  # type: ignore[arg-type]
+    runner = PartitionRunner(3, shard, log, ManualClock(NOW_MS), serde=GROUP_COORDINATOR.serde)  # type: ignore[arg-type]
+    return runner, shard, log
 
 
 async def loaded_runner() -> tuple[PartitionRunner, FakeShard, FakeLog]:
@@ -212,6 +220,32 @@ async def test_load_replays_tombstones_and_skips_records_it_cannot_read() -> Non
     await runner.load()
     assert shard.replayed == [offset_record("g", 0, 1), tombstone, offset_record("g", 0, 3)]
     assert (runner.load_stats.records, runner.load_stats.skipped) == (3, 2)
+
+
+async def test_replay_gets_each_record_offset_and_its_batch_producer_and_the_markers() -> None:
+    """Loading hands replay the record's offset and its batch's producer id and epoch, and a control
+    batch's commit or abort marker to replay_end_transaction_marker, not to replay."""
+    runner, shard, log = make_runner()
+    log.put([group_record("g", 1)])
+    written = [
+        (encode_key(r.key), encode_value(r.value)) for r in (group_record("g", 2), group_record("h", 1))
+    ]
+    log.put_raw(
+        build_batch(written, timestamp_ms=NOW_MS, producer_id=9, producer_epoch=2, attributes=0x10), 2
+    )
+    commit_marker = build_batch(
+        [(b"\x00\x00\x00\x01", b"\x00\x00\x00\x00\x00\x00")],
+        timestamp_ms=NOW_MS,
+        producer_id=9,
+        producer_epoch=2,
+        attributes=0x30,
+    )
+    log.put_raw(commit_marker, 1)
+    await runner.load()
+    assert shard.replayed == [group_record("g", 1), group_record("g", 2), group_record("h", 1)]
+    assert shard.replayed_at == [(0, -1, -1), (1, 9, 2), (2, 9, 2)]
+    assert shard.markers == [(9, 2, True)]
+    assert runner.load_stats.records == 3
 
 
 async def test_load_yields_to_the_loop_and_answers_load_in_progress_meanwhile() -> None:

@@ -11,6 +11,7 @@ from structlog.testing import capture_logs
 
 from kcoord.coordinator.result import CoordinatorResult
 from kcoord.protocol.errors import KafkaError
+from kcoord.runtime.group_coordinator import GROUP_COORDINATOR
 from kcoord.runtime.runner import PartitionRunner, PartitionState, Sink
 from kcoord.timer.clock import ManualClock
 from tests.runtime.test_runner import FakeLog, FakeShard, offset_record
@@ -51,6 +52,7 @@ def runner_with_factory(
         new_shard(),
         log,  # type: ignore[arg-type]
         ManualClock(NOW_MS),
+        serde=GROUP_COORDINATOR.serde,
         shard_factory=new_shard,
         observer=observer,
         append_timeout_ms=append_timeout_ms,

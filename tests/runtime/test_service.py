@@ -17,8 +17,8 @@ from kcoord.coordinator.partitioner import partition_for
 from kcoord.coordinator.records import CoordinatorRecord, OffsetCommitKey, OffsetCommitValue
 from kcoord.coordinator.result import CoordinatorResult
 from kcoord.protocol.errors import KafkaError
+from kcoord.runtime.group_coordinator import OFFSETS_TOPIC, GroupCoordinator
 from kcoord.runtime.runner import PartitionState
-from kcoord.runtime.service import OFFSETS_TOPIC, GroupCoordinator
 from kcoord.storage.memory import MemoryLogStore
 from kcoord.timer.api import Timer
 from kcoord.timer.clock import SystemClock
@@ -59,7 +59,7 @@ class RecordingShard:
         self.timer_fired = asyncio.Event()
         self.expired = asyncio.Event()
 
-    def replay(self, record: CoordinatorRecord) -> None:
+    def replay(self, record: CoordinatorRecord, offset: int, producer_id: int, producer_epoch: int) -> None:
         self.replayed.append(record)
 
     def on_appended(self, records: list[CoordinatorRecord]) -> None:

@@ -16,9 +16,9 @@ from kcoord.coordinator.classic.config import ClassicGroupConfig
 from kcoord.coordinator.classic.messages import JoinGroupRequest
 from kcoord.coordinator.shard import GroupCoordinatorShard
 from kcoord.protocol.errors import KafkaError
+from kcoord.runtime.group_coordinator import GroupCoordinator
 from kcoord.runtime.group_service import GroupService
 from kcoord.runtime.runner import PartitionState
-from kcoord.runtime.service import GroupCoordinator
 from kcoord.storage.memory import MemoryLogStore
 from kcoord.timer.api import Timer
 from kcoord.timer.clock import SystemClock

@@ -68,8 +68,11 @@ def build_batch(
     producer_id: int = -1,
     producer_epoch: int = -1,
     base_sequence: int = -1,
+    attributes: int = 0,
 ) -> bytes:
-    """One uncompressed batch of (key, value) records, all with ``timestamp_ms`` and ``headers``."""
+    """One uncompressed batch of (key, value) records, all with ``timestamp_ms`` and ``headers``.
+
+    ``attributes`` other than compression (always none): 0x10 transactional, 0x20 control."""
     assert records, "a batch holds at least one record"
     body = bytearray()
     for delta, (key, value) in enumerate(records):
@@ -84,7 +87,7 @@ def build_batch(
         body += _varint(len(record)) + record
     after_crc = (
         _AFTER_CRC.pack(
-            0,  # attributes: no compression, CreateTime
+            attributes & ~0x07,  # no compression
             len(records) - 1,
             timestamp_ms,
             timestamp_ms,

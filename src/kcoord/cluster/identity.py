@@ -7,12 +7,13 @@ so clients that cached the cluster id see the same cluster after a restart.
 from __future__ import annotations
 
 import base64
-import os
 import uuid
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
+
+from kcoord.storage.atomic_file import write_text_atomically
 
 META_FILE = "meta.properties"
 
@@ -33,8 +34,9 @@ class NodeDirectory(Protocol):
     def brokers(self) -> list[BrokerAddress]:
         """Every live node, by id."""
 
-    def coordinator(self, group_id: str) -> BrokerAddress | None:
-        """The node coordinating ``group_id`` (None: no live owner yet; the client retries)."""
+    def coordinator(self, key_type: int, key: str) -> BrokerAddress | None:
+        """The node coordinating ``key`` of FindCoordinator's ``key_type`` (None: no live owner yet,
+        or no coordinator of that type; the client retries)."""
 
     def leader(self, topic: str, partition: int) -> int | None:
         """The node leading ``topic``-``partition`` (None: no live owner yet)."""
@@ -83,15 +85,10 @@ def read_identity(data_dir: Path, configured_node_id: int) -> tuple[NodeIdentity
 
 
 def write_identity(data_dir: Path, identity: NodeIdentity) -> None:
-    """Keep ``identity`` in ``meta.properties`` (temporary file, fsync, rename)."""
-    path = data_dir / META_FILE
+    """Keep ``identity`` in ``meta.properties`` (replaced durably: :mod:`kcoord.storage.atomic_file`)."""
     data_dir.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        fh.write(f"version=1\nnode.id={identity.node_id}\ncluster.id={identity.cluster_id}\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    tmp.replace(path)
+    text = f"version=1\nnode.id={identity.node_id}\ncluster.id={identity.cluster_id}\n"
+    write_text_atomically(data_dir / META_FILE, text)
 
 
 def _read_properties(path: Path) -> dict[str, str]:

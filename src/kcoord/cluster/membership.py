@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -35,7 +35,6 @@ import structlog
 
 from kcoord.cluster.assignment import assign
 from kcoord.cluster.identity import BrokerAddress
-from kcoord.cluster.topic_names import CONSUMER_OFFSETS
 from kcoord.protocol.errors import KafkaError
 from kcoord.storage.api import PartitionLog
 from kcoord.storage.holding import StoreHeldError
@@ -134,13 +133,15 @@ class ClusterMembership:
         *,
         observer: MembershipObserver | None = None,
         monotonic: Callable[[], float] = time.monotonic,
+        on_catalogue: Callable[[], Awaitable[None]] | None = None,
+        on_displaced: Callable[[str], None] | None = None,
     ) -> None:
         self._ownership = ownership
         self._store = store
         self.node_id = node_id
         self._advertised = advertised
         self._host_for = host_for
-        self.on_catalogue: Callable[[], Awaitable[None]] | None = None
+        self.on_catalogue = on_catalogue
         """Called before each reconciliation, so the topic catalogue applies other nodes' changes
         and the spread covers the partitions of topics they created."""
         self._partitions = partitions
@@ -156,7 +157,7 @@ class ClusterMembership:
         self.owners: dict[PartitionKey, PartitionOwner] = {}
         """Every partition's owner as last read."""
         self._view_changes = 0
-        self.on_displaced: Callable[[str], None] | None = None
+        self.on_displaced = on_displaced
         """Called once another process has taken this node id over; the message says so."""
         self.displaced: str | None = None
         self._log = log.bind(node_id=node_id, incarnation=self.incarnation)
@@ -433,18 +434,28 @@ def _renewed_since(seen: Registration | None, now: Registration | None) -> bool:
     )
 
 
-class MembershipDirectory:
-    """Where clients go, as the membership last read it: live nodes, and each group's coordinator."""
+class CoordinatorPlacement(Protocol):
+    """Where a coordinator keeps a key (a group id, ...): its topic and partition."""
 
-    def __init__(self, membership: ClusterMembership, partition_for: Callable[[str], int]) -> None:
+    def placement(self, key: str) -> PartitionKey: ...
+
+
+class MembershipDirectory:
+    """Where clients go, as the membership last read it: live nodes, and each key's coordinator."""
+
+    def __init__(
+        self, membership: ClusterMembership, coordinators: Mapping[int, CoordinatorPlacement]
+    ) -> None:
         self._membership = membership
-        self._partition_for = partition_for
+        self._coordinators = coordinators
+        """By FindCoordinator key type: the coordinator that places keys of that type."""
 
     def brokers(self) -> list[BrokerAddress]:
         return [(node.node_id, node.host, node.port) for node in self._membership.live]
 
-    def coordinator(self, group_id: str) -> BrokerAddress | None:
-        owner = self._membership.owner_of(CONSUMER_OFFSETS, self._partition_for(group_id))
+    def coordinator(self, key_type: int, key: str) -> BrokerAddress | None:
+        coordinator = self._coordinators.get(key_type)
+        owner = None if coordinator is None else self._membership.owner_of(*coordinator.placement(key))
         return None if owner is None else (owner.node_id, owner.host, owner.port)
 
     def leader(self, topic: str, partition: int) -> int | None:

@@ -19,13 +19,13 @@ arrived, so the client retries.
 from __future__ import annotations
 
 import asyncio
-import os
 from pathlib import Path
 from typing import Protocol
 
 import structlog
 
 from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.storage.atomic_file import write_atomically
 
 __all__ = ["ID_BLOCK_FILE", "ID_BLOCK_SIZE", "FileIdReservations", "IdReservations", "ProducerIdBlocks"]
 
@@ -62,13 +62,7 @@ class FileIdReservations:
 
     def _reserve(self, size: int) -> int:
         start = self.reserved()
-        self._path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self._path.with_suffix(".tmp")
-        with tmp.open("w", encoding="ascii") as fh:
-            fh.write(f"{start + size}\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        tmp.replace(self._path)
+        write_atomically(self._path, f"{start + size}\n".encode("ascii"))
         return start
 
 

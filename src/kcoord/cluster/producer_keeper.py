@@ -24,6 +24,7 @@ from kcoord.storage.api import LogStore
 from kcoord.storage.postgres.producer_ids import PostgresIdReservations
 from kcoord.storage.postgres.producer_snapshots import PostgresProducerSnapshots
 from kcoord.storage.postgres.store import PostgresLogStore
+from kcoord.timer.api import Clock
 
 __all__ = ["ProducerStateKeeper"]
 
@@ -32,11 +33,17 @@ class ProducerStateKeeper:
     """The node's :class:`ProducerStateManager`, fed and persisted as its mode needs."""
 
     def __init__(
-        self, data_dir: Path, store: LogStore, *, clustered: bool, internal_topics: Iterable[str] = ()
+        self,
+        data_dir: Path,
+        store: LogStore,
+        *,
+        clustered: bool,
+        clock: Clock,
+        internal_topics: Iterable[str] = (),
     ) -> None:
         self._data_dir = Path(data_dir)
         self._store = store
-        self.producers = ProducerStateManager(self._data_dir, gated=clustered)
+        self.producers = ProducerStateManager(self._data_dir, gated=clustered, clock=clock)
         self._snapshots = (
             None
             if clustered

@@ -10,7 +10,7 @@ sequence and offsets. So kcoord *derives* that state by scanning batch headers:
 - while running, every :data:`SNAPSHOT_INTERVAL_S`, each partition's scan moves on from where it
   stopped by at most :data:`SCAN_BYTES_PER_PASS` (reads from the page cache, headers only
   parsed), and a changed state is written to ``<data dir>/producer-snapshots/<topic>-<partition>``
-  in a worker thread (temporary file, fsync, rename): the event loop never waits for the disk;
+  in a worker thread (:mod:`kcoord.storage.atomic_file`): the event loop never waits for the disk;
 - at a clean stop, every scan runs to the log end and every snapshot is written.
 
 A snapshot only bounds the scan at the next start; correctness never depends on it. Its offset
@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -37,6 +36,7 @@ from kcoord.cluster.producer_state import BATCHES_KEPT, ProducerStateManager, St
 from kcoord.protocol.errors import KafkaError
 from kcoord.protocol.record_batch import BatchHeader, iter_batches
 from kcoord.storage import LogStore, PartitionLog
+from kcoord.storage.atomic_file import write_atomically
 
 __all__ = ["SNAPSHOT_DIR", "PartitionScan", "ProducerSnapshots", "resumable"]
 
@@ -253,14 +253,7 @@ class ProducerSnapshots:
         return found
 
     def _write(self, name: str, data: bytes) -> None:
-        self._dir.mkdir(parents=True, exist_ok=True)
-        final = self._dir / f"{name}.json"
-        tmp = final.with_suffix(".tmp")
-        with tmp.open("wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        tmp.replace(final)
+        write_atomically(self._dir / f"{name}.json", data)
 
     def _remove(self, name: str) -> None:
         (self._dir / f"{name}.json").unlink(missing_ok=True)

@@ -40,7 +40,6 @@ State of a producer id not seen for :data:`PRODUCER_EXPIRATION_MS` (Kafka's
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -54,6 +53,8 @@ from kcoord.cluster.producer_ids import (
     ProducerIdBlocks,
 )
 from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.timer.api import Clock
+from kcoord.timer.clock import SystemClock
 
 __all__ = [
     "BATCHES_KEPT",
@@ -72,7 +73,7 @@ MAX_EPOCH = 32767
 """Kafka's Short.MAX_VALUE; a producer at this epoch gets a new id instead of a bump."""
 
 _SEQUENCE_MODULUS = 1 << 31
-_SWEEP_INTERVAL_S = 60.0
+_SWEEP_INTERVAL_MS = 60_000
 
 
 @dataclass(slots=True, eq=False)
@@ -147,7 +148,7 @@ class _PartitionProducer:
 
     epoch: int
     last_sequence: int
-    seen_at: float
+    seen_at: int
     batches: deque[BatchSlot] = field(default_factory=lambda: deque(maxlen=BATCHES_KEPT))
 
 
@@ -159,17 +160,19 @@ class ProducerStateManager:
         id_block_size: int = ID_BLOCK_SIZE,
         reservations: IdReservations | None = None,
         gated: bool = False,
+        clock: Clock | None = None,
     ) -> None:
+        self._clock = clock or SystemClock()
         self._ids = ProducerIdBlocks(
             reservations or FileIdReservations(Path(data_dir) / ID_BLOCK_FILE), id_block_size
         )
-        self._epochs: dict[int, tuple[int, float]] = {}
+        self._epochs: dict[int, tuple[int, int]] = {}
         """Producer id -> (current epoch, when issued) for ids issued since this start."""
         self._partitions: dict[tuple[int, str, int], _PartitionProducer] = {}
         self._gated = gated
         self._open: set[tuple[str, int]] = set()
         """When gated: the partitions whose state is loaded (idempotent batches are accepted)."""
-        self._last_sweep = time.monotonic()
+        self._last_sweep = self._clock.now_ms()
 
     def reserve_ids_from(self, reservations: IdReservations) -> None:
         """Take the next blocks of producer ids from ``reservations`` (a cluster's database)."""
@@ -187,14 +190,14 @@ class ProducerStateManager:
         accepts: that is also what Kafka answers a producer without a transactional id, and what
         a producer whose InitProducerId lands on another node of a cluster gets.
         """
-        now = time.monotonic()
+        now = self._clock.now_ms()
         self._maybe_sweep(now)
         known = self._epochs.get(producer_id) if producer_id >= 0 else None
         if known is not None and known[0] == producer_epoch and producer_epoch < MAX_EPOCH:
             self._epochs[producer_id] = (producer_epoch + 1, now)
             return producer_id, producer_epoch + 1
         new_id = await self._ids.next_id()
-        self._epochs[new_id] = (0, time.monotonic())
+        self._epochs[new_id] = (0, self._clock.now_ms())
         return new_id, 0
 
     def restore(self, topic: str, partition: int, producers: Mapping[int, StoredProducer]) -> None:
@@ -204,7 +207,7 @@ class ProducerStateManager:
         Each restored batch is a completed slot, so a retry of it is answered with its stored
         offset; the producer's epoch is current again for an InitProducerId epoch bump (KIP-360).
         """
-        now = time.monotonic()
+        now = self._clock.now_ms()
         for producer_id, stored in producers.items():
             if not stored.batches:
                 continue
@@ -261,7 +264,7 @@ class ProducerStateManager:
             )
         last_sequence = (first_sequence + record_count - 1) % _SEQUENCE_MODULUS
         key = (producer_id, topic, partition)
-        now = time.monotonic()
+        now = self._clock.now_ms()
         state = self._partitions.get(key)
         if state is None:
             state = _PartitionProducer(producer_epoch, last_sequence, now)
@@ -314,11 +317,11 @@ class ProducerStateManager:
         else:
             state.batches.remove(slot)
 
-    def _maybe_sweep(self, now: float) -> None:
-        if now - self._last_sweep < _SWEEP_INTERVAL_S:
+    def _maybe_sweep(self, now: int) -> None:
+        if now - self._last_sweep < _SWEEP_INTERVAL_MS:
             return
         self._last_sweep = now
-        horizon = now - PRODUCER_EXPIRATION_MS / 1000
+        horizon = now - PRODUCER_EXPIRATION_MS
         self._partitions = {k: s for k, s in self._partitions.items() if s.seen_at >= horizon}
         self._epochs = {pid: e for pid, e in self._epochs.items() if e[1] >= horizon}
 

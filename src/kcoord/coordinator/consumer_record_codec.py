@@ -27,8 +27,8 @@ writer are :mod:`kcoord.coordinator.record_codec`'s, handed in by it.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
+from kcoord.coordinator.record_io import RecordReader, RecordWriter, UnsupportedRecordVersionError
 from kcoord.coordinator.records import (
     ClassicMemberMetadata,
     ConsumerGroupCurrentMemberAssignmentKey,
@@ -48,9 +48,6 @@ from kcoord.coordinator.records import (
     TopicPartitionsRecord,
 )
 
-if TYPE_CHECKING:
-    from kcoord.coordinator.record_codec import _Reader, _Writer
-
 KEY_TYPES: dict[type[ConsumerGroupRecordKey], int] = {
     ConsumerGroupMetadataKey: 3,
     ConsumerGroupPartitionMetadataKey: 4,
@@ -66,7 +63,7 @@ VALUE_VERSION = 0
 CLASSIC_MEMBER_METADATA_TAG = 0
 
 
-def decode_key(record_type: int, reader: _Reader) -> ConsumerGroupRecordKey:
+def decode_key(record_type: int, reader: RecordReader) -> ConsumerGroupRecordKey:
     group = reader.string("groupId", False)
     cls = _BY_TYPE[record_type]
     if record_type in _WITH_MEMBER:
@@ -74,7 +71,7 @@ def decode_key(record_type: int, reader: _Reader) -> ConsumerGroupRecordKey:
     return cls(group)  # type: ignore[call-arg]
 
 
-def encode_key(key: ConsumerGroupRecordKey, writer: _Writer) -> None:
+def encode_key(key: ConsumerGroupRecordKey, writer: RecordWriter) -> None:
     writer.int16(KEY_TYPES[type(key)], "type")
     writer.string(key.group, "group")
     member_id = getattr(key, "member_id", None)
@@ -82,12 +79,10 @@ def encode_key(key: ConsumerGroupRecordKey, writer: _Writer) -> None:
         writer.string(member_id, "member_id")
 
 
-def decode_value(key: ConsumerGroupRecordKey, reader: _Reader) -> ConsumerGroupRecordValue:
+def decode_value(key: ConsumerGroupRecordKey, reader: RecordReader) -> ConsumerGroupRecordValue:
     name = type(key).__name__.replace("Key", "Value")
     version = reader.int16("version")
     if version != VALUE_VERSION:
-        from kcoord.coordinator.record_codec import UnsupportedRecordVersionError
-
         raise UnsupportedRecordVersionError(f"{name} version {version} is not supported (0)")
     value = _decode_fields(key, reader)
     if isinstance(value, ConsumerGroupMemberMetadataValue):
@@ -100,7 +95,7 @@ def decode_value(key: ConsumerGroupRecordKey, reader: _Reader) -> ConsumerGroupR
     return value
 
 
-def _decode_classic(r: _Reader) -> ClassicMemberMetadata:
+def _decode_classic(r: RecordReader) -> ClassicMemberMetadata:
     session_timeout_ms = r.int32("sessionTimeoutMs")
     protocols = []
     for _ in range(r.array_length("supportedProtocols", True)):
@@ -111,7 +106,7 @@ def _decode_classic(r: _Reader) -> ClassicMemberMetadata:
     return ClassicMemberMetadata(session_timeout_ms, tuple(protocols))
 
 
-def _encode_classic(classic: ClassicMemberMetadata, w: _Writer) -> None:
+def _encode_classic(classic: ClassicMemberMetadata, w: RecordWriter) -> None:
     w.int32(classic.session_timeout_ms, "session_timeout_ms")
     w.array_length(len(classic.supported_protocols), "supported_protocols")
     for name, metadata in classic.supported_protocols:
@@ -121,7 +116,7 @@ def _encode_classic(classic: ClassicMemberMetadata, w: _Writer) -> None:
     w.empty_tagged_fields()
 
 
-def _decode_fields(key: ConsumerGroupRecordKey, r: _Reader) -> ConsumerGroupRecordValue:
+def _decode_fields(key: ConsumerGroupRecordKey, r: RecordReader) -> ConsumerGroupRecordValue:
     if isinstance(key, ConsumerGroupMetadataKey):
         return ConsumerGroupMetadataValue(epoch=r.int32("epoch"))
     if isinstance(key, ConsumerGroupPartitionMetadataKey):
@@ -165,7 +160,7 @@ def _decode_fields(key: ConsumerGroupRecordKey, r: _Reader) -> ConsumerGroupReco
     )
 
 
-def _read_partitions(r: _Reader, field: str) -> TopicPartitionsRecord:
+def _read_partitions(r: RecordReader, field: str) -> TopicPartitionsRecord:
     entries = []
     for _ in range(r.array_length(field, True)):
         topic_id = r.uuid("topicId")
@@ -175,7 +170,7 @@ def _read_partitions(r: _Reader, field: str) -> TopicPartitionsRecord:
     return tuple(entries)
 
 
-def encode_value(value: ConsumerGroupRecordValue, w: _Writer) -> None:
+def encode_value(value: ConsumerGroupRecordValue, w: RecordWriter) -> None:
     w.int16(VALUE_VERSION, "version")
     if isinstance(value, ConsumerGroupMetadataValue):
         w.int32(value.epoch, "epoch")
@@ -216,7 +211,7 @@ def encode_value(value: ConsumerGroupRecordValue, w: _Writer) -> None:
     w.empty_tagged_fields()
 
 
-def _write_partitions(w: _Writer, entries: TopicPartitionsRecord, field: str) -> None:
+def _write_partitions(w: RecordWriter, entries: TopicPartitionsRecord, field: str) -> None:
     w.array_length(len(entries), field)
     for topic_id, partitions in entries:
         w.uuid(topic_id)

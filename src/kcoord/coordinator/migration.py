@@ -25,22 +25,17 @@ from __future__ import annotations
 from kcoord.coordinator.assignors.api import Assignment
 from kcoord.coordinator.classic.consumer_protocol import (
     PROTOCOL_TYPE,
-    ConsumerAssignment,
     ConsumerProtocolError,
+    assignment_bytes,
     decode_assignment,
     decode_subscription,
-    encode_assignment,
 )
 from kcoord.coordinator.classic.group import ClassicGroup, ClassicGroupMember
 from kcoord.coordinator.classic.state import ClassicGroupState
+from kcoord.coordinator.consumer.config import PartitionCount
 from kcoord.coordinator.consumer.group import ConsumerGroup
-from kcoord.coordinator.consumer.manager import PartitionCount
 from kcoord.coordinator.consumer.member import ConsumerGroupMember, MemberState
 from kcoord.coordinator.records import ClassicMemberMetadata
-
-MAX_ASSIGNMENT_VERSION = 3
-"""ConsumerProtocolAssignment has one layout in v0-v3; a member that subscribed with a later
-version is answered in v3, which every client reads."""
 
 
 class MigrationError(ValueError):
@@ -127,26 +122,6 @@ def classic_group_from_consumer(group: ConsumerGroup, generation: int, now_ms: i
         joined.assignment = assignment_bytes(group.target.get(joined.member_id, {}), version)
     classic.subscribed_topics = classic.compute_subscribed_topics()
     return classic
-
-
-def assignment_bytes(assignment: Assignment, subscription_version: int) -> bytes:
-    """``assignment`` as ConsumerProtocolAssignment bytes, in the version the member subscribed with."""
-    return encode_assignment(
-        ConsumerAssignment(
-            version=min(subscription_version, MAX_ASSIGNMENT_VERSION),
-            assigned_partitions=tuple(
-                (topic, tuple(sorted(parts))) for topic, parts in sorted(assignment.items()) if parts
-            ),
-        )
-    )
-
-
-def owned_partitions(owned: tuple[tuple[str, tuple[int, ...]], ...]) -> Assignment:
-    """A subscription's owned partitions as an assignment (topic -> partitions)."""
-    merged: dict[str, frozenset[int]] = {}
-    for topic, parts in owned:
-        merged[topic] = merged.get(topic, frozenset()) | frozenset(parts)
-    return merged
 
 
 def _protocols(member: ConsumerGroupMember) -> tuple[tuple[str, bytes], ...]:

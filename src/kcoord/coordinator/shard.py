@@ -12,35 +12,34 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
-import structlog
-
 from kcoord.coordinator.classic.config import ClassicGroupConfig
-from kcoord.coordinator.classic.history import ClassicGroupObserver, RebalanceRecord
+from kcoord.coordinator.classic.history import ClassicGroupObserver, RebalanceRecord, conversion_events
 from kcoord.coordinator.classic.manager import ClassicGroupManager
 from kcoord.coordinator.classic.messages import (
     DeleteGroupResult,
     DescribedGroup,
     HeartbeatRequest,
     JoinGroupRequest,
-    JoinGroupResponse,
     LeaveGroupRequest,
-    LeaveGroupResponse,
     ListedGroup,
     SyncGroupRequest,
     SyncGroupResponse,
 )
 from kcoord.coordinator.classic.state import ClassicGroupState
+from kcoord.coordinator.consumer.change import ConsumerGroupChange
 from kcoord.coordinator.consumer.classic_members import ClassicMemberRequests
-from kcoord.coordinator.consumer.config import ConsumerGroupConfig
+from kcoord.coordinator.consumer.config import ConsumerGroupConfig, PartitionCount
 from kcoord.coordinator.consumer.group_configs import GroupConfigOverrides
-from kcoord.coordinator.consumer.manager import (
-    CONSUMER_PROTOCOL_TYPE,
-    ConsumerGroupManager,
-    PartitionCount,
-)
+from kcoord.coordinator.consumer.manager import CONSUMER_PROTOCOL_TYPE, ConsumerGroupManager
 from kcoord.coordinator.consumer.messages import ConsumerHeartbeatRequest, DescribedConsumerGroup
 from kcoord.coordinator.consumer.persistence import TopicIds
-from kcoord.coordinator.group_routing import GroupsView, classic_request_error
+from kcoord.coordinator.group_routing import (
+    ClassicKind,
+    ConsumerKind,
+    GroupKinds,
+    GroupsView,
+    classic_request_error,
+)
 from kcoord.coordinator.migration import (
     MigrationError,
     classic_group_from_consumer,
@@ -58,8 +57,6 @@ from kcoord.coordinator.records import CONSUMER_GROUP_KEYS, CoordinatorRecord, O
 from kcoord.coordinator.result import CoordinatorResult
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.timer.api import Timer
-
-_log = structlog.get_logger(__name__)
 
 TopicExists = Callable[[str, int], bool]
 PastRebalances = Callable[[str], list[RebalanceRecord]]
@@ -96,8 +93,12 @@ class GroupCoordinatorShard:
             topic_names=topic_names,
             overrides=group_overrides,
         )
-        self._groups = GroupsView(self.classic, self.consumer)
         self._classic_members = ClassicMemberRequests(self.consumer)
+        self._kinds = GroupKinds(
+            ConsumerKind(self.consumer, self._classic_members), default=ClassicKind(self.classic)
+        )
+        self._groups = GroupsView(self._kinds)
+        self._conversions = conversion_events(observer)
         self._past_rebalances = past_rebalances
         self.offsets = OffsetManager(offset_metadata_max_bytes)
         self._offsets_retention_ms = offsets_retention_ms
@@ -105,13 +106,20 @@ class GroupCoordinatorShard:
 
     # -- the runtime's contract
 
-    def replay(self, record: CoordinatorRecord) -> None:
+    def replay(
+        self, record: CoordinatorRecord, offset: int = -1, producer_id: int = -1, producer_epoch: int = -1
+    ) -> None:
+        """One record of the log. Where it sits and which producer wrote it do not matter to groups
+        until transactional offset commits exist."""
         if isinstance(record.key, OffsetCommitKey):
             self.offsets.replay(record)
         elif isinstance(record.key, CONSUMER_GROUP_KEYS):
             self.consumer.replay(record.key, record.value)
         else:
             self.classic.replay(record)
+
+    def replay_end_transaction_marker(self, producer_id: int, producer_epoch: int, committed: bool) -> None:
+        """No transactional offset commits yet, so no pending offsets for a marker to settle."""
 
     def replay_offset(
         self, group: str, topic: str, partition: int, committed: CommittedOffset | None
@@ -126,7 +134,7 @@ class GroupCoordinatorShard:
 
     def on_loaded(self, now_ms: int) -> CoordinatorResult:
         for group_id in self.offsets.all_groups_with_offsets():
-            if not self.classic.has_group(group_id) and not self.consumer.has_group(group_id):
+            if not self._kinds.exists(group_id):
                 self.classic.ensure_simple_group(group_id, now_ms)
         if self._past_rebalances is not None:
             self.classic.restore_history(self._past_rebalances)
@@ -134,10 +142,10 @@ class GroupCoordinatorShard:
         return self.classic.on_loaded(now_ms)
 
     def on_timer(self, key: str, now_ms: int) -> CoordinatorResult:
-        if self.consumer.on_timer(key, now_ms):
-            result = CoordinatorResult(records=self.consumer.drain_records())
-            self._downgrade_where_due(result, now_ms)
-            return result
+        change = self.consumer.on_timer(key, now_ms)
+        if change is not None:
+            self._downgrade_where_due(change, now_ms)
+            return change
         return self.classic.on_timer(key, now_ms)
 
     def unload(self) -> CoordinatorResult:
@@ -156,17 +164,11 @@ class GroupCoordinatorShard:
         result = CoordinatorResult()
         if self._serves_classic_members(request.group_id):
             if self.consumer.groups[request.group_id].members:
-                try:
-                    response = self._classic_members.join(request, now_ms)
-                except KafkaError as exc:
-                    response = JoinGroupResponse(exc.code, member_id=request.member_id)
-                result.records.extend(self.consumer.drain_records())
-                self._downgrade_where_due(result, now_ms)
-                result.respond(sink, response)
-                return result
+                change = self._classic_members.join(request, sink, now_ms)
+                self._downgrade_where_due(change, now_ms)
+                return change
             # An Empty consumer group becomes a classic group again on a classic join (as Kafka).
-            self.consumer.release(request.group_id)
-            result.records.extend(self.consumer.drain_records())
+            result.extend(self.consumer.release(request.group_id))
         classic_request_error(self.consumer, request.group_id, join=True)
         result.extend(self.classic.join_group(request, sink, now_ms))
         if connection_id is not None and request.member_id:
@@ -195,37 +197,28 @@ class GroupCoordinatorShard:
 
     def heartbeat_code(self, request: HeartbeatRequest, now_ms: int, connection_id: int) -> ErrorCode:
         """The heartbeat's answer, computed without a result object (see the classic manager)."""
-        if self.consumer.has_group(request.group_id):
-            if self.consumer.config.migration_enabled:
-                return self._classic_members.heartbeat_code(request, now_ms)
-            return ErrorCode.unknown_member_id
-        return self.classic.heartbeat_code(request, now_ms, connection_id)
+        return self._kinds.kind_of(request.group_id).heartbeat_code(request, now_ms, connection_id)
 
     def member_disconnected(
         self, group_id: str, member_id: str, connection_id: int, now_ms: int
     ) -> CoordinatorResult:
-        if self.consumer.has_group(group_id):
-            self.consumer.member_disconnected(group_id, member_id, connection_id, now_ms)
-            return CoordinatorResult()
-        return self.classic.member_disconnected(group_id, member_id, connection_id, now_ms)
+        return self._kinds.kind_of(group_id).member_disconnected(group_id, member_id, connection_id, now_ms)
 
     def on_partitions_added(self, topic: str, now_ms: int) -> CoordinatorResult:
-        self.consumer.on_topics_changed(topic, now_ms)
+        consumer = self.consumer.on_topics_changed(topic, now_ms)
         result = self.classic.on_partitions_added(topic, now_ms)
-        result.records.extend(self.consumer.drain_records())
+        result.records.extend(consumer.records)
         return result
 
     def on_topic_changed(self, topic: str, now_ms: int) -> CoordinatorResult:
         """A topic was created or deleted: consumer groups subscribed to it get a new epoch at once."""
-        self.consumer.on_topics_changed(topic, now_ms)
-        return CoordinatorResult(records=self.consumer.drain_records())
+        return self.consumer.on_topics_changed(topic, now_ms)
 
     def leave_group(self, request: LeaveGroupRequest, sink: Any, now_ms: int) -> CoordinatorResult:
         if self._serves_classic_members(request.group_id):
-            left: LeaveGroupResponse = self._classic_members.leave(request, now_ms)
-            result = CoordinatorResult(records=self.consumer.drain_records())
-            result.respond(sink, left)
-            return result
+            change = self._classic_members.leave(request, sink, now_ms)
+            self._downgrade_where_due(change, now_ms)
+            return change
         classic_request_error(self.consumer, request.group_id, join=False)
         return self.classic.leave_group(request, sink, now_ms)
 
@@ -241,13 +234,10 @@ class GroupCoordinatorShard:
         self.consumer.validate(request)
         if self.classic.has_group(request.group_id):
             self._upgrade(request, result, now_ms)
-        # A refused heartbeat changes nothing, so it leaves no records behind.
-        response = self.consumer.heartbeat(request, now_ms)
-        result.records.extend(self.consumer.drain_records())
-        if connection_id is not None:
-            self.consumer.note_connection(request.group_id, response.member_id, connection_id)
-        self._downgrade_where_due(result, now_ms)
-        result.respond(sink, response)
+        change = self.consumer.heartbeat(request, sink, now_ms, connection_id)
+        result.records.extend(change.records)
+        self._downgrade_where_due(change, now_ms, into=result)
+        result.responses.extend(change.responses)
         return result
 
     def _upgrade(self, request: ConsumerHeartbeatRequest, result: CoordinatorResult, now_ms: int) -> None:
@@ -256,7 +246,7 @@ class GroupCoordinatorShard:
         group_id = request.group_id
         group = self.classic.group(group_id)
         refused = KafkaError(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.")
-        if group is None or request.member_epoch != 0 or not self.consumer.upgrades_classic_groups:
+        if group is None or request.member_epoch != 0 or not self.consumer.config.upgrades_classic_groups:
             raise refused
         if group.state is ClassicGroupState.EMPTY:
             result.records.extend(self.classic.delete_group(group_id))
@@ -267,17 +257,18 @@ class GroupCoordinatorShard:
             converted = consumer_group_from_classic(group, self.consumer.partition_count)
         except MigrationError:
             raise refused from None
-        _log.info(
-            "group_upgraded", group=group_id, generation=group.generation_id, members=len(group.members)
-        )
+        self._conversions.on_group_converted(group_id, "consumer", group.generation_id, len(group.members))
         result.extend(self.classic.release_for_upgrade(group_id, now_ms))
-        self.consumer.adopt(converted, now_ms)
-        result.records.extend(self.consumer.drain_records())
+        result.extend(self.consumer.adopt(converted, now_ms))
 
-    def _downgrade_where_due(self, result: CoordinatorResult, now_ms: int) -> None:
+    def _downgrade_where_due(
+        self, change: ConsumerGroupChange, now_ms: int, into: CoordinatorResult | None = None
+    ) -> None:
         """Kafka's ``validateOnlineDowngrade`` and ``convertToClassicGroup`` for every group whose
-        last consumer-protocol member just left while classic members remain."""
-        for group_id, generation in self.consumer.take_downgrade_candidates().items():
+        last consumer-protocol member just left in ``change`` while classic members remain; the
+        conversion's records go after the change's (into ``into``, else ``change`` itself)."""
+        result = change if into is None else into
+        for group_id, generation in change.downgrades.items():
             group = self.consumer.groups.get(group_id)
             if group is None or len(group.members) > self.classic.config.max_size:
                 continue
@@ -285,9 +276,8 @@ class GroupCoordinatorShard:
                 converted = classic_group_from_consumer(group, generation, now_ms)
             except MigrationError:
                 continue
-            _log.info("group_downgraded", group=group_id, generation=generation, members=len(group.members))
-            self.consumer.release(group_id)
-            result.records.extend(self.consumer.drain_records())
+            self._conversions.on_group_converted(group_id, "classic", generation, len(group.members))
+            result.extend(self.consumer.release(group_id))
             result.extend(self.classic.adopt_downgraded(converted, now_ms))
 
     def describe_consumer_group(self, group_id: str) -> DescribedConsumerGroup | None:
@@ -338,34 +328,20 @@ class GroupCoordinatorShard:
         return self.classic.list_groups(states_filter) + consumer
 
     def describe_group(self, group_id: str, api_version: int) -> DescribedGroup:
-        """A consumer group is "not a classic group": as a missing one (Dead; v6+ GROUP_ID_NOT_FOUND)."""
-        if self.consumer.has_group(group_id):
-            error = ErrorCode.group_id_not_found if api_version >= 6 else ErrorCode.none
-            return DescribedGroup(group_id, error, "Dead", "", "")
-        return self.classic.describe_groups([group_id], api_version)[0]
+        return self._kinds.kind_of(group_id).describe_group(group_id, api_version)
 
     def delete_groups(self, group_ids: list[str], sink: Any, now_ms: int) -> CoordinatorResult:
         """Kafka's record order per group: its offsets' tombstones, then the group's."""
         result = CoordinatorResult()
         answers: list[DeleteGroupResult] = []
         for group_id in group_ids:
-            if self.consumer.has_group(group_id):
-                try:
-                    self.consumer.delete_group(group_id)
-                except KafkaError as exc:
-                    answers.append(DeleteGroupResult(group_id, exc.code))
-                    continue
-                result.records.extend(self.offsets.delete_group_offsets(group_id))
-                result.records.extend(self.consumer.drain_records())
-                answers.append(DeleteGroupResult(group_id, ErrorCode.none))
-                continue
             try:
-                self.classic.validate_delete_group(group_id)
+                deleted = self._kinds.kind_of(group_id).delete_group(group_id)
             except KafkaError as exc:
                 answers.append(DeleteGroupResult(group_id, exc.code))
                 continue
             result.records.extend(self.offsets.delete_group_offsets(group_id))
-            result.records.extend(self.classic.delete_group(group_id))
+            result.records.extend(deleted)
             answers.append(DeleteGroupResult(group_id, ErrorCode.none))
         result.respond(sink, answers)
         return result

@@ -21,8 +21,8 @@ from kcoord.observability.console_route import console_route
 from kcoord.observability.group_views import ShardView, describe_group, list_groups
 from kcoord.observability.http import Authorize, HttpEndpoint, HttpResponse, Route
 from kcoord.observability.metrics import CONTENT_TYPE_LATEST, KcoordMetrics
+from kcoord.runtime.group_coordinator import GroupCoordinator
 from kcoord.runtime.runner import PartitionState
-from kcoord.runtime.service import GroupCoordinator
 from kcoord.server.listener_set import ListenerSet
 
 GROUPS_PATH = "/v1/groups"

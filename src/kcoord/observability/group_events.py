@@ -1,8 +1,9 @@
 """What the classic groups report, turned into rebalance metrics and flag log lines.
 
-One :class:`GroupEventObserver` is handed to every coordinator shard. It implements both
+One :class:`GroupEventObserver` is handed to every coordinator shard. It implements
 :class:`~kcoord.coordinator.classic.history.ClassicGroupObserver` and
-:class:`~kcoord.coordinator.classic.history.RebalanceEventObserver`; every call happens on the
+:class:`~kcoord.coordinator.classic.history.RebalanceEventObserver` and
+:class:`~kcoord.coordinator.classic.history.GroupConversionObserver`; every call happens on the
 shard's runner (the event loop), so nothing here needs a lock. The flag lines are the ones an
 operator greps for when a group misbehaves:
 
@@ -11,7 +12,8 @@ operator greps for when a group misbehaves:
 - ``rebalance.assignment_received``: the leader's SyncGroup arrived;
 - ``rebalance.stable``: the whole rebalance's duration and the new generation;
 - ``member.expired``, ``member.left`` (with the client's reason), ``member.removed`` (not
-  rejoined or not synced in time).
+  rejoined or not synced in time);
+- ``group_upgraded``, ``group_downgraded``: a group changed kind (classic to consumer or back).
 """
 
 from __future__ import annotations
@@ -102,3 +104,9 @@ class GroupEventObserver:
     def on_member_removed(self, group_id: str, member_id: str, cause: str, reason: str, now_ms: int) -> None:
         event = _MEMBER_EVENTS.get(cause, "member.removed")
         self._log.info(event, group=group_id, member=member_id, cause=cause, reason=reason)
+
+    # -- GroupConversionObserver -------------------------------------------------------------
+
+    def on_group_converted(self, group_id: str, into: str, generation: int, members: int) -> None:
+        event = "group_upgraded" if into == "consumer" else "group_downgraded"
+        self._log.info(event, group=group_id, generation=generation, members=members)

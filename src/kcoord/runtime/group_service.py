@@ -42,8 +42,8 @@ from kcoord.coordinator.offsets import (
 from kcoord.coordinator.result import CoordinatorResult
 from kcoord.coordinator.shard import GroupCoordinatorShard
 from kcoord.protocol.errors import KafkaError
+from kcoord.runtime.group_coordinator import GroupCoordinator
 from kcoord.runtime.runner import Sink
-from kcoord.runtime.service import GroupCoordinator
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,9 @@
-"""Replaying an offsets partition from its log: the same records, through the same ``replay``, as live.
+"""Replaying a coordinator partition from its log: the same records, through the same ``replay``, as live.
+
+The coordinator's :class:`~kcoord.runtime.coordinator_type.RecordSerde` reads the records (and may
+offer a shortcut for the commonest ones, as the group coordinator does for offset commits); each
+goes to ``shard.replay`` with its offset and its batch's producer id and epoch, and a control
+batch's markers go to ``shard.replay_end_transaction_marker``.
 
 Batches are read in large chunks and decoded without kio (:mod:`kcoord.protocol.plain_batch`;
 a compressed batch, which kcoord never writes but another broker might have, goes through kio).
@@ -16,15 +21,13 @@ import asyncio
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from kio.records.readers import read_batch
 
-from kcoord.coordinator.offsets import CommittedOffset
-from kcoord.coordinator.record_codec import RecordDecodeError, decode_offset_commit_fields, decode_record
-from kcoord.coordinator.records import CoordinatorRecord
 from kcoord.protocol.plain_batch import CorruptBatchError, iter_plain_records
 from kcoord.protocol.record_batch import parse_header
+from kcoord.runtime.coordinator_type import CoordinatorShard, RecordSerde
 from kcoord.storage.api import PartitionLog
 
 __all__ = ["LoadStats", "replay_log"]
@@ -32,19 +35,8 @@ __all__ = ["LoadStats", "replay_log"]
 YIELD_EVERY = 2000
 PROGRESS_EVERY_S = 2.0
 READ_CHUNK = 1 << 20
-
-
-class Replayer(Protocol):
-    def replay(self, record: CoordinatorRecord) -> None: ...
-
-
-@runtime_checkable
-class OffsetReplayer(Protocol):
-    """A shard that can take an offset commit's fields without its record objects (the load's hot path)."""
-
-    def replay_offset(
-        self, group: str, topic: str, partition: int, committed: CommittedOffset | None
-    ) -> None: ...
+_COMMIT_MARKER = 1
+"""A control record's type: 0 aborts the producer's transaction, 1 commits it."""
 
 
 @dataclass(slots=True)
@@ -57,13 +49,15 @@ class LoadStats:
     seconds: float = 0.0
 
 
-async def replay_log(partition_log: PartitionLog, shard: Replayer, stats: LoadStats, log: Any) -> None:
+async def replay_log(
+    partition_log: PartitionLog, shard: CoordinatorShard, serde: RecordSerde, stats: LoadStats, log: Any
+) -> None:
     """Replay every record of ``partition_log`` into ``shard`` (``log`` is a bound structlog logger)."""
     started = last_progress = time.perf_counter()
     offset = partition_log.log_start_offset
     end = partition_log.log_end_offset
     since_yield = 0
-    fast_replay = shard.replay_offset if isinstance(shard, OffsetReplayer) else None
+    fast_replay = serde.fast_replay(shard)
     while offset < end:
         chunk = await partition_log.read_async(offset, READ_CHUNK)
         if not chunk:
@@ -79,16 +73,16 @@ async def replay_log(partition_log: PartitionLog, shard: Replayer, stats: LoadSt
                 break
             position += header.size
             stats.batches += 1
+            if header.is_control:
+                _replay_markers(shard, header.producer_id, header.producer_epoch, records)
+                records = []
             for record_offset, key, value in records:
-                fields = None if key is None else decode_offset_commit_fields(key, value)
-                if fields is None or fast_replay is None:
-                    _replay_one(shard, stats, key, value, log)
-                else:
-                    group, topic, partition, committed = fields
-                    fast_replay(
-                        group, topic, partition, None if committed is None else CommittedOffset(*committed)
-                    )
+                if key is None:
+                    stats.skipped += 1
+                elif fast_replay is not None and fast_replay(key, value):
                     stats.records += 1
+                else:
+                    _replay_one(shard, serde, stats, key, value, record_offset, header, log)
                 offset = record_offset + 1
             since_yield += header.record_count
             offset = max(offset, header.next_offset)
@@ -132,18 +126,35 @@ async def _truncate(
     await partition_log.truncate_to(offset)
 
 
-def _replay_one(shard: Replayer, stats: LoadStats, key: bytes | None, value: bytes | None, log: Any) -> None:
-    if key is None:
-        stats.skipped += 1
-        return
+def _replay_markers(
+    shard: CoordinatorShard, producer_id: int, producer_epoch: int, records: Iterable[tuple[int, Any, Any]]
+) -> None:
+    """A control batch: each record's key is (version, type) as two int16s; type 1 commits."""
+    for _, key, _ in records:
+        if key is not None and len(key) >= 4:
+            committed = int.from_bytes(key[2:4], "big", signed=True) == _COMMIT_MARKER
+            shard.replay_end_transaction_marker(producer_id, producer_epoch, committed)
+
+
+def _replay_one(
+    shard: CoordinatorShard,
+    serde: RecordSerde,
+    stats: LoadStats,
+    key: bytes,
+    value: bytes | None,
+    offset: int,
+    header: Any,
+    log: Any,
+) -> None:
     try:
-        record = decode_record(key, value)
-    except RecordDecodeError as exc:
+        record = serde.decode(key, value)
+    except ValueError as exc:
         stats.skipped += 1
         log.warning("offsets_log.bad_record", error=str(exc))
         return
     if record is None:
         stats.skipped += 1
+        log.debug("offsets_record_type_skipped", record_type=int.from_bytes(key[:2], "big", signed=True))
         return
     stats.records += 1
-    shard.replay(record)
+    shard.replay(record, offset, header.producer_id, header.producer_epoch)

@@ -1,6 +1,6 @@
 """Where the rebalance history outlives the process: a small append-only file per node.
 
-Why a file and not records in the offsets log: ``__consumer_offsets`` holds Kafka's record
+Why a file and not records in the offsets log: the offsets log holds Kafka's record
 types only, so Kafka's tools and kcoord's replay read it unchanged, and the history is an
 operator's aid, not group state: losing its tail in a crash costs nothing, so it needs no
 place in the write path and no fsync per rebalance.
@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import os
 from collections import OrderedDict, deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -33,9 +32,11 @@ from kcoord.coordinator.classic.history import (
     NullObserver,
     RebalanceEventObserver,
     RebalanceRecord,
+    conversion_events,
     rebalance_events,
 )
 from kcoord.coordinator.classic.state import ClassicGroupState
+from kcoord.storage.atomic_file import write_text_atomically
 
 __all__ = ["JOURNAL_FILE", "JournalingObserver", "RebalanceJournal"]
 
@@ -124,12 +125,7 @@ class RebalanceJournal:
             journal.write(line)
 
     def _rewrite(self, lines: list[str]) -> None:
-        staged = self.path.with_name(self.path.name + ".tmp")
-        with staged.open("w", encoding="utf-8") as journal:
-            journal.writelines(lines)
-            journal.flush()
-            os.fsync(journal.fileno())
-        os.replace(staged, self.path)
+        write_text_atomically(self.path, "".join(lines))
         self._lines = len(lines)
 
 
@@ -154,6 +150,7 @@ class JournalingObserver(NullObserver):
     def __init__(self, inner: ClassicGroupObserver, journal: RebalanceJournal) -> None:
         self._inner = inner
         self._events: RebalanceEventObserver = rebalance_events(inner)
+        self._conversions = conversion_events(inner)
         self._journal = journal
 
     def on_state_change(
@@ -176,3 +173,6 @@ class JournalingObserver(NullObserver):
 
     def on_member_removed(self, group_id: str, member_id: str, cause: str, reason: str, now_ms: int) -> None:
         self._events.on_member_removed(group_id, member_id, cause, reason, now_ms)
+
+    def on_group_converted(self, group_id: str, into: str, generation: int, members: int) -> None:
+        self._conversions.on_group_converted(group_id, into, generation, members)

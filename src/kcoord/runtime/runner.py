@@ -1,6 +1,7 @@
 """The shell around the pure coordinator shards: loading, appending, releasing, timers.
 
-One :class:`PartitionRunner` per partition of ``__consumer_offsets``. Everything a shard does
+One :class:`PartitionRunner` per partition of a coordinator's topic (the group coordinator's
+offsets log, later the transaction and share state logs). Everything a shard does
 runs synchronously on the event loop, so operations on one partition are serial without a lock;
 the only waiting is for the log, and the log assigns offsets in call order, so appends (and the
 responses they release) stay in operation order. Partitions never wait for each other.
@@ -10,8 +11,10 @@ The contract with a shard, after Kafka's ``CoordinatorRuntime``:
 - an operation returns a :class:`CoordinatorResult` (records + responses);
 - the records are appended as one batch; once durable they are handed to
   ``shard.on_appended`` and only then are the responses released (answer after durability);
-- loading a partition replays every record through ``shard.replay``, the same path a restart
-  or (later) a failover takes; until it finishes the partition answers COORDINATOR_LOAD_IN_PROGRESS;
+- loading a partition replays every record through ``shard.replay`` (with its offset and its
+  batch's producer id and epoch; markers through ``replay_end_transaction_marker``), the same path a restart
+  or a failover (a cluster node claiming the partition) takes; until it finishes the partition
+  answers COORDINATOR_LOAD_IN_PROGRESS;
 - timers only enqueue an operation on the partition that owns them.
 """
 
@@ -19,18 +22,15 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import functools
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 import structlog
 from kio.schema.errors import ErrorCode
 
-from kcoord.coordinator.record_codec import encode_key, encode_value
-from kcoord.coordinator.records import CoordinatorRecord
 from kcoord.coordinator.result import CoordinatorResult
 from kcoord.protocol.errors import KafkaError
-from kcoord.protocol.plain_batch import EncodedBatch, encode_for_log
+from kcoord.runtime.coordinator_type import CoordinatorShard, RecordSerde
 from kcoord.runtime.loading import LoadStats, replay_log
 from kcoord.runtime.observer import NO_OBSERVER, RuntimeObserver
 from kcoord.storage.api import PartitionLog
@@ -44,22 +44,7 @@ _LOAD_RETRY_MIN_S = 0.1
 _LOAD_RETRY_MAX_S = 10.0
 
 
-class Shard(Protocol):
-    """What the runtime needs of a partition's state machines."""
-
-    def replay(self, record: CoordinatorRecord) -> None:
-        """Apply one record while loading."""
-
-    def on_appended(self, records: list[CoordinatorRecord]) -> None:
-        """Records of a live operation are durable."""
-
-    def on_loaded(self, now_ms: int) -> CoordinatorResult:
-        """Loading finished: arm timers for what was loaded."""
-
-    def on_timer(self, key: str, now_ms: int) -> CoordinatorResult: ...
-
-    def unload(self) -> CoordinatorResult:
-        """The partition goes away: fail parked requests."""
+Shard = CoordinatorShard
 
 
 class Sink(asyncio.Future[Any]):
@@ -110,15 +95,6 @@ def split_timer_key(key: str) -> tuple[int, str]:
     return int(partition), inner
 
 
-_encoded_key = functools.lru_cache(maxsize=1 << 16)(encode_key)
-"""A group commits the same partitions again and again: their key bytes are worth keeping."""
-
-
-def encode_batch(records: list[CoordinatorRecord], now_ms: int) -> EncodedBatch:
-    """One uncompressed batch holding ``records`` (offsets relative; the log assigns the base)."""
-    return encode_for_log([(_encoded_key(r.key), encode_value(r.value)) for r in records], now_ms)
-
-
 class _Pending:
     """The results of one partition that go into its next batch, and their answer deadline."""
 
@@ -130,7 +106,7 @@ class _Pending:
 
 
 class PartitionRunner:
-    """Runs one offsets partition's shard: loads it, appends its results, answers after durability.
+    """Runs one coordinator partition's shard: loads it, appends its results, answers after durability.
 
     Results of operations that run in the same loop iteration go to the log as one batch (one
     append, one task); the log's group commit then writes the batches of every partition together.
@@ -148,6 +124,7 @@ class PartitionRunner:
         partition_log: PartitionLog,
         clock: Clock,
         *,
+        serde: RecordSerde,
         shard_factory: Callable[[], Shard] | None = None,
         observer: RuntimeObserver = NO_OBSERVER,
         append_timeout_ms: int = DEFAULT_APPEND_TIMEOUT_MS,
@@ -156,6 +133,7 @@ class PartitionRunner:
         self.shard = shard
         self.log = partition_log
         self.clock = clock
+        self.serde = serde
         self.state = PartitionState.LOADING
         self.load_stats = LoadStats()
         self.load_attempts = 0
@@ -250,7 +228,7 @@ class PartitionRunner:
             return
         records = [record for result in pending.results for record in result.records]
         try:
-            batch = encode_batch(records, self.clock.now_ms())
+            batch = self.serde.encode_batch(records, self.clock.now_ms())
         except Exception as exc:
             self._encoding_failed(pending, exc)
             return
@@ -318,7 +296,7 @@ class PartitionRunner:
         while self.state is not PartitionState.CLOSED:
             self.load_attempts += 1
             try:
-                await replay_log(self.log, self.shard, self.load_stats, self._log)
+                await replay_log(self.log, self.shard, self.serde, self.load_stats, self._log)
             except Exception as exc:
                 self._load_failed(exc, delay)
                 await asyncio.sleep(delay)

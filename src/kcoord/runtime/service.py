@@ -1,15 +1,18 @@
-"""The group coordinator service: routes a group to its offsets-log partition and runs it there.
+"""One coordinator's service: routes a key to its topic's partition and runs the operation there.
 
-A group lives on partition ``partition_for(group_id)`` of ``__consumer_offsets``. This service
-creates that topic at start, starts one :class:`PartitionRunner` per partition (each loads its
-partition from the log concurrently), drives the shared timing wheel, and runs the periodic
-offset expiry. Edge modules call :meth:`write` (an operation that may append records and whose
-response is released after they are durable) or :meth:`read` (a synchronous look at the state).
+The service is generic over a :class:`~kcoord.runtime.coordinator_type.CoordinatorType` (topic,
+partition function, record serde, FindCoordinator key type) and a shard factory; the group
+coordinator (:mod:`kcoord.runtime.group_coordinator`) is its first instance. A key lives on
+partition ``kind.partition_for(key, partitions)`` of ``kind.topic``. The service makes sure the
+topic exists at start, starts one :class:`PartitionRunner` per partition (each loads its partition
+from the log concurrently) and drives the shared timing wheel. Edge modules call :meth:`write` (an
+operation that may append records and whose response is released after they are durable) or
+:meth:`read` (a synchronous look at the state).
 
 In a cluster (``owned_only``) the service starts with no partition: the node's membership hands
-it the partitions this node owns (:meth:`acquire`, which loads the group state another node left
-in the shared log, answering COORDINATOR_LOAD_IN_PROGRESS meanwhile) and takes them back
-(:meth:`release`). A group on a partition it does not hold, or any group while ``serving`` says the
+it the partitions this node owns (:meth:`acquire`, which loads the state another node left in the
+shared log, answering COORDINATOR_LOAD_IN_PROGRESS meanwhile) and takes them back
+(:meth:`release`). A key on a partition it does not hold, or any key while ``serving`` says the
 node's lease may have lapsed, gets NOT_COORDINATOR, which sends clients back to FindCoordinator.
 """
 
@@ -25,10 +28,9 @@ from typing import Any, Protocol, TypeVar
 import structlog
 from kio.schema.errors import ErrorCode
 
-from kcoord.coordinator.classic.messages import HeartbeatRequest
-from kcoord.coordinator.partitioner import partition_for
 from kcoord.coordinator.result import CoordinatorResult
 from kcoord.protocol.errors import KafkaError
+from kcoord.runtime.coordinator_type import CoordinatorType
 from kcoord.runtime.observer import NO_OBSERVER, RuntimeObserver
 from kcoord.runtime.runner import (
     DEFAULT_APPEND_TIMEOUT_MS,
@@ -46,45 +48,47 @@ from kcoord.timer.wheel import TimingWheel
 
 log = structlog.get_logger(__name__)
 
-OFFSETS_TOPIC = "__consumer_offsets"
 _LOAD_PROGRESS_EVERY_S = 2.0
 
 T = TypeVar("T")
 
 Operation = Callable[[Any, Any, int], CoordinatorResult]
-"""``op(shard, sink, now_ms) -> result``: runs on the group's partition."""
+"""``op(shard, sink, now_ms) -> result``: runs on the key's partition."""
 
 
-class OffsetsTopic(Protocol):
-    """What the service needs of the topic catalogue."""
+class CoordinatorTopic(Protocol):
+    """What the service needs of the topic catalogue for its coordinator's topic."""
 
-    async def ensure_offsets_topic(self, partitions: int) -> int:
-        """Create ``__consumer_offsets`` if missing; return its real partition count."""
+    async def ensure_topic(self, partitions: int) -> int:
+        """Create the topic if missing; return its real partition count."""
 
-    def partition_log(self, name: str, partition: int) -> PartitionLog | None: ...
+    def partition_log(self, partition: int) -> PartitionLog | None: ...
 
 
-class GroupCoordinator:
+class CoordinatorService:
+    """One coordinator type's partitions on this node: their runners, timers and ownership."""
+
     def __init__(
         self,
-        topics: OffsetsTopic,
+        kind: CoordinatorType,
+        topic: CoordinatorTopic,
         clock: Clock,
         shard_factory: Callable[[int, Timer], Shard],
         *,
         num_partitions: int,
-        expiry_interval_ms: int,
         append_timeout_ms: int = DEFAULT_APPEND_TIMEOUT_MS,
         observer: RuntimeObserver = NO_OBSERVER,
         owned_only: bool = False,
         serving: Callable[[], bool] = lambda: True,
     ) -> None:
-        self._topics = topics
+        self.kind = kind
+        self._partition_of = kind.partition_for
+        self._topic = topic
         self._owned_only = owned_only
         self._serving = serving
         self._clock = clock
         self._shard_factory = shard_factory
         self.num_partitions = num_partitions
-        self._expiry_interval_ms = expiry_interval_ms
         self._append_timeout_ms = append_timeout_ms
         self._observer = observer
         self._runners: dict[int, PartitionRunner] = {}
@@ -93,16 +97,15 @@ class GroupCoordinator:
         self.loaded = asyncio.Event()
 
     async def start(self) -> None:
-        """Create the offsets topic if needed and start loading every partition."""
-        self.num_partitions = await self._topics.ensure_offsets_topic(self.num_partitions)
+        """Create the coordinator's topic if needed and start loading every partition."""
+        self.num_partitions = await self._topic.ensure_topic(self.num_partitions)
         for partition in range(0 if self._owned_only else self.num_partitions):
-            partition_log = self._topics.partition_log(OFFSETS_TOPIC, partition)
+            partition_log = self._topic.partition_log(partition)
             if partition_log is None:
-                raise RuntimeError(f"{OFFSETS_TOPIC}-{partition} has no log")
+                raise RuntimeError(f"{self.kind.topic}-{partition} has no log")
             self._runners[partition] = self._new_runner(partition, partition_log)
         self._driver.start()
         self._spawn(self._load_all())
-        self._spawn(self._expire_periodically())
 
     def _new_runner(self, partition: int, partition_log: PartitionLog) -> PartitionRunner:
         new_shard = functools.partial(self._new_shard, partition)
@@ -111,13 +114,14 @@ class GroupCoordinator:
             new_shard(),
             partition_log,
             self._clock,
+            serde=self.kind.serde,
             shard_factory=new_shard,
             observer=self._observer,
             append_timeout_ms=self._append_timeout_ms,
         )
 
     async def acquire(self, partition: int, partition_log: PartitionLog) -> None:
-        """This node owns ``partition`` now (its log fresh from the shared store): load its groups."""
+        """This node owns ``partition`` now (its log fresh from the shared store): load its state."""
         previous = self._runners.pop(partition, None)
         if previous is not None:
             await previous.close()
@@ -185,18 +189,22 @@ class GroupCoordinator:
         # Together: each close waits (bounded) for its own in-flight appends.
         await asyncio.gather(*(runner.close() for runner in self._runners.values()))
 
-    def partition_for(self, group_id: str) -> int:
-        return partition_for(group_id, self.num_partitions)
+    def partition_for(self, key: str) -> int:
+        return self.kind.partition_for(key, self.num_partitions)
 
-    def runner(self, group_id: str) -> PartitionRunner:
-        runner = self._runners.get(self.partition_for(group_id))
+    def placement(self, key: str) -> tuple[str, int]:
+        """(topic, partition) that holds ``key``: where a cluster looks for its owner."""
+        return self.kind.topic, self.kind.partition_for(key, self.num_partitions)
+
+    def runner(self, key: str) -> PartitionRunner:
+        runner = self._runners.get(self._partition_of(key, self.num_partitions))
         if runner is None or not self._serving():
             raise KafkaError(ErrorCode.not_coordinator)
         return runner
 
-    async def write(self, group_id: str, operation: Operation) -> Any:
-        """Run ``operation`` on the group's shard; returns the response once it is released."""
-        runner = self.runner(group_id)
+    async def write(self, key: str, operation: Operation) -> Any:
+        """Run ``operation`` on the key's shard; returns the response once it is released."""
+        runner = self.runner(key)
         sink = Sink()
         runner.run(lambda now: operation(runner.shard, sink, now))
         runner.watch(sink)
@@ -205,44 +213,22 @@ class GroupCoordinator:
         finally:
             runner.unwatch(sink)
 
-    def heartbeat(self, request: HeartbeatRequest, connection_id: int) -> ErrorCode:
-        """A heartbeat, answered at once: it never parks and never writes.
-
-        The hot path of every stable group, so it skips what :meth:`write` needs for requests
-        that wait or append: no sink, no future, no result object.
-        """
-        runner = self.runner(request.group_id)
-        runner.check_active()
-        shard: Any = runner.shard
-        error: ErrorCode = shard.heartbeat_code(request, runner.clock.now_ms(), connection_id)
-        return error
-
-    def read(self, group_id: str, reader: Callable[[Any], T]) -> T:
-        """A synchronous look at the group's shard (raises while it is loading)."""
-        runner = self.runner(group_id)
+    def read(self, key: str, reader: Callable[[Any], T]) -> T:
+        """A synchronous look at the key's shard (raises while it is loading)."""
+        runner = self.runner(key)
         runner.check_active()
         return reader(runner.shard)
 
-    def member_disconnected(self, group_id: str, member_id: str, connection_id: int) -> None:
-        """A connection that carried this member closed (fast-failover hint; see classic/liveness.py)."""
-        runner = self._runners.get(self.partition_for(group_id))
-        if runner is None:
-            return
-        shard: Any = runner.shard
-        if runner.state is PartitionState.ACTIVE:
-            runner.run(lambda now: shard.member_disconnected(group_id, member_id, connection_id, now))
+    def loaded_runner(self, key: str) -> PartitionRunner | None:
+        """The key's runner when this node holds its partition and it has loaded (else None)."""
+        runner = self._runners.get(self.kind.partition_for(key, self.num_partitions))
+        return runner if runner is not None and runner.state is PartitionState.ACTIVE else None
 
-    def partitions_added(self, topic: str) -> None:
-        """A topic grew: every shard rebalances the groups subscribed to it."""
+    def run_on_active(self, operation: Callable[[Any, int], CoordinatorResult]) -> None:
+        """Run ``operation(shard, now_ms)`` on every loaded partition (a change every shard must see)."""
         for runner in self._runners.values():
             if runner.state is PartitionState.ACTIVE:
-                runner.run(functools.partial(_partitions_added, runner.shard, topic))
-
-    def topic_changed(self, topic: str) -> None:
-        """A topic was created or deleted: every shard updates the consumer groups subscribed to it."""
-        for runner in self._runners.values():
-            if runner.state is PartitionState.ACTIVE:
-                runner.run(functools.partial(_topic_changed, runner.shard, topic))
+                runner.run(functools.partial(operation, runner.shard))
 
     def active_shards(self) -> Iterator[Any]:
         """The loaded shards this node may answer for (none while its cluster lease may have lapsed)."""
@@ -265,31 +251,22 @@ class GroupCoordinator:
                 functools.partial(runner.shard.on_timer, key), "coordinator.timer_failed", key=key
             )
 
-    async def _expire_periodically(self) -> None:
-        await self.loaded.wait()
-        while True:
-            await asyncio.sleep(self._expiry_interval_ms / 1000)
-            for runner in self._runners.values():
-                runner.run_scheduled(
-                    functools.partial(_expire_offsets, runner.shard), "coordinator.offset_expiry_failed"
-                )
+    def run_periodically(
+        self, interval_ms: int, operation: Callable[[Any, int], CoordinatorResult], event: str
+    ) -> None:
+        """Once every partition has loaded, run ``operation(shard, now_ms)`` on each every ``interval_ms``
+        (a failure is logged as ``event`` and reloads that partition, as a failed timer does)."""
+
+        async def periodically() -> None:
+            await self.loaded.wait()
+            while True:
+                await asyncio.sleep(interval_ms / 1000)
+                for runner in self._runners.values():
+                    runner.run_scheduled(functools.partial(operation, runner.shard), event)
+
+        self._spawn(periodically())
 
     def _spawn(self, coroutine: Any) -> None:
         task = asyncio.get_running_loop().create_task(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-
-
-def _partitions_added(shard: Any, topic: str, now_ms: int) -> CoordinatorResult:
-    result: CoordinatorResult = shard.on_partitions_added(topic, now_ms)
-    return result
-
-
-def _topic_changed(shard: Any, topic: str, now_ms: int) -> CoordinatorResult:
-    result: CoordinatorResult = shard.on_topic_changed(topic, now_ms)
-    return result
-
-
-def _expire_offsets(shard: Any, now_ms: int) -> CoordinatorResult:
-    result: CoordinatorResult = shard.expire_offsets(now_ms)
-    return result

@@ -20,15 +20,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from kcoord.storage.atomic_file import write_text_atomically
 from kcoord.storage.data_files import read_json_document
-from kcoord.storage.file_segment import fsync_directory
 
 __all__ = ["Change", "FileDocument", "Freshness", "StateDocument"]
 
@@ -94,15 +93,7 @@ class FileDocument:
 
     def write(self, document: Any) -> None:
         """Replace the file with ``document`` in one durable step. Blocking."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, self._mode)
-        with os.fdopen(fd, "wb") as out:
-            out.write((json.dumps(document, indent=1) + "\n").encode("utf-8"))
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, self.path)
-        fsync_directory(self.path.parent)
+        write_text_atomically(self.path, json.dumps(document, indent=1) + "\n", self._mode)
 
     async def read_if_changed(self) -> tuple[bool, Any]:
         stamp = await asyncio.to_thread(self.stamp)

@@ -23,6 +23,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from kcoord.storage.atomic_file import write_synced
 from kcoord.storage.file_segment import (
     CLEANED_SUFFIX,
     SWAP_SUFFIX,
@@ -66,7 +67,7 @@ def stage_cleaned_files(old: FileSegmentData, data: bytes, rebuilt: Segment) -> 
     new = FileSegmentData(old.log_path.parent, old.base_offset)
     offsets, times = index_file_bytes(rebuilt)
     for path, content in ((new.log_path, data), (new.index_path, offsets), (new.time_index_path, times)):
-        _write_synced(_suffixed(path, CLEANED_SUFFIX), content)
+        write_synced(_suffixed(path, CLEANED_SUFFIX), content)
     return new
 
 
@@ -105,14 +106,3 @@ def _paths(data: FileSegmentData) -> tuple[Path, Path, Path]:
 
 def _suffixed(path: Path, suffix: str) -> Path:
     return path.with_name(path.name + suffix)
-
-
-def _write_synced(path: Path, content: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(content)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -11,10 +11,9 @@ Without the file the log starts at its first segment. A recorded start below the
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-from kcoord.storage.file_segment import fsync_directory
+from kcoord.storage.atomic_file import write_atomically
 
 __all__ = ["LOG_START_FILE", "read_log_start", "write_log_start"]
 
@@ -32,12 +31,4 @@ def read_log_start(directory: Path) -> int | None:
 
 def write_log_start(directory: Path, offset: int) -> None:
     """Record ``offset`` durably, replacing any earlier record in one step."""
-    staged = directory / f"{LOG_START_FILE}.tmp"
-    fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.write(fd, f"{offset}\n".encode("ascii"))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(staged, directory / LOG_START_FILE)
-    fsync_directory(directory)
+    write_atomically(directory / LOG_START_FILE, f"{offset}\n".encode("ascii"))

@@ -12,6 +12,7 @@ from kcoord.coordinator.consumer.manager import ConsumerGroupManager
 from kcoord.coordinator.consumer.messages import ConsumerHeartbeatRequest, ConsumerHeartbeatResponse
 from kcoord.coordinator.consumer.persistence import TopicIds
 from kcoord.coordinator.records import CoordinatorRecord
+from kcoord.protocol.errors import KafkaError
 
 SESSION_MS = 45_000
 REBALANCE_MS = 30_000
@@ -81,21 +82,7 @@ class Harness:
         instance_id: str | None = None,
         assignor: str | None = None,
     ) -> ConsumerHeartbeatResponse:
-        try:
-            return self._beat(member_id, epoch, topics, owned, instance_id, assignor)
-        finally:
-            self.records.extend(self.manager.drain_records())
-
-    def _beat(
-        self,
-        member_id: str,
-        epoch: int,
-        topics: tuple[str, ...] | None,
-        owned: Assignment | None,
-        instance_id: str | None,
-        assignor: str | None,
-    ) -> ConsumerHeartbeatResponse:
-        return self.manager.heartbeat(
+        return self.send(
             ConsumerHeartbeatRequest(
                 group_id=GROUP,
                 member_id=member_id,
@@ -105,15 +92,28 @@ class Harness:
                 subscribed_topics=topics,
                 server_assignor=assignor,
                 owned=owned,
-            ),
-            self.now,
+            )
         )
+
+    def send(self, request: ConsumerHeartbeatRequest) -> ConsumerHeartbeatResponse:
+        """One heartbeat: its records are kept, its refusal raised."""
+        change = self.manager.heartbeat(request, "beat", self.now)
+        self.records.extend(change.records)
+        ((_, response),) = change.responses
+        if isinstance(response, KafkaError):
+            raise response
+        assert isinstance(response, ConsumerHeartbeatResponse)
+        return response
+
+    def topics_changed(self, topic: str) -> None:
+        self.records.extend(self.manager.on_topics_changed(topic, self.now).records)
 
     def advance(self, ms: int) -> None:
         self.now += ms
         while (key := self.timer.pop_due(self.now)) is not None:
-            self.manager.on_timer(key, self.now)
-            self.records.extend(self.manager.drain_records())
+            change = self.manager.on_timer(key, self.now)
+            if change is not None:
+                self.records.extend(change.records)
 
     @property
     def group(self):  # type: ignore[no-untyped-def]

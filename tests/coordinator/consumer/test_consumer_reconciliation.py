@@ -172,12 +172,12 @@ def test_leave_and_subscription_change_bump_the_group_epoch() -> None:
     assert h.group.group_epoch == e1 + 1
     assert ("payments", 1) in pairs(response.assignment)
     h.topics["orders"] = 8
-    h.manager.on_topics_changed("orders", h.now)
+    h.topics_changed("orders")
     assert h.group.group_epoch == e1 + 2
     response = h.beat("a", response.member_epoch, owned=h.group.members["a"].assigned)
     assert ("orders", 7) in pairs(response.assignment)
     del h.topics["payments"]
-    h.manager.on_topics_changed("payments", h.now)
+    h.topics_changed("payments")
     response = h.beat("a", response.member_epoch, owned=h.group.members["a"].assigned)
     assert h.group.members["a"].state is MemberState.UNREVOKED_PARTITIONS
     assert (
@@ -221,11 +221,10 @@ def test_closed_connection_shortens_a_dynamic_members_session() -> None:
 def test_regex_subscription_follows_topic_creation_and_deletion() -> None:
     """A regex subscribes to every matching topic (whole name); new and deleted topics bump the epoch."""
     h = Harness({"orders-eu": 2, "orders-us": 2, "payments": 2})
-    response = h.manager.heartbeat(
+    response = h.send(
         ConsumerHeartbeatRequest(
             group_id=GROUP, member_id="a", member_epoch=0, subscribed_topic_regex="orders-.*", owned={}
-        ),
-        h.now,
+        )
     )
     assert pairs(response.assignment) == {
         ("orders-eu", 0),
@@ -235,19 +234,18 @@ def test_regex_subscription_follows_topic_creation_and_deletion() -> None:
     }
     epoch = h.group.group_epoch
     h.topics["orders-asia"] = 1
-    h.manager.on_topics_changed("orders-asia", h.now)
+    h.topics_changed("orders-asia")
     assert h.group.group_epoch > epoch
     response = h.beat("a", response.member_epoch, owned=h.group.members["a"].assigned)
     assert ("orders-asia", 0) in pairs(response.assignment)
     h.topics.pop("orders-eu")
-    h.manager.on_topics_changed("orders-eu", h.now)
+    h.topics_changed("orders-eu")
     assert "orders-eu" not in h.group.subscribed_topics()
     with pytest.raises(KafkaError) as invalid:
-        h.manager.heartbeat(
+        h.send(
             ConsumerHeartbeatRequest(
                 group_id=GROUP, member_id="b", member_epoch=0, subscribed_topic_regex="(", owned={}
-            ),
-            h.now,
+            )
         )
     assert invalid.value.code == ErrorCode.invalid_regular_expression
 

@@ -113,8 +113,7 @@ def test_replay_drops_removed_members_and_deleted_groups() -> None:
     h.beat("b", -1)
     assert set(_replayed(h).group.members) == {"a"}
     h.beat("a", -1)
-    h.manager.delete_group(GROUP)
-    h.records.extend(h.manager.drain_records())
+    h.records.extend(h.manager.delete_group(GROUP).records)
     assert not _replayed(h).manager.has_group(GROUP)
     assert a.member_epoch > 0
 

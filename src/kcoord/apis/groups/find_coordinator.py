@@ -44,7 +44,7 @@ def _answer(node: Node, key: str, key_type: int, authorized: bool, listener_name
     else:
         node_id = node.node_id
         if node.directory is not None:
-            found = node.directory.coordinator(key)
+            found = node.directory.coordinator(key_type, key)
             if found is None:
                 return _error_answer(key, ErrorCode.coordinator_not_available, "no live coordinator yet")
             if found[0] != node.node_id:  # this node answers with the listener the client used

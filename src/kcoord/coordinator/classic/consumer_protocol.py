@@ -19,6 +19,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
+from kcoord.coordinator.assignors.api import Assignment
+
 PROTOCOL_TYPE = "consumer"
 
 TopicPartitions = tuple[tuple[str, tuple[int, ...]], ...]
@@ -160,3 +162,28 @@ def encode_assignment(assignment: ConsumerAssignment) -> bytes:
         + _topic_partitions(assignment.assigned_partitions)
         + _bytes(assignment.user_data)
     )
+
+
+MAX_ASSIGNMENT_VERSION = 3
+"""ConsumerProtocolAssignment has one layout in v0-v3; a member that subscribed with a later
+version is answered in v3, which every client reads."""
+
+
+def assignment_bytes(assignment: Assignment, subscription_version: int) -> bytes:
+    """``assignment`` as ConsumerProtocolAssignment bytes, in the version the member subscribed with."""
+    return encode_assignment(
+        ConsumerAssignment(
+            version=min(subscription_version, MAX_ASSIGNMENT_VERSION),
+            assigned_partitions=tuple(
+                (topic, tuple(sorted(parts))) for topic, parts in sorted(assignment.items()) if parts
+            ),
+        )
+    )
+
+
+def owned_partitions(owned: tuple[tuple[str, tuple[int, ...]], ...]) -> Assignment:
+    """A subscription's owned partitions as an assignment (topic -> partitions)."""
+    merged: dict[str, frozenset[int]] = {}
+    for topic, parts in owned:
+        merged[topic] = merged.get(topic, frozenset()) | frozenset(parts)
+    return merged

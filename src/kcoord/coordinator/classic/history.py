@@ -66,8 +66,19 @@ class RebalanceEventObserver(Protocol):
         """``cause``: ``session_expired``, ``left``, ``not_rejoined`` or ``not_synced``."""
 
 
+@runtime_checkable
+class GroupConversionObserver(Protocol):
+    """Told when a group changes kind (optional, as :class:`RebalanceEventObserver`)."""
+
+    def on_group_converted(self, group_id: str, into: str, generation: int, members: int) -> None:
+        """``into``: ``"consumer"`` (an online upgrade) or ``"classic"`` (a downgrade)."""
+
+
 class NullObserver:
     """The default observer: ignores everything."""
+
+    def on_group_converted(self, group_id: str, into: str, generation: int, members: int) -> None:
+        return None
 
     def on_rebalance_started(self, group_id: str, rebalance: RebalanceRecord) -> None:
         return None
@@ -93,6 +104,11 @@ class NullObserver:
 def rebalance_events(observer: ClassicGroupObserver) -> RebalanceEventObserver:
     """``observer`` itself when it takes the finer events, else an observer that ignores them."""
     return observer if isinstance(observer, RebalanceEventObserver) else NullObserver()
+
+
+def conversion_events(observer: ClassicGroupObserver | None) -> GroupConversionObserver:
+    """``observer`` itself when it is told of conversions, else an observer that ignores them."""
+    return observer if isinstance(observer, GroupConversionObserver) else NullObserver()
 
 
 def new_history() -> deque[RebalanceRecord]:

@@ -22,7 +22,9 @@ from kcoord.coordinator.classic.consumer_protocol import (
     PROTOCOL_TYPE,
     ConsumerProtocolError,
     ConsumerSubscription,
+    assignment_bytes,
     decode_subscription,
+    owned_partitions,
 )
 from kcoord.coordinator.classic.messages import (
     HeartbeatRequest,
@@ -35,11 +37,11 @@ from kcoord.coordinator.classic.messages import (
     SyncGroupResponse,
 )
 from kcoord.coordinator.consumer import history, timer_keys
+from kcoord.coordinator.consumer.change import ConsumerGroupChange
 from kcoord.coordinator.consumer.group import ConsumerGroup
 from kcoord.coordinator.consumer.manager import ConsumerGroupManager
 from kcoord.coordinator.consumer.member import ConsumerGroupMember, MemberState
 from kcoord.coordinator.consumer.reconcile import reconcile
-from kcoord.coordinator.migration import assignment_bytes, owned_partitions
 from kcoord.coordinator.records import ClassicMemberMetadata
 from kcoord.protocol.errors import ErrorCode, KafkaError
 
@@ -55,8 +57,21 @@ class ClassicMemberRequests:
 
     # -- JoinGroup
 
-    def join(self, request: JoinGroupRequest, now_ms: int) -> JoinGroupResponse:
-        """Raises :class:`KafkaError` with the code the JoinGroup is answered with."""
+    def join(self, request: JoinGroupRequest, sink: object, now_ms: int) -> ConsumerGroupChange:
+        """The JoinGroup's change, answered with its response or with the code a check refused it with."""
+        change = ConsumerGroupChange()
+        before = self._manager.snapshot(request.group_id)
+        try:
+            response = self._checked_join(request, now_ms, change)
+        except KafkaError as exc:
+            response = JoinGroupResponse(exc.code, member_id=request.member_id)
+        self._manager.record(request.group_id, before, change)
+        change.respond(sink, response)
+        return change
+
+    def _checked_join(
+        self, request: JoinGroupRequest, now_ms: int, change: ConsumerGroupChange
+    ) -> JoinGroupResponse:
         manager = self._manager
         group = manager.groups[request.group_id]
         member_id = request.member_id or manager.new_member_id()
@@ -73,11 +88,7 @@ class ClassicMemberRequests:
         ):
             return JoinGroupResponse(ErrorCode.member_id_required, member_id=member_id)
         subscription = _subscription(request)
-        before = manager.snapshot(group.group_id)
-        try:
-            return self._join(group, request, member_id, subscription, now_ms)
-        finally:
-            manager.record(group.group_id, before)
+        return self._join(group, request, member_id, subscription, now_ms, change)
 
     def _join(
         self,
@@ -86,6 +97,7 @@ class ClassicMemberRequests:
         member_id: str,
         subscription: ConsumerSubscription,
         now_ms: int,
+        change: ConsumerGroupChange,
     ) -> JoinGroupResponse:
         manager = self._manager
         # 1. The member: known, new, or a static member back under a new id.
@@ -121,11 +133,11 @@ class ClassicMemberRequests:
         if replaced is not None:
             # A consumer-protocol instance rolled back to classic may leave only classic members:
             # Kafka's downgrade on a replaced static member (the shard converts the group).
-            manager.note_departure(group, replaced, group.group_epoch)
+            manager.note_departure(group, replaced, group.group_epoch, change)
         # 4. Deadlines: its session, and the SyncGroup that must follow.
-        timer = manager.timer
+        timer = manager.timers.timer
         timer.cancel(timer_keys.join_key(group.group_id, after.member_id))
-        manager.schedule_session(group.group_id, after, now_ms)
+        manager.timers.schedule_session(group.group_id, after, now_ms)
         timer.schedule(
             timer_keys.sync_key(group.group_id, after.member_id), now_ms + request.rebalance_timeout_ms
         )
@@ -171,8 +183,8 @@ class ClassicMemberRequests:
         if group.group_epoch > member.member_epoch and member.state is not MemberState.UNREVOKED_PARTITIONS:
             self._schedule_join_timeout(group, member, now_ms)
             raise KafkaError(ErrorCode.rebalance_in_progress, f"group {group.group_id} moved on")
-        self._manager.timer.cancel(timer_keys.sync_key(group.group_id, member.member_id))
-        self._manager.schedule_session(group.group_id, member, now_ms)
+        self._manager.timers.timer.cancel(timer_keys.sync_key(group.group_id, member.member_id))
+        self._manager.timers.schedule_session(group.group_id, member, now_ms)
         return SyncGroupResponse(
             ErrorCode.none,
             protocol_type=request.protocol_type,
@@ -189,7 +201,7 @@ class ClassicMemberRequests:
             _check_generation(member, request.generation_id)
         except KafkaError as exc:
             return exc.code
-        self._manager.schedule_session(group.group_id, member, now_ms)
+        self._manager.timers.schedule_session(group.group_id, member, now_ms)
         if (
             member.member_epoch < group.group_epoch
             or member.state is MemberState.UNREVOKED_PARTITIONS
@@ -201,13 +213,15 @@ class ClassicMemberRequests:
 
     def _schedule_join_timeout(self, group: ConsumerGroup, member: ConsumerGroupMember, now_ms: int) -> None:
         key = timer_keys.join_key(group.group_id, member.member_id)
-        if self._manager.timer.deadline(key) is None:
-            self._manager.timer.schedule(key, now_ms + member.rebalance_timeout_ms)
+        if self._manager.timers.timer.deadline(key) is None:
+            self._manager.timers.timer.schedule(key, now_ms + member.rebalance_timeout_ms)
 
     # -- LeaveGroup
 
-    def leave(self, request: LeaveGroupRequest, now_ms: int) -> LeaveGroupResponse:
+    def leave(self, request: LeaveGroupRequest, sink: object, now_ms: int) -> ConsumerGroupChange:
+        """The LeaveGroup's change: each member's answer, the records of those who left."""
         manager = self._manager
+        change = ConsumerGroupChange()
         group = manager.groups[request.group_id]
         before = manager.snapshot(group.group_id)
         answers: list[LeftMember] = []
@@ -225,10 +239,11 @@ class ClassicMemberRequests:
             except KafkaError as exc:
                 answers.append(LeftMember(leaving.member_id, leaving.group_instance_id, exc.code))
                 continue
-            manager.remove_member(group, member.member_id, history.MEMBER_LEFT, now_ms)
+            manager.remove_member(group, member.member_id, history.MEMBER_LEFT, now_ms, change)
             answers.append(LeftMember(member.member_id, leaving.group_instance_id, ErrorCode.none))
-        manager.record(group.group_id, before)
-        return LeaveGroupResponse(ErrorCode.none, tuple(answers))
+        manager.record(group.group_id, before, change)
+        change.respond(sink, LeaveGroupResponse(ErrorCode.none, tuple(answers)))
+        return change
 
 
 def _supports(group: ConsumerGroup, request: JoinGroupRequest) -> bool:

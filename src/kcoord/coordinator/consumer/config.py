@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+
+PartitionCount = Callable[[str], int | None]
+"""The number of partitions of a topic, or None when it does not exist."""
 
 
 @dataclass(frozen=True, slots=True)

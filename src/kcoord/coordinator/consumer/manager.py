@@ -12,21 +12,21 @@ One heartbeat, in Kafka's order:
 6. the member reconciles towards its target (:mod:`.reconcile`);
 7. its session deadline moves; a member that must revoke partitions gets a rebalance deadline.
 
-Every operation that changes a group leaves the records of the change (:mod:`.persistence`) for
-the shard to take with :meth:`ConsumerGroupManager.drain_records`; loading replays them.
+Every operation that may change a group returns a :class:`~.change.ConsumerGroupChange`: the
+records of the change (:mod:`.persistence`, derived from the group before and after it), its
+response, and the groups it leaves due for a downgrade. Loading replays the records.
 """
 
 from __future__ import annotations
 
 import base64
-import re
 import uuid
 from collections.abc import Callable, Collection, Iterable
 
-from kcoord.coordinator.assignors import AssignmentSpec, MemberSpec, PartitionAssignor, assignors_by_name
-from kcoord.coordinator.assignors.api import Assignment
 from kcoord.coordinator.consumer import history, timer_keys
-from kcoord.coordinator.consumer.config import ConsumerGroupConfig
+from kcoord.coordinator.consumer.change import ConsumerGroupChange
+from kcoord.coordinator.consumer.config import ConsumerGroupConfig, PartitionCount
+from kcoord.coordinator.consumer.describe import describe, listed
 from kcoord.coordinator.consumer.group import ConsumerGroup, ConsumerGroupState
 from kcoord.coordinator.consumer.group_configs import GroupConfigOverrides
 from kcoord.coordinator.consumer.member import (
@@ -36,13 +36,11 @@ from kcoord.coordinator.consumer.member import (
     ConsumerGroupMember,
     MemberState,
 )
+from kcoord.coordinator.consumer.member_timers import MemberTimers
 from kcoord.coordinator.consumer.messages import (
     ConsumerHeartbeatRequest,
     ConsumerHeartbeatResponse,
     DescribedConsumerGroup,
-    DescribedConsumerMember,
-    DescribedEpochBump,
-    TopicFilter,
 )
 from kcoord.coordinator.consumer.persistence import (
     GroupReplayer,
@@ -52,13 +50,18 @@ from kcoord.coordinator.consumer.persistence import (
     name_based_topic_ids,
 )
 from kcoord.coordinator.consumer.reconcile import reconcile
-from kcoord.coordinator.record_codec import fits_record_string
-from kcoord.coordinator.records import ConsumerGroupRecordKey, CoordinatorRecord
+from kcoord.coordinator.consumer.regex_subscriptions import RegexSubscriptions
+from kcoord.coordinator.consumer.targets import TargetAssignor
+from kcoord.coordinator.consumer.validation import (
+    check_epoch,
+    same,
+    validate_heartbeat,
+    validate_offset_commit,
+    validate_offset_fetch,
+)
+from kcoord.coordinator.records import ConsumerGroupRecordKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.timer.api import Timer
-
-PartitionCount = Callable[[str], int | None]
-"""The number of partitions of a topic, or None when it does not exist."""
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
@@ -81,41 +84,23 @@ class ConsumerGroupManager:
         self._timer = timer
         self._config = config
         self._overrides = overrides or GroupConfigOverrides()
-        self._partition_count = partition_count
+        self.partition_count = partition_count
         self._new_member_id = member_id_factory
-        self._topic_names = topic_names
-        available = assignors_by_name()
-        self._assignors: dict[str, PartitionAssignor] = {
-            name: available[name] for name in config.assignors if name in available
-        }
-        if not self._assignors:
-            raise ValueError(f"no known assignor among {config.assignors}")
+        self._targets = TargetAssignor(config.assignors)
         self.groups: dict[str, ConsumerGroup] = {}
         self._topic_ids = topic_ids or name_based_topic_ids()
         self._replayer = GroupReplayer(self.groups, self._topic_ids)
-        self._records: list[CoordinatorRecord] = []
-        self._connections: dict[tuple[str, str], int] = {}
-        """The connection that carried each member's last heartbeat (soft state, fast failover)."""
-        self._topic_filters: dict[tuple[str, str], TopicFilter | None] = {}
-        """What each member's principal may see, from its last heartbeat (soft state): what its
-        regex resolves to when topics change."""
-        self._downgrade_candidates: dict[str, int] = {}
-        """group -> epoch before the (first) leave, of groups whose last consumer-protocol member
-        left while classic members remain."""
+        self.timers = MemberTimers(timer, config, self._overrides)
+        self.regexes = RegexSubscriptions(topic_names)
 
     # -- records
-
-    def drain_records(self) -> list[CoordinatorRecord]:
-        """The records of every change since the last call, in order."""
-        records, self._records = self._records, []
-        return records
 
     def snapshot(self, group_id: str) -> GroupSnapshot:
         return GroupSnapshot.of(self.groups.get(group_id))
 
-    def record(self, group_id: str, before: GroupSnapshot) -> None:
-        """Leave the records of what changed in the group since ``before`` was taken."""
-        self._records.extend(changes(group_id, before, self.snapshot(group_id), self._topic_ids))
+    def record(self, group_id: str, before: GroupSnapshot, change: ConsumerGroupChange) -> None:
+        """Add to ``change`` the records of what changed in the group since ``before`` was taken."""
+        change.records.extend(changes(group_id, before, self.snapshot(group_id), self._topic_ids))
 
     def replay(self, key: ConsumerGroupRecordKey, value: object) -> None:
         self._replayer.replay(key, value)
@@ -123,45 +108,18 @@ class ConsumerGroupManager:
     def on_loaded(self, now_ms: int) -> None:
         """Soft state after a load: regexes resolved, a fresh session (and revocation) deadline each."""
         for group in self.groups.values():
-            self._resolve_group_regexes(group, loading=True)
+            self.regexes.resolve_group(group, loading=True)
             for member in group.members.values():
-                self.schedule_session(group.group_id, member, now_ms)
+                self.timers.schedule_session(group.group_id, member, now_ms)
                 if member.state is MemberState.UNREVOKED_PARTITIONS:
                     self._timer.schedule(
                         timer_keys.rebalance_key(group.group_id, member.member_id),
                         now_ms + member.rebalance_timeout_ms,
                     )
 
-    def _session_timeout_ms(self, group_id: str) -> int:
-        return self._overrides.session_timeout_ms(group_id, self._config.session_timeout_ms)
-
-    def schedule_session(self, group_id: str, member: ConsumerGroupMember, now_ms: int) -> None:
-        """Move the member's session deadline: a classic member's own timeout, else the group's."""
-        timeout = (
-            member.classic.session_timeout_ms
-            if member.classic is not None
-            else self._session_timeout_ms(group_id)
-        )
-        self._timer.schedule(timer_keys.session_key(group_id, member.member_id), now_ms + timeout)
-
-    def _heartbeat_interval_ms(self, group_id: str) -> int:
-        return self._overrides.heartbeat_interval_ms(group_id, self._config.heartbeat_interval_ms)
-
     @property
     def config(self) -> ConsumerGroupConfig:
         return self._config
-
-    @property
-    def timer(self) -> Timer:
-        return self._timer
-
-    @property
-    def partition_count(self) -> PartitionCount:
-        return self._partition_count
-
-    @property
-    def upgrades_classic_groups(self) -> bool:
-        return self._config.upgrades_classic_groups
 
     def new_member_id(self) -> str:
         return self._new_member_id()
@@ -171,19 +129,32 @@ class ConsumerGroupManager:
 
     # -- heartbeat
 
-    def heartbeat(self, request: ConsumerHeartbeatRequest, now_ms: int) -> ConsumerHeartbeatResponse:
-        """Raises :class:`KafkaError` with the code the whole heartbeat is answered with."""
+    def heartbeat(
+        self, request: ConsumerHeartbeatRequest, sink: object, now_ms: int, connection_id: int | None = None
+    ) -> ConsumerGroupChange:
+        """The heartbeat's change; a refused one is answered with its :class:`KafkaError` (the
+        records of whatever it changed before the refusal are still in the change)."""
+        change = ConsumerGroupChange()
         before = self.snapshot(request.group_id)
         try:
-            return self._heartbeat(request, now_ms)
-        finally:
-            self.record(request.group_id, before)
+            response = self._heartbeat(request, now_ms, change)
+        except KafkaError as refused:
+            self.record(request.group_id, before, change)
+            change.respond(sink, refused)
+            return change
+        self.record(request.group_id, before, change)
+        if connection_id is not None:
+            self.note_connection(request.group_id, response.member_id, connection_id)
+        change.respond(sink, response)
+        return change
 
-    def _heartbeat(self, request: ConsumerHeartbeatRequest, now_ms: int) -> ConsumerHeartbeatResponse:
+    def _heartbeat(
+        self, request: ConsumerHeartbeatRequest, now_ms: int, change: ConsumerGroupChange
+    ) -> ConsumerHeartbeatResponse:
         self.validate(request)
         # 1. Leaving.
         if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
-            return self._leave(request, now_ms)
+            return self._leave(request, now_ms, change)
         # 2. The group.
         group = self.groups.get(request.group_id)
         if group is None:
@@ -215,7 +186,7 @@ class ConsumerGroupManager:
             client_id=request.client_id,
             client_host=request.client_host,
         )
-        updated = self._resolve_regex(updated, request.topic_filter)
+        updated = self.regexes.resolve(updated, request.topic_filter)
         trigger = history.MEMBER_JOINED if bump else None
         if trigger is None and (
             updated.topics != member.topics
@@ -224,7 +195,7 @@ class ConsumerGroupManager:
         ):
             trigger = history.SUBSCRIPTION_CHANGED
         group.put_member(updated)
-        self._topic_filters[(group.group_id, updated.member_id)] = request.topic_filter
+        self.regexes.remember(group.group_id, updated.member_id, request.topic_filter)
         # 5. The group epoch and the target assignment.
         self.advance_epoch(group, trigger, updated.member_id, now_ms)
         # 6. Reconciliation.
@@ -238,7 +209,7 @@ class ConsumerGroupManager:
         )
         group.put_member(after)
         # 7. Deadlines.
-        self.schedule_session(group.group_id, after, now_ms)
+        self.timers.schedule_session(group.group_id, after, now_ms)
         rebalance_key = timer_keys.rebalance_key(group.group_id, after.member_id)
         if after.state is MemberState.UNREVOKED_PARTITIONS:
             if (
@@ -251,47 +222,19 @@ class ConsumerGroupManager:
         if group.state is ConsumerGroupState.STABLE:
             group.history.stable_at(group.group_epoch, now_ms)
         full = request.member_epoch == JOIN_GROUP_MEMBER_EPOCH or (
-            request.owned is not None and not _same(request.owned, after.assigned)
+            request.owned is not None and not same(request.owned, after.assigned)
         )
-        changed = after.member_epoch != request.member_epoch or not _same(after.assigned, before.assigned)
+        changed = after.member_epoch != request.member_epoch or not same(after.assigned, before.assigned)
         return ConsumerHeartbeatResponse(
             member_id=after.member_id,
             member_epoch=after.member_epoch,
-            heartbeat_interval_ms=self._heartbeat_interval_ms(group.group_id),
+            heartbeat_interval_ms=self.timers.heartbeat_interval_ms(group.group_id),
             assignment=after.assigned if full or changed else None,
         )
 
     def validate(self, request: ConsumerHeartbeatRequest) -> None:
         """The checks that need no group: INVALID_REQUEST and UNSUPPORTED_ASSIGNOR."""
-        if not request.group_id:
-            raise KafkaError(ErrorCode.invalid_request, "GroupId can't be empty.")
-        if request.member_epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            raise KafkaError(ErrorCode.invalid_request, "MemberEpoch is invalid.")
-        if request.member_epoch == JOIN_GROUP_MEMBER_EPOCH:
-            if request.subscribed_topics is None and request.subscribed_topic_regex is None:
-                raise KafkaError(
-                    ErrorCode.invalid_request,
-                    "SubscribedTopicNames or SubscribedTopicRegex must be set in first request.",
-                )
-        elif request.member_epoch > 0 and not request.member_id:
-            raise KafkaError(ErrorCode.invalid_request, "MemberId can't be empty.")
-        texts = (
-            request.group_id,
-            request.member_id,
-            request.instance_id,
-            request.rack_id,
-            request.subscribed_topic_regex,
-            request.client_id,
-            request.client_host,
-            *(request.subscribed_topics or ()),
-        )
-        if not all(fits_record_string(text) for text in texts):
-            # It could never be written to the offsets log: refuse it before it changes anything.
-            raise KafkaError(ErrorCode.invalid_request, "a string of the heartbeat is too long")
-        if request.server_assignor is not None and request.server_assignor not in self._assignors:
-            raise KafkaError(
-                ErrorCode.unsupported_assignor, f"ServerAssignor {request.server_assignor} is not supported."
-            )
+        validate_heartbeat(request, self._targets.names)
 
     def _member_for(
         self, group: ConsumerGroup, request: ConsumerHeartbeatRequest
@@ -301,7 +244,7 @@ class ConsumerGroupManager:
             member = group.members.get(request.member_id)
             if member is None:
                 raise KafkaError(ErrorCode.unknown_member_id, f"member {request.member_id} is unknown")
-            _check_epoch(member, request)
+            check_epoch(member, request)
             return member, False
         member_id = request.member_id or self._new_member_id()
         if request.instance_id is not None:
@@ -336,10 +279,12 @@ class ConsumerGroupManager:
         """Take the static member ``old`` out of the group, its target assignment kept for ``member_id``."""
         target = group.target.get(old.member_id, {})
         group.remove_member(old.member_id)
-        self.cancel_member_timers(group.group_id, old.member_id)
+        self._forget_member(group.group_id, old.member_id)
         group.target[member_id] = target
 
-    def _leave(self, request: ConsumerHeartbeatRequest, now_ms: int) -> ConsumerHeartbeatResponse:
+    def _leave(
+        self, request: ConsumerHeartbeatRequest, now_ms: int, change: ConsumerGroupChange
+    ) -> ConsumerHeartbeatResponse:
         group = self.groups.get(request.group_id)
         member = group.members.get(request.member_id) if group is not None else None
         if group is None or member is None:
@@ -349,7 +294,7 @@ class ConsumerGroupManager:
             group.put_member(member.with_changes(member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH))
             self._timer.cancel(timer_keys.rebalance_key(group.group_id, member.member_id))
         else:
-            self.remove_member(group, member.member_id, history.MEMBER_LEFT, now_ms)
+            self.remove_member(group, member.member_id, history.MEMBER_LEFT, now_ms, change)
         return ConsumerHeartbeatResponse(
             member_id=member.member_id,
             member_epoch=request.member_epoch,
@@ -367,36 +312,7 @@ class ConsumerGroupManager:
             group.group_epoch += 1
             group.history.bumped(group.group_epoch, trigger, member_id, now_ms)
         if group.group_epoch > group.target_epoch:
-            self._compute_target(group)
-
-    def _compute_target(self, group: ConsumerGroup) -> None:
-        assignor = self._assignor_for(group)
-        spec = AssignmentSpec(
-            members={
-                member_id: MemberSpec(
-                    subscribed_topics=member.topics,
-                    current=group.target.get(member_id, member.assigned),
-                    instance_id=member.instance_id,
-                )
-                for member_id, member in group.members.items()
-            },
-            partitions_per_topic=dict(group.partitions_per_topic),
-        )
-        group.target = dict(assignor.assign(spec))
-        group.target_epoch = group.group_epoch
-        group.assignor = assignor.name
-
-    def _assignor_for(self, group: ConsumerGroup) -> PartitionAssignor:
-        """The assignor most members ask for (ties by name), else the configured default."""
-        wanted = sorted(
-            (m.server_assignor for m in group.members.values() if m.server_assignor in self._assignors),
-            key=lambda name: name or "",
-        )
-        if wanted:
-            best = max(set(wanted), key=lambda name: (wanted.count(name), name))
-            if best is not None:
-                return self._assignors[best]
-        return next(iter(self._assignors.values()))
+            self._targets.compute(group)
 
     def refresh_metadata(self, group: ConsumerGroup, now_ms: int) -> bool:
         """Re-read the partition counts of the subscribed topics; a change bumps the group epoch."""
@@ -409,7 +325,7 @@ class ConsumerGroupManager:
     def _refresh_counts(self, group: ConsumerGroup) -> bool:
         counts: dict[str, int] = {}
         for topic in group.subscribed_topics():
-            count = self._partition_count(topic)
+            count = self.partition_count(topic)
             if count is not None and count > 0:
                 counts[topic] = count
         if counts == group.partitions_per_topic:
@@ -417,69 +333,36 @@ class ConsumerGroupManager:
         group.partitions_per_topic = counts
         return True
 
-    def on_topics_changed(self, topic: str, now_ms: int) -> None:
+    def on_topics_changed(self, topic: str, now_ms: int) -> ConsumerGroupChange:
         """A topic grew, appeared or was deleted: its subscribers' groups get a new epoch at once
         (regex subscriptions are resolved again first)."""
+        change = ConsumerGroupChange()
         for group in self.groups.values():
             before = self.snapshot(group.group_id)
-            resolved = self._resolve_group_regexes(group)
+            resolved = self.regexes.resolve_group(group)
             if resolved or topic in group.subscribed_topics():
                 if not self.refresh_metadata(group, now_ms) and resolved:
                     group.group_epoch += 1
                     group.history.bumped(group.group_epoch, history.SUBSCRIPTION_CHANGED, None, now_ms)
-                self.record(group.group_id, before)
-
-    def _resolve_regex(self, member: ConsumerGroupMember, allowed: TopicFilter | None) -> ConsumerGroupMember:
-        """The member with its regex resolved to the existing topics ``allowed`` passes."""
-        if member.subscribed_regex is None:
-            return member if not member.regex_topics else member.with_changes(regex_topics=frozenset())
-        try:
-            pattern = re.compile(member.subscribed_regex)
-        except re.error as exc:
-            raise KafkaError(
-                ErrorCode.invalid_regular_expression, f"SubscribedTopicRegex is invalid: {exc}"
-            ) from None
-        matched = frozenset(
-            name
-            for name in self._topic_names()
-            if pattern.fullmatch(name) and (allowed is None or allowed(name))
-        )
-        return member if matched == member.regex_topics else member.with_changes(regex_topics=matched)
-
-    def _resolve_group_regexes(self, group: ConsumerGroup, *, loading: bool = False) -> bool:
-        """Resolve every member's regex again; True when any member's topics changed.
-
-        A member's principal is known from its last heartbeat. After a load it is not known until
-        the next one: loading resolves as before the failover, and a topic change meanwhile adds
-        nothing. The heartbeat resolves again with the principal before any assignment is answered.
-        """
-        changed = False
-        for member in list(group.members.values()):
-            if member.subscribed_regex is None:
-                continue
-            key = (group.group_id, member.member_id)
-            if key in self._topic_filters:
-                allowed = self._topic_filters[key]
-            else:
-                allowed = None if loading else member.regex_topics.__contains__
-            try:
-                resolved = self._resolve_regex(member, allowed)
-            except KafkaError:
-                continue
-            if resolved is not member:
-                group.put_member(resolved)
-                changed = True
-        return changed
+                self.record(group.group_id, before, change)
+        return change
 
     # -- leaving, fencing and timers
 
-    def remove_member(self, group: ConsumerGroup, member_id: str, trigger: str, now_ms: int) -> None:
+    def _forget_member(self, group_id: str, member_id: str) -> None:
+        """A member leaves the group: its timers and its soft state go."""
+        self.timers.cancel(group_id, member_id)
+        self.regexes.forget(group_id, member_id)
+
+    def remove_member(
+        self, group: ConsumerGroup, member_id: str, trigger: str, now_ms: int, change: ConsumerGroupChange
+    ) -> None:
         epoch_before = group.group_epoch
         removed = group.remove_member(member_id)
         if removed is None:
             return
-        self.cancel_member_timers(group.group_id, member_id)
-        self.note_departure(group, removed, epoch_before)
+        self._forget_member(group.group_id, member_id)
+        self.note_departure(group, removed, epoch_before, change)
         group.group_epoch += 1
         group.history.bumped(group.group_epoch, trigger, member_id, now_ms)
         if not group.members:
@@ -488,71 +371,58 @@ class ConsumerGroupManager:
 
     def note_connection(self, group_id: str, member_id: str, connection_id: int) -> None:
         if group_id in self.groups and member_id in self.groups[group_id].members:
-            self._connections[(group_id, member_id)] = connection_id
+            self.timers.note_connection(group_id, member_id, connection_id)
 
     def member_disconnected(self, group_id: str, member_id: str, connection_id: int, now_ms: int) -> None:
         """The member's current connection closed: a dynamic member keeps its place only briefly."""
         group = self.groups.get(group_id)
         member = group.members.get(member_id) if group is not None else None
-        if (
-            member is None
-            or member.is_static
-            or self._connections.get((group_id, member_id)) != connection_id
-        ):
-            return
-        grace = max(
-            self._config.failover_grace_floor_ms,
-            min(2 * self._heartbeat_interval_ms(group_id), self._session_timeout_ms(group_id)),
-        )
-        key = timer_keys.session_key(group_id, member_id)
-        current = self._timer.deadline(key)
-        if current is None or now_ms + grace < current:
-            self._timer.schedule(key, now_ms + grace)
+        if member is not None and not member.is_static:
+            self.timers.connection_closed(group_id, member_id, connection_id, now_ms)
 
-    def cancel_member_timers(self, group_id: str, member_id: str) -> None:
-        self._connections.pop((group_id, member_id), None)
-        self._topic_filters.pop((group_id, member_id), None)
-        self._timer.cancel(timer_keys.session_key(group_id, member_id))
-        self._timer.cancel(timer_keys.rebalance_key(group_id, member_id))
-        self._timer.cancel(timer_keys.join_key(group_id, member_id))
-        self._timer.cancel(timer_keys.sync_key(group_id, member_id))
-
-    def on_timer(self, key: str, now_ms: int) -> bool:
-        """Handle a fired key of ours; False when the key is not a consumer group's."""
+    def on_timer(self, key: str, now_ms: int) -> ConsumerGroupChange | None:
+        """Handle a fired key of ours; None when the key is not a consumer group's."""
         target = timer_keys.parse_key(key)
         if target is None:
-            return False
+            return None
+        change = ConsumerGroupChange()
         group = self.groups.get(target.group_id)
         if group is None or target.member_id not in group.members:
-            return True
+            return change
         member = group.members[target.member_id]
         if target.kind == timer_keys.REBALANCE and member.state is not MemberState.UNREVOKED_PARTITIONS:
-            return True
+            return change
         before = self.snapshot(group.group_id)
         trigger = history.SESSION_EXPIRED if target.kind == timer_keys.SESSION else history.REBALANCE_TIMEOUT
-        self.remove_member(group, target.member_id, trigger, now_ms)
-        self.record(group.group_id, before)
-        return True
+        self.remove_member(group, target.member_id, trigger, now_ms, change)
+        self.record(group.group_id, before, change)
+        return change
 
     # -- online migration (see kcoord.coordinator.migration)
 
-    def adopt(self, group: ConsumerGroup, now_ms: int) -> None:
+    def adopt(self, group: ConsumerGroup, now_ms: int) -> ConsumerGroupChange:
         """A group converted from a classic one joins this manager: its records and sessions."""
+        change = ConsumerGroupChange()
         self.groups[group.group_id] = group
         group.history.bumped(group.group_epoch, history.UPGRADED, None, now_ms)
-        self.record(group.group_id, GroupSnapshot())
+        self.record(group.group_id, GroupSnapshot(), change)
         for member in group.members.values():
-            self.schedule_session(group.group_id, member, now_ms)
+            self.timers.schedule_session(group.group_id, member, now_ms)
+        return change
 
-    def release(self, group_id: str) -> None:
-        """Hand a group over for its conversion to a classic group, leaving its tombstones."""
+    def release(self, group_id: str) -> ConsumerGroupChange:
+        """Hand a group over for its conversion to a classic group: its tombstones."""
+        change = ConsumerGroupChange()
         before = self.snapshot(group_id)
         group = self.groups.pop(group_id)
         for member_id in group.members:
-            self.cancel_member_timers(group_id, member_id)
-        self.record(group_id, before)
+            self._forget_member(group_id, member_id)
+        self.record(group_id, before, change)
+        return change
 
-    def note_departure(self, group: ConsumerGroup, gone: ConsumerGroupMember, epoch_before: int) -> None:
+    def note_departure(
+        self, group: ConsumerGroup, gone: ConsumerGroupMember, epoch_before: int, change: ConsumerGroupChange
+    ) -> None:
         """A member left or was replaced: when it was the last one of the consumer protocol and
         classic members remain, the group is due for a downgrade (if the policy allows)."""
         if (
@@ -561,54 +431,25 @@ class ConsumerGroupManager:
             and all(m.uses_classic_protocol for m in group.members.values())
             and self._config.downgrades_to_classic
         ):
-            self._downgrade_candidates.setdefault(group.group_id, epoch_before)
-
-    def take_downgrade_candidates(self) -> dict[str, int]:
-        """Groups whose last consumer-protocol member left while classic members remain, with the
-        group epoch before that leave (the generation the classic members are at)."""
-        candidates, self._downgrade_candidates = self._downgrade_candidates, {}
-        return candidates
+            change.downgrades.setdefault(group.group_id, epoch_before)
 
     def unload(self) -> None:
         for group in self.groups.values():
             for member_id in group.members:
-                self.cancel_member_timers(group.group_id, member_id)
+                self._forget_member(group.group_id, member_id)
         self.groups.clear()
-        self._connections.clear()
-        self._topic_filters.clear()
+        self.timers.forget_connections()
+        self.regexes.clear()
 
     # -- offsets and admin
 
     def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> None:
-        """OffsetFetch v9's member check on a consumer group, as Kafka: without a member id and with
-        a negative epoch (admin clients, classic members) the fetch is accepted; otherwise the
-        member must exist (UNKNOWN_MEMBER_ID) and send its current epoch (STALE_MEMBER_EPOCH)."""
-        group = self.groups.get(group_id)
-        if group is None or (not member_id and member_epoch < 0):
-            return
-        member = group.members.get(member_id or "")
-        if member is None:
-            raise KafkaError(ErrorCode.unknown_member_id, f"member {member_id} is unknown")
-        if member_epoch != member.member_epoch:
-            raise KafkaError(
-                ErrorCode.stale_member_epoch,
-                f"epoch {member_epoch} is not the member's epoch {member.member_epoch}",
-            )
+        validate_offset_fetch(self.groups.get(group_id), member_id, member_epoch)
 
     def validate_offset_commit(
         self, group_id: str, member_id: str, member_epoch: int, api_version: int
     ) -> None:
-        """Kafka's rules for commits to a consumer group (an empty group takes admin commits)."""
-        group = self.groups[group_id]
-        if member_epoch < 0 and not member_id and not group.members:
-            return
-        member = group.members.get(member_id)
-        if member is None:
-            raise KafkaError(ErrorCode.unknown_member_id, f"member {member_id} is unknown")
-        if member_epoch != member.member_epoch:
-            classic_rules = api_version < 9 or member.uses_classic_protocol
-            code = ErrorCode.illegal_generation if classic_rules else ErrorCode.stale_member_epoch
-            raise KafkaError(code, f"epoch {member_epoch} is not the member's epoch {member.member_epoch}")
+        validate_offset_commit(self.groups[group_id], member_id, member_epoch, api_version)
 
     def is_subscribed(self, group_id: str, topic: str) -> bool:
         group = self.groups.get(group_id)
@@ -616,84 +457,20 @@ class ConsumerGroupManager:
 
     def describe(self, group_id: str) -> DescribedConsumerGroup | None:
         group = self.groups.get(group_id)
-        if group is None:
-            return None
-        members = tuple(
-            DescribedConsumerMember(
-                member_id=m.member_id,
-                instance_id=m.instance_id,
-                rack_id=m.rack_id,
-                member_epoch=m.member_epoch,
-                client_id=m.client_id,
-                client_host=m.client_host,
-                subscribed_topics=tuple(sorted(m.subscribed_topics)),
-                subscribed_regex=m.subscribed_regex,
-                assignment=m.assigned,
-                target_assignment=group.target.get(m.member_id, {}),
-                uses_classic_protocol=m.uses_classic_protocol,
-            )
-            for m in group.members.values()
-        )
-        return DescribedConsumerGroup(
-            group_id=group.group_id,
-            state=group.state.value,
-            group_epoch=group.group_epoch,
-            target_epoch=group.target_epoch,
-            assignor=group.assignor or next(iter(self._assignors)),
-            members=members,
-            history=tuple(
-                DescribedEpochBump(
-                    epoch=b.epoch,
-                    trigger=b.trigger,
-                    member_id=b.member_id,
-                    started_ms=b.started_ms,
-                    reconcile_ms=None if b.reconciled_ms is None else b.reconciled_ms - b.started_ms,
-                )
-                for b in group.history.bumps
-            ),
-        )
+        return None if group is None else describe(group, self._targets.default_name)
 
     def listed(self, states_filter: Collection[str] | None) -> list[tuple[str, str]]:
         """(group id, state) of every live group whose state passes the filter (case-insensitive)."""
-        wanted = {s.lower() for s in states_filter} if states_filter else None
-        return [
-            (group.group_id, group.state.value)
-            for group in self.groups.values()
-            if group.state is not ConsumerGroupState.DEAD
-            and (wanted is None or group.state.value.lower() in wanted)
-        ]
+        return listed(self.groups.values(), states_filter)
 
-    def delete_group(self, group_id: str) -> None:
-        """Only an Empty group can be deleted (GROUP_NOT_EMPTY otherwise)."""
+    def delete_group(self, group_id: str) -> ConsumerGroupChange:
+        """Only an Empty group can be deleted (GROUP_NOT_EMPTY otherwise): its tombstones."""
         group = self.groups[group_id]
         if group.members:
             raise KafkaError(ErrorCode.non_empty_group, f"group {group_id} is not empty")
+        change = ConsumerGroupChange()
         before = self.snapshot(group_id)
         group.dead = True
         del self.groups[group_id]
-        self.record(group_id, before)
-
-
-def _check_epoch(member: ConsumerGroupMember, request: ConsumerHeartbeatRequest) -> None:
-    """Kafka's fencing: the current epoch, or the previous one when the answer to it was lost."""
-    if request.member_epoch == member.member_epoch:
-        return
-    if (
-        request.member_epoch < member.member_epoch
-        and request.member_epoch == member.previous_member_epoch
-        and request.owned is not None
-        and _subset(request.owned, member.assigned)
-    ):
-        return
-    raise KafkaError(
-        ErrorCode.fenced_member_epoch,
-        f"epoch {request.member_epoch} does not match the member's epoch {member.member_epoch}",
-    )
-
-
-def _subset(small: Assignment, big: Assignment) -> bool:
-    return all(parts <= big.get(topic, frozenset()) for topic, parts in small.items())
-
-
-def _same(a: Assignment, b: Assignment) -> bool:
-    return {t: p for t, p in a.items() if p} == {t: p for t, p in b.items() if p}
+        self.record(group_id, before, change)
+        return change

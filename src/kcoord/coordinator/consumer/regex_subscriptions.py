@@ -1,0 +1,77 @@
+"""Regex subscriptions (KIP-848's ``SubscribedTopicRegex``): resolved by the coordinator, per member.
+
+A member's regex resolves to the existing topics it matches in full (Java's ``Pattern.matches``)
+that the member's principal may see: the API edge hands each heartbeat a :data:`TopicFilter` built
+from the authorizer, as Kafka 4 filters regex-resolved topics by DESCRIBE. The filter is kept as
+soft state per member so that a topic created or deleted between heartbeats is resolved with it. A
+member's principal is unknown after a load until its next heartbeat: loading resolves as before the
+failover, a topic change meanwhile adds nothing, and the heartbeat resolves again with the
+principal before any assignment is answered.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+
+from kcoord.coordinator.consumer.group import ConsumerGroup
+from kcoord.coordinator.consumer.member import ConsumerGroupMember
+from kcoord.coordinator.consumer.messages import TopicFilter
+from kcoord.protocol.errors import ErrorCode, KafkaError
+
+__all__ = ["RegexSubscriptions"]
+
+
+class RegexSubscriptions:
+    """Resolves members' regexes against the topic catalogue, with each member's last topic filter."""
+
+    def __init__(self, topic_names: Callable[[], Iterable[str]]) -> None:
+        self._topic_names = topic_names
+        self._filters: dict[tuple[str, str], TopicFilter | None] = {}
+        """What each member's principal may see, from its last heartbeat (soft state)."""
+
+    def remember(self, group_id: str, member_id: str, allowed: TopicFilter | None) -> None:
+        self._filters[(group_id, member_id)] = allowed
+
+    def forget(self, group_id: str, member_id: str) -> None:
+        self._filters.pop((group_id, member_id), None)
+
+    def clear(self) -> None:
+        self._filters.clear()
+
+    def resolve(self, member: ConsumerGroupMember, allowed: TopicFilter | None) -> ConsumerGroupMember:
+        """The member with its regex resolved to the existing topics ``allowed`` passes."""
+        if member.subscribed_regex is None:
+            return member if not member.regex_topics else member.with_changes(regex_topics=frozenset())
+        try:
+            pattern = re.compile(member.subscribed_regex)
+        except re.error as exc:
+            raise KafkaError(
+                ErrorCode.invalid_regular_expression, f"SubscribedTopicRegex is invalid: {exc}"
+            ) from None
+        matched = frozenset(
+            name
+            for name in self._topic_names()
+            if pattern.fullmatch(name) and (allowed is None or allowed(name))
+        )
+        return member if matched == member.regex_topics else member.with_changes(regex_topics=matched)
+
+    def resolve_group(self, group: ConsumerGroup, *, loading: bool = False) -> bool:
+        """Resolve every member's regex again; True when any member's topics changed."""
+        changed = False
+        for member in list(group.members.values()):
+            if member.subscribed_regex is None:
+                continue
+            key = (group.group_id, member.member_id)
+            if key in self._filters:
+                allowed = self._filters[key]
+            else:
+                allowed = None if loading else member.regex_topics.__contains__
+            try:
+                resolved = self.resolve(member, allowed)
+            except KafkaError:
+                continue
+            if resolved is not member:
+                group.put_member(resolved)
+                changed = True
+        return changed
