@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from kcoord.cluster.identity import META_FILE, load_or_create_identity
+from kcoord.cluster.identity import META_FILE, NodeIdentity, new_cluster_id, write_identity
 from kcoord.cluster.producer_ids import ID_BLOCK_FILE, FileIdReservations
 from kcoord.cluster.producer_snapshots import SNAPSHOT_DIR, ProducerSnapshots
 from kcoord.cluster.producer_state import ProducerStateManager
 from kcoord.coordinator.consumer.group_configs import SESSION_TIMEOUT
-from kcoord.runtime.group_config_store import GROUP_CONFIGS_FILE, GroupConfigStore
+from kcoord.runtime.group_config_store import GROUP_CONFIGS_FILE, GroupConfigStore, group_configs_file
 from kcoord.runtime.rebalance_journal import JOURNAL_FILE, RebalanceJournal
 from kcoord.security.credentials import CREDENTIALS_FILE, CredentialFile
 from kcoord.storage import open_store
@@ -42,7 +42,7 @@ def test_a_new_file_gets_the_mode_asked_for(tmp_path: Path) -> None:
 
 
 async def _identity(data_dir: Path) -> Path:
-    load_or_create_identity(data_dir, 1)
+    write_identity(data_dir, NodeIdentity(1, new_cluster_id()))
     return data_dir / META_FILE
 
 
@@ -78,7 +78,7 @@ async def _rebalance_journal(data_dir: Path) -> Path:
 
 
 async def _group_configs(data_dir: Path) -> Path:
-    await GroupConfigStore(data_dir).put("g", {SESSION_TIMEOUT: 30_000})
+    await GroupConfigStore(group_configs_file(data_dir)).alter("g", lambda _stored: {SESSION_TIMEOUT: 30_000})
     return data_dir / GROUP_CONFIGS_FILE
 
 

@@ -137,9 +137,7 @@ def _regex_join(h: Harness, member_id: str, allowed: set[str]) -> ConsumerHeartb
         owned={},
         topic_filter=allowed.__contains__,
     )
-    response = h.manager.heartbeat(request, h.now)
-    h.records.extend(h.manager.drain_records())
-    return response
+    return h.send(request)
 
 
 def test_a_regex_resolves_only_to_what_the_members_principal_may_see() -> None:
@@ -149,12 +147,12 @@ def test_a_regex_resolves_only_to_what_the_members_principal_may_see() -> None:
     joined = _regex_join(h, "a", {"orders", "orders-new"})
     assert pairs(joined.assignment) == {("orders", 0), ("orders", 1)}
     h.topics["orders-hidden"] = 1
-    h.manager.on_topics_changed("orders-hidden", h.now)
+    h.topics_changed("orders-hidden")
     assert h.group.members["a"].regex_topics == {"orders"}
     loaded = _replayed(h)
     assert loaded.group.members["a"].regex_topics == {"orders", "orders-secret", "orders-hidden"}
     loaded.topics["orders-new"] = 1
-    loaded.manager.on_topics_changed("orders-new", loaded.now)
+    loaded.topics_changed("orders-new")
     assert "orders-new" not in loaded.group.members["a"].regex_topics
     beat = ConsumerHeartbeatRequest(
         group_id=GROUP,
@@ -163,6 +161,6 @@ def test_a_regex_resolves_only_to_what_the_members_principal_may_see() -> None:
         owned=loaded.group.members["a"].assigned,
         topic_filter={"orders", "orders-new"}.__contains__,
     )
-    loaded.manager.heartbeat(beat, loaded.now)
+    loaded.send(beat)
     assert loaded.group.members["a"].regex_topics == {"orders", "orders-new"}
     assert set(loaded.group.target["a"]) == {"orders", "orders-new"}
