@@ -132,3 +132,21 @@ def test_list_filters_by_state_producer_and_duration() -> None:
         frozenset({"Ongoing", "PrepareCommit"}), frozenset(), 5_000, h.now_ms
     )
     assert long_running.transactions == (("a", a_pid, "Ongoing"),)
+
+
+def test_verify_partitions_for_a_transactional_produce() -> None:
+    """KIP-890's check: partitions in the Ongoing transaction pass, others are TRANSACTION_ABORTABLE;
+    a wrong producer, a fenced epoch or a decision being written refuse every partition."""
+    h = TxnHarness()
+    pid, epoch = h.begin("a", TP0)
+    assert h.shard.verify_partitions("a", pid, epoch, [TP0, TP1]) == {
+        TP0: E.none,
+        TP1: E.transaction_abortable,
+    }
+    assert h.shard.verify_partitions("a", pid + 1, epoch, [TP0]) == {TP0: E.invalid_producer_id_mapping}
+    assert h.shard.verify_partitions("zz", pid, epoch, [TP0]) == {TP0: E.invalid_producer_id_mapping}
+    assert h.shard.verify_partitions("a", pid, epoch - 1, [TP0]) == {TP0: E.producer_fenced}
+    h.end(pid, epoch, commit=True, txn="a")
+    assert h.shard.verify_partitions("a", pid, epoch, [TP0]) == {TP0: E.concurrent_transactions}
+    h.complete("a")
+    assert h.shard.verify_partitions("a", pid, epoch, [TP0]) == {TP0: E.transaction_abortable}

@@ -24,7 +24,8 @@ from __future__ import annotations
 from typing import Any
 
 from kcoord.coordinator.partitioner import partition_for
-from kcoord.coordinator.transactions import views
+from kcoord.coordinator.transactions import epochs, views
+from kcoord.coordinator.transactions.epochs import markers_of, record_of
 from kcoord.coordinator.transactions.messages import (
     AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
@@ -40,16 +41,13 @@ from kcoord.coordinator.transactions.messages import (
     TxnMarker,
 )
 from kcoord.coordinator.transactions.metadata import (
-    MAX_PRODUCER_EPOCH,
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     TransactionMetadata,
-    epoch_exhausted,
 )
 from kcoord.coordinator.transactions.records import (
     TopicPartition,
     TransactionLogKey,
-    TransactionLogValue,
     TransactionRecord,
 )
 from kcoord.coordinator.transactions.state import TransactionState
@@ -161,77 +159,18 @@ class TransactionCoordinatorShard:
                     request.transactional_id, self._allocator.next_producer_id(), request.timeout_ms, now_ms
                 )
                 self.transactions[request.transactional_id] = metadata
-            error = self._init_error(metadata, expected, has_expected)
+            error = epochs.init_error(metadata, expected, has_expected)
             if error is not None:
                 return _answer(result, sink, InitProducerIdResponse(error))
             if metadata.state is _State.ONGOING:
-                fence = self._fence(metadata, now_ms)
+                fence = epochs.fence(metadata, now_ms)
                 fence.respond(sink, InitProducerIdResponse(ErrorCode.concurrent_transactions))
                 return fence
-            value = self._bump(metadata, request, has_expected, now_ms)
+            value = epochs.next_producer(metadata, request, has_expected, self._allocator, now_ms)
         except KafkaError as exc:
             return _answer(result, sink, InitProducerIdResponse(exc.code))
-        result.records.append(_record(metadata, value))
+        result.records.append(record_of(metadata, value))
         result.respond(sink, InitProducerIdResponse(ErrorCode.none, value.producer_id, value.producer_epoch))
-        return result
-
-    def _init_error(
-        self, metadata: TransactionMetadata, expected: tuple[int, int], has_expected: bool
-    ) -> ErrorCode | None:
-        if metadata.pending is not None:
-            return ErrorCode.concurrent_transactions
-        if has_expected and not (
-            metadata.producer_epoch == NO_PRODUCER_EPOCH
-            or expected[0] == metadata.producer_id
-            or (expected[0] == metadata.previous_producer_id and epoch_exhausted(expected[1]))
-        ):
-            return ErrorCode.producer_fenced
-        if metadata.state.completing:
-            return ErrorCode.concurrent_transactions
-        return None
-
-    def _bump(
-        self, metadata: TransactionMetadata, request: InitProducerIdRequest, has_expected: bool, now_ms: int
-    ) -> TransactionLogValue:
-        """The Empty record of a bumped epoch, or of a new producer id when the epoch is exhausted."""
-        expected_epoch = request.producer_epoch
-        new_id = metadata.producer_id
-        if epoch_exhausted(metadata.producer_epoch) and (
-            not has_expected or expected_epoch == metadata.producer_epoch
-        ):
-            new_id = self._allocator.next_producer_id()
-            epoch, last = 0, metadata.producer_epoch if has_expected else NO_PRODUCER_EPOCH
-        elif not has_expected:
-            epoch, last = metadata.producer_epoch + 1, NO_PRODUCER_EPOCH
-        elif metadata.producer_epoch == NO_PRODUCER_EPOCH or expected_epoch == metadata.producer_epoch:
-            epoch, last = metadata.producer_epoch + 1, metadata.producer_epoch
-        elif expected_epoch == metadata.last_producer_epoch:
-            epoch, last = metadata.producer_epoch, metadata.last_producer_epoch  # a retry of a bump
-        else:
-            raise KafkaError(ErrorCode.producer_fenced)
-        return metadata.transit(
-            _State.EMPTY,
-            now_ms,
-            producer_id=new_id,
-            producer_epoch=epoch,
-            last_producer_epoch=last,
-            timeout_ms=request.timeout_ms,
-            partitions=frozenset(),
-            start_ms=-1,
-        )
-
-    def _fence(self, metadata: TransactionMetadata, now_ms: int) -> TransactionResult:
-        """Abort the Ongoing transaction with a bumped epoch, which no producer holds (PrepareEpochFence)."""
-        epoch = min(metadata.producer_epoch + 1, MAX_PRODUCER_EPOCH)
-        value = metadata.transit(
-            _State.PREPARE_ABORT,
-            now_ms,
-            producer_epoch=epoch,
-            last_producer_epoch=NO_PRODUCER_EPOCH,
-            through=_State.PREPARE_EPOCH_FENCE,
-        )
-        result = TransactionResult(records=[_record(metadata, value)])
-        result.markers.extend(_markers_of(metadata.transactional_id, value, committed=False))
         return result
 
     # -- AddPartitionsToTxn, AddOffsetsToTxn
@@ -275,7 +214,7 @@ class TransactionCoordinatorShard:
                 value = metadata.transit(
                     _State.ONGOING, now_ms, partitions=metadata.partitions | partitions, start_ms=start
                 )
-                result.records.append(_record(metadata, value))
+                result.records.append(record_of(metadata, value))
                 error = ErrorCode.none
         result.respond(sink, error)
         return result
@@ -316,8 +255,8 @@ class TransactionCoordinatorShard:
         if state is _State.ONGOING:
             target = _State.PREPARE_COMMIT if commit else _State.PREPARE_ABORT
             value = metadata.transit(target, now_ms)
-            result.records.append(_record(metadata, value))
-            result.markers.extend(_markers_of(metadata.transactional_id, value, committed=commit))
+            result.records.append(record_of(metadata, value))
+            result.markers.extend(markers_of(metadata.transactional_id, value, committed=commit))
             return _answer(
                 result, sink, EndTxnResponse(ErrorCode.none, value.producer_id, value.producer_epoch)
             )
@@ -350,7 +289,7 @@ class TransactionCoordinatorShard:
         value = metadata.transit(
             target, now_ms, partitions=frozenset(), last_producer_epoch=metadata.producer_epoch
         )
-        result.records.append(_record(metadata, value))
+        result.records.append(record_of(metadata, value))
         return result
 
     # -- what the coordinator starts itself
@@ -364,7 +303,7 @@ class TransactionCoordinatorShard:
                 and metadata.state is _State.ONGOING
                 and metadata.start_ms + metadata.timeout_ms < now_ms
             ):
-                result.extend(self._fence(metadata, now_ms))
+                result.extend(epochs.fence(metadata, now_ms))
         return result
 
     def remove_expired(self, now_ms: int) -> TransactionResult:
@@ -388,6 +327,12 @@ class TransactionCoordinatorShard:
             for transactional_id in transactional_ids
         ]
 
+    def verify_partitions(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: list[TopicPartition]
+    ) -> dict[TopicPartition, ErrorCode]:
+        """A transactional Produce's check: is each partition in this producer's transaction?"""
+        return views.verify(self.transactions.get(transactional_id), producer_id, producer_epoch, partitions)
+
     def list_transactions(
         self, states: frozenset[str], producer_ids: frozenset[int], min_duration_ms: int, now_ms: int
     ) -> ListedTransactions:
@@ -401,16 +346,5 @@ def _answer(result: TransactionResult, sink: Any, response: Any) -> TransactionR
     return result
 
 
-def _record(metadata: TransactionMetadata, value: TransactionLogValue) -> TransactionRecord:
-    return TransactionRecord(TransactionLogKey(metadata.transactional_id), value)
-
-
-def _markers_of(transactional_id: str, value: TransactionLogValue, *, committed: bool) -> list[TxnMarker]:
-    return [
-        TxnMarker(partition, value.producer_id, value.producer_epoch, committed, transactional_id)
-        for partition in value.partitions or ()
-    ]
-
-
 def _markers(metadata: TransactionMetadata, committed: bool) -> list[TxnMarker]:
-    return _markers_of(metadata.transactional_id, metadata.to_value(), committed=committed)
+    return markers_of(metadata.transactional_id, metadata.to_value(), committed=committed)

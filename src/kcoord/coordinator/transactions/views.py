@@ -4,6 +4,10 @@ Read-only views of the metadata, as Kafka's coordinator builds them:
 
 - DescribeTransactions: an unknown id (or one being removed, Dead) is TRANSACTIONAL_ID_NOT_FOUND;
   otherwise state, timeout, start time, producer id and epoch, and the partitions by topic.
+- verification (AddPartitionsToTxn v4's verify-only form, KIP-890 part 1): before a
+  transactional Produce is appended, each partition must already be in the producer's Ongoing
+  transaction, else TRANSACTION_ABORTABLE; a wrong producer id is INVALID_PRODUCER_ID_MAPPING, a
+  wrong epoch PRODUCER_FENCED and a decision being written CONCURRENT_TRANSACTIONS, for all.
 - ListTransactions: every id except those being removed, filtered by state names (a name that
   is no state is reported back in ``unknown_state_filters``), by producer ids, and (v1,
   ``DurationFilter``) by running for longer than the given milliseconds; -1 means no filter.
@@ -15,10 +19,11 @@ from collections.abc import Iterable
 
 from kcoord.coordinator.transactions.messages import DescribedTransaction, ListedTransactions
 from kcoord.coordinator.transactions.metadata import TransactionMetadata
+from kcoord.coordinator.transactions.records import TopicPartition
 from kcoord.coordinator.transactions.state import TransactionState
 from kcoord.protocol.errors import ErrorCode
 
-__all__ = ["describe", "list_transactions"]
+__all__ = ["describe", "list_transactions", "verify"]
 
 _BY_NAME = {state.value: state for state in TransactionState}
 
@@ -41,6 +46,27 @@ def describe(transactional_id: str, metadata: TransactionMetadata | None) -> Des
         producer_epoch=metadata.producer_epoch,
         topics=tuple((topic, tuple(ids)) for topic, ids in topics.items()),
     )
+
+
+def verify(
+    metadata: TransactionMetadata | None,
+    producer_id: int,
+    producer_epoch: int,
+    partitions: Iterable[TopicPartition],
+) -> dict[TopicPartition, ErrorCode]:
+    """Whether each partition is in the producer's transaction (Kafka's verification of a Produce)."""
+    if metadata is None or _removing(metadata) or metadata.producer_id != producer_id:
+        error = ErrorCode.invalid_producer_id_mapping
+    elif metadata.producer_epoch != producer_epoch:
+        error = ErrorCode.producer_fenced
+    elif metadata.state.completing:
+        error = ErrorCode.concurrent_transactions
+    else:
+        return {
+            tp: ErrorCode.none if tp in metadata.partitions else ErrorCode.transaction_abortable
+            for tp in partitions
+        }
+    return dict.fromkeys(partitions, error)
 
 
 def list_transactions(
