@@ -107,19 +107,28 @@ def test_crash_between_decision_and_markers_completes_at_load() -> None:
     their completion writes CompleteCommit."""
     h = TxnHarness()
     pid, epoch = h.begin(TXN, TP0, TP1)
-    h.begin("other", TP2)
+    other_pid, other_epoch = h.begin("other", TP2)
+    h.begin("quiet", TP2)
     assert h.end(pid, epoch, commit=True).error is E.none
+    h.advance(TIMEOUT_MS + 1)
+    h.durable(h.shard.abort_timed_out(h.now_ms))  # "other" and "quiet" time out: PrepareAbort, fenced
+    h.complete("quiet")
     reloaded = TxnHarness(log=list(h.log), now_ms=h.now_ms + 10_000)
     for offset, record in enumerate(reloaded.log):
         reloaded.shard.replay(record, offset, -1, -1)
     loaded = reloaded.shard.on_loaded(reloaded.now_ms)
     assert loaded.records == [] and loaded.responses == []
-    assert loaded.markers == [TxnMarker(TP0, pid, epoch, True, TXN), TxnMarker(TP1, pid, epoch, True, TXN)]
+    assert sorted(loaded.markers) == [
+        TxnMarker(TP2, other_pid, other_epoch + 1, False, "other"),
+        TxnMarker(TP0, pid, epoch, True, TXN),
+        TxnMarker(TP1, pid, epoch, True, TXN),
+    ]
     assert reloaded.meta().state is S.PREPARE_COMMIT
     assert reloaded.end(pid, epoch, commit=True).error is E.concurrent_transactions
     reloaded.complete()
     assert reloaded.meta().state is S.COMPLETE_COMMIT
-    assert reloaded.meta("other").state is S.ONGOING
+    assert reloaded.meta("other").state is S.PREPARE_ABORT
+    assert reloaded.meta("quiet").state is S.COMPLETE_ABORT
 
 
 def test_load_arms_both_scans_and_they_rearm() -> None:

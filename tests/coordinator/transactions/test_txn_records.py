@@ -116,7 +116,7 @@ def test_next_producer_id_and_client_version_tags_and_unknown_tags() -> None:
 
 
 def test_malformed_values_raise_decode_errors() -> None:
-    """A value of an unknown version, truncated, with trailing bytes or a bad tag size is refused."""
+    """A value of unknown version or status, truncated, with trailing bytes or a bad tag size is refused."""
     good = _v1_bytes()
     with pytest.raises(UnsupportedRecordVersionError):
         decode_value(struct.pack(">h", 2) + good[2:])
@@ -126,6 +126,8 @@ def test_malformed_values_raise_decode_errors() -> None:
         decode_value(good + b"\x00")
     with pytest.raises(RecordDecodeError):
         decode_value(good[:-11] + bytes([1, 0, 4]) + struct.pack(">i", 1))
+    with pytest.raises(RecordDecodeError, match="status 8"):
+        decode_value(good[:16] + bytes([8]) + good[17:])
 
 
 def test_other_key_types_decode_to_none() -> None:

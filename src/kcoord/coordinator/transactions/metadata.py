@@ -89,7 +89,8 @@ class TransactionMetadata:
         self.producer_epoch = value.producer_epoch
         self.timeout_ms = value.timeout_ms
         self.state = TransactionState.from_id(value.status)
-        self.partitions = frozenset(value.partitions or ())
+        empty = self.state is TransactionState.EMPTY  # Kafka reads no partitions for Empty
+        self.partitions = frozenset() if empty else frozenset(value.partitions or ())
         self.start_ms = value.start_ms
         self.last_update_ms = value.last_update_ms
         self.previous_producer_id = value.previous_producer_id

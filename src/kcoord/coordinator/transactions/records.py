@@ -56,6 +56,8 @@ NO_PRODUCER_ID = -1
 _TAG_PREVIOUS_PRODUCER_ID = 0
 _TAG_NEXT_PRODUCER_ID = 1
 _TAG_CLIENT_TRANSACTION_VERSION = 2
+_STATUSES = range(8)
+"""Kafka's TransactionState ids, Empty (0) to PrepareEpochFence (7)."""
 _INT64 = struct.Struct(">q")
 _INT16 = struct.Struct(">h")
 
@@ -186,6 +188,8 @@ def decode_value(value: bytes) -> TransactionLogValue:
     producer_epoch = reader.int16("producer_epoch")
     timeout_ms = reader.int32("timeout_ms")
     status = reader.int8("status")
+    if status not in _STATUSES:
+        raise RecordDecodeError(f"TransactionLogValue: unknown transaction status {status}")
     partitions = _read_partitions(reader, flexible)
     last_update_ms = reader.int64("last_update_ms")
     start_ms = reader.int64("start_ms")
