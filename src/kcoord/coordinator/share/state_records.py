@@ -32,12 +32,14 @@ from kcoord.coordinator.record_io import (
     UnsupportedRecordVersionError,
 )
 from kcoord.coordinator.share.partition_state import StateBatch
+from kcoord.protocol.plain_batch import EncodedBatch, encode_for_log
 
 __all__ = [
     "SHARE_STATE_TOPIC",
     "ShareSnapshotValue",
     "ShareStateKey",
     "ShareStateRecord",
+    "ShareStateSerde",
     "ShareUpdateValue",
     "decode_state_record",
     "encode_state_key",
@@ -217,3 +219,19 @@ def decode_state_record(key: bytes, value: bytes | None) -> ShareStateRecord | N
     if decoded is None:
         return None
     return ShareStateRecord(decoded, None if value is None else decode_state_value(decoded, value))
+
+
+class ShareStateSerde:
+    """The runtime's ``RecordSerde`` for ``__share_group_state`` (no load shortcut: snapshots bound
+    the replay)."""
+
+    def encode_batch(self, records: list[ShareStateRecord], now_ms: int) -> EncodedBatch:
+        return encode_for_log(
+            [(encode_state_key(r.key), encode_state_value(r.value)) for r in records], now_ms
+        )
+
+    def decode(self, key: bytes, value: bytes | None) -> ShareStateRecord | None:
+        return decode_state_record(key, value)
+
+    def fast_replay(self, shard: object) -> None:
+        return None
