@@ -245,3 +245,19 @@ def test_a_fetch_past_the_end_archives_the_skipped_offsets_and_log_start_moves_t
     share.advance_to_log_start(6)
     assert share.start_offset == 6
     assert share.record_state(5) is None
+
+
+def test_offsets_the_log_skipped_are_archived_in_a_bounded_window() -> None:
+    """A fetch far past the end jumps an empty window; behind in-flight records the skipped offsets are
+    archived only while the window has room, so a huge gap never fills memory."""
+    share = partition(partition_max_record_locks=4)
+    assert share.acquire("m1", 1_000_000_000, 1_000_000_001, now_ms=0) == [
+        AcquiredRecords(1_000_000_000, 1_000_000_001, 1)
+    ]
+    assert share.start_offset == 1_000_000_000
+    share.acknowledge("m1", [(1_000_000_001, 1_000_000_001, ACCEPT)])
+    assert share.acquire("m1", 2_000_000_000, 2_000_000_000, now_ms=0) == []
+    assert share.end_offset - share.start_offset == 4
+    share.acknowledge("m1", [(1_000_000_000, 1_000_000_000, ACCEPT)])
+    assert share.start_offset == 1_000_000_004
+    assert share.record_state(1_000_000_004) is None

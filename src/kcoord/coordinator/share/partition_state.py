@@ -196,10 +196,8 @@ class SharePartition:
         deadline = now_ms + self._config.record_lock_duration_ms
         limit = max_records if max_records is not None else self._config.partition_max_record_locks
         acquired: list[int] = []
-        if first_offset > self.end_offset:
-            for gap in range(self.end_offset, first_offset):
-                self._records[gap] = _InFlight(RecordState.ARCHIVED, 0)
-            self.end_offset = first_offset
+        if first_offset > self.end_offset and not self._skip_to(first_offset):
+            return []
         for offset in range(max(first_offset, self.start_offset), last_offset + 1):
             if len(acquired) >= limit:
                 break
@@ -304,6 +302,20 @@ class SharePartition:
             self._settle(self._records[offset], AcknowledgeType.RELEASE)
         self._advance_start()
         return self._batches(offsets)
+
+    def _skip_to(self, offset: int) -> bool:
+        """Offsets the log no longer has, up to ``offset``: an empty window jumps there; otherwise they
+        are archived while the window has room (False: it filled before reaching ``offset``)."""
+        if self.start_offset == self.end_offset:
+            self.start_offset = self.end_offset = offset
+            return True
+        while self.end_offset < offset:
+            if self.end_offset - self.start_offset >= self._config.partition_max_record_locks:
+                self._advance_start()
+                return False
+            self._records[self.end_offset] = _InFlight(RecordState.ARCHIVED, 0)
+            self.end_offset += 1
+        return True
 
     def _advance_start(self) -> None:
         while self.start_offset < self.end_offset and self._records[self.start_offset].state in _DONE:
