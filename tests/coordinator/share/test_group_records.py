@@ -32,7 +32,7 @@ RECORDS = [
         ShareGroupMemberMetadataKey("g", "m"), ShareGroupMemberMetadataValue("r1", "c", "/h", ("a", "b"))
     ),
     ShareGroupRecord(ShareGroupMemberMetadataKey("g", "m"), ShareGroupMemberMetadataValue(None, "", "", ())),
-    ShareGroupRecord(ShareGroupMetadataKey("g"), ShareGroupMetadataValue(7)),
+    ShareGroupRecord(ShareGroupMetadataKey("g"), ShareGroupMetadataValue(7, -(2**63))),
     ShareGroupRecord(ShareGroupTargetAssignmentMetadataKey("g"), ShareGroupTargetAssignmentMetadataValue(7)),
     ShareGroupRecord(
         ShareGroupTargetAssignmentMemberKey("g", "m"),
@@ -44,7 +44,7 @@ RECORDS = [
     ),
     ShareGroupRecord(
         ShareGroupStatePartitionMetadataKey("g"),
-        ShareGroupStatePartitionMetadataValue(((T1, "a", (0, 1)),), ((T2, "b"),)),
+        ShareGroupStatePartitionMetadataValue(((T2, "b", (3,), 9),), ((T1, "a", (0, 1), 5),), ((T2, "b"),)),
     ),
     ShareGroupRecord(ShareGroupCurrentMemberAssignmentKey("g", "m"), None),
 ]
@@ -61,8 +61,8 @@ def test_share_group_keys_carry_kafkas_record_types() -> None:
     """The key starts with Kafka's record type: 10 member metadata, 11 group metadata ... 15 state."""
     types = [int.from_bytes(encode_share_group_key(r.key)[:2], "big") for r in RECORDS]
     assert types == [10, 10, 11, 12, 13, 14, 15, 14]
-    metadata = encode_share_group_value(ShareGroupMetadataValue(7))
-    assert metadata == b"\x00\x00" + b"\x00\x00\x00\x07" + b"\x00"
+    metadata = encode_share_group_value(ShareGroupMetadataValue(7, 1))
+    assert metadata == b"\x00\x00" + b"\x00\x00\x00\x07" + (1).to_bytes(8, "big") + b"\x00"
 
 
 def test_other_record_types_are_not_share_group_records_and_future_versions_are_refused() -> None:
@@ -70,6 +70,4 @@ def test_other_record_types_are_not_share_group_records_and_future_versions_are_
     for record_type in (1, 3, 8, 9, 16):
         assert decode_share_group_record(record_type.to_bytes(2, "big") + b"\x00\x01g", b"") is None
     with pytest.raises(UnsupportedRecordVersionError):
-        decode_share_group_record(
-            encode_share_group_key(ShareGroupMetadataKey("g")), b"\x00\x01\x00\x00\x00\x07\x00"
-        )
+        decode_share_group_record(encode_share_group_key(ShareGroupMetadataKey("g")), b"\x00\x01" + bytes(13))

@@ -243,3 +243,26 @@ def test_list_describe_and_delete() -> None:
     with pytest.raises(KafkaError) as gone:
         h.manager.delete_group("g")
     assert gone.value.code == ErrorCode.group_id_not_found
+
+
+def test_a_topic_that_grew_while_kcoord_was_down_is_noticed_after_a_reload() -> None:
+    """The group metadata record keeps the subscribed topics' hash, so a reload followed by a heartbeat
+    sees that a topic changed meanwhile and assigns the new partitions."""
+    h = Harness()
+    h.beat("m1", 0)
+    h.topics["orders"] = (TOPIC_ID, 3)
+    again = h.reloaded()
+    request = ShareHeartbeatRequest("g", "m1", 1, None, None, "cid", "/127.0.0.1")
+    response: ShareHeartbeatResponse = again.heartbeat("sink", request, 0).responses[0][1]
+    assert (response.member_epoch, response.assignment) == (2, ((TOPIC_ID, (0, 1, 2)),))
+
+
+def test_a_rack_or_client_change_is_recorded_without_a_new_epoch() -> None:
+    """Member metadata that is not the subscription (rack, client) is written but moves no epoch."""
+    h = Harness()
+    h.beat("m1", 0)
+    written = len(h.log)
+    request = ShareHeartbeatRequest("g", "m1", 1, "rack-b", None, "cid", "/127.0.0.1")
+    moved = h.respond(h.manager.heartbeat("sink", request, 0))
+    assert (moved.member_epoch, moved.assignment, len(h.log)) == (1, None, written + 1)
+    assert h.manager.describe(["g"])[0].members[0].rack_id == "rack-b"

@@ -51,8 +51,8 @@ class ShareGroup:
     members: dict[str, ShareMember] = field(default_factory=dict)
     targets: dict[str, TopicPartitions] = field(default_factory=dict)
     state_metadata: ShareGroupStatePartitionMetadataValue | None = None
-    topics_seen: tuple[tuple[str, object, int], ...] | None = None
-    """Soft: the subscribed topics (name, id, partitions) the target was last computed for."""
+    metadata_hash: int = 0
+    """The hash of the subscribed topics when the epoch last moved (ShareGroupMetadataValue)."""
 
     @property
     def state(self) -> str:
@@ -68,7 +68,7 @@ class ShareGroup:
         """Apply one record (``value`` None: a tombstone)."""
         if isinstance(key, ShareGroupMetadataKey):
             if isinstance(value, ShareGroupMetadataValue):
-                self.epoch = value.epoch
+                self.epoch, self.metadata_hash = value.epoch, value.metadata_hash
         elif isinstance(key, ShareGroupTargetAssignmentMetadataKey):
             if isinstance(value, ShareGroupTargetAssignmentMetadataValue):
                 self.assignment_epoch = value.assignment_epoch

@@ -3,8 +3,7 @@
 ==============================================  ===============================================
 key 10 ShareGroupMemberMetadata(group, member)  value v0: rackId?, clientId, clientHost,
                                                 subscribedTopicNames[string]
-key 11 ShareGroupMetadata(group)                value v0: epoch i32 (tags skipped: 4.1's
-                                                metadata hash)
+key 11 ShareGroupMetadata(group)                value v0: epoch i32, metadataHash i64 (4.1+)
 key 12 ShareGroupTargetAssignmentMetadata       value v0: assignmentEpoch i32
        (group)
 key 13 ShareGroupTargetAssignmentMember         value v0: topicPartitions[topicId uuid,
@@ -12,9 +11,11 @@ key 13 ShareGroupTargetAssignmentMember         value v0: topicPartitions[topicI
 key 14 ShareGroupCurrentMemberAssignment        value v0: memberEpoch i32, previousMemberEpoch
        (group, member)                          i32, state i8, assignedPartitions[topicId uuid,
                                                 partitions[i32]]
-key 15 ShareGroupStatePartitionMetadata(group)  value v0: initializedTopics[topicId uuid,
-                                                topicName, partitions[i32]],
-                                                deletingTopics[topicId uuid, topicName]
+key 15 ShareGroupStatePartitionMetadata(group)  value v0: initializingTopics[TopicPartitionsInfo],
+                                                initializedTopics[TopicPartitionsInfo],
+                                                deletingTopics[topicId uuid, topicName];
+                                                TopicPartitionsInfo: topicId uuid, topicName,
+                                                partitions[i32], createTimestamp i64
 ==============================================  ===============================================
 
 Key 9 (ShareGroupPartitionMetadata) is no longer written by Kafka 4.1+ and is skipped here like
@@ -52,6 +53,8 @@ __all__ = [
 ]
 
 TopicPartitions = tuple[tuple[uuid.UUID, tuple[int, ...]], ...]
+TopicPartitionsInfo = tuple[uuid.UUID, str, tuple[int, ...], int]
+"""(topic id, topic name, partitions, create timestamp)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +79,9 @@ class ShareGroupMetadataKey:
 @dataclass(frozen=True, slots=True)
 class ShareGroupMetadataValue:
     epoch: int
+    metadata_hash: int = 0
+    """A hash of the subscribed topics (name, id, partitions) the group last saw: a change bumps the epoch.
+    kcoord's own hash (:func:`~kcoord.coordinator.share.manager.topics_hash`), not Kafka's murmur3."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,9 +127,12 @@ class ShareGroupStatePartitionMetadataKey:
 
 @dataclass(frozen=True, slots=True)
 class ShareGroupStatePartitionMetadataValue:
-    initialized_topics: tuple[tuple[uuid.UUID, str, tuple[int, ...]], ...]
-    """(topic id, name, partitions) whose share-partition state is initialised."""
+    initializing_topics: tuple[TopicPartitionsInfo, ...]
+    """Share partitions whose state the share coordinator is asked to initialise."""
+    initialized_topics: tuple[TopicPartitionsInfo, ...]
+    """Share partitions whose state is initialised."""
     deleting_topics: tuple[tuple[uuid.UUID, str], ...]
+    """(topic id, name) whose share state is being deleted."""
 
 
 ShareGroupKey = (
@@ -185,6 +194,18 @@ def _write_topic_partitions(writer: RecordWriter, topics: TopicPartitions, field
         writer.empty_tagged_fields()
 
 
+def _write_topic_infos(writer: RecordWriter, topics: tuple[TopicPartitionsInfo, ...], field: str) -> None:
+    writer.array_length(len(topics), field)
+    for topic_id, name, partitions, created in topics:
+        writer.uuid(topic_id)
+        writer.string(name, "topicName")
+        writer.array_length(len(partitions), "partitions")
+        for partition in partitions:
+            writer.int32(partition, "partition")
+        writer.int64(created, "createTimestamp")
+        writer.empty_tagged_fields()
+
+
 def encode_share_group_value(value: ShareGroupValue | None) -> bytes | None:
     if value is None:
         return None
@@ -200,6 +221,7 @@ def encode_share_group_value(value: ShareGroupValue | None) -> bytes | None:
             w.string(name, "topic")
     elif isinstance(value, ShareGroupMetadataValue):
         w.int32(value.epoch, "epoch")
+        w.int64(value.metadata_hash, "metadataHash")
     elif isinstance(value, ShareGroupTargetAssignmentMetadataValue):
         w.int32(value.assignment_epoch, "assignmentEpoch")
     elif isinstance(value, ShareGroupTargetAssignmentMemberValue):
@@ -210,14 +232,8 @@ def encode_share_group_value(value: ShareGroupValue | None) -> bytes | None:
         w.int8(value.state, "state")
         _write_topic_partitions(w, value.assigned, "assignedPartitions")
     else:
-        w.array_length(len(value.initialized_topics), "initializedTopics")
-        for topic_id, name, partitions in value.initialized_topics:
-            w.uuid(topic_id)
-            w.string(name, "topicName")
-            w.array_length(len(partitions), "partitions")
-            for partition in partitions:
-                w.int32(partition, "partition")
-            w.empty_tagged_fields()
+        _write_topic_infos(w, value.initializing_topics, "initializingTopics")
+        _write_topic_infos(w, value.initialized_topics, "initializedTopics")
         w.array_length(len(value.deleting_topics), "deletingTopics")
         for topic_id, name in value.deleting_topics:
             w.uuid(topic_id)
@@ -256,6 +272,16 @@ def _read_topic_partitions(r: RecordReader, field: str) -> TopicPartitions:
     return tuple(topics)
 
 
+def _read_topic_infos(r: RecordReader, field: str) -> tuple[TopicPartitionsInfo, ...]:
+    topics = []
+    for _ in range(r.array_length(field, True)):
+        topic_id, name = r.uuid("topicId"), r.string("topicName", True)
+        partitions = _read_partitions(r)
+        topics.append((topic_id, name, partitions, r.int64("createTimestamp")))
+        r.skip_tagged_fields("TopicPartitionsInfo")
+    return tuple(topics)
+
+
 def decode_share_group_value(key: ShareGroupKey, value: bytes) -> ShareGroupValue:
     head = RecordReader(value[:2], "ShareGroupValue")
     version = head.int16("version")
@@ -270,7 +296,7 @@ def decode_share_group_value(key: ShareGroupKey, value: bytes) -> ShareGroupValu
         names = tuple(r.string("topic", True) for _ in range(r.array_length("subscribedTopicNames", True)))
         decoded = ShareGroupMemberMetadataValue(rack, client_id, client_host, names)
     elif isinstance(key, ShareGroupMetadataKey):
-        decoded = ShareGroupMetadataValue(r.int32("epoch"))
+        decoded = ShareGroupMetadataValue(r.int32("epoch"), r.int64("metadataHash"))
     elif isinstance(key, ShareGroupTargetAssignmentMetadataKey):
         decoded = ShareGroupTargetAssignmentMetadataValue(r.int32("assignmentEpoch"))
     elif isinstance(key, ShareGroupTargetAssignmentMemberKey):
@@ -281,16 +307,13 @@ def decode_share_group_value(key: ShareGroupKey, value: bytes) -> ShareGroupValu
             epoch, previous, state, _read_topic_partitions(r, "assignedPartitions")
         )
     else:
-        initialized = []
-        for _ in range(r.array_length("initializedTopics", True)):
-            topic_id, name = r.uuid("topicId"), r.string("topicName", True)
-            initialized.append((topic_id, name, _read_partitions(r)))
-            r.skip_tagged_fields("TopicPartitionsInfo")
+        initializing = _read_topic_infos(r, "initializingTopics")
+        initialized = _read_topic_infos(r, "initializedTopics")
         deleting = []
         for _ in range(r.array_length("deletingTopics", True)):
             deleting.append((r.uuid("topicId"), r.string("topicName", True)))
             r.skip_tagged_fields("TopicInfo")
-        decoded = ShareGroupStatePartitionMetadataValue(tuple(initialized), tuple(deleting))
+        decoded = ShareGroupStatePartitionMetadataValue(initializing, initialized, tuple(deleting))
     r.skip_tagged_fields("value")
     r.finish()
     return decoded

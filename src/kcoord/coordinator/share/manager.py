@@ -18,6 +18,7 @@ runs) and returns them with its response. Nothing is kept for a caller to collec
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -190,7 +191,12 @@ class ShareGroupManager:
         if group is None:
             records += self._apply([_metadata(request.group_id, 0)])
             group = self._groups[request.group_id]
+        names = request.subscribed_topic_names
+        resubscribed = member is None or (
+            names is not None and set(names) != set(member.subscribed_topic_names)
+        )
         records += self._apply(self._member_changes(group, request))
+        records += self._apply(self._epoch_change(group, resubscribed))
         records += self._apply(self._target_changes(group))
         current = group.members[request.member_id]
         previous_assignment = current.assigned
@@ -222,10 +228,15 @@ class ShareGroupManager:
             )
         if value == known:
             return []
-        records = [ShareGroupRecord(ShareGroupMemberMetadataKey(group.group_id, request.member_id), value)]
-        if member is None or set(names) != set(member.subscribed_topic_names):
-            records.append(_metadata(group.group_id, group.epoch + 1))
-        return records
+        return [ShareGroupRecord(ShareGroupMemberMetadataKey(group.group_id, request.member_id), value)]
+
+    def _epoch_change(self, group: ShareGroup, resubscribed: bool) -> list[ShareGroupRecord]:
+        """A new group epoch when a member joined or changed its subscription, or when the subscribed
+        topics changed (their hash differs from the recorded one, a change that may predate a restart)."""
+        hash_now = topics_hash(self._subscribed_topics(group))
+        if not resubscribed and hash_now == group.metadata_hash:
+            return []
+        return [_metadata(group.group_id, group.epoch + 1, hash_now)]
 
     def _subscribed_topics(self, group: ShareGroup) -> dict[str, tuple[uuid.UUID, int]]:
         found: dict[str, tuple[uuid.UUID, int]] = {}
@@ -236,20 +247,12 @@ class ShareGroupManager:
         return found
 
     def _target_changes(self, group: ShareGroup) -> list[ShareGroupRecord]:
-        """A new target when the group epoch moved past it (or the subscribed topics changed)."""
-        topics = self._subscribed_topics(group)
-        seen = tuple((name, topic_id, count) for name, (topic_id, count) in topics.items())
-        records: list[ShareGroupRecord] = []
-        if (
-            group.topics_seen is not None
-            and group.topics_seen != seen
-            and group.epoch <= group.assignment_epoch
-        ):
-            records.append(_metadata(group.group_id, group.epoch + 1))
-        group.topics_seen = seen
-        epoch = group.epoch + (1 if records else 0)
+        """A new target when the group epoch moved past the target's."""
+        epoch = group.epoch
         if epoch <= group.assignment_epoch:
-            return records
+            return []
+        topics = self._subscribed_topics(group)
+        records: list[ShareGroupRecord] = []
         subscriptions = {m.member_id: m.subscribed_topic_names for m in group.members.values()}
         for member_id, target in assign_share_partitions(subscriptions, topics).items():
             if group.targets.get(member_id) != target:
@@ -273,13 +276,16 @@ class ShareGroupManager:
         if group is None or member_id not in group.members:
             raise KafkaError(ErrorCode.unknown_member_id, f"{member_id} is not in {group_id}")
         self._timer.cancel(session_key(group_id, member_id))
-        records = [
-            ShareGroupRecord(ShareGroupCurrentMemberAssignmentKey(group_id, member_id), None),
-            ShareGroupRecord(ShareGroupTargetAssignmentMemberKey(group_id, member_id), None),
-            ShareGroupRecord(ShareGroupMemberMetadataKey(group_id, member_id), None),
-            _metadata(group_id, group.epoch + 1),
-        ]
-        return _records_result(self._apply(records))
+        records = self._apply(
+            [
+                ShareGroupRecord(ShareGroupCurrentMemberAssignmentKey(group_id, member_id), None),
+                ShareGroupRecord(ShareGroupTargetAssignmentMemberKey(group_id, member_id), None),
+                ShareGroupRecord(ShareGroupMemberMetadataKey(group_id, member_id), None),
+            ]
+        )
+        hash_now = topics_hash(self._subscribed_topics(group))
+        records += self._apply([_metadata(group_id, group.epoch + 1, hash_now)])
+        return _records_result(records)
 
     # -- timers and loading
 
@@ -363,8 +369,14 @@ class ShareGroupManager:
         return _records_result(self._apply(records))
 
 
-def _metadata(group_id: str, epoch: int) -> ShareGroupRecord:
-    return ShareGroupRecord(ShareGroupMetadataKey(group_id), ShareGroupMetadataValue(epoch))
+def _metadata(group_id: str, epoch: int, metadata_hash: int = 0) -> ShareGroupRecord:
+    return ShareGroupRecord(ShareGroupMetadataKey(group_id), ShareGroupMetadataValue(epoch, metadata_hash))
+
+
+def topics_hash(topics: dict[str, tuple[uuid.UUID, int]]) -> int:
+    """A signed 64-bit hash of the subscribed topics (name, id, partition count), stable across restarts."""
+    text = ";".join(f"{name}:{topic_id}:{count}" for name, (topic_id, count) in sorted(topics.items()))
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big", signed=True)
 
 
 def _validate(request: ShareHeartbeatRequest) -> None:
