@@ -10,6 +10,7 @@ import pytest
 from kcoord.coordinator.share.config import ShareGroupConfig
 from kcoord.coordinator.share.partition_state import AcknowledgeType, AcquiredRecords
 from kcoord.coordinator.share.partitions import ShareGroupPartitions, StateWrite
+from kcoord.coordinator.share.state_records import ShareStateKey
 from kcoord.coordinator.share.state_shard import ShareStateShard
 from kcoord.protocol.errors import ErrorCode, KafkaError
 
@@ -22,7 +23,7 @@ def persist(shard: ShareStateShard, write: StateWrite | None) -> None:
     result = shard.write_state(
         None,
         write.key,
-        state_epoch=0,
+        state_epoch=write.state_epoch,
         leader_epoch=0,
         start_offset=write.start_offset,
         batches=write.batches,
@@ -91,3 +92,17 @@ def test_alter_describe_forget_and_unknown_partitions() -> None:
     with pytest.raises(KafkaError) as unknown:
         partitions.acknowledge("g", "m1", TP0, [(0, 0, ACCEPT)])
     assert unknown.value.code == ErrorCode.unknown_topic_or_partition
+
+
+def test_state_initialised_by_the_group_coordinator_starts_at_the_reset_and_keeps_its_state_epoch() -> None:
+    """Stored state with start offset -1 (InitializeShareGroupState) is started by auto.offset.reset and
+    written back with the state epoch the group coordinator gave it."""
+    shard = ShareStateShard(0)
+    key_tp = TP0
+    shard.initialize_state(None, ShareStateKey("g", *key_tp), 4, -1, now_ms=0)
+    partitions = ShareGroupPartitions(ShareGroupConfig())
+    write = partitions.load("g", key_tp, shard.read_state("g", *key_tp), 2, 10, "earliest")
+    assert write is not None and (write.state_epoch, write.start_offset) == (4, 2)
+    persist(shard, write)
+    stored = shard.read_state("g", *key_tp)
+    assert stored is not None and (stored.state_epoch, stored.start_offset) == (4, 2)

@@ -27,6 +27,8 @@ class ShareGroupConfig:
     per share partition."""
     auto_offset_reset: str = "latest"
     """``share.auto.offset.reset``: where a share partition starts the first time it is read."""
+    initialize_retry_interval_ms: int = 30_000
+    """``group.share.initialize.retry.interval.ms``: when an unconfirmed initialisation is asked again."""
     snapshot_update_records_per_snapshot: int = 500
     """``share.coordinator.snapshot.update.records.per.snapshot``: updates between two snapshots."""
     state_topic_num_partitions: int = 50

@@ -21,10 +21,10 @@ from __future__ import annotations
 import hashlib
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from kcoord.coordinator.result import CoordinatorResult
+from kcoord.coordinator.share import initialization
 from kcoord.coordinator.share.assignor import SIMPLE_ASSIGNOR, assign_share_partitions
 from kcoord.coordinator.share.config import ShareGroupConfig
 from kcoord.coordinator.share.group import ShareGroup
@@ -41,7 +41,13 @@ from kcoord.coordinator.share.group_records import (
     ShareGroupTargetAssignmentMemberValue,
     ShareGroupTargetAssignmentMetadataKey,
     ShareGroupTargetAssignmentMetadataValue,
-    TopicPartitions,
+)
+from kcoord.coordinator.share.messages import (
+    DescribedMember,
+    DescribedShareGroup,
+    ShareGroupChange,
+    ShareHeartbeatRequest,
+    ShareHeartbeatResponse,
 )
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.timer.api import Timer
@@ -62,52 +68,6 @@ TopicLookup = Callable[[str], "tuple[uuid.UUID, int] | None"]
 """A topic's (id, partition count) by name, None when it does not exist."""
 
 
-@dataclass(frozen=True, slots=True)
-class ShareHeartbeatRequest:
-    group_id: str
-    member_id: str
-    member_epoch: int
-    rack_id: str | None = None
-    subscribed_topic_names: tuple[str, ...] | None = None
-    """None: unchanged since the last heartbeat."""
-    client_id: str = ""
-    client_host: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class ShareHeartbeatResponse:
-    member_id: str
-    member_epoch: int
-    heartbeat_interval_ms: int
-    assignment: TopicPartitions | None
-    """None: unchanged (the client keeps what it has)."""
-    error_code: ErrorCode = ErrorCode.none
-
-
-@dataclass(frozen=True, slots=True)
-class DescribedMember:
-    member_id: str
-    rack_id: str | None
-    member_epoch: int
-    client_id: str
-    client_host: str
-    subscribed_topic_names: tuple[str, ...]
-    assignment: TopicPartitions
-
-
-@dataclass(frozen=True, slots=True)
-class DescribedShareGroup:
-    """ShareGroupDescribe's answer for one group (``error_code`` GROUP_ID_NOT_FOUND: no such group)."""
-
-    group_id: str
-    error_code: ErrorCode
-    state: str
-    epoch: int = -1
-    assignment_epoch: int = -1
-    assignor: str = SIMPLE_ASSIGNOR
-    members: tuple[DescribedMember, ...] = ()
-
-
 def session_key(group_id: str, member_id: str) -> str:
     return f"{_SESSION_PREFIX}{len(group_id)}:{group_id}:{member_id}"
 
@@ -121,8 +81,8 @@ def _parse_session_key(key: str) -> tuple[str, str] | None:
     return rest[: int(length)], rest[int(length) + 1 :]
 
 
-def _records_result(records: list[ShareGroupRecord]) -> CoordinatorResult:
-    result = CoordinatorResult()
+def _records_result(records: list[ShareGroupRecord]) -> ShareGroupChange:
+    result = ShareGroupChange()
     held: list[Any] = result.records
     held.extend(records)
     return result
@@ -165,8 +125,9 @@ class ShareGroupManager:
 
     # -- ShareGroupHeartbeat
 
-    def heartbeat(self, sink: Any, request: ShareHeartbeatRequest, now_ms: int) -> CoordinatorResult:
-        """One ShareGroupHeartbeat; raises KafkaError (nothing changed) when it is refused."""
+    def heartbeat(self, sink: Any, request: ShareHeartbeatRequest, now_ms: int) -> ShareGroupChange:
+        """One ShareGroupHeartbeat; raises KafkaError (nothing changed) when it is refused. The change
+        names the share partitions whose state the share coordinator must initialise."""
         _validate(request)
         group = self._groups.get(request.group_id)
         if request.member_epoch == LEAVE_EPOCH:
@@ -201,11 +162,16 @@ class ShareGroupManager:
         current = group.members[request.member_id]
         previous_assignment = current.assigned
         records += self._apply(self._reconcile(group, request.member_id))
+        state, to_initialize = initialization.to_initialize(
+            group, self._subscribed_topics(group), now_ms, self.config.initialize_retry_interval_ms
+        )
+        records += self._apply([state] if state is not None else [])
         self._timer.schedule(
             session_key(group.group_id, request.member_id), now_ms + self.config.session_timeout_ms
         )
         changed = request.member_epoch == 0 or current.assigned != previous_assignment
         result = _records_result(records)
+        result.state_epoch, result.initialize = group.epoch, to_initialize
         response = ShareHeartbeatResponse(
             request.member_id,
             current.member_epoch,
@@ -271,7 +237,7 @@ class ShareGroupManager:
         )
         return [ShareGroupRecord(ShareGroupCurrentMemberAssignmentKey(group.group_id, member_id), value)]
 
-    def _leave(self, group_id: str, member_id: str) -> CoordinatorResult:
+    def _leave(self, group_id: str, member_id: str) -> ShareGroupChange:
         group = self._groups.get(group_id)
         if group is None or member_id not in group.members:
             raise KafkaError(ErrorCode.unknown_member_id, f"{member_id} is not in {group_id}")
@@ -350,13 +316,47 @@ class ShareGroupManager:
             if not wanted or group.state.lower() in wanted
         ]
 
-    def delete_group(self, group_id: str) -> CoordinatorResult:
-        """DeleteGroups: GROUP_NOT_EMPTY while members remain, else every record of the group tombstoned."""
+    def initialized(self, group_id: str, done: dict[uuid.UUID, tuple[int, ...]]) -> ShareGroupChange:
+        """The share coordinator initialised the state of ``done``: recorded as initialized."""
+        group = self._groups.get(group_id)
+        record = None if group is None else initialization.mark_initialized(group, done)
+        return _records_result(self._apply([record] if record is not None else []))
+
+    def initialized_partitions(self, group_id: str) -> dict[uuid.UUID, tuple[int, ...]]:
+        """The share partitions of the group that have state (DescribeShareGroupOffsets, Alter...)."""
+        group = self._groups.get(group_id)
+        if group is None or group.state_metadata is None:
+            return {}
+        return initialization.partitions(group.state_metadata.initialized_topics)
+
+    def delete_offsets(self, group_id: str, topics: dict[uuid.UUID, tuple[str, int]]) -> ShareGroupChange:
+        """DeleteShareGroupOffsets: the topics' share state is to be deleted (GROUP_ID_NOT_FOUND for no
+        such group, NON_EMPTY_GROUP while it has members)."""
+        group = self._empty_group(group_id)
+        record, delete = initialization.mark_deleting(group, topics)
+        result = _records_result(self._apply([record] if record is not None else []))
+        result.delete = delete
+        return result
+
+    def deleted(self, group_id: str, topic_ids: list[uuid.UUID]) -> ShareGroupChange:
+        """The share coordinator deleted the topics' state: they leave the deleting set."""
+        group = self._groups.get(group_id)
+        record = None if group is None else initialization.complete_deleting(group, topic_ids)
+        return _records_result(self._apply([record] if record is not None else []))
+
+    def _empty_group(self, group_id: str) -> ShareGroup:
         group = self._groups.get(group_id)
         if group is None:
             raise KafkaError(ErrorCode.group_id_not_found, f"{group_id} is not a share group")
         if group.members:
             raise KafkaError(ErrorCode.non_empty_group, f"{group_id} has members")
+        return group
+
+    def delete_group(self, group_id: str) -> ShareGroupChange:
+        """DeleteGroups: GROUP_NOT_EMPTY while members remain, else every record of the group tombstoned;
+        the change names all of the group's share state, for the share coordinator to delete."""
+        group = self._empty_group(group_id)
+        _, delete = initialization.mark_deleting(group, None)
         records = [
             ShareGroupRecord(ShareGroupTargetAssignmentMemberKey(group_id, m), None)
             for m in sorted(group.targets)
@@ -366,7 +366,9 @@ class ShareGroupManager:
             ShareGroupRecord(ShareGroupStatePartitionMetadataKey(group_id), None),
             ShareGroupRecord(ShareGroupMetadataKey(group_id), None),
         ]
-        return _records_result(self._apply(records))
+        result = _records_result(self._apply(records))
+        result.delete = delete
+        return result
 
 
 def _metadata(group_id: str, epoch: int, metadata_hash: int = 0) -> ShareGroupRecord:

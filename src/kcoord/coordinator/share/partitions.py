@@ -37,6 +37,8 @@ class StateWrite:
     """One WriteShareGroupState partition: what changed in a share partition."""
 
     key: ShareStateKey
+    state_epoch: int
+    """The state epoch the leader read: a write with an older one than the stored is fenced."""
     start_offset: int
     batches: tuple[StateBatch, ...]
     delivery_complete_count: int
@@ -48,6 +50,7 @@ class ShareGroupPartitions:
     def __init__(self, config: ShareGroupConfig) -> None:
         self._config = config
         self._partitions: dict[tuple[str, uuid.UUID, int], SharePartition] = {}
+        self._state_epochs: dict[tuple[str, uuid.UUID, int], int] = {}
 
     def get(self, group_id: str, tp: TopicIdPartition) -> SharePartition | None:
         return self._partitions.get((group_id, *tp))
@@ -62,8 +65,10 @@ class ShareGroupPartitions:
         reset: str | None = None,
     ) -> StateWrite | None:
         """Make the share partition from its stored state; None, or the initial state to write first
-        when nothing was stored (``reset`` overrides ``share.auto.offset.reset``, a group config)."""
-        if stored is not None:
+        when there is none yet (nothing stored, or initialised with start offset -1 by the group
+        coordinator): ``reset`` overrides ``share.auto.offset.reset``, a group config."""
+        self._state_epochs[(group_id, *tp)] = 0 if stored is None else stored.state_epoch
+        if stored is not None and stored.start_offset >= 0:
             share = SharePartition.restored(self._config, stored.start_offset, stored.state_batches)
             share.advance_to_log_start(log_start)
             self._partitions[(group_id, *tp)] = share
@@ -127,6 +132,7 @@ class ShareGroupPartitions:
     def forget(self, group_id: str, tp: TopicIdPartition) -> None:
         """DeleteShareGroupOffsets (or the leader moved away): drop the in-memory partition."""
         self._partitions.pop((group_id, *tp), None)
+        self._state_epochs.pop((group_id, *tp), None)
 
     def describe(
         self, group_id: str, log_ends: dict[TopicIdPartition, int]
@@ -150,4 +156,7 @@ class ShareGroupPartitions:
         self, group_id: str, tp: TopicIdPartition, share: SharePartition, changed: list[StateBatch]
     ) -> StateWrite:
         key = ShareStateKey(group_id, tp[0], tp[1])
-        return StateWrite(key, share.start_offset, tuple(changed), share.delivery_complete_count())
+        state_epoch = self._state_epochs.get((group_id, *tp), 0)
+        return StateWrite(
+            key, state_epoch, share.start_offset, tuple(changed), share.delivery_complete_count()
+        )
