@@ -11,6 +11,7 @@ from kcoord.coordinator.share.partition_state import (
     RecordState,
     SharePartition,
     StateBatch,
+    acknowledgement_ranges,
 )
 from kcoord.protocol.errors import ErrorCode, KafkaError
 
@@ -261,3 +262,17 @@ def test_offsets_the_log_skipped_are_archived_in_a_bounded_window() -> None:
     share.acknowledge("m1", [(1_000_000_000, 1_000_000_000, ACCEPT)])
     assert share.start_offset == 1_000_000_004
     assert share.record_state(1_000_000_004) is None
+
+
+def test_an_acknowledgement_batch_has_one_type_or_one_per_offset() -> None:
+    """One type covers the batch; one type per offset gives a range each; other counts: INVALID_REQUEST."""
+    assert acknowledgement_ranges(3, 5, (ACCEPT,)) == [(3, 5, ACCEPT)]
+    assert acknowledgement_ranges(3, 5, (ACCEPT, RELEASE, GAP)) == [
+        (3, 3, ACCEPT),
+        (4, 4, RELEASE),
+        (5, 5, GAP),
+    ]
+    for types in ((), (ACCEPT, ACCEPT)):
+        with pytest.raises(KafkaError) as refused:
+            acknowledgement_ranges(3, 5, types)
+        assert refused.value.code == ErrorCode.invalid_request

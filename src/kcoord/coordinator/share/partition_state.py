@@ -37,6 +37,7 @@ __all__ = [
     "SharePartition",
     "SharePartitionView",
     "StateBatch",
+    "acknowledgement_ranges",
 ]
 
 
@@ -91,6 +92,21 @@ class SharePartitionView:
     acknowledged: int
     archived: int
     lag: int
+
+
+def acknowledgement_ranges(
+    first_offset: int, last_offset: int, types: tuple[int, ...]
+) -> list[tuple[int, int, int]]:
+    """One ``AcknowledgementBatch`` of ShareFetch/ShareAcknowledge as ``(first, last, type)`` ranges: one
+    type for the whole batch, or one type per offset (any other count is INVALID_REQUEST)."""
+    if len(types) == 1:
+        return [(first_offset, last_offset, types[0])]
+    if len(types) != last_offset - first_offset + 1:
+        raise KafkaError(
+            ErrorCode.invalid_request,
+            f"{len(types)} acknowledge types for offsets {first_offset}-{last_offset}",
+        )
+    return [(first_offset + i, first_offset + i, kind) for i, kind in enumerate(types)]
 
 
 @dataclass(slots=True)
