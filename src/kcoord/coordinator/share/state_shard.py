@@ -1,0 +1,252 @@
+"""One partition of ``__share_group_state``: the share coordinator's state machine (Kafka's
+``ShareCoordinatorShard``), on the same runtime contract as the group shard.
+
+The durable state of each share partition it holds is a snapshot plus the updates written after
+it. A write (Kafka's ``WriteShareGroupState``) is checked against the stored state epoch and
+leader epoch (an older writer is fenced) and becomes one ShareUpdate record holding only the runs
+it changes, or, every ``share.coordinator.snapshot.update.records.per.snapshot`` updates, one
+ShareSnapshot of the merged state, so a load never replays more than that many updates per share
+partition. State changes only by replaying records: an operation makes its records and replays
+them at once, the same code a load runs (a failed append reloads the partition from its log).
+Answers are released by the runtime once the records are durable, so a share partition's leader
+acknowledges a client only after its state is on disk.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from kcoord.coordinator.result import CoordinatorResult
+from kcoord.coordinator.share.config import ShareGroupConfig
+from kcoord.coordinator.share.partition_state import StateBatch
+from kcoord.coordinator.share.state_records import (
+    ShareSnapshotValue,
+    ShareStateKey,
+    ShareStateRecord,
+    ShareUpdateValue,
+)
+from kcoord.protocol.errors import ErrorCode
+
+__all__ = ["ShareStateShard", "StoredShareState", "merge_batches"]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredShareState:
+    """What ReadShareGroupState answers for one share partition (and what the shard keeps)."""
+
+    snapshot_epoch: int
+    state_epoch: int
+    leader_epoch: int
+    start_offset: int
+    state_batches: tuple[StateBatch, ...]
+    delivery_complete_count: int = -1
+    create_timestamp: int = 0
+    write_timestamp: int = 0
+    updates_since_snapshot: int = 0
+
+
+def merge_batches(
+    stored: Iterable[StateBatch], changed: Iterable[StateBatch], start_offset: int
+) -> tuple[StateBatch, ...]:
+    """``stored`` runs overlaid by ``changed`` ones, without what lies below ``start_offset``."""
+    runs = list(stored)
+    for batch in changed:
+        kept: list[StateBatch] = []
+        for run in runs:
+            if run.last_offset < batch.first_offset or run.first_offset > batch.last_offset:
+                kept.append(run)
+                continue
+            if run.first_offset < batch.first_offset:
+                kept.append(replace(run, last_offset=batch.first_offset - 1))
+            if run.last_offset > batch.last_offset:
+                kept.append(replace(run, first_offset=batch.last_offset + 1))
+        kept.append(batch)
+        runs = kept
+    merged: list[StateBatch] = []
+    for run in sorted(runs, key=lambda r: r.first_offset):
+        if run.last_offset < start_offset:
+            continue
+        if run.first_offset < start_offset:
+            run = replace(run, first_offset=start_offset)
+        last = merged[-1] if merged else None
+        if (
+            last is not None
+            and last.last_offset + 1 == run.first_offset
+            and (last.delivery_state, last.delivery_count) == (run.delivery_state, run.delivery_count)
+        ):
+            merged[-1] = replace(last, last_offset=run.last_offset)
+        else:
+            merged.append(run)
+    return tuple(merged)
+
+
+def _result(records: list[ShareStateRecord]) -> CoordinatorResult:
+    """A result carrying share-state records (the runtime's result holds any coordinator's records)."""
+    result = CoordinatorResult()
+    held: list[Any] = result.records
+    held.extend(records)
+    return result
+
+
+class ShareStateShard:
+    """The share partitions whose state lives on one ``__share_group_state`` partition."""
+
+    def __init__(self, partition: int, config: ShareGroupConfig | None = None) -> None:
+        self.partition = partition
+        self._config = config or ShareGroupConfig()
+        self._states: dict[tuple[str, uuid.UUID, int], StoredShareState] = {}
+
+    # -- requests
+
+    def read_state(self, group_id: str, topic_id: uuid.UUID, partition: int) -> StoredShareState | None:
+        """ReadShareGroupState: the stored state, None when the share partition has none."""
+        return self._states.get((group_id, topic_id, partition))
+
+    def initialize_state(
+        self, sink: Any, key: ShareStateKey, state_epoch: int, start_offset: int, now_ms: int
+    ) -> CoordinatorResult:
+        """InitializeShareGroupState: a new state epoch and start offset, no in-flight records.
+
+        An older state epoch than the stored one is FENCED_STATE_EPOCH."""
+        stored = self._states.get(_id(key))
+        if stored is not None and state_epoch < stored.state_epoch:
+            result = CoordinatorResult()
+            result.respond(sink, ErrorCode.fenced_state_epoch)
+            return result
+        snapshot_epoch = 0 if stored is None else stored.snapshot_epoch + 1
+        value = ShareSnapshotValue(snapshot_epoch, state_epoch, -1, start_offset, now_ms, now_ms, ())
+        return self._apply([ShareStateRecord(key.as_snapshot(), value)], sink, ErrorCode.none)
+
+    def write_state(
+        self,
+        sink: Any,
+        key: ShareStateKey,
+        *,
+        state_epoch: int,
+        leader_epoch: int,
+        start_offset: int,
+        batches: Iterable[StateBatch],
+        now_ms: int,
+        delivery_complete_count: int = -1,
+    ) -> CoordinatorResult:
+        """WriteShareGroupState: the changed runs (and the new start offset, -1 for unchanged).
+
+        A state epoch or leader epoch older than the stored one is fenced (FENCED_STATE_EPOCH,
+        FENCED_LEADER_EPOCH) and writes nothing."""
+        changed = tuple(batches)
+        stored = self._states.get(_id(key))
+        error = _fenced(stored, state_epoch, leader_epoch)
+        if error is not ErrorCode.none:
+            result = CoordinatorResult()
+            result.respond(sink, error)
+            return result
+        if (
+            stored is None
+            or stored.updates_since_snapshot >= self._config.snapshot_update_records_per_snapshot
+        ):
+            start = start_offset if start_offset >= 0 or stored is None else stored.start_offset
+            merged = merge_batches(() if stored is None else stored.state_batches, changed, start)
+            snapshot = ShareSnapshotValue(
+                0 if stored is None else stored.snapshot_epoch + 1,
+                state_epoch if stored is None else max(state_epoch, stored.state_epoch),
+                leader_epoch,
+                max(start, 0),
+                now_ms if stored is None else stored.create_timestamp,
+                now_ms,
+                merged,
+                delivery_complete_count,
+            )
+            record = ShareStateRecord(key.as_snapshot(), snapshot)
+        else:
+            update = ShareUpdateValue(
+                stored.snapshot_epoch, leader_epoch, start_offset, changed, delivery_complete_count
+            )
+            record = ShareStateRecord(key.as_update(), update)
+        return self._apply([record], sink, ErrorCode.none)
+
+    def delete_state(self, sink: Any, key: ShareStateKey) -> CoordinatorResult:
+        """DeleteShareGroupState: tombstones for the share partition's snapshot and update keys."""
+        records = [ShareStateRecord(key.as_snapshot(), None), ShareStateRecord(key.as_update(), None)]
+        return self._apply(records, sink, ErrorCode.none)
+
+    def share_partitions(self) -> list[tuple[str, uuid.UUID, int]]:
+        return sorted(self._states, key=lambda k: (k[0], str(k[1]), k[2]))
+
+    # -- the runtime's shard contract
+
+    def replay(
+        self, record: ShareStateRecord, offset: int = -1, producer_id: int = -1, producer_epoch: int = -1
+    ) -> None:
+        """One record of the log; a live write replays the records it makes through here too."""
+        key = _id(record.key)
+        value = record.value
+        if value is None:
+            self._states.pop(key, None)
+        elif isinstance(value, ShareSnapshotValue):
+            self._states[key] = StoredShareState(
+                value.snapshot_epoch,
+                value.state_epoch,
+                value.leader_epoch,
+                value.start_offset,
+                value.state_batches,
+                value.delivery_complete_count,
+                value.create_timestamp,
+                value.write_timestamp,
+            )
+        else:
+            self._replay_update(key, value)
+
+    def replay_end_transaction_marker(self, producer_id: int, producer_epoch: int, committed: bool) -> None:
+        """The share coordinator writes no transactional records."""
+
+    def on_appended(self, records: list[Any]) -> None:
+        """Nothing to do: the records were replayed when the operation made them."""
+
+    def on_loaded(self, now_ms: int) -> CoordinatorResult:
+        return CoordinatorResult()
+
+    def on_timer(self, key: str, now_ms: int) -> CoordinatorResult:
+        return CoordinatorResult()
+
+    def unload(self) -> CoordinatorResult:
+        return CoordinatorResult()
+
+    # -- inner workings
+
+    def _replay_update(self, key: tuple[str, uuid.UUID, int], value: ShareUpdateValue) -> None:
+        stored = self._states.get(key)
+        if stored is None or value.snapshot_epoch != stored.snapshot_epoch:
+            return  # an update without its snapshot (the snapshot was deleted): nothing to apply to
+        start = stored.start_offset if value.start_offset < 0 else value.start_offset
+        self._states[key] = replace(
+            stored,
+            leader_epoch=value.leader_epoch,
+            start_offset=start,
+            state_batches=merge_batches(stored.state_batches, value.state_batches, start),
+            delivery_complete_count=value.delivery_complete_count,
+            updates_since_snapshot=stored.updates_since_snapshot + 1,
+        )
+
+    def _apply(self, records: list[ShareStateRecord], sink: Any, response: Any) -> CoordinatorResult:
+        for record in records:
+            self.replay(record)
+        result = _result(records)
+        result.respond(sink, response)
+        return result
+
+
+def _id(key: ShareStateKey) -> tuple[str, uuid.UUID, int]:
+    return key.group_id, key.topic_id, key.partition
+
+
+def _fenced(stored: StoredShareState | None, state_epoch: int, leader_epoch: int) -> ErrorCode:
+    if stored is None:
+        return ErrorCode.none
+    if state_epoch < stored.state_epoch:
+        return ErrorCode.fenced_state_epoch
+    if leader_epoch != -1 and leader_epoch < stored.leader_epoch:
+        return ErrorCode.fenced_leader_epoch
+    return ErrorCode.none
