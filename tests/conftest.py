@@ -7,11 +7,38 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import server_logs
 from tests.support.postgres import postgres_cluster
 from tests.support.postgres_stores import two_nodes
 from tests.support.server import KcoordProcess
 
 __all__ = ["postgres_cluster", "two_nodes"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "server_log_allows(*events): server log events (fnmatch patterns; 'traceback' for a raw one) "
+        "this test provokes at error level on purpose; any other error line or traceback fails it",
+    )
+    server_logs.install_in_process_capture()
+
+
+@pytest.fixture(autouse=True)
+def server_log_check(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After the test, every kcoord it started or used must have logged no undeclared error or traceback."""
+    yield
+    patterns = server_logs.declared(request.node)
+    problems = server_logs.judge(patterns)
+    if problems:
+        pytest.fail(server_logs.report(problems, patterns), pytrace=False)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    warnings = server_logs.REGISTRY.warnings.most_common(5)
+    if warnings:
+        shown = ", ".join(f"{name} x{count}" for name, count in warnings)
+        terminalreporter.write_line(f"server log warnings (most common): {shown}")
 
 
 @pytest.fixture
