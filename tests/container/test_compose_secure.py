@@ -62,9 +62,10 @@ def test_secure_profile_validates_and_leaves_the_default_services(compose: dict[
     assert set(compose_config()["services"]) == {"kcoord", "prometheus", "grafana"}
 
 
-def test_secure_kcoord_serves_sasl_ssl_scram_and_tls_metrics(compose: dict[str, Any]) -> None:
-    """kcoord-secure: one SASL_SSL listener with SCRAM-SHA-512 only, its HTTP endpoint over TLS with
-    Basic auth, the key from the directory setup.sh fills, the users made before it starts."""
+def test_secure_kcoord_is_configured_for_sasl_ssl_scram_and_tls_metrics(compose: dict[str, Any]) -> None:
+    """kcoord-secure's configuration: one SASL_SSL listener with SCRAM-SHA-512 only, its HTTP
+    endpoint over TLS with Basic auth, the key from the directory setup.sh fills, the users made
+    before it starts (the generated-config test below runs a real kcoord with these settings)."""
     service = _service(compose, "kcoord-secure")
     env_names = {env_name(d.name) for d in DEFINITIONS}
     assert set(service["environment"]) <= env_names
@@ -86,8 +87,9 @@ def test_secure_kcoord_serves_sasl_ssl_scram_and_tls_metrics(compose: dict[str, 
         assert port["host_ip"] == "127.0.0.1"
 
 
-def test_secure_prometheus_scrapes_https_with_basic_auth(compose: dict[str, Any]) -> None:
-    """prometheus-secure loads prometheus-secure.yml: https, the generated CA, the prometheus user."""
+def test_secure_prometheus_config_targets_https_with_basic_auth(compose: dict[str, Any]) -> None:
+    """prometheus-secure's configuration loads prometheus-secure.yml: https, the generated CA, the
+    prometheus user (the scrape itself is tested below against a real kcoord)."""
     service = _service(compose, "prometheus-secure")
     config_path = next(a for a in service["command"] if a.startswith("--config.file=")).split("=", 1)[1]
     assert _mount_source(service, config_path) == PROMETHEUS_CONFIG

@@ -204,9 +204,10 @@ def test_members_keep_their_assignment_across_a_server_kill(server: KcoordProces
         _wait_committed(drivers)
         before = {d.name: d.assignment for d in drivers}
         restarted_at = time.monotonic()
-        server.restart()
-        more = append(server, members.topic, range(6), 10)
-        counts = members.wait_consumed(expected | more, timeout=60.0)
+        with members.fault_window():  # the server is down: until the members consumed what came after
+            server.restart()
+            more = append(server, members.topic, range(6), 10)
+            counts = members.wait_consumed(expected | more, timeout=60.0)
         assert_exactly_once(counts, expected | more)
         assert {d.name: d.assignment for d in drivers} == before
         revoked = [e for d in drivers for e in d.of_kind("revoked", since=restarted_at)]

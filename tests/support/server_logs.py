@@ -90,7 +90,11 @@ def register(source: LogSource) -> LogSource:
 
 
 def problems_in(source: str, lines: Iterable[str]) -> Iterator[Problem]:
-    """The problem lines among ``lines``; warnings are tallied on the way for the session summary."""
+    """The problem lines among ``lines``; warnings are tallied on the way for the session summary.
+
+    A traceback printed outside the JSON log is one problem with the lines that follow it, up to
+    the next JSON line."""
+    traceback: list[str] | None = None
     for line in lines:
         try:
             event = json.loads(line)
@@ -98,14 +102,23 @@ def problems_in(source: str, lines: Iterable[str]) -> Iterator[Problem]:
             event = None
         if not isinstance(event, dict):
             if _TRACEBACK_START in line:
-                yield Problem(source, RAW_TRACEBACK, line)
+                if traceback:
+                    yield Problem(source, RAW_TRACEBACK, "\n".join(traceback))
+                traceback = [line]
+            elif traceback is not None and len(traceback) < 60:
+                traceback.append(line)
             continue
+        if traceback:
+            yield Problem(source, RAW_TRACEBACK, "\n".join(traceback))
+            traceback = None
         name = str(event.get("event", "?"))
         level = str(event.get("level", "")).lower()
         if level in ERROR_LEVELS or event.get("exception"):
             yield Problem(source, name, line)
         elif level == "warning":
             REGISTRY.warnings[name] += 1
+    if traceback:
+        yield Problem(source, RAW_TRACEBACK, "\n".join(traceback))
 
 
 def allowed(event: str, patterns: Iterable[str]) -> bool:
