@@ -18,7 +18,7 @@ __all__ = ["postgres_cluster", "two_nodes"]
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "server_log_allows(*events): server log events (fnmatch patterns; 'traceback' for a raw one) "
+        "server_log_allows(*events): server log events (fnmatch patterns; 'traceback:<class>' for a raw one) "
         "this test provokes at error level on purpose; any other error line or traceback fails it",
     )
     config.addinivalue_line(

@@ -21,6 +21,7 @@ from confluent_kafka.admin import AdminClient
 
 from kcoord.cli import main
 from tests.groups.test_consumer_protocol import SteadyProducer, _consumed_times, _longest_gap
+from tests.support.client_errors import SERVER_UNREACHABLE
 from tests.support.group_clients import (
     ClientKind,
     Driver,
@@ -161,7 +162,8 @@ def test_a_mixed_group_survives_a_server_kill(server: KcoordProcess) -> None:
         wait_until(lambda: all(_covered(d) for d in drivers), 30.0, "commits of everything consumed")
         before = {d.name: d.assignment for d in drivers}
         restarted_at = time.monotonic()
-        with members.fault_window():  # the server is down: until the members consumed what came after
+        # The server is down: the fault lasts until the members consumed what came after.
+        with members.fault_window(also=SERVER_UNREACHABLE):
             server.restart()
             more = append(server, members.topic, range(PARTITIONS), 10)
             counts = members.wait_consumed(expected | more, timeout=60.0)

@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from tests.support.client_errors import SERVER_UNREACHABLE
 from tests.support.group_clients import ClientKind, Group, append, create_and_fill, wait_until
 
 pytestmark = pytest.mark.clients
@@ -38,7 +39,8 @@ def test_group_resumes_from_committed_offsets_after_server_kill(group: Group, ki
     wait_until(lambda: committed(group) == all_committed, 15.0, "every partition committed at its end")
 
     restarted_at = time.monotonic()
-    with group.fault_window():  # the server is down: until the members consumed what came after
+    # The server is down: the fault lasts until the members consumed what came after.
+    with group.fault_window(also=SERVER_UNREACHABLE):
         group.server.restart()
         more = append(group.server, group.topic, range(group.partitions), 20)
         group.wait_consumed(expected | more, timeout=60.0)

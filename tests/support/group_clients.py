@@ -123,6 +123,15 @@ _KCAT_REBALANCE = re.compile(r"% Group \S+ rebalanced \(memberid [^)]*\): (assig
 _KCAT_PARTITION = re.compile(r"\[(\d+)\]")
 
 
+@dataclass(frozen=True)
+class FaultWindow:
+    """A fault a test caused: monotonic start and end, and the error codes it admits beyond retriable ones."""
+
+    start: float
+    end: float
+    also: frozenset[int] = frozenset()
+
+
 @dataclass
 class Driver:
     """One member process; its events accumulate as they arrive (thread-safe enough for reads)."""
@@ -224,20 +233,21 @@ class Group:
         self.drivers: list[Driver] = []
         #: Members taken out of ``drivers`` (replaced); what they consumed still counts.
         self.retired: list[Driver] = []
-        #: (start, end) monotonic times of the faults a test causes; retriable errors are allowed in them.
-        self.fault_windows: list[tuple[float, float]] = []
+        #: The faults a test causes; retriable errors (and each window's ``also``) are allowed in them.
+        self.fault_windows: list[FaultWindow] = []
         self._numbers = 0
         GROUPS.append(self)
 
     @contextmanager
-    def fault_window(self, grace_s: float = 0.0) -> Iterator[None]:
-        """Mark the block as a fault (a restart, an outage): clients may report retriable errors in it,
-        and for ``grace_s`` seconds after it while they reconnect and rejoin."""
+    def fault_window(self, also: Iterable[int] = ()) -> Iterator[None]:
+        """Mark the block as a fault (a restart, an outage, a cut): clients may report retriable
+        errors in it, and the codes in ``also`` (client-local ones such as SERVER_UNREACHABLE in
+        tests/support/client_errors.py). End the block at a positive sign of recovery."""
         start = time.monotonic()
         try:
             yield
         finally:
-            self.fault_windows.append((start, time.monotonic() + grace_s))
+            self.fault_windows.append(FaultWindow(start, time.monotonic(), frozenset(also)))
 
     @property
     def all_drivers(self) -> list[Driver]:

@@ -11,7 +11,8 @@ A line is a *problem* when it is at error level or above, when it carries an exc
 ``exception`` field, a warning logged with ``exc_info`` included), or when it is the first line of
 a traceback printed outside the JSON log. A test that provokes one on purpose declares the events it
 expects with ``@pytest.mark.server_log_allows("event.name", ...)`` (``fnmatch`` patterns; a raw
-traceback is the event ``traceback``); every other problem fails the test and is printed.
+traceback is the event ``traceback:<exception class>``, after its last line); every other problem
+fails the test and is printed.
 """
 
 from __future__ import annotations
@@ -103,13 +104,13 @@ def problems_in(source: str, lines: Iterable[str]) -> Iterator[Problem]:
         if not isinstance(event, dict):
             if _TRACEBACK_START in line:
                 if traceback:
-                    yield Problem(source, RAW_TRACEBACK, "\n".join(traceback))
+                    yield _raw_traceback(source, traceback)
                 traceback = [line]
             elif traceback is not None and len(traceback) < 60:
                 traceback.append(line)
             continue
         if traceback:
-            yield Problem(source, RAW_TRACEBACK, "\n".join(traceback))
+            yield _raw_traceback(source, traceback)
             traceback = None
         name = str(event.get("event", "?"))
         level = str(event.get("level", "")).lower()
@@ -118,7 +119,14 @@ def problems_in(source: str, lines: Iterable[str]) -> Iterator[Problem]:
         elif level == "warning":
             REGISTRY.warnings[name] += 1
     if traceback:
-        yield Problem(source, RAW_TRACEBACK, "\n".join(traceback))
+        yield _raw_traceback(source, traceback)
+
+
+def _raw_traceback(source: str, lines: list[str]) -> Problem:
+    """A traceback printed outside the JSON log, named ``traceback:<exception class>`` by its last line."""
+    last = next((line for line in reversed(lines) if line and not line.startswith(" ")), "")
+    exception = last.split(":", 1)[0].strip() or "?"
+    return Problem(source, f"{RAW_TRACEBACK}:{exception}", "\n".join(lines))
 
 
 def allowed(event: str, patterns: Iterable[str]) -> bool:
@@ -147,11 +155,13 @@ def declared(item: Any) -> list[str]:
 
 
 def report(problems: list[Problem], patterns: Iterable[str]) -> str:
+    tally = Counter(p.event for p in problems)
+    events = ", ".join(f"{name} x{count}" for name, count in tally.most_common())
     shown = [f"[{p.source}] {p.event}: {p.text[:4000]}" for p in problems[:30]]
     more = f"\n... and {len(problems) - 30} more" if len(problems) > 30 else ""
     return (
         f"{len(problems)} unexpected server log problem(s) (declared: {sorted(set(patterns)) or 'none'}; "
-        "declare expected events with @pytest.mark.server_log_allows):\n" + "\n".join(shown) + more
+        f"declare expected events with @pytest.mark.server_log_allows): {events}\n" + "\n".join(shown) + more
     )
 
 
