@@ -44,12 +44,17 @@ def form(group: Group, kind: ClientKind, session_timeout_ms: int = 6000) -> set[
     kafka_python_stall.FORMED.append(group.group)
     try:
         group.wait_balanced()
-    except AssertionError:
+    except AssertionError as failure:
         if kind.client != "kafka-python":
-            raise
+            raise AssertionError(f"{failure}\n/v1/groups: {server_view(group)}") from None
         replace_stalled_kafka_python_members(group, kind, session_timeout_ms)
         group.wait_balanced()
     return expected
+
+
+def server_view(group: Group) -> str:
+    """The group's state, members and rebalance history as the server's ``/v1/groups`` shows them."""
+    return json.dumps(group_view(group.server, group.group), indent=1)
 
 
 def replace_stalled_kafka_python_members(group: Group, kind: ClientKind, session_timeout_ms: int) -> None:
@@ -75,10 +80,10 @@ def replace_stalled_kafka_python_members(group: Group, kind: ClientKind, session
     }
     unproven = [name for name, proof in proofs.items() if proof is None]
     if not idle or unproven:
-        view = json.dumps(group_view(group.server, group.group), indent=1)
         raise AssertionError(
             f"group {group.group} did not form; members owning nothing without the kafka-python stall's "
-            f"server-side signature: {unproven or 'none idle'}\n/v1/groups: {view}\n{group.diagnose()}"
+            f"server-side signature: {unproven or 'none idle'}\n/v1/groups: {server_view(group)}\n"
+            + group.diagnose()
         )
     for driver in idle:
         proof = proofs[driver.name]

@@ -23,6 +23,8 @@ from tests.support.raw_ops import produce
 from tests.support.server import KcoordProcess
 
 OFFSETS_PARTITIONS = 12
+#: What a node that cannot take a partition's records answers a producer that asked it blindly.
+_ROUTING = frozenset({ErrorCode.not_leader_or_follower, ErrorCode.unknown_topic_or_partition})
 
 
 def cluster_settings(database: str, node_id: int, **overrides: str) -> dict[str, str]:
@@ -158,7 +160,9 @@ def produce_to_leaders(
     acknowledged (partition, offset) pairs.
 
     The producer asks every live node in turn, so NOT_LEADER_OR_FOLLOWER from a node that does not
-    lead the partition is its routing, and it moves on. Every other error code answered is recorded
+    lead the partition, and UNKNOWN_TOPIC_OR_PARTITION from one that has not yet read a new topic
+    from the shared catalogue (Kafka's brokers answer the same while metadata propagates), are its
+    routing, and it moves on. Every other error code answered is recorded
     in ``errors`` and retried only when the test allows it (``allowed``: ``RETRIABLE_CODES`` during a
     fault window, nothing otherwise); an error not allowed fails at once. A partition no live node
     accepts fails after ``timeout``."""
@@ -181,7 +185,7 @@ def produce_to_leaders(
                 if error == ErrorCode.none:
                     written.update((partition, base + i) for i in range(count))
                     break
-                if error == ErrorCode.not_leader_or_follower:
+                if error in _ROUTING:
                     continue
                 if errors is not None:
                     errors.raw("produce", error)
