@@ -51,7 +51,7 @@ def test_a_sigterm_exits_in_bounded_time_while_the_database_blocks_every_query(
     holder.start()
     try:
         wait_until(lambda: _lock_granted(postgres_cluster, database), 20, "the lock to be held")
-        time.sleep(1.5)  # let a renewal and its reconciliation start waiting on the lock
+        wait_until(lambda: _node_waits_on_the_lock(postgres_cluster, database), 20, "a query waiting on it")
         started = time.monotonic()
         assert node.terminate(timeout=EXIT_BOUND_S) == 0
         elapsed = time.monotonic() - started
@@ -74,6 +74,16 @@ def _hold_lock(postgres: PostgresCluster, database: str) -> None:
             "BEGIN; LOCK TABLE log_partitions, cluster_nodes IN ACCESS EXCLUSIVE MODE;"
             " SELECT pg_sleep(120); COMMIT;",
         )
+
+
+def _node_waits_on_the_lock(postgres: PostgresCluster, database: str) -> bool:
+    """The node's renewal (or another of its queries) is queued behind the held lock."""
+    waiting = postgres.sql(
+        database,
+        "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)"
+        f" WHERE NOT l.granted AND a.datname = current_database() AND a.application_name <> '{LOCKING}'",
+    )
+    return int(waiting or "0") >= 1
 
 
 def _lock_granted(postgres: PostgresCluster, database: str) -> bool:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from kcoord.protocol.errors import ErrorCode
+from tests.support.client_errors import RETRIABLE_CODES
 from tests.support.cluster_nodes import (
     find_coordinator,
     group_on,
@@ -57,11 +58,17 @@ def test_sigkill_of_the_coordinator_moves_the_group_without_a_rebalance(
         assigned_events = {m.name: len(m.of_kind("assigned")) for m in members}
         before = {m.name: dict(m.committed) for m in members}
 
-        nodes[0].kill()
-        killed_at = time.monotonic()
-        later = produce_to_leaders(nodes[1:], TOPIC, PARTITIONS, PER_ROUND, timeout=60)
-        expected |= later
-        counts = group.wait_consumed(expected, timeout=60)
+        with group.fault_window():  # until every member consumed again and committed after the move
+            nodes[0].kill()
+            killed_at = time.monotonic()
+            later = produce_to_leaders(
+                nodes[1:], TOPIC, PARTITIONS, PER_ROUND, timeout=60, allowed=RETRIABLE_CODES
+            )
+            expected |= later
+            counts = group.wait_consumed(expected, timeout=60)
+            wait_until(
+                lambda: all(m.committed != before[m.name] for m in members), 30, "commits after the move"
+            )
         resumed_at = min(
             float(event["at"])
             for m in members
@@ -69,7 +76,6 @@ def test_sigkill_of_the_coordinator_moves_the_group_without_a_rebalance(
             if any((int(p), int(o)) in later for p, o in event["records"])
         )
         pause = resumed_at - killed_at
-        wait_until(lambda: all(m.committed != before[m.name] for m in members), 30, "commits after the move")
         commits_back = min(
             float(event["at"])
             for m in members

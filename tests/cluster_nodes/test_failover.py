@@ -228,16 +228,20 @@ def test_a_paused_coordinator_never_answers_beside_its_successor(
         assignments = len(member.of_kind("assigned"))
         old = three_nodes[0]
         assert old.proc is not None
-        os.kill(old.proc.pid, signal.SIGSTOP)
-        wait_until(lambda: set(_generations(three_nodes[1:], group_id)) & {2, 3}, 30, "a survivor loads it")
-        os.kill(old.proc.pid, signal.SIGCONT)
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            held = _generations(three_nodes, group_id)
-            assert len(held) <= 1, held  # none for a moment while the group moves back to node 1
-            assert set(held.values()) <= set(before.values()), (held, before)
-            time.sleep(0.05)
-        old.wait_for_event("cluster.stepping_down", timeout=10)
+        # The pause is the fault; it lasts until the paused node has stepped down.
+        with group.fault_window():
+            os.kill(old.proc.pid, signal.SIGSTOP)
+            wait_until(
+                lambda: set(_generations(three_nodes[1:], group_id)) & {2, 3}, 30, "a survivor loads it"
+            )
+            os.kill(old.proc.pid, signal.SIGCONT)
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline:
+                held = _generations(three_nodes, group_id)
+                assert len(held) <= 1, held  # none for a moment while the group moves back to node 1
+                assert set(held.values()) <= set(before.values()), (held, before)
+                time.sleep(0.05)
+            old.wait_for_event("cluster.stepping_down", timeout=10)
         assert len(member.of_kind("assigned")) == assignments, group.diagnose()
     finally:
         group.stop_all()

@@ -112,22 +112,25 @@ def test_a_consumer_validates_its_position_after_a_leader_failover(
         survivors = nodes[1:]
         validated_before = validations(survivors)
 
-        nodes[0].kill()
-        killed_at = time.monotonic()
-        wait_until(
-            lambda: all(epochs(nodes[1]).get(p, (1, 0))[0] in (2, 3) for p in moved), 30, "partitions claimed"
-        )
-        after = epochs(nodes[1])
-        assert all(after[p][1] > before[p][1] for p in moved), (before, after)
+        with group.fault_window():  # the coordinator and leader dies: until the member consumes again
+            nodes[0].kill()
+            killed_at = time.monotonic()
+            wait_until(
+                lambda: all(epochs(nodes[1]).get(p, (1, 0))[0] in (2, 3) for p in moved),
+                30,
+                "partitions claimed",
+            )
+            after = epochs(nodes[1])
+            assert all(after[p][1] > before[p][1] for p in moved), (before, after)
 
-        def metadata_moved() -> bool:
-            answered = metadata_epochs(nodes[2])
-            return all(answered[p][0] in (2, 3) and answered[p][1] > before[p][1] for p in moved)
+            def metadata_moved() -> bool:
+                answered = metadata_epochs(nodes[2])
+                return all(answered[p][0] in (2, 3) and answered[p][1] > before[p][1] for p in moved)
 
-        wait_until(metadata_moved, 10, "Metadata reports the new leaders with newer epochs")
-        later = produce_to_leaders(survivors, TOPIC, PARTITIONS, PER_ROUND, timeout=60)
-        expected |= later
-        counts = group.wait_consumed(expected, timeout=60)
+            wait_until(metadata_moved, 10, "Metadata reports the new leaders with newer epochs")
+            later = produce_to_leaders(survivors, TOPIC, PARTITIONS, PER_ROUND, timeout=60)
+            expected |= later
+            counts = group.wait_consumed(expected, timeout=60)
         assert_exactly_once(counts, expected)
 
         validated = validations(survivors)

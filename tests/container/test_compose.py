@@ -1,4 +1,5 @@
-"""docker-compose.yml validates, and its services agree with the CLI, the image and each other."""
+"""docker-compose.yml as ``docker compose config`` renders it: valid, and its services agree with the
+CLI, the image and each other. Nothing is started here; each test checks the rendered configuration."""
 
 from __future__ import annotations
 
@@ -47,8 +48,8 @@ def _kcoord_settings(compose: dict[str, Any]) -> dict[str, str]:
     return effective_settings(dict(service.get("environment") or {}), command[2:])
 
 
-def test_compose_file_validates_with_three_services(compose: dict[str, Any]) -> None:
-    """``docker-compose config`` accepts the file, which runs kcoord, Prometheus and Grafana."""
+def test_compose_config_accepts_the_file_and_declares_three_services(compose: dict[str, Any]) -> None:
+    """``docker compose config`` accepts the file, which declares kcoord, Prometheus and Grafana."""
     assert set(compose["services"]) == {"kcoord", "prometheus", "grafana"}
 
 
@@ -88,8 +89,9 @@ def test_data_directory_is_a_named_volume_matching_the_image(compose: dict[str, 
     assert dockerfile_json_args(dockerfile_final_stage(), "VOLUME") == [settings["log.dirs"]]
 
 
-def test_prometheus_scrapes_kcoord_metrics_port(compose: dict[str, Any]) -> None:
-    """Prometheus loads deploy/prometheus/prometheus.yml and scrapes the kcoord service's metrics port."""
+def test_prometheus_config_targets_the_kcoord_metrics_port(compose: dict[str, Any]) -> None:
+    """The Prometheus service mounts deploy/prometheus/prometheus.yml as its config file, whose kcoord
+    job targets the kcoord service's metrics port (configuration only: no scrape happens here)."""
     service = _service(compose, "prometheus")
     config_flag = next(a for a in service["command"] if a.startswith("--config.file="))
     config_path = config_flag.split("=", 1)[1]
@@ -104,8 +106,9 @@ def test_prometheus_scrapes_kcoord_metrics_port(compose: dict[str, Any]) -> None
     assert targets == [f"kcoord:{metrics_port}"]
 
 
-def test_grafana_provisions_the_datasource_and_dashboard(compose: dict[str, Any]) -> None:
-    """Grafana's provisioning points at the Prometheus service and at the mounted dashboard directory."""
+def test_grafana_provisioning_config_points_at_prometheus_and_the_dashboard(compose: dict[str, Any]) -> None:
+    """Grafana's mounted provisioning files point at the Prometheus service and at the mounted
+    dashboard directory (configuration only: Grafana does not run here)."""
     service = _service(compose, "grafana")
     provisioning = _mount(service, "/etc/grafana/provisioning")
     assert Path(provisioning["source"]) == DEPLOY / "grafana" / "provisioning"
@@ -121,10 +124,11 @@ def test_grafana_provisions_the_datasource_and_dashboard(compose: dict[str, Any]
     assert (REPO / "deploy" / "grafana" / "dashboards" / "kcoord.json").is_file()
 
 
-def test_cluster_profile_runs_three_nodes_over_one_postgres() -> None:
-    """The ``cluster`` profile adds PostgreSQL and three clustered nodes with distinct ids, each
-    advertising the loopback port it is published on, all on the same database, whose URL carries no
-    password (PGPASSWORD does)."""
+def test_cluster_profile_declares_three_nodes_over_one_postgres() -> None:
+    """The ``cluster`` profile's configuration adds PostgreSQL and three clustered nodes with distinct
+    ids, each advertising the loopback port it is published on, all on the same database, whose URL
+    carries no password (PGPASSWORD does) (configuration only: the nodes run together in
+    tests/cluster_nodes, without Docker)."""
     compose = compose_config("cluster")
     nodes = [f"kcoord-{n}" for n in (1, 2, 3)]
     assert {"postgres", *nodes} <= set(compose["services"])

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.failover.conftest import MakeGroup
+from tests.support.client_errors import SERVER_UNREACHABLE
 from tests.support.group_clients import ClientKind, append, create_and_fill, wait_until
 from tests.support.server import KcoordProcess
 from tests.support.tcp_proxy import TcpProxy
@@ -51,15 +52,17 @@ def test_cut_connections_reconnect_without_rebalance(
     log_mark = len(server.logs)
 
     cut_at = time.monotonic()
-    cut = proxy.cut(coordinator_only=coordinator_only)
-    assert sum(c.is_coordinator for c in cut) >= MEMBERS, [sorted(c.api_keys) for c in cut]
-    wait_until(
-        lambda: sum(c.is_coordinator for c in proxy.open_connections()) >= MEMBERS,
-        10.0,
-        "every member to heartbeat on a new coordinator connection",
-    )
-    expected |= append(server, group.topic, range(PARTITIONS), 5)
-    group.wait_consumed(expected, timeout=10.0)
+    # The cut is the fault; it lasts until every member consumed what came after it.
+    with group.fault_window(also=SERVER_UNREACHABLE):
+        cut = proxy.cut(coordinator_only=coordinator_only)
+        assert sum(c.is_coordinator for c in cut) >= MEMBERS, [sorted(c.api_keys) for c in cut]
+        wait_until(
+            lambda: sum(c.is_coordinator for c in proxy.open_connections()) >= MEMBERS,
+            10.0,
+            "every member to heartbeat on a new coordinator connection",
+        )
+        expected |= append(server, group.topic, range(PARTITIONS), 5)
+        group.wait_consumed(expected, timeout=10.0)
 
     while time.monotonic() < cut_at + WATCH_AFTER_CUT_S:
         assert {d.name: d.assignment for d in members} == assignments, group.diagnose()
@@ -86,6 +89,8 @@ def member_ids(view: dict[str, Any]) -> set[str]:
     [(KINDS[0], True), (KINDS[1], False)],
     ids=["kafka-python-coordinator-only", "confluent-all-connections"],
 )
+# The victim was replaced while cut off: back, it is told UNKNOWN_MEMBER_ID and rejoins (what this pins).
+@pytest.mark.client_errors_allow("UNKNOWN_MEMBER_ID")
 def test_partitioned_consumer_is_replaced_fast_and_rejoins_when_healed(
     kcoord_factory: type[KcoordProcess],
     tmp_path: Path,
@@ -104,16 +109,18 @@ def test_partitioned_consumer_is_replaced_fast_and_rejoins_when_healed(
     orphaned = set(victim.assignment or ())
 
     partitioned_at = time.monotonic()
-    assert any(c.is_coordinator for c in proxy.partition(victim.name, coordinator_only=coordinator_only))
-    group.wait_balanced(survivors, timeout=20.0)
-    failover_s = group.all_owned_at(orphaned, since=partitioned_at) - partitioned_at
-    assert victim.alive, group.diagnose()
-    assert failover_s < 10.0, f"took {failover_s:.2f}s\n{group.diagnose()}"
-    assert group.rebalances()[-1]["trigger"] == "member_disconnected", group.rebalances()
+    # The partition is the fault; it lasts until the healed victim is back in a balanced group.
+    with group.fault_window(also=SERVER_UNREACHABLE):
+        assert any(c.is_coordinator for c in proxy.partition(victim.name, coordinator_only=coordinator_only))
+        group.wait_balanced(survivors, timeout=20.0)
+        failover_s = group.all_owned_at(orphaned, since=partitioned_at) - partitioned_at
+        assert victim.alive, group.diagnose()
+        assert failover_s < 10.0, f"took {failover_s:.2f}s\n{group.diagnose()}"
+        assert group.rebalances()[-1]["trigger"] == "member_disconnected", group.rebalances()
 
-    proxy.heal(victim.name)
-    healed_at = time.monotonic()
-    rejoined_at = group.wait_balanced([victim, *survivors], timeout=30.0)
+        proxy.heal(victim.name)
+        healed_at = time.monotonic()
+        rejoined_at = group.wait_balanced([victim, *survivors], timeout=30.0)
     print(
         f"{kind.name}: partitioned member replaced after {failover_s:.2f}s,"
         f" back in the group {rejoined_at - healed_at:.2f}s after healing"

@@ -26,6 +26,9 @@ DEADLINE_S = 2 * CLIENT_HEARTBEAT_MS / 1000
 
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
+# After the growth kcoord answers the members' next Fetch with NOT_LEADER_OR_FOLLOWER once, as a hint to
+# refresh their metadata (apis/broker/fetch.py); kafka-python reports it, librdkafka does not.
+@pytest.mark.client_errors_allow("NOT_LEADER_OR_FOLLOWER")
 def test_new_partitions_are_assigned_and_consumed_within_two_heartbeats(
     kcoord: KcoordProcess, make_group: MakeGroup, kind: ClientKind
 ) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +12,16 @@ from tests.support.group_clients import Group
 from tests.support.server import KcoordProcess
 
 _numbers = itertools.count()
+
+
+@pytest.fixture
+def kcoord(tmp_path: Path) -> Iterator[KcoordProcess]:
+    """A fresh kcoord at debug level: the group tests read its ``group.sync_answered`` lines."""
+    server = KcoordProcess(tmp_path / "data", {"kcoord.log.level": "debug"}).start()
+    try:
+        yield server
+    finally:
+        server.kill()
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ import pytest
 
 from kcoord.cli.main import main
 from tests.support.batches import build_batch
+from tests.support.client_errors import SERVER_UNREACHABLE
 from tests.support.group_clients import (
     ClientKind,
     Driver,
@@ -204,9 +205,11 @@ def test_members_keep_their_assignment_across_a_server_kill(server: KcoordProces
         _wait_committed(drivers)
         before = {d.name: d.assignment for d in drivers}
         restarted_at = time.monotonic()
-        server.restart()
-        more = append(server, members.topic, range(6), 10)
-        counts = members.wait_consumed(expected | more, timeout=60.0)
+        # The server is down: the fault lasts until the members consumed what came after.
+        with members.fault_window(also=SERVER_UNREACHABLE):
+            server.restart()
+            more = append(server, members.topic, range(6), 10)
+            counts = members.wait_consumed(expected | more, timeout=60.0)
         assert_exactly_once(counts, expected | more)
         assert {d.name: d.assignment for d in drivers} == before
         revoked = [e for d in drivers for e in d.of_kind("revoked", since=restarted_at)]

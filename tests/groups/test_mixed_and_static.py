@@ -7,11 +7,14 @@ import time
 import pytest
 
 from tests.support.group_clients import (
+    HEARTBEAT_MS,
     ClientKind,
     Group,
     append,
     assert_exactly_once,
     create_and_fill,
+    end_offsets,
+    wait_heartbeat_rounds,
     wait_until,
 )
 
@@ -42,7 +45,7 @@ def test_mixed_clients_share_one_group(group: Group, first: ClientKind, second: 
     assert owners == {first.client, second.client}, "one library was left without partitions"
     expected |= append(group.server, group.topic, range(group.partitions), PER_PARTITION)
     group.wait_consumed(expected)
-    time.sleep(1.0)  # a late duplicate would show up here
+    group.wait_committed_at(end_offsets(expected))  # from here no member can read anything again
     assert_exactly_once(group.wait_consumed(expected), expected)
 
 
@@ -71,7 +74,9 @@ def test_static_member_restart_keeps_generation_and_partitions(group: Group, kin
     assert comeback.assignment == partitions
     if generation is not None:
         assert comeback.of_kind("assigned")[-1]["generation"] == generation
-    time.sleep(2.0)  # heartbeats of the others would report a rebalance by now
+    # Two answered heartbeat rounds: a rebalance pending would have been answered REBALANCE_IN_PROGRESS.
+    answered = wait_heartbeat_rounds(group.server, len(members), 2, timeout=10 * HEARTBEAT_MS / 1000)
+    assert answered["REBALANCE_IN_PROGRESS"] == 0, answered
     for other in others:
         changes = other.of_kind("revoked", since=killed_at) + other.of_kind("assigned", since=killed_at)
         assert not changes, f"{other.name} saw {changes}"

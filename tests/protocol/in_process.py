@@ -22,6 +22,7 @@ from kcoord.app import App
 from kcoord.config import Settings
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.codec import build, request_class, response_class
+from tests.support.server_logs import in_process
 
 _SIZE = struct.Struct(">i")
 _HEADER_V1 = struct.Struct(">hhi")
@@ -44,13 +45,14 @@ async def running_app(
     data_dir: Path, *, store_url: str | None = None, **overrides: str
 ) -> AsyncIterator[tuple[App, int]]:
     """A started App whose offsets partitions are loaded; yields it and its bound port."""
-    app = App(app_settings(data_dir, **overrides), store_url=store_url)
-    _, port = await app.start()
-    try:
-        await asyncio.wait_for(app.coordinator.loaded.wait(), 10)
-        yield app, port
-    finally:
-        await app.stop()
+    with in_process(f"in-process App {data_dir.name}"):
+        app = App(app_settings(data_dir, **overrides), store_url=store_url)
+        _, port = await app.start()
+        try:
+            await asyncio.wait_for(app.coordinator.loaded.wait(), 10)
+            yield app, port
+        finally:
+            await app.stop()
 
 
 def expects_flexible_header(api_key: int, version: int) -> bool:

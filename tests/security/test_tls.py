@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import ssl
 from pathlib import Path
 
 import pytest
@@ -35,11 +37,37 @@ def _settings(**flags: str) -> Settings:
     return Settings.load(environ={}, flags=flags)
 
 
+def _served_subject(server: ssl.SSLContext, ca_file: Path) -> str:
+    """The certificate subject a client trusting ``ca_file`` sees in a handshake with ``server``
+    (in memory, no socket)."""
+    client = ssl.create_default_context(cafile=str(ca_file))
+    server_in, server_out, client_in, client_out = (ssl.MemoryBIO() for _ in range(4))
+    server_side = server.wrap_bio(server_in, server_out, server_side=True)
+    client_side = client.wrap_bio(client_in, client_out, server_hostname="localhost")
+    done: set[int] = set()
+    for _ in range(10):
+        for side, outgoing, peer_incoming in (
+            (client_side, client_out, server_in),
+            (server_side, server_out, client_in),
+        ):
+            with contextlib.suppress(ssl.SSLWantReadError):
+                side.do_handshake()
+                done.add(id(side))
+            peer_incoming.write(outgoing.read())
+        if len(done) == 2:
+            return subject_name(client_side.getpeercert())
+    raise AssertionError("the in-memory handshake did not finish")
+
+
 def test_keystore_as_file_or_as_pem_text(tmp_path: Path) -> None:
-    """The key and chain load from ssl.keystore.location or from the PEM text settings."""
+    """The key and chain load from ssl.keystore.location or from the PEM text settings: a client
+    trusting the CA completes a handshake and sees the server's certificate either way, and the
+    truststore setting turns on client authentication."""
     pki = make_pki(tmp_path)
-    server_context(_settings(**{"ssl.keystore.location": str(pki.server_keystore())}))
-    server_context(
+    from_file = server_context(_settings(**{"ssl.keystore.location": str(pki.server_keystore())}))
+    assert _served_subject(from_file, pki.ca_cert) == "CN=localhost"
+    assert from_file.verify_mode == ssl.CERT_NONE
+    from_text = server_context(
         _settings(
             **{
                 "ssl.keystore.certificate.chain": pki.server_cert.read_text(),
@@ -49,6 +77,8 @@ def test_keystore_as_file_or_as_pem_text(tmp_path: Path) -> None:
             }
         )
     )
+    assert from_text.verify_mode == ssl.CERT_REQUIRED
+    assert [cert["subject"] for cert in from_text.get_ca_certs()] == [((("commonName", "kcoord test CA"),),)]
 
 
 def test_missing_settings_are_named(tmp_path: Path) -> None:

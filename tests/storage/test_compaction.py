@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import itertools
 import struct
-import tempfile
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
@@ -432,10 +432,23 @@ batches_strategy = st.lists(
 )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(batches=batches_strategy, engine_name=st.sampled_from(["memory", "file"]))
-def test_compaction_preserves_the_replayed_state(batches: list[list[Record]], engine_name: str) -> None:
-    """Replaying a log gives the same key -> value map before compaction, after it and after tombstones go."""
+ENGINES = ["memory", "file", "postgresql", "postgresql-cold"]
+_examples = itertools.count()
+
+
+@pytest.mark.parametrize("engine_name", ENGINES)
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(batches=batches_strategy)
+def test_compaction_preserves_the_replayed_state(
+    batches: list[list[Record]], engine_name: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """On every engine (the cold PostgreSQL one reading segments back from the database), replaying a
+    log gives the same key -> value map before compaction, after it and after tombstones go."""
+    topic = f"t{next(_examples)}"  # examples share the engine's database or directory
 
     async def scenario(url: str) -> None:
         clock = ManualClock()
@@ -446,10 +459,13 @@ def test_compaction_preserves_the_replayed_state(batches: list[list[Record]], en
             delete_retention_ms=10,
             flush_policy="interval",
         )
-        store = open_store(url, config, clock=clock, retention_check_interval_ms=0, log_cleaner_backoff_ms=0)
+        cache = {"postgres_cache_bytes": TINY_CACHE_BYTES} if engine_name == "postgresql-cold" else {}
+        store = open_store(
+            url, config, clock=clock, retention_check_interval_ms=0, log_cleaner_backoff_ms=0, **cache
+        )
         await store.open()
         try:
-            log = await store.create("t", 0)
+            log = await store.create(topic, 0)
             await append_all(log, batches)
             before = await log_records(log)
             await log.compact(clock.now_ms())
@@ -463,6 +479,19 @@ def test_compaction_preserves_the_replayed_state(batches: list[list[Record]], en
         finally:
             await store.close()
 
-    with tempfile.TemporaryDirectory() as directory:
-        url = "memory://" if engine_name == "memory" else (Path(directory) / "data").as_uri()
-        asyncio.run(scenario(url))
+    asyncio.run(scenario(_engine_url(engine_name, request, tmp_path)))
+
+
+_urls: dict[tuple[str, str], str] = {}
+
+
+def _engine_url(engine_name: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """One database (or directory) per engine and test item, made at its first example."""
+    if engine_name == "memory":
+        return "memory://"
+    if engine_name == "file":
+        return (tmp_path / "data").as_uri()
+    key = (request.node.nodeid, engine_name)
+    if key not in _urls:
+        _urls[key] = request.getfixturevalue("postgres_cluster").create_database()
+    return _urls[key]

@@ -26,6 +26,7 @@ from typing import Any
 from confluent_kafka import KafkaError as ConfluentError
 from kio.schema.errors import ErrorCode
 
+from tests.support import group_clients
 from tests.support.group_clients import Driver
 
 #: librdkafka's local errors that stand for one of Kafka's codes.
@@ -44,15 +45,32 @@ def kafka_says_retriable(code: int) -> bool | None:
         return None
 
 
+#: What Kafka answers healthy members to steer them through a rebalance (a new member's first
+#: JoinGroup, a heartbeat or commit while the group rebalances): every group test meets these.
+GROUP_PROTOCOL_FLOW: frozenset[int] = frozenset(
+    {int(ErrorCode.member_id_required), int(ErrorCode.rebalance_in_progress)}
+)
+
+
+#: What a client reports while every broker it knows is unreachable (the test's only server is down,
+#: or every connection to it is cut): librdkafka's _ALL_BROKERS_DOWN, which it flags not retriable.
+SERVER_UNREACHABLE: frozenset[int] = frozenset({ConfluentError._ALL_BROKERS_DOWN})
+
+#: Every code Kafka's error table marks retriable: what a test allows while it causes a fault.
+RETRIABLE_CODES: frozenset[int] = frozenset(int(code) for code in ErrorCode if code.retriable)
+
+
 @dataclass(frozen=True)
 class ClientError:
-    """One error as a client reported it: which client, where, its name and code, and its own flag."""
+    """One error as a client reported it: which client, where, its name and code, its own flag, and
+    when (monotonic) the test saw it."""
 
     client: str
     where: str
     name: str
     code: int | None
     client_says_retriable: bool
+    at: float | None = None
 
     @property
     def retriable(self) -> bool:
@@ -99,15 +117,10 @@ class ErrorLog:
         """The ``client_error`` events group-member drivers reported between ``since`` and ``until``
         (monotonic), so that a group's own forming and closing stay outside the scenario."""
         for driver in drivers:
-            for event in driver.of_kind("client_error", since=since):
-                if until is not None and event["at"] > until:
+            for error in driver_errors(driver):
+                if error.at is not None and (error.at < since or (until is not None and error.at > until)):
                     continue
-                client = driver.kind.client.removesuffix("-2")
-                self.add(
-                    ClientError(
-                        client, event["where"], event["name"], event["code"], bool(event["retriable"])
-                    )
-                )
+                self.add(error)
 
     @property
     def errors(self) -> list[ClientError]:
@@ -152,3 +165,46 @@ def watching_kafka_python(log: ErrorLog) -> Iterator[None]:
         yield
     finally:
         kafka.errors.for_code = original
+
+
+def driver_errors(driver: Driver) -> list[ClientError]:
+    """Every error a group-member driver reported: its ``client_error`` events, and kafkajs's
+    ``error`` events (it has no codes to report, only its crashes)."""
+    client = driver.kind.client.removesuffix("-2")
+    errors = [
+        ClientError(client, e["where"], e["name"], e["code"], bool(e["retriable"]), float(e["at"]))
+        for e in driver.of_kind("client_error")
+    ]
+    if driver.kind.client == "kafkajs":
+        errors += [
+            ClientError(client, "error", str(e.get("message"))[:200], None, False, float(e["at"]))
+            for e in driver.of_kind("error")
+        ]
+    return errors
+
+
+def code_numbers(names_or_codes: Iterable[int | str]) -> frozenset[int]:
+    """Kafka error codes given as numbers or as names (``"NOT_COORDINATOR"``, ``"not_coordinator"``)."""
+    return frozenset(
+        int(ErrorCode[item.lower()]) if isinstance(item, str) else int(item) for item in names_or_codes
+    )
+
+
+def unexpected_group_errors(allowed: Iterable[int | str]) -> list[str]:
+    """Judge every Group made since the last call: the errors its members reported that are neither
+    group-protocol flow, nor among ``allowed``, nor retriable inside one of the group's fault windows.
+    """
+    codes = GROUP_PROTOCOL_FLOW | code_numbers(allowed)
+    groups = list(group_clients.GROUPS)
+    group_clients.GROUPS.clear()
+    found: list[str] = []
+    for group in groups:
+        for driver in group.all_drivers:
+            for error in driver_errors(driver):
+                if error.code is not None and error.code in codes:
+                    continue
+                windows = [w for w in group.fault_windows if w.start <= (error.at or 0.0) <= w.end]
+                if any(error.retriable or error.code in w.also for w in windows):
+                    continue
+                found.append(f"{group.group} {driver.name}: {error.label()}")
+    return found

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +16,15 @@ from prometheus_client.samples import Sample
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
 from tests.support.batches import build_batch
+from tests.support.client_errors import ErrorLog
 from tests.support.postgres import PostgresCluster
 from tests.support.raw_client import RawClient
 from tests.support.raw_ops import produce
 from tests.support.server import KcoordProcess
 
 OFFSETS_PARTITIONS = 12
+#: What a node that cannot take a partition's records answers a producer that asked it blindly.
+_ROUTING = frozenset({ErrorCode.not_leader_or_follower, ErrorCode.unknown_topic_or_partition})
 
 
 def cluster_settings(database: str, node_id: int, **overrides: str) -> dict[str, str]:
@@ -149,11 +152,20 @@ def produce_to_leaders(
     partitions: int,
     count: int,
     timeout: float = 30.0,
-    on_error: Callable[[int], None] | None = None,
+    *,
+    allowed: Collection[int] = (),
+    errors: ErrorLog | None = None,
 ) -> set[tuple[int, int]]:
-    """Append ``count`` records to each partition at whichever live node leads it now (retrying
-    while a partition has no live leader); the acknowledged (partition, offset) pairs. Every
-    error code answered goes to ``on_error``."""
+    """Append ``count`` records to each partition at whichever live node leads it now; the
+    acknowledged (partition, offset) pairs.
+
+    The producer asks every live node in turn, so NOT_LEADER_OR_FOLLOWER from a node that does not
+    lead the partition, and UNKNOWN_TOPIC_OR_PARTITION from one that has not yet read a new topic
+    from the shared catalogue (Kafka's brokers answer the same while metadata propagates), are its
+    routing, and it moves on. Every other error code answered is recorded
+    in ``errors`` and retried only when the test allows it (``allowed``: ``RETRIABLE_CODES`` during a
+    fault window, nothing otherwise); an error not allowed fails at once. A partition no live node
+    accepts fails after ``timeout``."""
     written: set[tuple[int, int]] = set()
     now_ms = int(time.time() * 1000)
     for partition in range(partitions):
@@ -173,8 +185,14 @@ def produce_to_leaders(
                 if error == ErrorCode.none:
                     written.update((partition, base + i) for i in range(count))
                     break
-                if on_error is not None:
-                    on_error(error)
+                if error in _ROUTING:
+                    continue
+                if errors is not None:
+                    errors.raw("produce", error)
+                assert error in allowed, (
+                    f"{topic}-{partition}: node {node.settings.get('node.id')} answered Produce with "
+                    f"{ErrorCode(error).name}, which this test does not allow"
+                )
             else:
                 assert time.monotonic() < deadline, f"{topic}-{partition} found no leader"
                 time.sleep(0.2)

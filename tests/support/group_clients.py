@@ -19,12 +19,17 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from prometheus_client.parser import text_string_to_metric_families
+
+from kcoord.protocol.api_keys import ApiKey
 from tests.support.batches import build_batch
 from tests.support.raw_client import RawClient
 from tests.support.raw_ops import create_topic, produce
@@ -38,6 +43,8 @@ REPO_KP2_PYTHON = REPO / ".venv-kp2" / "bin" / "python"
 KCAT = shutil.which("kcat") or "/usr/bin/kcat"
 SESSION_TIMEOUT_MS = 6000
 HEARTBEAT_MS = 1000
+#: Every Group made since the last judgement of client errors (tests/support/client_errors.py).
+GROUPS: list[Group] = []
 
 
 def kp2_python() -> str:
@@ -114,6 +121,15 @@ def kcat_command(
 
 _KCAT_REBALANCE = re.compile(r"% Group \S+ rebalanced \(memberid [^)]*\): (assigned|revoked): ?(.*)")
 _KCAT_PARTITION = re.compile(r"\[(\d+)\]")
+
+
+@dataclass(frozen=True)
+class FaultWindow:
+    """A fault a test caused: monotonic start and end, and the error codes it admits beyond retriable ones."""
+
+    start: float
+    end: float
+    also: frozenset[int] = frozenset()
 
 
 @dataclass
@@ -215,7 +231,27 @@ class Group:
         self.group = group
         self.partitions = partitions
         self.drivers: list[Driver] = []
+        #: Members taken out of ``drivers`` (replaced); what they consumed still counts.
+        self.retired: list[Driver] = []
+        #: The faults a test causes; retriable errors (and each window's ``also``) are allowed in them.
+        self.fault_windows: list[FaultWindow] = []
         self._numbers = 0
+        GROUPS.append(self)
+
+    @contextmanager
+    def fault_window(self, also: Iterable[int] = ()) -> Iterator[None]:
+        """Mark the block as a fault (a restart, an outage, a cut): clients may report retriable
+        errors in it, and the codes in ``also`` (client-local ones such as SERVER_UNREACHABLE in
+        tests/support/client_errors.py). End the block at a positive sign of recovery."""
+        start = time.monotonic()
+        try:
+            yield
+        finally:
+            self.fault_windows.append(FaultWindow(start, time.monotonic(), frozenset(also)))
+
+    @property
+    def all_drivers(self) -> list[Driver]:
+        return [*self.drivers, *self.retired]
 
     def start(
         self,
@@ -256,7 +292,7 @@ class Group:
         return [d for d in self.drivers if d.alive]
 
     def stop_all(self) -> None:
-        for driver in self.drivers:
+        for driver in self.all_drivers:
             driver.kill()
 
     def diagnose(self) -> str:
@@ -296,13 +332,32 @@ class Group:
             f"group {self.group} never balanced over {self.partitions} partitions:\n{self.diagnose()}"
         )
 
+    def committed_on_server(self) -> dict[int, int]:
+        """Each partition's committed offset as the coordinator answers OffsetFetch (absent: none)."""
+        body = {"groups": [{"group_id": self.group, "topics": None}], "require_stable": False}
+        with RawClient(self.server.host, self.server.port, client_id="group-test-offsets") as raw:
+            answer = raw.call(ApiKey.OFFSET_FETCH, 8, body)
+        return {
+            int(p.partition_index): int(p.committed_offset)
+            for entry in answer.groups
+            for topic in entry.topics
+            if topic.name == self.topic
+            for p in topic.partitions
+            if int(p.committed_offset) >= 0
+        }
+
+    def wait_committed_at(self, ends: dict[int, int], timeout: float = 30.0) -> None:
+        """Wait until the coordinator holds a commit at ``ends`` for every partition: the positive sign
+        that no member can consume anything again (a re-read starts from a committed offset)."""
+        wait_until(lambda: self.committed_on_server() == ends, timeout, f"{self.group} committed at {ends}")
+
     def wait_consumed(
         self, expected: set[tuple[int, int]], *, timeout: float = 30.0
     ) -> Counter[tuple[int, int]]:
         """Wait until the members together consumed every expected (partition, offset); returns the counts."""
         deadline = time.monotonic() + timeout
         while True:
-            counts = Counter(pair for d in self.drivers for pair in list(d.consumed))
+            counts = Counter(pair for d in self.all_drivers for pair in list(d.consumed))
             if expected <= set(counts):
                 return counts
             if time.monotonic() >= deadline:
@@ -349,3 +404,39 @@ def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> floa
             return time.monotonic()
         time.sleep(0.05)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def end_offsets(records: Iterable[tuple[int, int]]) -> dict[int, int]:
+    """Each partition's next offset after the highest of ``records`` (what a member commits at the end)."""
+    ends: dict[int, int] = {}
+    for partition, offset in records:
+        ends[partition] = max(ends.get(partition, 0), offset + 1)
+    return ends
+
+
+def heartbeats_answered(server: KcoordProcess) -> Counter[str]:
+    """The Heartbeat requests the server answered so far, by error name (its ``kcoord_requests_total``)."""
+    with urllib.request.urlopen(f"http://{server.metrics_address}/metrics", timeout=10) as reply:
+        text = reply.read().decode()
+    counts: Counter[str] = Counter()
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "kcoord_requests_total" and sample.labels.get("api") == "Heartbeat":
+                counts[sample.labels["error"]] += int(sample.value)
+    return counts
+
+
+def wait_heartbeat_rounds(server: KcoordProcess, members: int, rounds: int, timeout: float) -> Counter[str]:
+    """Wait until ``members * rounds`` more heartbeats were answered NONE than when called: the positive
+    sign that the members have each heard back from the coordinator since (a pending rebalance is
+    answered REBALANCE_IN_PROGRESS instead); the answers counted since the call, by error name."""
+    before = heartbeats_answered(server)
+
+    def since() -> Counter[str]:
+        now = heartbeats_answered(server)
+        now.subtract(before)
+        return now
+
+    wanted = members * rounds
+    wait_until(lambda: since()["NONE"] >= wanted, timeout, f"{wanted} heartbeats answered")
+    return since()

@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from tests.support.server_logs import LogSource, register
+
 DEFAULT_TEST_SETTINGS = {"group.initial.rebalance.delay.ms": "0"}
 
 
@@ -40,6 +42,12 @@ class KcoordProcess:
         self.host = "127.0.0.1"
         self._started = threading.Event()
         self._reader: threading.Thread | None = None
+        self.log_source = LogSource(
+            f"kcoord {data_dir.parent.name}/{data_dir.name}",
+            self.raw_log,
+            finished=lambda: self.proc is None or self.proc.poll() is not None,
+            settle=self._join_reader,
+        )
 
     @property
     def bootstrap(self) -> str:
@@ -74,6 +82,7 @@ class KcoordProcess:
         )
         self._reader = threading.Thread(target=self._read_logs, args=(self.proc,), daemon=True)
         self._reader.start()
+        register(self.log_source)
         if not self._started.wait(timeout):
             self.kill()
             raise RuntimeError("kcoord did not start:\n" + "\n".join(self.raw_log[-30:]))
@@ -120,9 +129,13 @@ class KcoordProcess:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         code = self.proc.wait(timeout)
+        self._join_reader()
+        return code
+
+    def _join_reader(self) -> None:
+        """Wait (briefly) until every line the exited process wrote has been read."""
         if self._reader:
             self._reader.join(5)
-        return code
 
     def restart(self) -> KcoordProcess:
         """Start again on the same data directory and the same port (clients keep their bootstrap)."""

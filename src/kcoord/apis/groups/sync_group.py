@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+import structlog
 from kio.schema.errors import ErrorCode
 
 from kcoord.apis.access import Op, require_group
@@ -27,6 +28,8 @@ from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.group_service import GroupService
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
+
+log = structlog.get_logger(__name__)
 
 
 def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
@@ -55,4 +58,13 @@ async def handle_sync_group(
     response = await groups.sync_group(sync, ctx.connection.connection_id)
     if response.error_code == ErrorCode.none:
         members.watch(ctx.connection, sync.group_id, sync.member_id)
+    log.debug(
+        "group.sync_answered",
+        group=sync.group_id,
+        member=sync.member_id,
+        generation=sync.generation_id,
+        client_id=ctx.client_id,
+        error=int(response.error_code),
+        assignment=response.assignment.hex(),
+    )
     return response

@@ -1,0 +1,86 @@
+"""Proving kafka-python 3.0.12's post-SyncGroup stall from the server's side before working around it.
+
+The stall (see tests/support/kafka_python.py): a member receives a SyncGroup answer that assigns it
+partitions, then sends nothing more until the coordinator expires it. A test helper may replace
+such a member only when the server's own log shows exactly that:
+
+1. the member's last SyncGroup was answered with no error and a non-empty assignment
+   (``group.sync_answered``, a debug line, so the server must run at ``kcoord.log.level=debug``);
+2. the coordinator then expired that same member for its session timeout (``member.expired``) no
+   later than ``session.timeout.ms + heartbeat.interval.ms`` after the answer: nothing the member
+   sent after its first heartbeat interval reached the coordinator.
+
+A member that owns nothing for any other reason (a SyncGroup never answered, an empty assignment,
+a member lost from a generation) is a server bug, and the caller fails with the group's state.
+Every replacement is counted in :data:`RETRIES` and shown in the session's terminal summary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from kcoord.coordinator.classic.consumer_protocol import decode_assignment
+from tests.support.server import KcoordProcess
+
+#: One line per member replaced after a proven stall, for the session summary.
+RETRIES: list[str] = []
+#: How many groups were formed through a helper that may retry (the denominator of RETRIES).
+FORMED: list[str] = []
+
+
+@dataclass(frozen=True)
+class Stall:
+    """The server-side evidence of one stalled member."""
+
+    client_id: str
+    member_id: str
+    generation: int
+    partitions: int
+    silent_s: float
+
+    def describe(self) -> str:
+        return (
+            f"{self.client_id} (member {self.member_id}, generation {self.generation}): SyncGroup answered "
+            f"with {self.partitions} partitions, then silent until expired {self.silent_s:.1f}s later"
+        )
+
+
+def _at(event: dict[str, Any]) -> datetime:
+    return datetime.fromisoformat(str(event["timestamp"]))
+
+
+def _partition_count(assignment_hex: str) -> int:
+    data = bytes.fromhex(assignment_hex)
+    if not data:
+        return 0
+    return sum(len(partitions) for _, partitions in decode_assignment(data).assigned_partitions)
+
+
+def proven_stall(
+    server: KcoordProcess, group: str, client_id: str, *, session_timeout_ms: int, heartbeat_ms: int
+) -> Stall | None:
+    """The server-side proof that ``client_id`` stalled after a good SyncGroup answer, else None."""
+    answers = [
+        e
+        for e in server.events("group.sync_answered")
+        if e.get("group") == group and e.get("client_id") == client_id
+    ]
+    if not answers:
+        return None
+    answer = answers[-1]
+    partitions = _partition_count(str(answer["assignment"]))
+    if int(answer["error"]) != 0 or partitions == 0:
+        return None
+    expiries = [
+        e
+        for e in server.events("member.expired")
+        if e.get("group") == group and e.get("member") == answer["member"] and _at(e) >= _at(answer)
+    ]
+    if not expiries:
+        return None
+    silent_s = (_at(expiries[0]) - _at(answer)).total_seconds()
+    if silent_s > (session_timeout_ms + heartbeat_ms) / 1000:
+        return None
+    return Stall(client_id, str(answer["member"]), int(answer["generation"]), partitions, silent_s)
