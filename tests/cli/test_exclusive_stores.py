@@ -207,6 +207,7 @@ def test_a_start_refused_by_the_lock_changes_nothing_in_the_directory(
     assert first.terminate() == 0
 
 
+@pytest.mark.server_log_allows("postgres.hold_given_up")
 async def test_a_single_node_whose_database_is_taken_while_its_session_is_lost_exits(
     kcoord_factory: type[KcoordProcess], tmp_path: Path, postgres_cluster: PostgresCluster
 ) -> None:
