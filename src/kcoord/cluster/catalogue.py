@@ -83,9 +83,6 @@ class CatalogueDiff:
     version: int | None = None
     """The catalogue version the diff leads to (None: the catalogue keeps no version)."""
 
-    def __bool__(self) -> bool:
-        return bool(self.deleted or self.created or self.grown or self.reconfigured)
-
 
 def diff(local: Mapping[str, TopicInfo], catalogue: Iterable[TopicInfo]) -> CatalogueDiff:
     """The changes that make ``local`` (name -> topic) what ``catalogue`` lists."""
@@ -115,7 +112,7 @@ class CatalogueOutcome:
     changes: CatalogueDiff
     refused: dict[str, Exception] = field(default_factory=dict)
     topic: TopicInfo | None = None
-    """The topic a single change left (for a delete: as it was); None when refused."""
+    """What a delete removed, as it was (None for other changes, or when refused)."""
 
     @classmethod
     def refusal(cls, name: str, error: Exception) -> CatalogueOutcome:

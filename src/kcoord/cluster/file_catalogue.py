@@ -125,9 +125,8 @@ class FileCatalogue:
 
     async def delete(self, name: str, view: Mapping[str, TopicInfo]) -> CatalogueOutcome:
         info = self._topics.get(name)
-        refused = _refusal(name, info, CatalogueError.INTERNAL_DELETE)
-        if refused is not None or info is None:
-            return refused or CatalogueOutcome.refusal(name, CatalogueError.UNKNOWN(name))
+        if info is None or info.internal:
+            return _refusal(name, info, CatalogueError.INTERNAL_DELETE)
         del self._topics[name]
         await self._save()
         return CatalogueOutcome(CatalogueDiff(deleted=[info]), topic=info)
@@ -145,18 +144,17 @@ class FileCatalogue:
         grown = self._topics[name] = replace(info, partitions=new_total)
         await self._save()
         await self._create_logs(grown, range(info.partitions, new_total))
-        return CatalogueOutcome(CatalogueDiff(grown=[grown]), topic=grown)
+        return CatalogueOutcome(CatalogueDiff(grown=[grown]))
 
     async def alter_configs(
         self, name: str, change: ConfigChange, view: Mapping[str, TopicInfo]
     ) -> CatalogueOutcome:
         info = self._topics.get(name)
-        refused = _refusal(name, info, CatalogueError.INTERNAL_CONFIGS)
-        if refused is not None or info is None:
-            return refused or CatalogueOutcome.refusal(name, CatalogueError.UNKNOWN(name))
+        if info is None or info.internal:
+            return _refusal(name, info, CatalogueError.INTERNAL_CONFIGS)
         altered = self._topics[name] = replace(info, configs=dict(change(info.configs)))
         await self._save()
-        return CatalogueOutcome(CatalogueDiff(reconfigured=[altered]), topic=altered)
+        return CatalogueOutcome(CatalogueDiff(reconfigured=[altered]))
 
     async def drop_logs(self, topic: TopicInfo) -> None:
         await self._store.delete_topic(topic.name)
@@ -174,14 +172,10 @@ class FileCatalogue:
         await asyncio.to_thread(_write_catalogue, self.path, list(self._topics.values()))
 
 
-def _refusal(name: str, info: TopicInfo | None, internal: CatalogueError) -> CatalogueOutcome | None:
-    """Why a change of topic ``name`` (``info``, None when unknown) is refused: unknown, or
-    ``internal`` for an internal topic; None when it may go ahead."""
-    if info is None:
-        return CatalogueOutcome.refusal(name, CatalogueError.UNKNOWN(name))
-    if info.internal:
-        return CatalogueOutcome.refusal(name, internal(name))
-    return None
+def _refusal(name: str, info: TopicInfo | None, internal: CatalogueError) -> CatalogueOutcome:
+    """A change of topic ``name`` refused: it is unknown (``info`` None), or internal."""
+    error = CatalogueError.UNKNOWN(name) if info is None else internal(name)
+    return CatalogueOutcome.refusal(name, error)
 
 
 def _write_catalogue(path: Path, topics: list[TopicInfo]) -> None:

@@ -102,10 +102,7 @@ class SharedCatalogue:
                     refused[topic.name] = CatalogueError.ALREADY_EXISTS(topic.name)
             except Exception as exc:
                 refused[topic.name] = exc
-        outcome = CatalogueOutcome(await self._read(view), refused)
-        if len(topics) == 1 and not refused:
-            outcome.topic = topics[0]
-        return outcome
+        return CatalogueOutcome(await self._read(view), refused)
 
     async def delete(self, name: str, view: Mapping[str, TopicInfo]) -> CatalogueOutcome:
         known = view.get(name)
