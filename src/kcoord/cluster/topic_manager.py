@@ -127,11 +127,6 @@ class TopicManager:
     def log_config(self, info: TopicInfo) -> LogConfig:
         return log_config_for(info.configs, self._settings)
 
-    def log_config_of(self, name: str) -> LogConfig | None:
-        """The log config of topic ``name`` as this node knows it (None: unknown topic)."""
-        info = self._topics.get(name)
-        return None if info is None else self.log_config(info)
-
     def max_message_bytes(self, info: TopicInfo) -> int:
         """The largest record batch a Produce to this topic may carry (``max.message.bytes``)."""
         return int(effective_value("max.message.bytes", info.configs, self._settings))
