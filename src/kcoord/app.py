@@ -63,12 +63,15 @@ from kcoord.apis.groups import (
 )
 from kcoord.apis.groups.common import MemberWatch
 from kcoord.cluster.broker_configs import BrokerConfigs
+from kcoord.cluster.catalogue import Catalogue
+from kcoord.cluster.file_catalogue import FileCatalogue
 from kcoord.cluster.growth_hints import GrowthHints
 from kcoord.cluster.identity import Node, read_identity, write_identity
 from kcoord.cluster.leader_epochs import RecordedEpochs
-from kcoord.cluster.membership import ClusterMembership, LeaseSettings, MembershipDirectory
+from kcoord.cluster.membership import ClusterMembership, MembershipDirectory
+from kcoord.cluster.mode import ClusterMode
 from kcoord.cluster.producer_keeper import ProducerStateKeeper
-from kcoord.cluster.shared_catalogue import ConfiguredHost, SharedCatalogue
+from kcoord.cluster.shared_catalogue import SharedCatalogue
 from kcoord.cluster.shared_state import SharedStatePoller, adopt_files
 from kcoord.cluster.topic_configs import log_config_for
 from kcoord.cluster.topic_manager import TopicChange, TopicEvent, TopicManager
@@ -155,19 +158,14 @@ class App:
         if isinstance(self.store, PostgresLogStore):
             watch_storage_cache(self.metrics.registry, self.store.cache)
             self.store.hold.on_lost = self._halt
-        shared: SharedCatalogue | None = None
-        cluster_store: PostgresLogStore | None = None
-        if s["kcoord.cluster.enable"]:
-            if not isinstance(self.store, PostgresLogStore):
-                raise ValueError("kcoord.cluster.enable needs a postgresql:// kcoord.storage.url")
-            cluster_store = self.store
-            shared = SharedCatalogue(self.store, self.metrics)
-        self._security_state(cluster_store)
-        self.topics = TopicManager(self.store, s, self.data_dir, shared=shared)
+        self.cluster = ClusterMode.of(s, self.store, identity.node_id)
+        """Alone or one of a cluster: handed to every part that serves differently in a cluster."""
+        self._security_state()
+        self.topics = TopicManager(self.store, s, self._catalogue())
         self.producer_state = ProducerStateKeeper(
             self.data_dir,
             self.store,
-            clustered=s["kcoord.cluster.enable"],
+            cluster=self.cluster,
             clock=self.clock,
             internal_topics=INTERNAL_TOPICS,
         )
@@ -182,7 +180,7 @@ class App:
             expiry_interval_ms=s["offsets.retention.check.interval.ms"],
             append_timeout_ms=s["offsets.commit.timeout.ms"],
             observer=self.metrics,
-            owned_only=s["kcoord.cluster.enable"],
+            owned_only=self.cluster.enabled,
             serving=self._serving,
         )
         self.membership: ClusterMembership | None = None
@@ -216,11 +214,17 @@ class App:
             max_lag_series=s["kcoord.lag.max.series"],
             **http_security(s, self.credentials, self.auth_metrics),
             cluster_status=lambda: None if self.membership is None else self.membership.status(),
-            coordinator_moves=self._coordinator_moves if s["kcoord.cluster.enable"] else None,
+            coordinator_moves=self._coordinator_moves if self.cluster.enabled else None,
         )
         self.started = asyncio.Event()
 
-    def _security_state(self, shared: PostgresLogStore | None) -> None:
+    def _catalogue(self) -> Catalogue:
+        """The topic catalogue: ``topics.json`` alone, the shared table in a cluster."""
+        if self.cluster.store is None:
+            return FileCatalogue(self.store, self.settings, self.data_dir)
+        return SharedCatalogue(self.cluster.store, self.metrics)
+
+    def _security_state(self) -> None:
         """Where the ACLs, SCRAM credentials and group configs live: the data directory's files on a
         single node; in a cluster, documents every node shares in PostgreSQL, adopted from those
         files once, then polled (:mod:`kcoord.cluster.shared_state`)."""
@@ -228,6 +232,7 @@ class App:
         self.freshness = Freshness.always()
         self.shared_state: SharedStatePoller | None = None
         self._adoptions: list[tuple[FileDocument, SharedDocument]] = []
+        shared = self.cluster.store
         if shared is None:
             acls: StateDocument = files[0]
             credentials: StateDocument = files[1]
@@ -237,7 +242,7 @@ class App:
             documents = [SharedDocument(lambda: store.pool, kind) for kind in SHARED_KINDS]
             acls, credentials, group_configs = documents
             self._adoptions = list(zip(files, documents, strict=True))
-            self.freshness = Freshness(self.settings["kcoord.cluster.state.max.staleness.ms"] / 1000)
+            self.freshness = Freshness(self.cluster.max_staleness_ms / 1000)
             self.metrics.watch_shared_state(self.freshness.age_s)
         self.acl_store = AclStore(acls)
         self.credentials = CredentialStore(
@@ -377,17 +382,14 @@ class App:
     async def _bind(self) -> None:
         """Bind every Kafka listener and the HTTP endpoint, and settle the advertised addresses."""
         all_bound = await self.listener.bind()
-        self.node.listener_addresses = advertised_addresses(self.settings, all_bound)
-        self.node.advertised = next(iter(self.node.listener_addresses.values()))
+        self.node.bound(advertised_addresses(self.settings, all_bound))
         await self.http.bind()
 
     async def _start_after_store(self) -> tuple[str, int]:
         await adopt_files(self._adoptions)
         await self.topics.load()
-        shared_configs = None
-        if isinstance(self.store, PostgresLogStore) and self.settings["kcoord.cluster.enable"]:
-            shared_configs = SharedBrokerConfigs(self.store.pool)
-        await self.broker_configs.load(shared_configs)
+        shared = self.cluster.store
+        await self.broker_configs.load(None if shared is None else SharedBrokerConfigs(shared.pool))
         if isinstance(self.authorizer, AclAuthorizer):
             await self.authorizer.load()
         await self.producer_state.start()
@@ -399,7 +401,7 @@ class App:
         self.topics.add_listener(self._on_topic_event)
         all_bound = await self.listener.start()
         bound = next(iter(all_bound.values()))
-        if self.settings["kcoord.cluster.enable"]:
+        if self.cluster.enabled:
             self._poll_shared_state()
             await self._join_cluster()
         advertised = self.node.advertised
@@ -419,30 +421,27 @@ class App:
 
     async def _join_cluster(self) -> None:
         """Take the cluster's id, register with a lease, and claim this node's share of the groups."""
-        store = self.store
-        assert isinstance(store, PostgresLogStore)
-        s, ownership = self.settings, Ownership(store.pool)
-        self.node.cluster_id = await ownership.cluster_id(self.node.cluster_id)
+        store = self.cluster.shared_store
+        ownership = Ownership(store.pool)
+        cluster_id = await ownership.cluster_id(self.node.cluster_id)
         coordinator, topics, producer_state = self.coordinator, self.topics, self.producer_state
         hosted_by = {coordinator.kind.topic: coordinator}
         self.membership = ClusterMembership(
             ownership,
             store,
-            self.node.node_id,
+            self.cluster.node_id,
             lambda: self.node.advertised,
-            lambda topic: ConfiguredHost(
-                hosted_by.get(topic) or producer_state.host_for(topic),
-                topic,
-                topics.log_config_of,
-            ),
+            lambda topic: hosted_by.get(topic) or producer_state.host_for(topic),
             lambda: [(info.name, p) for info in topics.topics() for p in range(info.partitions)],
-            LeaseSettings(lease_ms=s["kcoord.node.lease.ms"], renew_ms=s["kcoord.node.lease.renew.ms"]),
+            self.cluster.lease,
             observer=self.metrics,
             on_catalogue=self._refresh_shared_state,
             on_displaced=self._halt,
         )
         self.leader_epochs.ownership = ownership
-        self.node.directory = MembershipDirectory(self.membership, {coordinator.kind.key_type: coordinator})
+        self.node.joined(
+            cluster_id, MembershipDirectory(self.membership, {coordinator.kind.key_type: coordinator})
+        )
         await self.membership.start()
 
     async def _refresh_shared_state(self) -> None:

@@ -11,12 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from kcoord.cluster.shared_catalogue import ConfiguredHost, SharedCatalogue, diff
+from kcoord.cluster.catalogue import diff
+from kcoord.cluster.shared_catalogue import SharedCatalogue
 from kcoord.cluster.topic_manager import CATALOGUE_FILE, TopicChange, TopicEvent, TopicInfo, TopicManager
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.storage import LogConfig
-from kcoord.storage.api import PartitionLog
-from kcoord.storage.memory import MemoryLogStore
 from kcoord.storage.postgres import PostgresLogStore
 from kcoord.storage.postgres.hold import HoldMode
 from tests.apis.broker.topic_app import make_settings
@@ -31,7 +30,7 @@ class Node:
         self.store = PostgresLogStore(url, LogConfig(), retention_check_interval_ms=0, hold=HoldMode.SHARED)
         self.applied: list[str] = []
         self.shared = SharedCatalogue(self.store, self)
-        self.topics = TopicManager(self.store, make_settings(), data_dir, shared=self.shared)
+        self.topics = TopicManager(self.store, make_settings(), self.shared)
         self.events: list[tuple[TopicChange, str, int]] = []
         self.topics.add_listener(self._heard)
 
@@ -179,32 +178,23 @@ def test_diff_orders_a_recreation_as_deletion_then_creation() -> None:
     new = TopicInfo("re", uuid.uuid4(), 1)
     grown = TopicInfo("g", local["g"].topic_id, 2, {"retention.ms": "1"})
     changes = diff(local, [new, grown, TopicInfo("fresh", uuid.uuid4(), 1)])
-    assert sorted(changes.deleted) == ["gone", "re"]
+    assert sorted(t.name for t in changes.deleted) == ["gone", "re"]
     assert [t.name for t in changes.created] == ["re", "fresh"]
     assert changes.grown == [grown] and changes.reconfigured == [grown]
 
 
-class RecordingHost:
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, int, int]] = []
-
-    async def acquire(self, partition: int, partition_log: PartitionLog) -> None:
-        self.calls.append(("acquire", partition, partition_log.config.retention_ms))
-
-    async def release(self, partition: int) -> None:
-        self.calls.append(("release", partition, 0))
-
-
-async def test_a_claimed_log_gets_its_topics_config_before_it_is_served() -> None:
-    """A partition's log reopened on a claim carries the store's default config; the host wrapper
-    gives it the topic's (say retention.ms) before the inner host serves it, and leaves the log of
-    an unknown topic alone."""
-    store = MemoryLogStore(LogConfig())
-    await store.open()
-    configs = {"t": LogConfig(retention_ms=1234)}
-    inner = RecordingHost()
-    host = ConfiguredHost(inner, "t", configs.get)
-    await host.acquire(0, await store.create("t", 0))
-    await host.release(0)
-    await ConfiguredHost(inner, "u", configs.get).acquire(0, await store.create("u", 0))
-    assert inner.calls == [("acquire", 0, 1234), ("release", 0, 0), ("acquire", 0, LogConfig().retention_ms)]
+async def test_a_log_claimed_after_a_config_change_opens_with_the_topics_config(
+    nodes: tuple[Node, Node],
+) -> None:
+    """A partition B never held, claimed after A altered its topic's configs (say retention.ms),
+    is reopened by B's store with the config B's view pushed, not the store's default."""
+    a, b = nodes
+    await a.topics.create("t", 2)
+    await a.topics.alter_configs("t", lambda _: {"retention.ms": "1234"})
+    await b.topics.refresh()
+    assert b.store.get("t", 1) is None
+    claimed = await b.store.reopen("t", 1, 0)
+    assert claimed.config.retention_ms == 1234
+    await a.topics.alter_configs("t", lambda _: {"retention.ms": "4321"})
+    await b.topics.refresh()
+    assert claimed.config.retention_ms == 4321

@@ -180,20 +180,31 @@ async def test_logs_written_by_a_node_alone_are_adopted_once(
     two_nodes: tuple[PostgresLogStore, PostgresLogStore],
 ) -> None:
     """A node serving the database alone writes logs and no catalogue rows; a cluster starting on
-    that database catalogues them (one version bump, fresh ids), and a second call adopts nothing."""
+    that database catalogues them as the given rule says (one version bump), and a second call
+    adopts nothing."""
     alone, _ = two_nodes
     for partition in range(3):
         await alone.create("solo", partition)
     await alone.create("__consumer_offsets", 0)
     table = TopicCatalogue(alone.pool)
     before = await table.version()
-    assert await table.adopt_uncatalogued() == {"solo": 3, "__consumer_offsets": 1}
+    asked: list[tuple[str, int]] = []
+
+    def rule(name: str, partitions: int) -> CatalogueRow:
+        asked.append((name, partitions))
+        internal = name.startswith("__")
+        return CatalogueRow(
+            name, uuid.uuid4(), partitions, {"segment.bytes": "1048576"} if internal else {}, internal
+        )
+
+    assert await table.adopt_uncatalogued(rule) == {"solo": 3, "__consumer_offsets": 1}
+    assert sorted(asked) == [("__consumer_offsets", 1), ("solo", 3)]
     snapshot = await table.snapshot()
     assert snapshot.version == before + 1
     by_name = {row.name: row for row in snapshot.topics}
     assert by_name["solo"].partitions == 3 and not by_name["solo"].internal
     assert by_name["__consumer_offsets"].internal
-    assert by_name["__consumer_offsets"].configs == {"cleanup.policy": "compact"}
-    assert await table.adopt_uncatalogued() == {}
+    assert by_name["__consumer_offsets"].configs == {"segment.bytes": "1048576"}
+    assert await table.adopt_uncatalogued(rule) == {}
     assert await table.version() == before + 1
     assert not await table.create(_row("solo"), NOW_MS), "an adopted name is taken"

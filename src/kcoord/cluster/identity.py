@@ -53,9 +53,11 @@ class NodeDirectory(Protocol):
 class Node:
     """This node as clients see it: its identity and the address it advertises.
 
-    The advertised address is only settled once the listener has bound (port 0 in tests), so the
-    composition root sets it then; until then it is the configured one. ``directory`` is set when
-    the node is one of a cluster; alone, it is every group's coordinator and the only broker.
+    Two steps of the start complete it, each once: :meth:`bound` when the listeners have bound
+    (the advertised addresses carry the ports actually bound, port 0 in tests; until then the
+    configured one), and, in a cluster, :meth:`joined` (the cluster's id as the database holds it,
+    and the directory of live nodes and owners). Alone, ``directory`` stays None: the node is every
+    group's coordinator and the only broker.
     """
 
     node_id: int
@@ -64,6 +66,16 @@ class Node:
     directory: NodeDirectory | None = None
     listener_addresses: dict[str, tuple[str, int]] = field(default_factory=dict)
     """The advertised address per listener name; a client is told the one of the listener it used."""
+
+    def bound(self, listener_addresses: dict[str, tuple[str, int]]) -> None:
+        """The listeners bound: advertise their addresses (the first listener's is the default)."""
+        self.listener_addresses = dict(listener_addresses)
+        self.advertised = next(iter(self.listener_addresses.values()))
+
+    def joined(self, cluster_id: str, directory: NodeDirectory) -> None:
+        """This node joined a cluster: its id is the cluster's, and ``directory`` says who serves what."""
+        self.cluster_id = cluster_id
+        self.directory = directory
 
     def address_for(self, listener_name: str) -> tuple[str, int]:
         return self.listener_addresses.get(listener_name, self.advertised)

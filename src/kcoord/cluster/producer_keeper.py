@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from kcoord.cluster.membership import PartitionHost
+from kcoord.cluster.mode import ClusterMode
 from kcoord.cluster.producer_handover import ProducerHandover
 from kcoord.cluster.producer_ids import ID_BLOCK_FILE, FileIdReservations
 from kcoord.cluster.producer_snapshots import ProducerSnapshots
@@ -23,7 +24,6 @@ from kcoord.cluster.producer_state import ProducerStateManager
 from kcoord.storage.api import LogStore
 from kcoord.storage.postgres.producer_ids import PostgresIdReservations
 from kcoord.storage.postgres.producer_snapshots import PostgresProducerSnapshots
-from kcoord.storage.postgres.store import PostgresLogStore
 from kcoord.timer.api import Clock
 
 __all__ = ["ProducerStateKeeper"]
@@ -37,16 +37,16 @@ class ProducerStateKeeper:
         data_dir: Path,
         store: LogStore,
         *,
-        clustered: bool,
+        cluster: ClusterMode,
         clock: Clock,
         internal_topics: Iterable[str] = (),
     ) -> None:
         self._data_dir = Path(data_dir)
-        self._store = store
-        self.producers = ProducerStateManager(self._data_dir, gated=clustered, clock=clock)
+        self._cluster = cluster
+        self.producers = ProducerStateManager(self._data_dir, gated=cluster.enabled, clock=clock)
         self._snapshots = (
             None
-            if clustered
+            if cluster.enabled
             else ProducerSnapshots(self._data_dir, store, self.producers, internal_topics=internal_topics)
         )
         """Alone: the snapshot files the state is restored from and kept in."""
@@ -59,9 +59,7 @@ class ProducerStateKeeper:
             await self._snapshots.restore()
             self._snapshots.start()
             return
-        store = self._store
-        if not isinstance(store, PostgresLogStore):
-            raise ValueError("a cluster keeps producer state in PostgreSQL")
+        store = self._cluster.shared_store
         floor = await asyncio.to_thread(FileIdReservations(self._data_dir / ID_BLOCK_FILE).reserved)
         self.producers.reserve_ids_from(PostgresIdReservations(store.pool, floor))
         self.handover = ProducerHandover(self.producers, PostgresProducerSnapshots(store.pool))

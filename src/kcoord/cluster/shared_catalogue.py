@@ -5,8 +5,10 @@ In cluster mode (``kcoord.cluster.enable``) the ``topic_catalogue`` table
 ids, partition counts and config overrides; ``topics.json`` is not used. A node commits every
 change there (one transaction with the partition rows) before it answers the client, then applies
 the catalogue as the database holds it to its own view, exactly as it applies other nodes'
-changes: :func:`diff` tells the :class:`~kcoord.cluster.topic_manager.TopicManager` what was
-created, deleted (or deleted and created again under a new id), grown or reconfigured.
+changes: :func:`~kcoord.cluster.catalogue.diff` tells the
+:class:`~kcoord.cluster.topic_manager.TopicManager` what was created, deleted (or deleted and
+created again under a new id), grown or reconfigured. Logs are not created here: each partition's
+owner reopens it from the database when it claims it.
 
 Other nodes' changes arrive by polling: every membership renewal (``kcoord.node.lease.renew.ms``,
 1 s by default) reads the catalogue's version, one indexed row, and reads the whole catalogue only
@@ -19,18 +21,26 @@ renewal interval plus a round trip before a change is seen everywhere.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Protocol
 
-from kcoord.cluster.membership import PartitionHost
-from kcoord.cluster.topic_manager import TopicInfo
-from kcoord.protocol.errors import ErrorCode, KafkaError
-from kcoord.storage.api import LogConfig, PartitionLog
-from kcoord.storage.postgres.catalogue import CatalogueRow, DeleteOutcome, GrowOutcome, TopicCatalogue
+import structlog
+
+from kcoord.cluster.catalogue import (
+    AdoptionRule,
+    CatalogueDiff,
+    CatalogueOutcome,
+    ConfigChange,
+    diff,
+)
+from kcoord.cluster.catalogue_errors import CatalogueError
+from kcoord.storage.api import TopicInfo
+from kcoord.storage.postgres.catalogue import DeleteOutcome, GrowOutcome, TopicCatalogue
 from kcoord.storage.postgres.store import PostgresLogStore
 
-__all__ = ["CatalogueDiff", "CatalogueObserver", "ConfiguredHost", "SharedCatalogue", "diff"]
+__all__ = ["CatalogueObserver", "SharedCatalogue"]
+
+log = structlog.get_logger(__name__)
 
 
 class CatalogueObserver(Protocol):
@@ -43,143 +53,129 @@ class _NoObserver:
         return None
 
 
-@dataclass(slots=True)
-class CatalogueDiff:
-    """What turns a node's view into the shared catalogue; deletions apply before creations (a
-    recreated name appears in both, under its old and its new id)."""
-
-    deleted: list[str] = field(default_factory=list)
-    created: list[TopicInfo] = field(default_factory=list)
-    grown: list[TopicInfo] = field(default_factory=list)
-    reconfigured: list[TopicInfo] = field(default_factory=list)
-
-    def __bool__(self) -> bool:
-        return bool(self.deleted or self.created or self.grown or self.reconfigured)
-
-
-def diff(local: Mapping[str, TopicInfo], shared: Iterable[TopicInfo]) -> CatalogueDiff:
-    """The changes that make ``local`` (name -> topic) what ``shared`` lists."""
-    result = CatalogueDiff()
-    seen: set[str] = set()
-    for topic in shared:
-        seen.add(topic.name)
-        known = local.get(topic.name)
-        if known is None or known.topic_id != topic.topic_id:
-            if known is not None:
-                result.deleted.append(topic.name)
-            result.created.append(topic)
-            continue
-        if topic.partitions > known.partitions:
-            result.grown.append(topic)
-        if dict(topic.configs) != dict(known.configs):
-            result.reconfigured.append(topic)
-    result.deleted.extend(name for name in local if name not in seen)
-    return result
-
-
-def _topic(row: CatalogueRow) -> TopicInfo:
-    """The catalogue row as the topic manager's :class:`TopicInfo` (storage cannot import it, so
-    the row is its own type of the same fields)."""
-    return TopicInfo(row.name, row.topic_id, row.partitions, dict(row.configs), row.internal)
+def _now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 class SharedCatalogue:
-    """The topic manager's access to the shared catalogue: rows as topics, outcomes as Kafka errors."""
+    """The ``topic_catalogue`` table as a :class:`~kcoord.cluster.catalogue.Catalogue`: rows as
+    topics, outcomes as Kafka errors, and the version this node's view is the state of."""
+
+    shared = True
 
     def __init__(self, store: PostgresLogStore, observer: CatalogueObserver | None = None) -> None:
         self._store = store
         self.observer: CatalogueObserver = observer or _NoObserver()
+        self._version = 0
 
     @property
     def _table(self) -> TopicCatalogue:
         return TopicCatalogue(self._store.pool)
 
-    async def version(self) -> int:
-        return await self._table.version()
+    async def load(self, found: Mapping[str, int], adopt: AdoptionRule) -> CatalogueDiff:
+        """Adopt the topics whose logs a node serving this database alone left without a row, then
+        read the catalogue; logs of topics it does not name are closed, not deleted."""
+        adopted = await self._table.adopt_uncatalogued(adopt)
+        for topic, partitions in sorted(adopted.items()):
+            log.warning("topics.adopted_into_catalogue", topic=topic, partitions=partitions)
+        loaded = await self._read({})
+        names = {info.name for info in loaded.created}
+        for topic, partitions in sorted(found.items()):
+            if topic not in names:
+                log.warning("topics.uncatalogued_logs_ignored", topic=topic, partitions=partitions)
+                await self._forget(topic, partitions)
+        return loaded
 
-    async def snapshot(self) -> tuple[int, list[TopicInfo]]:
-        """The catalogue's version and every topic in it, read together."""
-        snapshot = await self._table.snapshot()
-        return snapshot.version, [_topic(row) for row in snapshot.topics]
+    async def moved(self) -> bool:
+        """Whether the catalogue's version moved past the one the view is the state of (one
+        indexed row)."""
+        return await self._table.version() != self._version
 
-    async def changes_from(self, local: Mapping[str, TopicInfo]) -> tuple[int, CatalogueDiff]:
-        """The catalogue's version and what turns ``local`` into it."""
-        version, topics = await self.snapshot()
-        return version, diff(local, topics)
+    async def changes(self, view: Mapping[str, TopicInfo]) -> CatalogueDiff:
+        return await self._read(view)
 
-    async def adopt_uncatalogued(self) -> dict[str, int]:
-        """Catalogue the topics whose logs a node serving this database alone left without a row."""
-        return await self._table.adopt_uncatalogued()
+    async def create(self, topics: Sequence[TopicInfo], view: Mapping[str, TopicInfo]) -> CatalogueOutcome:
+        refused: dict[str, Exception] = {}
+        for topic in topics:
+            try:
+                if not await self._table.create(topic, _now_ms()):
+                    refused[topic.name] = CatalogueError.ALREADY_EXISTS(topic.name)
+            except Exception as exc:
+                refused[topic.name] = exc
+        return CatalogueOutcome(await self._read(view), refused)
 
-    async def create(self, topic: TopicInfo) -> None:
-        """Commit a new topic; TOPIC_ALREADY_EXISTS when any node holds the name already."""
-        row = CatalogueRow(topic.name, topic.topic_id, topic.partitions, dict(topic.configs), topic.internal)
-        if not await self._table.create(row, int(time.time() * 1000)):
-            raise KafkaError(ErrorCode.topic_already_exists, f"Topic '{topic.name}' already exists.")
+    async def delete(self, name: str, view: Mapping[str, TopicInfo]) -> CatalogueOutcome:
+        known = view.get(name)
+        if known is not None and known.internal:
+            return CatalogueOutcome.refusal(name, CatalogueError.INTERNAL_DELETE(name))
 
-    async def delete(self, name: str) -> TopicInfo:
-        """Commit a deletion and return the topic as it was; UNKNOWN_TOPIC_OR_PARTITION, or
-        INVALID_REQUEST for an internal topic."""
-        outcome, row = await self._table.delete(name)
-        if outcome is DeleteOutcome.UNKNOWN:
-            raise KafkaError(ErrorCode.unknown_topic_or_partition, f"Topic '{name}' does not exist.")
-        if outcome is DeleteOutcome.INTERNAL:
-            raise KafkaError(ErrorCode.invalid_request, f"Internal topic '{name}' cannot be deleted.")
-        assert row is not None
-        return _topic(row)
+        async def commit() -> TopicInfo:
+            outcome, row = await self._table.delete(name)
+            if outcome is DeleteOutcome.UNKNOWN:
+                raise CatalogueError.UNKNOWN(name)
+            if outcome is DeleteOutcome.INTERNAL:
+                raise CatalogueError.INTERNAL_DELETE(name)
+            assert row is not None
+            return row
 
-    async def add_partitions(self, name: str, new_total: int) -> None:
-        """Commit partition growth; UNKNOWN_TOPIC_OR_PARTITION, or INVALID_PARTITIONS when the topic
-        (grown by another node meanwhile) already has as many."""
-        outcome, current = await self._table.add_partitions(name, new_total, int(time.time() * 1000))
-        if outcome is GrowOutcome.UNKNOWN:
-            raise KafkaError(ErrorCode.unknown_topic_or_partition, f"Topic '{name}' does not exist.")
-        if outcome is GrowOutcome.NOT_GROWING:
-            raise KafkaError(
-                ErrorCode.invalid_partitions,
-                f"Topic currently has {current} partitions, which is higher than or equal "
-                f"to the requested {new_total}.",
-            )
+        return await self._committed(name, commit(), view)
+
+    async def add_partitions(
+        self, name: str, new_total: int, view: Mapping[str, TopicInfo]
+    ) -> CatalogueOutcome:
+        async def commit() -> None:
+            outcome, current = await self._table.add_partitions(name, new_total, _now_ms())
+            if outcome is GrowOutcome.UNKNOWN:
+                raise CatalogueError.UNKNOWN(name)
+            if outcome is GrowOutcome.NOT_GROWING:
+                raise CatalogueError.NOT_GROWING(name, current, new_total)
+
+        return await self._committed(name, commit(), view)
 
     async def alter_configs(
-        self, name: str, change: Callable[[Mapping[str, str]], Mapping[str, str]]
-    ) -> None:
-        """Commit ``change`` of a topic's overrides, applied to the overrides the database holds;
-        UNKNOWN_TOPIC_OR_PARTITION when it is gone, INVALID_REQUEST for an internal topic."""
+        self, name: str, change: ConfigChange, view: Mapping[str, TopicInfo]
+    ) -> CatalogueOutcome:
+        """``change`` applies to the overrides the database holds, under the catalogue's lock."""
 
         def guarded(current: dict[str, str], internal: bool) -> Mapping[str, str]:
             if internal:
-                raise KafkaError(
-                    ErrorCode.invalid_request, f"kcoord manages internal topic '{name}''s configs."
-                )
+                raise CatalogueError.INTERNAL_CONFIGS(name)
             return change(current)
 
-        if await self._table.alter_configs(name, guarded) is None:
-            raise KafkaError(ErrorCode.unknown_topic_or_partition, f"Topic '{name}' does not exist.")
+        async def commit() -> None:
+            if await self._table.alter_configs(name, guarded) is None:
+                raise CatalogueError.UNKNOWN(name)
 
-    async def forget_logs(self, name: str, partitions: int) -> None:
+        return await self._committed(name, commit(), view)
+
+    async def drop_logs(self, topic: TopicInfo) -> None:
         """Close this node's copies of a deleted topic's logs without touching the database (the
         deleting node removed the rows, and the name may already belong to a new topic)."""
+        await self._forget(topic.name, topic.partitions)
+
+    def applied_elsewhere(self, change: str) -> None:
+        self.observer.catalogue_change_applied(change)
+
+    async def _committed(
+        self, name: str, commit: Awaitable[TopicInfo | None], view: Mapping[str, TopicInfo]
+    ) -> CatalogueOutcome:
+        """Commit, then read the catalogue, also when the commit was refused (a refusal means this
+        node's view of ``name`` was stale)."""
+        refused: dict[str, Exception] = {}
+        topic: TopicInfo | None = None
+        try:
+            topic = await commit
+        except Exception as exc:
+            refused[name] = exc
+        return CatalogueOutcome(await self._read(view), refused, topic)
+
+    async def _read(self, view: Mapping[str, TopicInfo]) -> CatalogueDiff:
+        snapshot = await self._table.snapshot()
+        self._version = max(self._version, snapshot.version)
+        changes = diff(view, snapshot.topics)
+        changes.version = self._version
+        return changes
+
+    async def _forget(self, name: str, partitions: int) -> None:
         for partition in range(partitions):
             await self._store.forget(name, partition)
-
-
-class ConfiguredHost:
-    """Gives a claimed partition's log, reopened fresh from the database, its topic's config
-    (retention, segment size, compaction) before the inner host serves it."""
-
-    def __init__(
-        self, inner: PartitionHost, topic: str, config_of: Callable[[str], LogConfig | None]
-    ) -> None:
-        self._inner = inner
-        self._topic = topic
-        self._config_of = config_of
-
-    async def acquire(self, partition: int, partition_log: PartitionLog) -> None:
-        config = self._config_of(self._topic)
-        if config is not None:
-            partition_log.update_config(config)
-        await self._inner.acquire(partition, partition_log)
-
-    async def release(self, partition: int) -> None:
-        await self._inner.release(partition)

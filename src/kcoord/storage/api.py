@@ -9,8 +9,9 @@ offsets assigned by the log. A :class:`LogStore` holds the logs of one node. Eng
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from dataclasses import dataclass
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from kcoord.protocol.plain_batch import EncodedBatch
@@ -24,6 +25,7 @@ __all__ = [
     "LogStore",
     "PartitionLog",
     "StorageTimings",
+    "TopicInfo",
 ]
 
 FlushPolicy = Literal["always", "interval"]
@@ -32,6 +34,18 @@ CleanupPolicy = Literal["delete", "compact", "compact,delete", "delete,compact"]
 
 AppendListener = Callable[[int], None]
 """Called with the new log end offset each time appended data becomes readable."""
+
+
+@dataclass(frozen=True, slots=True)
+class TopicInfo:
+    """One topic as a topic catalogue holds it (a file or a table); replaced, never mutated, on change."""
+
+    name: str
+    topic_id: uuid.UUID
+    partitions: int
+    configs: Mapping[str, str] = field(default_factory=dict)
+    """Overrides only, with Kafka's topic config names (see ``kcoord.cluster.topic_configs``)."""
+    internal: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +230,10 @@ class LogStore(Protocol):
 
     async def create(self, topic: str, partition: int, config: LogConfig | None = None) -> PartitionLog:
         """The log of (topic, partition), created if missing; an existing log takes ``config``."""
+
+    def configure(self, topic: str, partition: int, config: LogConfig) -> None:
+        """Give the partition's log ``config``: now if it is open, and when it is opened later (an
+        engine that opens logs on a claim keeps it for then)."""
 
     async def delete_topic(self, topic: str) -> None: ...
 

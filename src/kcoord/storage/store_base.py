@@ -37,6 +37,12 @@ class StoreBase(Generic[L]):
     def get(self, topic: str, partition: int) -> PartitionLog | None:
         return self._logs.get((topic, partition))
 
+    def configure(self, topic: str, partition: int, config: LogConfig) -> None:
+        """Give the partition's log ``config`` now, if it is open."""
+        log = self._logs.get((topic, partition))
+        if log is not None:
+            log.update_config(config)
+
     def _adopt(self, log: L) -> L:
         """Register a log this store opened or created."""
         log.timings = self.timings

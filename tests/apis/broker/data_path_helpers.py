@@ -12,6 +12,7 @@ from typing import Any
 import crc32c
 from kio.serial import entity_reader
 
+from kcoord.cluster.file_catalogue import FileCatalogue
 from kcoord.cluster.growth_hints import GrowthHints
 from kcoord.cluster.producer_state import ProducerStateManager
 from kcoord.cluster.topic_manager import TopicManager
@@ -46,7 +47,7 @@ async def make_app(data_dir: Path, **overrides: Any) -> DataPathApp:
     settings = Settings.load(environ={}, flags={"log.dirs": str(data_dir), **overrides})
     store = open_store("memory://", retention_check_interval_ms=0)
     await store.open()
-    topics = TopicManager(store, settings, data_dir)
+    topics = TopicManager(store, settings, FileCatalogue(store, settings, data_dir))
     await topics.load()
     return DataPathApp(settings, store, topics, ProducerStateManager(data_dir))
 

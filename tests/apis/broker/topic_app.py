@@ -26,6 +26,7 @@ from kcoord.apis.broker import (
 )
 from kcoord.apis.broker.config_alteration import ConfigTargets
 from kcoord.cluster.broker_configs import BrokerConfigs
+from kcoord.cluster.file_catalogue import FileCatalogue
 from kcoord.cluster.identity import Node
 from kcoord.cluster.leader_epochs import RecordedEpochs
 from kcoord.cluster.topic_manager import TopicManager
@@ -63,7 +64,7 @@ class TopicApp:
     def __init__(self, settings: Settings, store: LogStore, data_dir: Path) -> None:
         self.settings = settings
         self.store = store
-        self.topics = TopicManager(store, settings, data_dir)
+        self.topics = TopicManager(store, settings, FileCatalogue(store, settings, data_dir))
         self.node = Node(NODE_ID, CLUSTER_ID, ADVERTISED)
         self.authorizer = auth = build_authorizer(settings, AclStore(acl_file(data_dir)))
         topics = self.topics

@@ -19,28 +19,23 @@ reading the whole catalogue (:meth:`TopicCatalogue.snapshot`) when it moved.
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
 import asyncpg
 
+from kcoord.storage.api import TopicInfo
 from kcoord.storage.postgres.errors import storage_errors
 from kcoord.storage.postgres.schema import Connection
 
 __all__ = ["CatalogueRow", "CatalogueSnapshot", "DeleteOutcome", "GrowOutcome", "TopicCatalogue"]
 
 
-@dataclass(frozen=True, slots=True)
-class CatalogueRow:
-    name: str
-    topic_id: uuid.UUID
-    partitions: int
-    configs: Mapping[str, str] = field(default_factory=dict)
-    internal: bool = False
+CatalogueRow = TopicInfo
+"""A row of ``topic_catalogue``: the topic as every catalogue holds it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,26 +66,18 @@ SELECT EXISTS (SELECT 1 FROM log_partitions p
                WHERE NOT EXISTS (SELECT 1 FROM topic_catalogue c WHERE c.name = p.topic))
 """
 
-_ADOPT_UNCATALOGUED = """
-INSERT INTO topic_catalogue (name, topic_id, partitions, configs, internal, version)
-SELECT topic,
-       CASE WHEN left(id::text, 2) IN ('f8', 'f9', 'fa', 'fb')
-            THEN ('7' || substr(id::text, 2))::uuid ELSE id END,
-       partitions,
-       CASE WHEN topic = '__consumer_offsets'
-            THEN '{"cleanup.policy": "compact"}'::jsonb ELSE '{}'::jsonb END,
-       topic = '__consumer_offsets',
-       $1
-FROM (
-    SELECT topic, max(partition_id) + 1 AS partitions, gen_random_uuid() AS id
-    FROM log_partitions p
-    WHERE NOT EXISTS (SELECT 1 FROM topic_catalogue c WHERE c.name = p.topic)
-    GROUP BY topic
-) AS found
-RETURNING name, partitions
+_UNCATALOGUED = """
+SELECT topic, max(partition_id) + 1 AS partitions
+FROM log_partitions p
+WHERE NOT EXISTS (SELECT 1 FROM topic_catalogue c WHERE c.name = p.topic)
+GROUP BY topic
+ORDER BY topic
 """
-"""What migration 5 does once, for logs written later without a catalogue row (an id whose base64
-form would start with ``-`` gets its first digit replaced, as there)."""
+
+_INSERT_ROW = """
+INSERT INTO topic_catalogue (name, topic_id, partitions, configs, internal, version)
+VALUES ($1, $2, $3, $4::jsonb, $5, $6)
+"""
 
 _ADD_PARTITIONS = """
 INSERT INTO log_partitions (topic, partition_id, owner_epoch)
@@ -155,23 +142,15 @@ class TopicCatalogue:
             async with self._change("create topic") as (connection, version):
                 if await connection.fetchval("SELECT 1 FROM topic_catalogue WHERE name = $1", row.name):
                     raise _NothingChangedError(None)
-                await connection.execute(
-                    "INSERT INTO topic_catalogue (name, topic_id, partitions, configs, internal, version)"
-                    " VALUES ($1, $2, $3, $4::jsonb, $5, $6)",
-                    row.name,
-                    row.topic_id,
-                    row.partitions,
-                    json.dumps(dict(row.configs), sort_keys=True),
-                    row.internal,
-                    version,
-                )
+                await _insert_row(connection, row, version)
                 await _add_partition_rows(connection, row.name, 0, row.partitions, now_ms)
         except _NothingChangedError:
             return False
         return True
 
-    async def adopt_uncatalogued(self) -> dict[str, int]:
-        """Catalogue every topic whose logs exist without a catalogue row, and return them with
+    async def adopt_uncatalogued(self, row_for: Callable[[str, int], CatalogueRow]) -> dict[str, int]:
+        """Catalogue every topic whose logs exist without a catalogue row, as ``row_for(topic,
+        partition count)`` says (the adoption rule lives above storage), and return them with
         their partition counts. Such logs were written by a node that served this database alone
         (not in cluster mode, which keeps its catalogue in ``topics.json``); a cluster that starts on
         that database takes them over rather than tripping on them when it creates a topic."""
@@ -180,10 +159,11 @@ class TopicCatalogue:
                 return {}
         try:
             async with self._change("adopt uncatalogued topics") as (connection, version):
-                adopted = {
-                    row["name"]: row["partitions"]
-                    for row in await connection.fetch(_ADOPT_UNCATALOGUED, version)
-                }
+                adopted: dict[str, int] = {}
+                for found in await connection.fetch(_UNCATALOGUED):
+                    row = row_for(found["topic"], found["partitions"])
+                    await _insert_row(connection, row, version)
+                    adopted[row.name] = row.partitions
                 if not adopted:
                     raise _NothingChangedError(None)
         except _NothingChangedError:
@@ -256,6 +236,13 @@ class TopicCatalogue:
         except _NothingChangedError:
             return None
         return altered
+
+
+async def _insert_row(connection: Connection, row: CatalogueRow, version: int) -> None:
+    configs = json.dumps(dict(row.configs), sort_keys=True)
+    await connection.execute(
+        _INSERT_ROW, row.name, row.topic_id, row.partitions, configs, row.internal, version
+    )
 
 
 async def _add_partition_rows(connection: Connection, topic: str, first: int, end: int, now_ms: int) -> None:

@@ -82,7 +82,8 @@ class PostgresLogStore(StoreBase[PostgresLog]):
         self._owned_only = owned_only
         """One node of several: hold a partition only once :meth:`reopen` claimed it."""
         self._configs: dict[tuple[str, int], LogConfig] = {}
-        """The config :meth:`create` gave each partition, for when it is (re)opened later."""
+        """The config each partition was last given (:meth:`create`, :meth:`configure`), for when it
+        is (re)opened later: a claim reopens a log with its topic's current config."""
         self.hold = DatabaseHold(dsn, hold, connect_timeout_s=CONNECT_TIMEOUT_S)
         """The node's lock on the database (:mod:`.hold`): exclusive alone, shared in a cluster."""
 
@@ -222,6 +223,10 @@ class PostgresLogStore(StoreBase[PostgresLog]):
         if log is not None:
             self._configs[(topic, partition)] = log.config
             await log.close()
+
+    def configure(self, topic: str, partition: int, config: LogConfig) -> None:
+        self._configs[(topic, partition)] = config
+        super().configure(topic, partition, config)
 
     def _config_of(self, topic: str, partition: int) -> LogConfig:
         return self._configs.get((topic, partition), self._default_config)
