@@ -153,6 +153,33 @@ async def test_an_append_slower_than_the_commit_timeout_answers_request_timed_ou
     assert shards[0].appended == [[offset_record("g", 0, 1)]], "records that land late still count"
 
 
+async def test_each_batch_times_out_at_its_own_deadline_and_an_answered_one_never_does() -> None:
+    """One sweeping timer per partition: a later batch still times out at its own deadline, not sooner."""
+    log = FakeLog()
+    runner, _, _ = runner_with_factory(log, append_timeout_ms=200)
+    await runner.load()
+    answered = Sink()
+    runner.run(lambda now: CoordinatorResult(records=[offset_record("g", 0, 1)], responses=[(answered, 1)]))
+    assert await asyncio.wait_for(answered, 1) == 1
+    log.gate = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    first, second = Sink(), Sink()
+    started = loop.time()
+    runner.run(lambda now: CoordinatorResult(records=[offset_record("g", 0, 2)], responses=[(first, "ok")]))
+    await asyncio.sleep(0.1)
+    runner.run(lambda now: CoordinatorResult(records=[offset_record("g", 0, 3)], responses=[(second, "ok")]))
+    timed_out_at: list[float] = []
+    for sink in (first, second):
+        with pytest.raises(KafkaError) as raised:
+            await asyncio.wait_for(sink, 2)
+        assert raised.value.code == ErrorCode.request_timed_out
+        timed_out_at.append(loop.time() - started)
+    assert 0.19 <= timed_out_at[0] < 0.29 and timed_out_at[1] >= 0.29, timed_out_at
+    assert answered.result() == 1, "the sweep passed the batch answered before it"
+    log.gate.set()
+    await runner.close()
+
+
 async def test_records_that_cannot_be_encoded_are_answered_and_the_partition_reloads() -> None:
     """A group id too long for the record's string: UNKNOWN_SERVER_ERROR, never silence, and a reload."""
     log = FakeLog()

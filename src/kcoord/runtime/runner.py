@@ -96,13 +96,16 @@ def split_timer_key(key: str) -> tuple[int, str]:
 
 
 class _Pending:
-    """The results of one partition that go into its next batch, and their answer deadline."""
+    """The results of one partition that go into one batch, and when they must be answered by."""
 
-    __slots__ = ("results", "timer")
+    __slots__ = ("deadline", "epoch", "results")
 
-    def __init__(self) -> None:
+    def __init__(self, deadline: float) -> None:
         self.results: list[CoordinatorResult] = []
-        self.timer: asyncio.TimerHandle | None = None
+        self.deadline = deadline
+        """``loop.time()`` by which the batch must be durable (``offsets.commit.timeout.ms``)."""
+        self.epoch = 0
+        """The runner's epoch when the batch went to the log (a later failure makes it stale)."""
 
 
 class PartitionRunner:
@@ -111,10 +114,12 @@ class PartitionRunner:
     Results of operations that run in the same loop iteration go to the log as one batch (one
     append, one task); the log's group commit then writes the batches of every partition together.
     A batch that is not on disk within ``append_timeout_ms`` answers REQUEST_TIMED_OUT (its records
-    still count once they land). A batch that fails answers NOT_COORDINATOR (Kafka's answer to a
-    storage error), fails every batch of the partition still in flight, and reloads the partition
-    from its log, so the shard holds exactly what the log does. A load that fails leaves the
-    partition FAILED (COORDINATOR_NOT_AVAILABLE) and is retried with a growing backoff.
+    still count once they land): one timer per partition, armed only while batches are unanswered,
+    sweeps them in submission order (not one timer per batch: the commit path pays for every
+    handle). A batch that fails answers NOT_COORDINATOR (Kafka's answer to a storage error),
+    fails every batch of the partition still in flight, and reloads the partition from its log,
+    so the shard holds exactly what the log does. A load that fails leaves the partition FAILED
+    (COORDINATOR_NOT_AVAILABLE) and is retried with a growing backoff.
     """
 
     def __init__(
@@ -141,9 +146,13 @@ class PartitionRunner:
         self._observer = observer
         self._append_timeout_s = append_timeout_ms / 1000
         self._pending: _Pending | None = None
+        self._unanswered: dict[_Pending, None] = {}
+        """Batches submitted and not yet answered, oldest first (so also by deadline)."""
+        self._sweeper: asyncio.TimerHandle | None = None
         self._epoch = 0
         """Bumped by a failed append: batches in flight from before it are not applied."""
-        self._in_flight: set[asyncio.Future[Any]] = set()
+        self._in_flight: dict[asyncio.Future[Any], _Pending] = {}
+        """Appends under way and the batch each carries (one bound callback, not a closure per append)."""
         self._waiting: set[Sink] = set()
         """Sinks of operations not answered yet (parked or appending): a failed timer answers them."""
         self._reloading: asyncio.Task[None] | None = None
@@ -163,6 +172,12 @@ class PartitionRunner:
         """Run one operation now and hand its result on (append, then release)."""
         self.check_active()
         self.submit(operation(self.clock.now_ms()))
+
+    def run_with(self, operation: Callable[[Any, Sink, int], CoordinatorResult], sink: Sink) -> None:
+        """Run ``operation(shard, sink, now_ms)`` now and hand its result on (:meth:`run`, no closure)."""
+        if self.state is not PartitionState.ACTIVE:
+            self.check_active()
+        self.submit(operation(self.shard, sink, self.clock.now_ms()))
 
     def watch(self, sink: Sink) -> None:
         """Remember ``sink`` while its caller awaits it, so a failure of the partition can still answer it.
@@ -202,8 +217,7 @@ class PartitionRunner:
         failure = KafkaError(ErrorCode.not_coordinator)
         pending, self._pending = self._pending, None
         if pending is not None:
-            if pending.timer is not None:
-                pending.timer.cancel()
+            self._unanswered.pop(pending, None)
             _fail(pending.results, failure)
         self._epoch += 1
         self._start_reload()
@@ -216,11 +230,25 @@ class PartitionRunner:
             return
         pending = self._pending
         if pending is None:
-            pending = self._pending = _Pending()
             loop = asyncio.get_running_loop()
+            pending = self._pending = _Pending(loop.time() + self._append_timeout_s)
             loop.call_soon(self._append_pending)
-            pending.timer = loop.call_later(self._append_timeout_s, _time_out, pending.results)
+            self._unanswered[pending] = None
+            if self._sweeper is None:
+                self._sweeper = loop.call_at(pending.deadline, self._sweep)
         pending.results.append(result)
+
+    def _sweep(self) -> None:
+        """Answer REQUEST_TIMED_OUT for every batch past its deadline; re-arm for the oldest one left."""
+        self._sweeper = None
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        for pending in list(self._unanswered):
+            if pending.deadline > now:
+                self._sweeper = loop.call_at(pending.deadline, self._sweep)
+                return
+            del self._unanswered[pending]
+            _time_out(pending.results)
 
     def _append_pending(self) -> None:
         pending, self._pending = self._pending, None
@@ -235,23 +263,22 @@ class PartitionRunner:
         append: asyncio.Future[Any] | None = self.log.append_soon(batch)
         if append is None:  # the log is held back or recovering: the awaited path waits for it
             append = asyncio.ensure_future(self.log.append(batch.data))
-        self._in_flight.add(append)
-        epoch = self._epoch
-        append.add_done_callback(lambda done: self._appended(done, pending, epoch))
+        self._in_flight[append] = pending
+        pending.epoch = self._epoch
+        append.add_done_callback(self._appended)
 
     def _encoding_failed(self, pending: _Pending, error: Exception) -> None:
         """Records that cannot be written: answer UNKNOWN_SERVER_ERROR and drop what the shard assumed."""
-        if pending.timer is not None:
-            pending.timer.cancel()
+        self._unanswered.pop(pending, None)
         self._log.error("offsets_log.record_encoding_failed", error=repr(error), exc_info=error)
         _fail(pending.results, KafkaError(ErrorCode.unknown_server_error))
         self._epoch += 1
         self._start_reload()
 
-    def _appended(self, append: asyncio.Future[Any], pending: _Pending, epoch: int) -> None:
-        self._in_flight.discard(append)
-        if pending.timer is not None:
-            pending.timer.cancel()
+    def _appended(self, append: asyncio.Future[Any]) -> None:
+        pending = self._in_flight.pop(append)
+        epoch = pending.epoch
+        self._unanswered.pop(pending, None)
         error = append.exception() if not append.cancelled() else asyncio.CancelledError()
         if error is None and epoch == self._epoch:
             for result in pending.results:
@@ -339,6 +366,9 @@ class PartitionRunner:
             self._reloading.cancel()
         if self._in_flight:
             await asyncio.wait(set(self._in_flight), timeout=5)
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            self._sweeper = None
 
 
 def _time_out(results: list[CoordinatorResult]) -> None:

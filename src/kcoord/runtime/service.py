@@ -206,7 +206,7 @@ class CoordinatorService:
         """Run ``operation`` on the key's shard; returns the response once it is released."""
         runner = self.runner(key)
         sink = Sink()
-        runner.run(lambda now: operation(runner.shard, sink, now))
+        runner.run_with(operation, sink)
         runner.watch(sink)
         try:
             return await sink

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import time
 from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
@@ -73,6 +74,8 @@ class _Job:
 class FileLog(SegmentedLog):
     """A partition log stored in ``directory`` (see :mod:`kcoord.storage.file_segment`)."""
 
+    _times_own_appends = True
+
     def __init__(
         self,
         directory: Path,
@@ -120,7 +123,8 @@ class FileLog(SegmentedLog):
 
     def _write_soon(self, segment: Segment, data: bytes, placement: Placement) -> asyncio.Future[None]:
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._enqueue(_Write(segment, data, placement, done))
+        started = time.perf_counter() if self.timings is not None else 0.0
+        self._enqueue(_Write(segment, data, placement, done, started))
         return done
 
     async def flush(self) -> None:
@@ -159,11 +163,15 @@ class FileLog(SegmentedLog):
                     waiter.set_result(None)
 
     def _complete(self, ops: list[_Op], fsynced: bool) -> None:
+        timings = self.timings
+        finished = time.perf_counter()
         for op in ops:
             if isinstance(op, _Write):
                 self._made_visible(op.segment, op.placement)
                 if not op.done.done():
                     op.done.set_result(None)
+                if timings is not None and op.started:
+                    timings.on_append(self._topic, self._partition, len(op.data), finished - op.started)
                 self._dirty = self._dirty or not fsynced
             elif isinstance(op, _Roll):
                 if op.seal_entry is not None:

@@ -20,6 +20,8 @@ class QueuedWrite:
     data: bytes
     placement: Placement
     done: asyncio.Future[None]
+    started: float = 0.0
+    """``time.perf_counter()`` when queued, for engines that time appends themselves (0: untimed)."""
 
 
 @dataclass(slots=True)
