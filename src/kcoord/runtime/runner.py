@@ -108,6 +108,35 @@ class _Pending:
         """The runner's epoch when the batch went to the log (a later failure makes it stale)."""
 
 
+class AppendRounds:
+    """Starts the appends of every partition with results waiting, once per loop iteration.
+
+    One loop callback for all the partitions of a service that have a batch due (not one per
+    partition): at depth 1 each request of a commit round lands on its own partition.
+    """
+
+    __slots__ = ("_due", "_scheduled")
+
+    def __init__(self) -> None:
+        self._due: list[PartitionRunner] = []
+        self._scheduled = False
+
+    def due(self, runner: PartitionRunner) -> None:
+        self._due.append(runner)
+        if not self._scheduled:
+            self._scheduled = True
+            asyncio.get_running_loop().call_soon(self._append_all)
+
+    def _append_all(self) -> None:
+        self._scheduled = False
+        due, self._due = self._due, []
+        for runner in due:
+            try:
+                runner.append_pending()
+            except Exception as exc:  # its batch is answered by the timeout sweep; the others go on
+                runner.append_failed_to_start(exc)
+
+
 class PartitionRunner:
     """Runs one coordinator partition's shard: loads it, appends its results, answers after durability.
 
@@ -133,6 +162,7 @@ class PartitionRunner:
         shard_factory: Callable[[], Shard] | None = None,
         observer: RuntimeObserver = NO_OBSERVER,
         append_timeout_ms: int = DEFAULT_APPEND_TIMEOUT_MS,
+        rounds: AppendRounds | None = None,
     ) -> None:
         self.partition = partition
         self.shard = shard
@@ -145,6 +175,8 @@ class PartitionRunner:
         self._shard_factory = shard_factory
         self._observer = observer
         self._append_timeout_s = append_timeout_ms / 1000
+        self._rounds = rounds if rounds is not None else AppendRounds()
+        """Shared by the runners of one service: one loop callback starts all their appends."""
         self._pending: _Pending | None = None
         self._unanswered: dict[_Pending, None] = {}
         """Batches submitted and not yet answered, oldest first (so also by deadline)."""
@@ -232,7 +264,7 @@ class PartitionRunner:
         if pending is None:
             loop = asyncio.get_running_loop()
             pending = self._pending = _Pending(loop.time() + self._append_timeout_s)
-            loop.call_soon(self._append_pending)
+            self._rounds.due(self)
             self._unanswered[pending] = None
             if self._sweeper is None:
                 self._sweeper = loop.call_at(pending.deadline, self._sweep)
@@ -250,7 +282,8 @@ class PartitionRunner:
             del self._unanswered[pending]
             _time_out(pending.results)
 
-    def _append_pending(self) -> None:
+    def append_pending(self) -> None:
+        """Encode the results waiting for this partition as one batch and hand it to the log."""
         pending, self._pending = self._pending, None
         if pending is None:
             return
@@ -266,6 +299,10 @@ class PartitionRunner:
         self._in_flight[append] = pending
         pending.epoch = self._epoch
         append.add_done_callback(self._appended)
+
+    def append_failed_to_start(self, error: Exception) -> None:
+        """:meth:`append_pending` raised: logged; its results are answered by the timeout sweep."""
+        self._log.error("offsets_log.append_not_started", error=repr(error), exc_info=error)
 
     def _encoding_failed(self, pending: _Pending, error: Exception) -> None:
         """Records that cannot be written: answer UNKNOWN_SERVER_ERROR and drop what the shard assumed."""
@@ -361,7 +398,7 @@ class PartitionRunner:
         if self.state is PartitionState.ACTIVE:
             _release(self.shard.unload())
         self.state = PartitionState.CLOSED
-        self._append_pending()
+        self.append_pending()
         if self._reloading is not None:
             self._reloading.cancel()
         if self._in_flight:

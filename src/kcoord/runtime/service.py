@@ -34,6 +34,7 @@ from kcoord.runtime.coordinator_type import CoordinatorType
 from kcoord.runtime.observer import NO_OBSERVER, RuntimeObserver
 from kcoord.runtime.runner import (
     DEFAULT_APPEND_TIMEOUT_MS,
+    AppendRounds,
     PartitionRunner,
     PartitionState,
     PrefixedTimer,
@@ -92,6 +93,7 @@ class CoordinatorService:
         self._append_timeout_ms = append_timeout_ms
         self._observer = observer
         self._runners: dict[int, PartitionRunner] = {}
+        self._rounds = AppendRounds()
         self._driver = TimerDriver(TimingWheel(start_ms=clock.now_ms()), clock, self._on_expired)
         self._tasks: set[asyncio.Task[None]] = set()
         self.loaded = asyncio.Event()
@@ -118,6 +120,7 @@ class CoordinatorService:
             shard_factory=new_shard,
             observer=self._observer,
             append_timeout_ms=self._append_timeout_ms,
+            rounds=self._rounds,
         )
 
     async def acquire(self, partition: int, partition_log: PartitionLog) -> None:
