@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import struct
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -88,7 +89,7 @@ class FakeLog:
         self.batches.append((self.end, bytes(patched)))
         self.end += count
 
-    def append_soon(self, batch: bytes | EncodedBatch) -> None:
+    def append_soon(self, batch: bytes | EncodedBatch, on_written: Callable[..., None] | None = None) -> None:
         """Always the slow path, so the gate and the injected faults apply."""
 
     async def append(self, batch: bytes) -> Any:

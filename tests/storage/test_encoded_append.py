@@ -3,6 +3,8 @@ log stores exactly what appending the same bytes stores; plain bytes keep the he
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from kcoord.protocol.plain_batch import encode_for_log, iter_plain_records
@@ -59,3 +61,29 @@ async def test_plain_bytes_given_to_append_soon_are_still_checked(open_engine: S
     await written
     assert parse_header(log.read(0, 1 << 20)).base_offset == 0
     assert log.log_end_offset == 3
+
+
+async def test_on_written_is_called_once_per_append_after_the_batch_is_readable(
+    open_engine: StoreFactory,
+) -> None:
+    """Every engine calls ``on_written`` once per append with its done future, the batch already
+    readable; a batch refused at planning gets it with the failed future."""
+    store = await open_engine()
+    log = await store.create("t", 0)
+    seen: list[tuple[bool, int, BaseException | None]] = []
+
+    def on_written(done: asyncio.Future[None]) -> None:
+        seen.append((done.done(), log.log_end_offset, done.exception()))
+
+    futures = [log.append_soon(encode_for_log(ENTRIES, T0_MS), on_written) for _ in range(3)]
+    assert all(future is not None for future in futures)
+    await asyncio.gather(*(future for future in futures if future is not None))
+    await asyncio.sleep(0)  # engines without a writer of their own call it as a done-callback
+    assert [(done, error) for done, _, error in seen] == [(True, None)] * 3
+    assert [end for _, end, _ in seen][-1] == 9 and all(end >= 3 for _, end, _ in seen)
+    refused = log.append_soon(encode_for_log(ENTRIES, T0_MS).data + b"\x00", on_written)
+    assert refused is not None
+    with pytest.raises(ValueError):
+        await refused
+    await asyncio.sleep(0)
+    assert len(seen) == 4 and isinstance(seen[3][2], ValueError)

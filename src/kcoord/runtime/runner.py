@@ -293,12 +293,12 @@ class PartitionRunner:
         except Exception as exc:
             self._encoding_failed(pending, exc)
             return
-        append: asyncio.Future[Any] | None = self.log.append_soon(batch)
+        pending.epoch = self._epoch
+        append: asyncio.Future[Any] | None = self.log.append_soon(batch, self._appended)
         if append is None:  # the log is held back or recovering: the awaited path waits for it
             append = asyncio.ensure_future(self.log.append(batch.data))
+            append.add_done_callback(self._appended)
         self._in_flight[append] = pending
-        pending.epoch = self._epoch
-        append.add_done_callback(self._appended)
 
     def append_failed_to_start(self, error: Exception) -> None:
         """:meth:`append_pending` raised: logged; its results are answered by the timeout sweep."""

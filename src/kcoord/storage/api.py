@@ -150,7 +150,11 @@ class PartitionLog(Protocol):
         increasing offsets. Returns once the batch is readable (and fsynced under "always").
         """
 
-    def append_soon(self, batch: bytes | EncodedBatch) -> asyncio.Future[None] | None:
+    def append_soon(
+        self,
+        batch: bytes | EncodedBatch,
+        on_written: Callable[[asyncio.Future[None]], None] | None = None,
+    ) -> asyncio.Future[None] | None:
         """:meth:`append` without a task, for a caller that needs no :class:`AppendResult`.
 
         An :class:`EncodedBatch` (built in this process) brings its header facts along and is not
@@ -159,6 +163,8 @@ class PartitionLog(Protocol):
         Returns a future done once the batch is readable (and fsynced under "always"), failed as
         :meth:`append` would raise; or None when the log cannot take it at once (held back by a
         structural change, recovering, closed), and the caller uses :meth:`append` instead.
+        ``on_written(future)`` is called on the loop once that future is done: by the file engine
+        right as its write round completes (no loop callback per append), else as a done-callback.
         """
 
     async def read_async(self, offset: int, max_bytes: int) -> bytes:

@@ -127,6 +127,15 @@ class FileLog(SegmentedLog):
         self._enqueue(_Write(segment, data, placement, done, started))
         return done
 
+    def _call_when_written(
+        self, written: asyncio.Future[None], on_written: Callable[[asyncio.Future[None]], None]
+    ) -> bool:
+        queued = self._queue[-1] if self._queue else None
+        if not isinstance(queued, _Write) or queued.done is not written:
+            return False
+        queued.on_written = on_written
+        return True
+
     async def flush(self) -> None:
         if self._closed or self._failure is not None:
             return
@@ -165,11 +174,14 @@ class FileLog(SegmentedLog):
     def _complete(self, ops: list[_Op], fsynced: bool) -> None:
         timings = self.timings
         finished = time.perf_counter()
+        written: list[_Write] = []
         for op in ops:
             if isinstance(op, _Write):
                 self._made_visible(op.segment, op.placement)
                 if not op.done.done():
                     op.done.set_result(None)
+                if op.on_written is not None:
+                    written.append(op)
                 if timings is not None and op.started:
                     timings.on_append(self._topic, self._partition, len(op.data), finished - op.started)
                 self._dirty = self._dirty or not fsynced
@@ -182,6 +194,7 @@ class FileLog(SegmentedLog):
                     if not waiter.done():
                         waiter.set_result(None)
         self._notify()
+        self._call_on_written(written)
 
     def _fail(self, ops: list[_Op], exc: BaseException) -> None:
         self._failure = exc
@@ -193,6 +206,17 @@ class FileLog(SegmentedLog):
                     waiter.set_exception(
                         KafkaError(ErrorCode.kafka_storage_error, f"log write failed: {exc!r}")
                     )
+        self._call_on_written([op for op in ops if isinstance(op, _Write)])
+
+    def _call_on_written(self, written: list[_Write]) -> None:
+        """The writes' ``on_written`` callbacks, each after its ``done`` (one failing stops no other)."""
+        for op in written:
+            if op.on_written is None:
+                continue
+            try:
+                op.on_written(op.done)
+            except Exception:
+                logger.exception("log.on_written_failed", topic=self._topic, partition=self._partition)
 
     async def _idle(self) -> None:
         while self._queue or self._jobs_in_flight:

@@ -147,7 +147,11 @@ class SegmentedLog(ABC):
             log_start_offset=self._log_start_offset,
         )
 
-    def append_soon(self, batch: bytes | EncodedBatch) -> asyncio.Future[None] | None:
+    def append_soon(
+        self,
+        batch: bytes | EncodedBatch,
+        on_written: Callable[[asyncio.Future[None]], None] | None = None,
+    ) -> asyncio.Future[None] | None:
         """See :meth:`kcoord.storage.api.PartitionLog.append_soon` (the hot path: no task, no shield)."""
         if self._gate is not None or self._failure is not None or self._closed:
             return None
@@ -156,8 +160,12 @@ class SegmentedLog(ABC):
         except Exception as exc:
             failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             failed.set_exception(exc)
+            if on_written is not None:
+                failed.add_done_callback(on_written)
             return failed
         written = self._write_soon(segment, data, placement)
+        if on_written is not None and not self._call_when_written(written, on_written):
+            written.add_done_callback(on_written)
         timings = self.timings
         if timings is not None and not self._times_own_appends:
             started, size = time.perf_counter(), len(data)
@@ -197,6 +205,13 @@ class SegmentedLog(ABC):
     def _write_soon(self, segment: Segment, data: bytes, placement: Placement) -> asyncio.Future[None]:
         """Start writing a planned batch; engines with a queue override this to skip the task."""
         return asyncio.ensure_future(self._write(segment, data, placement))
+
+    def _call_when_written(
+        self, written: asyncio.Future[None], on_written: Callable[[asyncio.Future[None]], None]
+    ) -> bool:
+        """Have the writer call ``on_written(written)`` itself when the write just queued completes;
+        False (the default) leaves it to a done-callback."""
+        return False
 
     def _segment_for_append(self, size: int, last_offset_delta: int, now_ms: int) -> Segment:
         active = self._segments[-1]

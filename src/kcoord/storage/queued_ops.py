@@ -7,6 +7,7 @@ operations (the file engine a flush) to these two.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kcoord.storage.segment import Placement, Segment
@@ -22,6 +23,8 @@ class QueuedWrite:
     done: asyncio.Future[None]
     started: float = 0.0
     """``time.perf_counter()`` when queued, for engines that time appends themselves (0: untimed)."""
+    on_written: Callable[[asyncio.Future[None]], None] | None = None
+    """Called with ``done`` once it is done, by engines that call it themselves (no loop callback)."""
 
 
 @dataclass(slots=True)
