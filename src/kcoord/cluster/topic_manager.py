@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import Any
+from typing import Any, NamedTuple
 
 import structlog
 
@@ -48,6 +48,7 @@ from kcoord.storage.api import LogConfig, LogStore, PartitionLog
 __all__ = [
     "CATALOGUE_FILE",
     "MAX_PARTITIONS",
+    "NewTopic",
     "TopicChange",
     "TopicEvent",
     "TopicInfo",
@@ -78,6 +79,15 @@ class TopicEvent:
 
 
 TopicListener = Callable[[TopicEvent], None]
+
+
+class NewTopic(NamedTuple):
+    """One topic a CreateTopics request asks for (-1: the node's default); see ``create_many``."""
+
+    name: str
+    partitions: int = -1
+    replication_factor: int = -1
+    configs: Mapping[str, str | None] | None = None
 
 
 class TopicManager:
@@ -283,6 +293,39 @@ class TopicManager:
             outcome.raise_refusal(name)
             return info
 
+    async def create_many(
+        self, requests: Sequence[NewTopic], validate_only: bool = False
+    ) -> dict[str, TopicInfo | KafkaError]:
+        """:meth:`create` for many topics in one round: each checked as :meth:`create` checks it, then
+        one catalogue commit for all of them (their logs a few at a time off the loop).
+
+        Per name: the topic or its ``KafkaError``.
+        """
+        found: dict[str, TopicInfo | KafkaError] = {}
+        checked: list[TopicInfo] = []
+        for request in requests:
+            try:
+                checked.append(await self.create(*request, validate_only=True))
+            except KafkaError as exc:
+                found[request.name] = exc
+        if validate_only or not checked:
+            return found | {info.name: info for info in checked}
+        infos = [replace(info, topic_id=new_topic_id()) for info in checked if info.name not in found]
+        async with self._lock:
+            names = [info.name for info in infos]
+            outcome = await self._commit(self._catalogue.create(infos, self._topics), *names)
+        for info in infos:
+            error = outcome.refused.get(info.name)
+            if error is None:
+                found[info.name] = self._topics.get(info.name, info)
+            elif isinstance(error, KafkaError):
+                found[info.name] = error
+            else:
+                found[info.name] = KafkaError(
+                    ErrorCode.unknown_server_error, f"creating {info.name}: {error!r}"
+                )
+        return found
+
     async def delete(self, name: str) -> TopicInfo:
         """Delete a topic and its logs; UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST for internal ones."""
         async with self._lock:
@@ -307,6 +350,19 @@ class TopicManager:
             outcome = await self._commit(self._catalogue.add_partitions(name, new_total, self._topics), name)
         outcome.raise_refusal(name)
         return self._topics.get(name, grown)
+
+    async def add_partitions_many(
+        self, changes: Sequence[tuple[str, int]], validate_only: bool = False
+    ) -> dict[str, TopicInfo | KafkaError]:
+        """:meth:`add_partitions` for many topics: per name the grown topic or its ``KafkaError``
+        (one catalogue commit per topic until the catalogue grows several topics at once)."""
+        found: dict[str, TopicInfo | KafkaError] = {}
+        for name, new_total in changes:
+            try:
+                found[name] = await self.add_partitions(name, new_total, validate_only)
+            except KafkaError as exc:
+                found[name] = exc
+        return found
 
     async def alter_configs(self, name: str, change: ConfigChange, validate_only: bool = False) -> None:
         """Replace ``name``'s overrides with ``change(current overrides)`` (which validates them, raising

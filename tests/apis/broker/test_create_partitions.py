@@ -9,7 +9,8 @@ import pytest
 
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
-from tests.apis.broker.topic_app import NODE_ID, TopicApp, call, open_app
+from kcoord.storage.file_store import FileLogStore
+from tests.apis.broker.topic_app import NODE_ID, TopicApp, call, count_catalogue_writes, open_app
 
 
 def _grow(name: str, count: int, assignments: list[list[int]] | None = None) -> dict[str, Any]:
@@ -86,3 +87,28 @@ async def test_duplicates_and_internal_topics_are_invalid_requests(tmp_path: Pat
         ("__consumer_offsets", ErrorCode.invalid_request),
     ]
     assert await app.topics.ensure_offsets_topic(2) == 2
+
+
+async def test_one_request_grows_many_topics_answering_each_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """50 topics grown in one CreatePartitions: each answered in request order and grown, with one
+    catalogue write per topic (the catalogue protocol grows one topic per commit)."""
+    app = await open_app(tmp_path, FileLogStore(tmp_path / "data"))
+    try:
+        names = [f"grow-{index:02}" for index in range(50)]
+        for name in names:
+            await app.topics.create(name, 1)
+        writes = count_catalogue_writes(monkeypatch)
+        response = await _request(app, 3, *(_grow(name, 3) for name in names), _grow("missing", 2))
+        assert len(writes) == 50
+        assert [(r.name, r.error_code) for r in response.results] == [
+            *((name, ErrorCode.none) for name in names),
+            ("missing", ErrorCode.unknown_topic_or_partition),
+        ]
+        for name in names:
+            info = app.topics.get(name)
+            assert info is not None and info.partitions == 3
+            assert app.topics.partition_log(name, 2) is not None
+    finally:
+        await app.store.close()

@@ -10,7 +10,8 @@ import pytest
 from kcoord.cluster.topic_configs import ConfigSource
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
-from tests.apis.broker.topic_app import NODE_ID, TopicApp, call, open_app
+from kcoord.storage.file_store import FileLogStore
+from tests.apis.broker.topic_app import NODE_ID, TopicApp, call, count_catalogue_writes, open_app
 
 
 def _topic(
@@ -144,3 +145,25 @@ async def test_bad_assignments_are_refused(tmp_path: Path, topic: dict[str, Any]
     response = await _create(app, 4, topic)
     assert response.topics[0].error_code == code
     assert app.topics.names() == []
+
+
+async def test_one_request_of_many_topics_is_one_round_with_one_catalogue_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """100 topics x 4 partitions in one CreateTopics: every one answered and created, one catalogue write."""
+    app = await open_app(tmp_path, FileLogStore(tmp_path / "data"))
+    try:
+        writes = count_catalogue_writes(monkeypatch)
+        names = [f"bulk-{index:03}" for index in range(100)]
+        response = await _create(app, 7, *(_topic(name, 4) for name in names), _topic("bad name"))
+        assert writes == [100]
+        assert [result.name for result in response.topics] == [*names, "bad name"]
+        for result in response.topics[:-1]:
+            info = app.topics.get(result.name)
+            assert info is not None and result.error_code == ErrorCode.none
+            assert (result.topic_id, result.num_partitions) == (info.topic_id, 4)
+            assert all(app.topics.partition_log(result.name, p) is not None for p in range(4))
+        assert response.topics[-1].error_code == ErrorCode.invalid_topic_exception
+        assert (tmp_path / "data" / "bulk-099-3").is_dir()
+    finally:
+        await app.store.close()

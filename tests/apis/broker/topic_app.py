@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
 from kio.serial import entity_reader
 
 from kcoord.apis.broker import (
@@ -25,11 +26,12 @@ from kcoord.apis.broker import (
     offset_for_leader_epoch,
 )
 from kcoord.apis.broker.config_alteration import ConfigTargets
+from kcoord.cluster import file_catalogue
 from kcoord.cluster.broker_configs import BrokerConfigs
 from kcoord.cluster.file_catalogue import FileCatalogue
 from kcoord.cluster.identity import Node
 from kcoord.cluster.leader_epochs import RecordedEpochs
-from kcoord.cluster.topic_manager import TopicManager
+from kcoord.cluster.topic_manager import TopicInfo, TopicManager
 from kcoord.config import Settings
 from kcoord.protocol.codec import (
     EncodedResponse,
@@ -134,3 +136,17 @@ async def call(app: TopicApp, api_key: int, version: int, body: dict[str, Any]) 
     decoded, end = entity_reader(response_cls)(encoded, 0)
     assert end == len(encoded)
     return decoded
+
+
+def count_catalogue_writes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the topic catalogue's writes (each still written for real): one entry per write, its
+    topic count."""
+    writes: list[int] = []
+    real_write = file_catalogue._write_catalogue
+
+    def counted(path: Path, topics: list[TopicInfo]) -> None:
+        writes.append(len(topics))
+        real_write(path, topics)
+
+    monkeypatch.setattr(file_catalogue, "_write_catalogue", counted)
+    return writes

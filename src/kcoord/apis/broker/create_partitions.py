@@ -7,8 +7,10 @@
 INVALID_PARTITIONS unless the count grows; assignments must name exactly the new partitions and
 put each on this node (INVALID_REPLICA_ASSIGNMENT otherwise). Internal topics are refused
 (INVALID_REQUEST): the coordinator places groups by ``__consumer_offsets``' partition count.
-The group coordinator hears of the growth through the topic manager's listeners; consumers see
-it in their next Metadata.
+Every topic is checked first; the ones that passed grow in one round
+(:meth:`TopicManager.add_partitions_many`: one catalogue write, the new logs a few topics at a
+time off the loop). The group coordinator hears of the growth through the topic manager's
+listeners; consumers see it in their next Metadata.
 
 Authorization: Topic ALTER per topic, else TOPIC_AUTHORIZATION_FAILED.
 """
@@ -35,9 +37,10 @@ def _result(name: str, code: ErrorCode, message: str | None) -> dict[str, Any]:
     return {"name": name, "error_code": code, "error_message": message}
 
 
-async def _grow(
+def _checked_count(
     topics: TopicManager, node_id: int, topic: Any, validate_only: bool, budget: CreationBudget | None
-) -> None:
+) -> int:
+    """The new partition count ``topic`` asks for, after the checks only the request can make."""
     info = topics.get(topic.name)
     if info is None:
         raise KafkaError(ErrorCode.unknown_topic_or_partition, f"Topic '{topic.name}' does not exist.")
@@ -60,7 +63,7 @@ async def _grow(
         refusal = budget.refusal(count - info.partitions)
         if refusal is not None:
             raise KafkaError(*refusal)
-    await topics.add_partitions(topic.name, count, validate_only)
+    return count
 
 
 def create_partitions_error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
@@ -90,11 +93,18 @@ async def handle_create_partitions(
     validate_only = bool(request.validate_only)
     budget = creation.budget(ctx, quota_error=ctx.api_version >= 3) if creation is not None else None
 
-    async def grow(topic: Any) -> TopicAnswer:
+    planned: dict[str, int] = {}
+
+    async def plan(topic: Any) -> TopicAnswer:
         if not may_topic(ctx, authorizer, Op.ALTER, topic.name):
             raise KafkaError(ErrorCode.topic_authorization_failed, "Authorization failed.")
-        await _grow(topics, node_id, topic, validate_only, budget)
-        return _result(topic.name, ErrorCode.none, None)
+        planned[topic.name] = _checked_count(topics, node_id, topic, validate_only, budget)
+        return _result(topic.name, ErrorCode.none, None)  # replaced by the round's error, if any
 
-    results = await answer_each_topic(request.topics, grow, _result, "Duplicate topic in request.")
+    results = await answer_each_topic(request.topics, plan, _result, "Duplicate topic in request.")
+    outcomes = await topics.add_partitions_many(list(planned.items()), validate_only) if planned else {}
+    for index, result in enumerate(results):
+        outcome = outcomes.get(result["name"])
+        if isinstance(outcome, KafkaError):
+            results[index] = _result(result["name"], outcome.code, outcome.message)
     return {"throttle_time": budget.throttle_ms if budget is not None else 0, "results": results}

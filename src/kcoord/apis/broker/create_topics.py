@@ -7,8 +7,10 @@
   every topic config with its source (KIP-525).
 - v6: no change to the body (quota errors).  v7: the result carries the topic id.
 
-kafka-python sends v7, librdkafka v4, aiokafka v3. Topics are created one after another and
-the response is sent once every log exists, so ``timeout`` never expires. A name that appears
+kafka-python sends v7, librdkafka v4, aiokafka v3. Every topic is checked first; then the ones
+that passed are created in one round (:meth:`TopicManager.create_many`: their logs a few at a
+time off the loop, one catalogue write), and the response is sent once every log exists, so
+``timeout`` never expires. A name that appears
 twice in one request gets one INVALID_REQUEST result and is not created, as in Kafka.
 
 Authorization: Cluster CREATE, or Topic CREATE per topic, else TOPIC_AUTHORIZATION_FAILED.
@@ -25,7 +27,7 @@ from typing import Any
 from kcoord.apis.access import Op, may_cluster, may_topic
 from kcoord.apis.broker.creation_limits import CreationBudget, CreationLimits
 from kcoord.cluster.topic_configs import ConfigEntry, describe_topic_configs
-from kcoord.cluster.topic_manager import TopicManager
+from kcoord.cluster.topic_manager import NewTopic, TopicInfo, TopicManager
 from kcoord.config import Settings
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
@@ -107,14 +109,10 @@ def _topic_error(name: str, code: ErrorCode, message: str | None) -> dict[str, A
     }
 
 
-async def _create_one(
-    topics: TopicManager,
-    settings: Settings,
-    node_id: int,
-    topic: Any,
-    validate_only: bool,
-    budget: CreationBudget | None = None,
-) -> dict[str, Any]:
+def _planned(
+    topics: TopicManager, node_id: int, topic: Any, validate_only: bool, budget: CreationBudget | None = None
+) -> NewTopic:
+    """What creating ``topic`` asks of the topic manager, after the checks only the request can make."""
     partitions = int(topic.num_partitions)
     replication_factor = int(topic.replication_factor)
     assignments = sorted(topic.assignments, key=lambda a: int(a.partition_index))
@@ -138,7 +136,10 @@ async def _create_one(
         refusal = budget.refusal(partitions if partitions != -1 else topics.default_partitions)
         if refusal is not None:
             raise KafkaError(*refusal)
-    info = await topics.create(topic.name, partitions, replication_factor, configs, validate_only)
+    return NewTopic(topic.name, partitions, replication_factor, configs)
+
+
+def _created(info: TopicInfo, settings: Settings) -> dict[str, Any]:
     return {
         "name": info.name,
         "topic_id": info.topic_id,
@@ -188,15 +189,30 @@ async def handle_create_topics(
     budget = creation.budget(ctx, quota_error=ctx.api_version >= 6) if creation is not None else None
     cluster_create = may_cluster(ctx, authorizer, Op.CREATE)
 
-    async def create(topic: Any) -> TopicAnswer:
+    planned: dict[str, NewTopic] = {}
+
+    async def plan(topic: Any) -> TopicAnswer:
         if not cluster_create and not may_topic(ctx, authorizer, Op.CREATE, topic.name):
             raise KafkaError(ErrorCode.topic_authorization_failed, "Authorization failed.")
-        return await _create_one(topics, settings, node_id, topic, validate_only, budget)
+        planned[topic.name] = _planned(topics, node_id, topic, validate_only, budget)
+        return {"name": topic.name}  # answered once the round below has run
 
     results = await answer_each_topic(
         request.topics,
-        create,
+        plan,
         _topic_error,
         "Create topics request contains multiple entries for the topic {name}.",
     )
-    return {"throttle_time": budget.throttle_ms if budget is not None else 0, "topics": results}
+    outcomes = await topics.create_many(list(planned.values()), validate_only) if planned else {}
+    answers: list[TopicAnswer] = []
+    for result in results:
+        name = result["name"]
+        if name not in planned:  # refused before the round
+            answers.append(result)
+            continue
+        outcome = outcomes.get(name) or KafkaError(ErrorCode.unknown_server_error, f"{name} was not created")
+        if isinstance(outcome, KafkaError):
+            answers.append(_topic_error(name, outcome.code, outcome.message))
+        else:
+            answers.append(_created(outcome, settings))
+    return {"throttle_time": budget.throttle_ms if budget is not None else 0, "topics": answers}
