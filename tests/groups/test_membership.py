@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import time
 
 import pytest
 
 from tests.support import kafka_python_stall
-from tests.support.failover_clients import group_view
 from tests.support.group_clients import (
     HEARTBEAT_MS,
     ClientKind,
@@ -37,62 +35,19 @@ by_name = pytest.mark.parametrize("kind", KINDS, ids=[k.name for k in KINDS])
 
 
 def form(group: Group, kind: ClientKind, session_timeout_ms: int = 6000) -> set[tuple[int, int]]:
-    """Fill the topic, start five members at once and wait until they own every partition exactly once."""
+    """Fill the topic, start five members at once and wait until they own every partition exactly once
+    (a proven kafka-python stall while forming is replaced once: ``kafka_python_stall.form``)."""
     expected = create_and_fill(group.server, group.topic, group.partitions, PER_PARTITION)
     for _ in range(5):
         group.start(kind, session_timeout_ms=session_timeout_ms)
-    kafka_python_stall.FORMED.append(group.group)
-    try:
-        group.wait_balanced()
-    except AssertionError as failure:
-        if kind.client != "kafka-python":
-            raise AssertionError(f"{failure}\n/v1/groups: {server_view(group)}") from None
-        replace_stalled_kafka_python_members(group, kind, session_timeout_ms)
-        group.wait_balanced()
+    kafka_python_stall.form(
+        group,
+        kind,
+        session_timeout_ms=session_timeout_ms,
+        heartbeat_ms=HEARTBEAT_MS,
+        restart=lambda _stalled: group.start(kind, session_timeout_ms=session_timeout_ms),
+    )
     return expected
-
-
-def server_view(group: Group) -> str:
-    """The group's state, members and rebalance history as the server's ``/v1/groups`` shows them."""
-    return json.dumps(group_view(group.server, group.group), indent=1)
-
-
-def replace_stalled_kafka_python_members(group: Group, kind: ClientKind, session_timeout_ms: int) -> None:
-    """Replace members hit by kafka-python 3.0.12's stall after a SyncGroup answer, once, if proven.
-
-    The stall is described in ``tests/support/kafka_python.py``; it happens while the group *forms*,
-    which is set-up here, not the behaviour under test. A member that owns nothing is replaced only
-    when the server's log proves the stall's signature (``proven_stall``: a non-empty SyncGroup
-    answer, then silence until the coordinator expired it); every replacement is counted and shown
-    in the session summary. Any member owning nothing without that proof fails the test with the
-    group's state and history as the server shows them.
-    """
-    idle = [driver for driver in group.drivers if driver.alive and not driver.assignment]
-    proofs = {
-        driver.name: kafka_python_stall.proven_stall(
-            group.server,
-            group.group,
-            driver.name,
-            session_timeout_ms=session_timeout_ms,
-            heartbeat_ms=HEARTBEAT_MS,
-        )
-        for driver in idle
-    }
-    unproven = [name for name, proof in proofs.items() if proof is None]
-    if not idle or unproven:
-        raise AssertionError(
-            f"group {group.group} did not form; members owning nothing without the kafka-python stall's "
-            f"server-side signature: {unproven or 'none idle'}\n/v1/groups: {server_view(group)}\n"
-            + group.diagnose()
-        )
-    for driver in idle:
-        proof = proofs[driver.name]
-        assert proof is not None
-        kafka_python_stall.RETRIES.append(f"{group.group}: {proof.describe()}")
-        driver.kill()
-        group.drivers.remove(driver)
-        group.retired.append(driver)
-        group.start(kind, session_timeout_ms=session_timeout_ms)
 
 
 @by_name

@@ -6,9 +6,11 @@ import time
 
 import pytest
 
+from tests.support import kafka_python_stall
 from tests.support.group_clients import (
     HEARTBEAT_MS,
     ClientKind,
+    Driver,
     Group,
     append,
     assert_exactly_once,
@@ -54,10 +56,23 @@ def test_static_member_restart_keeps_generation_and_partitions(group: Group, kin
     """A static member restarted within its session timeout gets its partitions back without a rebalance."""
     session_timeout_ms = 15_000
     create_and_fill(group.server, group.topic, group.partitions, PER_PARTITION)
-    members = [
-        group.start(kind, session_timeout_ms=session_timeout_ms, instance_id=f"static-{i}") for i in range(3)
-    ]
-    group.wait_balanced()
+    instances: dict[str, str] = {}
+
+    def start(instance_id: str) -> Driver:
+        driver = group.start(kind, session_timeout_ms=session_timeout_ms, instance_id=instance_id)
+        instances[driver.name] = instance_id
+        return driver
+
+    for i in range(3):
+        start(f"static-{i}")
+    kafka_python_stall.form(
+        group,
+        kind,
+        session_timeout_ms=session_timeout_ms,
+        heartbeat_ms=HEARTBEAT_MS,
+        restart=lambda stalled: start(instances[stalled.name]),
+    )
+    members = list(group.drivers)
     victim, *others = members
     partitions = victim.assignment
     generation = victim.of_kind("assigned")[-1]["generation"]

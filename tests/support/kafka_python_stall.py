@@ -17,11 +17,15 @@ Every replacement is counted in :data:`RETRIES` and shown in the session's termi
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from kcoord.coordinator.classic.consumer_protocol import decode_assignment
+from tests.support.failover_clients import group_view
+from tests.support.group_clients import ClientKind, Driver, Group
 from tests.support.server import KcoordProcess
 
 #: One line per member replaced after a proven stall, for the session summary.
@@ -84,3 +88,59 @@ def proven_stall(
     if silent_s > (session_timeout_ms + heartbeat_ms) / 1000:
         return None
     return Stall(client_id, str(answer["member"]), int(answer["generation"]), partitions, silent_s)
+
+
+def form(
+    group: Group,
+    kind: ClientKind,
+    *,
+    session_timeout_ms: int,
+    heartbeat_ms: int,
+    restart: Callable[[Driver], Driver],
+) -> None:
+    """Wait until the group's members own every partition exactly once; a kafka-python member hit by
+    the stall while the group forms (set-up, not the behaviour under test) is replaced once, in
+    place, by ``restart(stalled)``, and only when :func:`proven_stall` proves it. Anything else
+    fails with the group's state and history as the server's ``/v1/groups`` shows them."""
+    FORMED.append(group.group)
+    try:
+        group.wait_balanced()
+        return
+    except AssertionError as failure:
+        if kind.client != "kafka-python":
+            raise AssertionError(f"{failure}\n/v1/groups: {server_view(group)}") from None
+    idle = [driver for driver in group.drivers if driver.alive and not driver.assignment]
+    proofs = {
+        driver.name: proven_stall(
+            group.server,
+            group.group,
+            driver.name,
+            session_timeout_ms=session_timeout_ms,
+            heartbeat_ms=heartbeat_ms,
+        )
+        for driver in idle
+    }
+    unproven = [name for name, proof in proofs.items() if proof is None]
+    if not idle or unproven:
+        raise AssertionError(
+            f"group {group.group} did not form; members owning nothing without the kafka-python stall's "
+            f"server-side signature: {unproven or 'none idle'}\n/v1/groups: {server_view(group)}\n"
+            + group.diagnose()
+        )
+    for driver in idle:
+        proof = proofs[driver.name]
+        assert proof is not None
+        RETRIES.append(f"{group.group}: {proof.describe()}")
+        driver.kill()
+        index = group.drivers.index(driver)
+        group.drivers.remove(driver)
+        group.retired.append(driver)
+        replacement = restart(driver)
+        group.drivers.remove(replacement)
+        group.drivers.insert(index, replacement)
+    group.wait_balanced()
+
+
+def server_view(group: Group) -> str:
+    """The group's state, members and rebalance history as the server's ``/v1/groups`` shows them."""
+    return json.dumps(group_view(group.server, group.group), indent=1)
