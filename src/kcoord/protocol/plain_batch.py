@@ -41,8 +41,20 @@ def _varint(value: int) -> bytes:
     return bytes(out)
 
 
-def encode_plain_batch(entries: Sequence[tuple[bytes | None, bytes | None]], timestamp_ms: int) -> bytes:
-    """One uncompressed batch of ``entries`` at ``timestamp_ms``; relative offsets (the log sets the base)."""
+def encode_plain_batch(
+    entries: Sequence[tuple[bytes | None, bytes | None]],
+    timestamp_ms: int,
+    *,
+    attributes: int = 0,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+) -> bytes:
+    """One uncompressed batch of ``entries`` at ``timestamp_ms``; relative offsets (the log sets the base).
+
+    ``attributes``, ``producer_id`` and ``producer_epoch`` go into the header as given: a
+    transactional batch (attribute bit 4) or a control batch (bit 5) names its producer; any other
+    batch keeps the defaults (no producer). The base sequence is always -1: nothing written here
+    takes part in idempotent sequencing."""
     parts: list[bytes] = []
     for delta, (key, value) in enumerate(entries):
         body = b"".join(
@@ -58,7 +70,12 @@ def encode_plain_batch(entries: Sequence[tuple[bytes | None, bytes | None]], tim
         parts.append(body)
     records = b"".join(parts)
     count = len(entries)
-    after_crc = _HEADER_AFTER_CRC.pack(0, count - 1, timestamp_ms, timestamp_ms, -1, -1, -1, count) + records
+    after_crc = (
+        _HEADER_AFTER_CRC.pack(
+            attributes, count - 1, timestamp_ms, timestamp_ms, producer_id, producer_epoch, -1, count
+        )
+        + records
+    )
     crc = crc32c.crc32c(after_crc)
     batch_length = HEADER_SIZE - LOG_OVERHEAD + len(records)
     return _PREFIX.pack(0, batch_length, -1, 2) + _CRC.pack(crc) + after_crc
@@ -77,9 +94,19 @@ class EncodedBatch(NamedTuple):
     max_timestamp: int
 
 
-def encode_for_log(entries: Sequence[tuple[bytes | None, bytes | None]], timestamp_ms: int) -> EncodedBatch:
+def encode_for_log(
+    entries: Sequence[tuple[bytes | None, bytes | None]],
+    timestamp_ms: int,
+    *,
+    attributes: int = 0,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+) -> EncodedBatch:
     """:func:`encode_plain_batch` with the facts the log would otherwise parse back."""
-    return EncodedBatch(encode_plain_batch(entries, timestamp_ms), len(entries) - 1, timestamp_ms)
+    data = encode_plain_batch(
+        entries, timestamp_ms, attributes=attributes, producer_id=producer_id, producer_epoch=producer_epoch
+    )
+    return EncodedBatch(data, len(entries) - 1, timestamp_ms)
 
 
 def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
