@@ -96,7 +96,7 @@ from kcoord.security.acl_store import AclStore, acl_file
 from kcoord.security.authorizer import AclAuthorizer, build_authorizer
 from kcoord.security.credentials import CredentialStore, credentials_file
 from kcoord.security.sasl import SaslSettings
-from kcoord.security.scram_decoy import DataDirDecoy
+from kcoord.security.scram_decoy import DataDirDecoy, ScramDecoySource, shared_key_loader
 from kcoord.server.limits import ConnectionLimits, ServerLimits, parse_overrides
 from kcoord.server.listener_set import ListenerSet, advertised_addresses
 from kcoord.server.memory_pool import MemoryPool
@@ -107,7 +107,7 @@ from kcoord.storage.holding import DataDirLock
 from kcoord.storage.postgres import PostgresLogStore
 from kcoord.storage.postgres.broker_configs import SharedBrokerConfigs
 from kcoord.storage.postgres.ownership import Ownership
-from kcoord.storage.postgres.shared_documents import SHARED_KINDS, SharedDocument
+from kcoord.storage.postgres.shared_documents import SCRAM_DECOY_KIND, SHARED_KINDS, SharedDocument
 from kcoord.timer.api import Timer
 from kcoord.timer.clock import SystemClock
 
@@ -134,7 +134,6 @@ class App:
         configured = s["advertised.listeners"]
         first = (configured[0].host, configured[0].port) if configured else DEFAULT_ADVERTISED
         self.node = Node(identity.node_id, identity.cluster_id, first)
-        self.scram_decoy = DataDirDecoy(self.data_dir)
         self.broker_configs = BrokerConfigs(self.data_dir, s, identity.node_id)
         self.registry = ApiRegistry()
         self.metrics = KcoordMetrics(api_registry=self.registry)
@@ -225,14 +224,16 @@ class App:
         return SharedCatalogue(self.cluster.store, self.metrics)
 
     def _security_state(self) -> None:
-        """Where the ACLs, SCRAM credentials and group configs live: the data directory's files on a
-        single node; in a cluster, documents every node shares in PostgreSQL, adopted from those
-        files once, then polled (:mod:`kcoord.cluster.shared_state`)."""
+        """Where the ACLs, SCRAM credentials, group configs and the SCRAM decoy key live: the data
+        directory's files on a single node; in a cluster, documents every node shares in PostgreSQL,
+        adopted from those files once, then polled (:mod:`kcoord.cluster.shared_state`; the decoy
+        key is read once, :mod:`kcoord.security.scram_decoy`)."""
         files = acl_file(self.data_dir), credentials_file(self.data_dir), group_configs_file(self.data_dir)
         self.freshness = Freshness.always()
         self.shared_state: SharedStatePoller | None = None
         self._adoptions: list[tuple[FileDocument, SharedDocument]] = []
         shared = self.cluster.store
+        self.scram_decoy: ScramDecoySource = DataDirDecoy(self.data_dir)
         if shared is None:
             acls: StateDocument = files[0]
             credentials: StateDocument = files[1]
@@ -241,6 +242,8 @@ class App:
             store = shared
             documents = [SharedDocument(lambda: store.pool, kind) for kind in SHARED_KINDS]
             acls, credentials, group_configs = documents
+            decoy_key = SharedDocument(lambda: store.pool, SCRAM_DECOY_KIND)
+            self.scram_decoy = ScramDecoySource(shared_key_loader(decoy_key, self.data_dir))
             self._adoptions = list(zip(files, documents, strict=True))
             self.freshness = Freshness(self.cluster.max_staleness_ms / 1000)
             self.metrics.watch_shared_state(self.freshness.age_s)

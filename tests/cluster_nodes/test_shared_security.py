@@ -19,6 +19,7 @@ machine.
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -42,10 +43,14 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
+from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
+from kcoord.security import scram
+from kcoord.security.scram_decoy import DECOY_KEY_FILE
 from tests.support.cluster_nodes import wait_converged, wait_until
 from tests.support.postgres import PostgresCluster
 from tests.support.raw_client import RawClient
+from tests.support.scram_client import ScramClient
 from tests.support.secure_cluster import (
     ADMIN,
     ADMIN_PASSWORD,
@@ -286,6 +291,50 @@ def test_acls_users_and_group_configs_are_the_clusters_and_survive_a_full_restar
 
         _each_until(nodes, tuned_after_restart)
         assert [line for node in nodes for line in node.error_lines()] == []
+    finally:
+        for node in nodes:
+            node.kill()
+
+
+def _decoy_salt(node: SaslClusterNode, user: str) -> bytes:
+    """The salt ``node`` shows an unknown ``user`` in its SCRAM-SHA-512 server-first message."""
+    with RawClient(node.host, node.port) as client:
+        handshake = client.call(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "SCRAM-SHA-512"})
+        assert handshake.error_code == ErrorCode.none, handshake
+        first = client.call(
+            ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": ScramClient("sha512", user, "x").first()}
+        )
+        assert first.error_code == ErrorCode.none, first
+    attributes = dict(part.split("=", 1) for part in bytes(first.auth_bytes).decode().split(","))
+    return base64.b64decode(attributes["s"])
+
+
+def test_an_unknown_user_shows_one_salt_on_every_node(
+    tmp_path: Path, postgres_cluster: PostgresCluster
+) -> None:
+    """The SCRAM decoy key is the cluster's: an unknown name gets the same salt from every node (a
+    per-node key would show two salts where a real user shows one), node 1's key from before the
+    cluster is the one kept, and a node with a fresh data directory shows it too after a restart."""
+    database = postgres_cluster.create_database()
+    add_cluster_user(database, ADMIN, ADMIN_PASSWORD)
+    (tmp_path / "node1").mkdir()
+    single_node_key = bytes(range(32))
+    (tmp_path / "node1" / DECOY_KEY_FILE).write_bytes(single_node_key)
+    expected = scram.ScramDecoy(single_node_key).parameters("mallory", scram.ScramMechanism.SCRAM_SHA_512)[0]
+    nodes = [SaslClusterNode(tmp_path / f"node{n}", database, n) for n in (1, 2)]
+    try:
+        for node in nodes:
+            node.start()
+        wait_converged(nodes, postgres_cluster, database)
+        one, two = nodes
+        assert _decoy_salt(one, "mallory") == expected, "node 1's key from before the cluster is kept"
+        assert _decoy_salt(two, "mallory") == expected, "node 2 shows the cluster's salt"
+        assert _decoy_salt(two, "trent") == _decoy_salt(one, "trent") != expected
+        assert not (tmp_path / "node2" / DECOY_KEY_FILE).exists(), "no private key on node 2"
+        two.restart()
+        assert _decoy_salt(two, "mallory") == expected, "the key outlives a restart"
+        for node in nodes:
+            assert not node.error_lines(), node.error_lines()
     finally:
         for node in nodes:
             node.kill()

@@ -18,6 +18,7 @@ from kcoord.coordinator.consumer.group_configs import SESSION_TIMEOUT
 from kcoord.runtime.group_config_store import GROUP_CONFIGS_FILE, GroupConfigStore, group_configs_file
 from kcoord.runtime.rebalance_journal import JOURNAL_FILE, RebalanceJournal
 from kcoord.security.credentials import CREDENTIALS_FILE, CredentialFile
+from kcoord.security.scram_decoy import DECOY_KEY_FILE, DataDirDecoy
 from kcoord.storage import open_store
 from kcoord.storage.atomic_file import write_atomically, write_text_atomically
 from kcoord.storage.log_start_file import LOG_START_FILE, write_log_start
@@ -92,6 +93,11 @@ async def _log_start(data_dir: Path) -> Path:
     return data_dir / LOG_START_FILE
 
 
+async def _scram_decoy_key(data_dir: Path) -> Path:
+    await DataDirDecoy(data_dir).ready()
+    return data_dir / DECOY_KEY_FILE
+
+
 def _present(path: Path) -> bool:
     return path.exists()
 
@@ -104,6 +110,7 @@ SITES: dict[str, Callable[[Path], Awaitable[Path]]] = {
     "group configs": _group_configs,
     "scram credentials": _credentials,
     "log start offset": _log_start,
+    "scram decoy key": _scram_decoy_key,
 }
 
 

@@ -25,7 +25,7 @@ import structlog
 from kcoord.security.credentials import CredentialStore
 from kcoord.security.principal import KafkaPrincipal
 from kcoord.security.scram import ScramError, ScramMechanism, ScramServer
-from kcoord.security.scram_decoy import DataDirDecoy
+from kcoord.security.scram_decoy import ScramDecoySource
 
 log = structlog.get_logger(__name__)
 
@@ -57,7 +57,7 @@ class SaslSettings:
     """Called with the mechanism on every failed login (the metric)."""
     max_receive_bytes: int = 524288
     """``sasl.server.max.receive.size``: the largest frame accepted before authentication."""
-    decoy: DataDirDecoy | None = None
+    decoy: ScramDecoySource | None = None
     """What SCRAM shows for unknown users (None: a key that lives as long as the process)."""
 
 

@@ -23,10 +23,12 @@ import asyncpg
 from kcoord.storage.documents import Change
 from kcoord.storage.postgres.errors import storage_errors
 
-__all__ = ["SHARED_KINDS", "SharedDocument"]
+__all__ = ["SCRAM_DECOY_KIND", "SHARED_KINDS", "SharedDocument"]
 
 SHARED_KINDS = ("acls", "scram_credentials", "group_configs")
 """The kinds a cluster shares, in the order the composition root pairs them with a node's files."""
+SCRAM_DECOY_KIND = "scram_decoy"
+"""The key that makes unknown users' SCRAM salts (:mod:`kcoord.security.scram_decoy`): one per cluster."""
 
 _ABSENT = 0
 """The version of a document that does not exist yet (stored ones start at 1)."""
