@@ -305,7 +305,12 @@ class App:
             delete_topics.api(topics, enabled=s["delete.topic.enable"], authorizer=auth),
             delete_records.api(topics, authorizer=auth),
             describe_configs.api(
-                topics, s, node.node_id, authorizer=auth, group_configs=self.group_configs.overrides
+                topics,
+                s,
+                node.node_id,
+                authorizer=auth,
+                group_configs=self.group_configs.overrides,
+                cluster_defaults=lambda: self.broker_configs.of(""),
             ),
             *self._config_alteration_apis(),
             describe_cluster.api(node, authorizer=auth),

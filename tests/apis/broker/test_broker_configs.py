@@ -105,6 +105,10 @@ async def test_the_node_value_beats_the_cluster_default(tmp_path: Path) -> None:
     assert app.settings["message.max.bytes"] == 5000
     described = await _described(app, RESOURCE_BROKER, str(NODE_ID), "message.max.bytes")
     assert described[:2] == ("5000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
+    assert (await _described(app, RESOURCE_BROKER, "", "message.max.bytes"))[:2] == (
+        "5000",
+        ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
+    )
     assert await _replace(app, RESOURCE_BROKER, str(NODE_ID), {"message.max.bytes": "7000"}) == (0, None)
     assert app.settings["message.max.bytes"] == 7000
     assert app.settings.source("message.max.bytes") == "dynamic broker config"

@@ -87,11 +87,13 @@ async def test_key_filter_synonyms_and_documentation(tmp_path: Path) -> None:
 
 
 async def test_broker_resource_lists_node_settings(tmp_path: Path) -> None:
-    """The node (by id or the empty name) lists its settings with where each came from, only the
-    dynamic broker configs writable."""
+    """The node (by its id) lists its settings with where each came from, only the dynamic broker
+    configs writable; the cluster default (the empty name) lists no setting until one is set."""
     app = await _app(tmp_path)
     response = await _describe(app, 4, [(RESOURCE_BROKER, str(NODE_ID), None), (RESOURCE_BROKER, "", None)])
-    for result in response.results:
+    node_result, default_result = response.results
+    assert (default_result.error_code, list(default_result.configs)) == (ErrorCode.none, [])
+    for result in [node_result]:
         assert result.error_code == ErrorCode.none
         configs = {c.name: c for c in result.configs}
         assert configs["node.id"].value == str(NODE_ID)

@@ -83,7 +83,12 @@ class TopicApp:
                 create_partitions.api(topics, NODE_ID, authorizer=auth),
                 delete_topics.api(topics, enabled=settings["delete.topic.enable"], authorizer=auth),
                 describe_configs.api(
-                    topics, settings, NODE_ID, authorizer=auth, group_configs=self.group_configs.overrides
+                    topics,
+                    settings,
+                    NODE_ID,
+                    authorizer=auth,
+                    cluster_defaults=lambda: self.broker_configs.of(""),
+                    group_configs=self.group_configs.overrides,
                 ),
                 incremental_alter_configs.api(targets),
                 alter_configs.api(targets),

@@ -9,10 +9,11 @@ Resources served:
 - TOPIC (2): every topic config (see :mod:`kcoord.cluster.topic_configs`). An override has source
   DYNAMIC_TOPIC_CONFIG; otherwise the node's setting of the broker synonym (STATIC_BROKER_CONFIG
   when it was set in the file, environment or flags, DEFAULT_CONFIG when not).
-- BROKER (4), named by this node's id or ``""`` (the cluster default): every kcoord setting under
-  its Kafka name. The dynamic broker configs (:mod:`kcoord.config.dynamic`) are writable and, once
-  altered, have source DYNAMIC_BROKER_CONFIG (this node's) or DYNAMIC_DEFAULT_BROKER_CONFIG (the
-  cluster default); every other setting is read-only.
+- BROKER (4), named by this node's id: every kcoord setting under its Kafka name. The dynamic broker
+  configs (:mod:`kcoord.config.dynamic`) are writable and, once altered, have source
+  DYNAMIC_BROKER_CONFIG (this node's) or DYNAMIC_DEFAULT_BROKER_CONFIG (the cluster default); every
+  other setting is read-only. Named ``""`` (the cluster default, ``kafka-configs --entity-default``):
+  only the cluster-wide dynamic defaults that were set, as Kafka answers.
 - GROUP (32): the consumer group configs of Kafka 4 (see :mod:`.group_config_entries`), which
   IncrementalAlterConfigs changes per group.
 
@@ -27,7 +28,7 @@ DESCRIBE_CONFIGS (else GROUP_AUTHORIZATION_FAILED).
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from kcoord.apis.access import Op, may_cluster, may_group, may_topic
@@ -98,13 +99,41 @@ def _shown(name: str, value: Any) -> str | None:
     return render_setting(shown_setting(name, value))
 
 
-def _broker_entries(settings: Settings, node_id: int, resource_name: str) -> list[ConfigEntry]:
-    if resource_name not in ("", str(node_id)):
+ClusterDefaults = Callable[[], Mapping[str, str]]
+"""The cluster-wide dynamic broker defaults set so far (resource ``""`` of AlterConfigs)."""
+
+
+def _broker_entries(
+    settings: Settings, node_id: int, cluster_defaults: ClusterDefaults, resource_name: str
+) -> list[ConfigEntry]:
+    if resource_name == "":
+        return _cluster_default_entries(cluster_defaults())
+    if resource_name != str(node_id):
         raise KafkaError(
             ErrorCode.invalid_request,
             f"Unexpected broker id, expected {node_id} or empty string, but received {resource_name}",
         )
     return broker_config_entries(settings, node_id)
+
+
+def _cluster_default_entries(defaults: Mapping[str, str]) -> list[ConfigEntry]:
+    """Each cluster-wide default as DYNAMIC_DEFAULT_BROKER_CONFIG, its static default as a synonym."""
+    entries: list[ConfigEntry] = []
+    for name, text in sorted(defaults.items()):
+        definition = BY_NAME.get(name)
+        shown = None if is_secret(name) else text
+        synonyms: list[tuple[str, str | None, ConfigSource]] = [
+            (name, shown, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
+        ]
+        kind = ConfigType.PASSWORD if is_secret(name) else ConfigType.STRING
+        doc = ""
+        if definition is not None:
+            synonyms.append((name, _shown(name, definition.default), ConfigSource.DEFAULT_CONFIG))
+            kind = ConfigType.PASSWORD if is_secret(name) else _kind_of(definition.default)
+            doc = definition.doc
+        source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+        entries.append(ConfigEntry(name, shown, source, kind, False, doc, tuple(synonyms)))
+    return entries
 
 
 def _topic_entries(topics: TopicManager, settings: Settings, resource_name: str) -> list[ConfigEntry]:
@@ -145,6 +174,7 @@ def _resource_result(
     topics: TopicManager,
     settings: Settings,
     node_id: int,
+    cluster_defaults: ClusterDefaults,
     groups: GroupConfigOverrides,
     resource: Any,
     request: Any,
@@ -160,7 +190,7 @@ def _resource_result(
         if resource.resource_type == RESOURCE_TOPIC:
             entries = _topic_entries(topics, settings, resource.resource_name)
         elif resource.resource_type == RESOURCE_BROKER:
-            entries = _broker_entries(settings, node_id, resource.resource_name)
+            entries = _broker_entries(settings, node_id, cluster_defaults, resource.resource_name)
         elif resource.resource_type == RESOURCE_GROUP:
             name = resource.resource_name
             entries = group_config_entries(settings, groups.of(name), name)
@@ -201,6 +231,7 @@ def api(
     node_id: int,
     *,
     authorizer: Authorizer,
+    cluster_defaults: ClusterDefaults,
     group_configs: GroupConfigOverrides | None = None,
 ) -> ApiSpec:
     handler = functools.partial(
@@ -210,6 +241,7 @@ def api(
         node_id=node_id,
         authorizer=authorizer,
         group_configs=group_configs or GroupConfigOverrides(),
+        cluster_defaults=cluster_defaults,
     )
     return ApiSpec(ApiKey.DESCRIBE_CONFIGS, "DescribeConfigs", 1, 4, handler, describe_configs_error_response)
 
@@ -223,11 +255,12 @@ async def handle_describe_configs(
     node_id: int,
     authorizer: Authorizer,
     group_configs: GroupConfigOverrides,
+    cluster_defaults: ClusterDefaults,
 ) -> dict[str, Any]:
     results = [
         _denied(r, code)
         if (code := _refusal(ctx, authorizer, r)) is not None
-        else _resource_result(topics, settings, node_id, group_configs, r, request)
+        else _resource_result(topics, settings, node_id, cluster_defaults, group_configs, r, request)
         for r in request.resources
     ]
     return {"throttle_time": 0, "results": results}
