@@ -10,6 +10,8 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
+from kcoord.coordinator.record_fields import TopicPartitions
+
 
 @dataclass(frozen=True, slots=True)
 class OffsetCommitKey:
@@ -60,8 +62,8 @@ class GroupMetadataValue:
 
 # -- KIP-848 consumer groups (key types 3-8; every value is flexible, version 0)
 
-TopicPartitionsRecord = tuple[tuple[uuid.UUID, tuple[int, ...]], ...]
-"""Partitions by topic id, as the consumer group records hold them."""
+TopicPartitionsRecord = TopicPartitions
+"""Partitions by topic id, as the consumer group records hold them (the share group records' shape)."""
 
 
 @dataclass(frozen=True, slots=True)

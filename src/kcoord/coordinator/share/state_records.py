@@ -25,12 +25,8 @@ import uuid
 from dataclasses import dataclass
 
 from kcoord.coordinator.partitioner import partition_for
-from kcoord.coordinator.record_io import (
-    RecordDecodeError,
-    RecordReader,
-    RecordWriter,
-    UnsupportedRecordVersionError,
-)
+from kcoord.coordinator.record_fields import int_tag, read_tagged_int, read_value_version
+from kcoord.coordinator.record_io import RecordDecodeError, RecordReader, RecordWriter
 from kcoord.coordinator.share.partition_state import StateBatch
 from kcoord.protocol.plain_batch import EncodedBatch, encode_for_log
 
@@ -127,9 +123,8 @@ def encode_state_key(key: ShareStateKey) -> bytes:
 def encode_state_value(value: ShareSnapshotValue | ShareUpdateValue | None) -> bytes | None:
     if value is None:
         return None
-    header = RecordWriter("ShareStateValue")
-    header.int16(_VALUE_VERSION, "version")
     writer = RecordWriter(type(value).__name__, flexible=True)
+    writer.int16(_VALUE_VERSION, "version")
     writer.int32(value.snapshot_epoch, "snapshotEpoch")
     if isinstance(value, ShareSnapshotValue):
         writer.int32(value.state_epoch, "stateEpoch")
@@ -147,11 +142,11 @@ def encode_state_value(value: ShareSnapshotValue | ShareUpdateValue | None) -> b
         writer.empty_tagged_fields()
     tags: dict[int, bytes] = {}
     if value.delivery_complete_count != -1:
-        tag = writer.sub("deliveryCompleteCount")
-        tag.int32(value.delivery_complete_count, "deliveryCompleteCount")
-        tags[_DELIVERY_COMPLETE_COUNT_TAG] = tag.getvalue()
+        tags[_DELIVERY_COMPLETE_COUNT_TAG] = int_tag(
+            writer, RecordWriter.int32, value.delivery_complete_count, "deliveryCompleteCount"
+        )
     writer.tagged_fields(tags)
-    return header.getvalue() + writer.getvalue()
+    return writer.getvalue()
 
 
 def decode_state_key(key: bytes) -> ShareStateKey | None:
@@ -168,11 +163,9 @@ def decode_state_key(key: bytes) -> ShareStateKey | None:
 
 
 def decode_state_value(key: ShareStateKey, value: bytes) -> ShareSnapshotValue | ShareUpdateValue:
-    head = RecordReader(value[:2], "ShareStateValue")
-    version = head.int16("version")
-    if version != _VALUE_VERSION:
-        raise UnsupportedRecordVersionError(f"share state value version {version}")
-    reader = RecordReader(value[2:], "ShareSnapshotValue" if key.snapshot else "ShareUpdateValue")
+    name = "ShareSnapshotValue" if key.snapshot else "ShareUpdateValue"
+    reader = RecordReader(value, name)
+    read_value_version(reader, (_VALUE_VERSION,), name)
     snapshot_epoch = reader.int32("snapshotEpoch")
     state_epoch = reader.int32("stateEpoch") if key.snapshot else 0
     leader_epoch = reader.int32("leaderEpoch")
@@ -191,11 +184,9 @@ def decode_state_value(key: ShareStateKey, value: bytes) -> ShareSnapshotValue |
         reader.skip_tagged_fields("StateBatch")
     tags = reader.tagged_fields("value")
     reader.finish()
-    delivery_complete_count = -1
-    if _DELIVERY_COMPLETE_COUNT_TAG in tags:
-        tag = reader.sub(tags[_DELIVERY_COMPLETE_COUNT_TAG], "deliveryCompleteCount")
-        delivery_complete_count = tag.int32("deliveryCompleteCount")
-        tag.finish()
+    delivery_complete_count = read_tagged_int(
+        reader, tags, _DELIVERY_COMPLETE_COUNT_TAG, RecordReader.int32, "deliveryCompleteCount", -1
+    )
     if key.snapshot:
         return ShareSnapshotValue(
             snapshot_epoch,
