@@ -26,7 +26,6 @@ writer are :mod:`kcoord.coordinator.record_codec`'s, handed in by it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 
 from kcoord.coordinator.record_fields import (
@@ -66,20 +65,17 @@ KEY_TYPES: dict[type[ConsumerGroupRecordKey], int] = {
     ConsumerGroupCurrentMemberAssignmentKey: 8,
 }
 CONSUMER_KEY_CLASSES = tuple(KEY_TYPES)
-_WITH_MEMBER = (5, 7, 8)
-_BY_TYPE: dict[int, Callable[..., ConsumerGroupRecordKey]] = {
-    number: cls for cls, number in KEY_TYPES.items()
-}
+_BY_TYPE: dict[int, type[ConsumerGroupRecordKey]] = {number: cls for cls, number in KEY_TYPES.items()}
 VALUE_VERSION = 0
 CLASSIC_MEMBER_METADATA_TAG = 0
 
 
 def decode_key(record_type: int, reader: RecordReader) -> ConsumerGroupRecordKey:
-    return read_group_key(reader, _BY_TYPE[record_type], record_type in _WITH_MEMBER)
+    return read_group_key(reader, _BY_TYPE[record_type])
 
 
 def encode_key(key: ConsumerGroupRecordKey, writer: RecordWriter) -> None:
-    write_group_key(writer, KEY_TYPES[type(key)], key.group, getattr(key, "member_id", None))
+    write_group_key(writer, KEY_TYPES[type(key)], key)
 
 
 def decode_value(key: ConsumerGroupRecordKey, reader: RecordReader) -> ConsumerGroupRecordValue:

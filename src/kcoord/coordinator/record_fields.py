@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Container
+from dataclasses import dataclass
 from typing import TypeVar
 
 from kcoord.coordinator.record_io import RecordReader, RecordWriter, UnsupportedRecordVersionError
 
 __all__ = [
+    "GroupKey",
+    "GroupMemberKey",
     "MemberClient",
     "TopicPartitions",
     "int_tag",
@@ -36,7 +39,7 @@ __all__ = [
 TopicPartitions = tuple[tuple[uuid.UUID, tuple[int, ...]], ...]
 """Partitions by topic id, as the group records hold an assignment."""
 
-_Key = TypeVar("_Key")
+_Key = TypeVar("_Key", bound="GroupKey")
 
 
 def read_value_version(reader: RecordReader, versions: Container[int], what: str) -> int:
@@ -47,20 +50,34 @@ def read_value_version(reader: RecordReader, versions: Container[int], what: str
     return version
 
 
-def write_group_key(writer: RecordWriter, record_type: int, group: str, member_id: str | None) -> None:
+@dataclass(frozen=True, slots=True)
+class GroupKey:
+    """The key of a record about a whole group: each record type is a subclass adding no field."""
+
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMemberKey(GroupKey):
+    """The key of a record about one member of a group."""
+
+    member_id: str
+
+
+def write_group_key(writer: RecordWriter, record_type: int, key: GroupKey) -> None:
     """A group record's key: its int16 type, the group id and, for a member's record, the member id."""
     writer.int16(record_type, "type")
-    writer.string(group, "groupId")
-    if member_id is not None:
-        writer.string(member_id, "memberId")
+    writer.string(key.group, "groupId")
+    if isinstance(key, GroupMemberKey):
+        writer.string(key.member_id, "memberId")
 
 
-def read_group_key(reader: RecordReader, make: Callable[..., _Key], with_member: bool) -> _Key:
+def read_group_key(reader: RecordReader, key_type: type[_Key]) -> _Key:
     """The rest of a group record's key after its type (keys are never flexible)."""
     group = reader.string("groupId", False)
-    if with_member:
-        return make(group, reader.string("memberId", False))
-    return make(group)
+    if issubclass(key_type, GroupMemberKey):
+        return key_type(group, reader.string("memberId", False))
+    return key_type(group)
 
 
 MemberClient = tuple[str | None, str, str, tuple[str, ...]]

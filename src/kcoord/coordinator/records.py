@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from kcoord.coordinator.record_fields import TopicPartitions
+from kcoord.coordinator.record_fields import GroupKey, GroupMemberKey, TopicPartitions
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,11 +66,10 @@ TopicPartitionsRecord = TopicPartitions
 """Partitions by topic id, as the consumer group records hold them (the share group records' shape)."""
 
 
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupMetadataKey:
+class ConsumerGroupMetadataKey(GroupKey):
     """Key type 3."""
 
-    group: str
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,11 +77,10 @@ class ConsumerGroupMetadataValue:
     epoch: int
 
 
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupPartitionMetadataKey:
+class ConsumerGroupPartitionMetadataKey(GroupKey):
     """Key type 4."""
 
-    group: str
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,12 +89,10 @@ class ConsumerGroupPartitionMetadataValue:
     """(topic id, topic name, number of partitions) of every subscribed topic."""
 
 
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupMemberMetadataKey:
+class ConsumerGroupMemberMetadataKey(GroupMemberKey):
     """Key type 5."""
 
-    group: str
-    member_id: str
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,11 +118,10 @@ class ConsumerGroupMemberMetadataValue:
     """Tagged field 0: set for a member using the classic protocol, None for a consumer-protocol one."""
 
 
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupTargetAssignmentMetadataKey:
+class ConsumerGroupTargetAssignmentMetadataKey(GroupKey):
     """Key type 6."""
 
-    group: str
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,12 +129,10 @@ class ConsumerGroupTargetAssignmentMetadataValue:
     assignment_epoch: int
 
 
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupTargetAssignmentMemberKey:
+class ConsumerGroupTargetAssignmentMemberKey(GroupMemberKey):
     """Key type 7."""
 
-    group: str
-    member_id: str
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,12 +140,10 @@ class ConsumerGroupTargetAssignmentMemberValue:
     topic_partitions: TopicPartitionsRecord
 
 
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupCurrentMemberAssignmentKey:
+class ConsumerGroupCurrentMemberAssignmentKey(GroupMemberKey):
     """Key type 8."""
 
-    group: str
-    member_id: str
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,10 +28,11 @@ Registering these in the offsets log's decoder is the wiring round's one-line ch
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from kcoord.coordinator.record_fields import (
+    GroupKey,
+    GroupMemberKey,
     TopicPartitions,
     read_group_key,
     read_member_client,
@@ -70,10 +71,10 @@ TopicPartitionsInfo = tuple[uuid.UUID, str, tuple[int, ...], int]
 """(topic id, topic name, partitions, create timestamp)."""
 
 
-@dataclass(frozen=True, slots=True)
-class ShareGroupMemberMetadataKey:
-    group: str
-    member_id: str
+class ShareGroupMemberMetadataKey(GroupMemberKey):
+    """Key type 10."""
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,9 +85,10 @@ class ShareGroupMemberMetadataValue:
     subscribed_topic_names: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class ShareGroupMetadataKey:
-    group: str
+class ShareGroupMetadataKey(GroupKey):
+    """Key type 11."""
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,9 +99,10 @@ class ShareGroupMetadataValue:
     kcoord's own hash (:func:`~kcoord.coordinator.share.manager.topics_hash`), not Kafka's murmur3."""
 
 
-@dataclass(frozen=True, slots=True)
-class ShareGroupTargetAssignmentMetadataKey:
-    group: str
+class ShareGroupTargetAssignmentMetadataKey(GroupKey):
+    """Key type 12."""
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,10 +110,10 @@ class ShareGroupTargetAssignmentMetadataValue:
     assignment_epoch: int
 
 
-@dataclass(frozen=True, slots=True)
-class ShareGroupTargetAssignmentMemberKey:
-    group: str
-    member_id: str
+class ShareGroupTargetAssignmentMemberKey(GroupMemberKey):
+    """Key type 13."""
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,10 +121,10 @@ class ShareGroupTargetAssignmentMemberValue:
     topic_partitions: TopicPartitions
 
 
-@dataclass(frozen=True, slots=True)
-class ShareGroupCurrentMemberAssignmentKey:
-    group: str
-    member_id: str
+class ShareGroupCurrentMemberAssignmentKey(GroupMemberKey):
+    """Key type 14."""
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,9 +136,10 @@ class ShareGroupCurrentMemberAssignmentValue:
     assigned: TopicPartitions
 
 
-@dataclass(frozen=True, slots=True)
-class ShareGroupStatePartitionMetadataKey:
-    group: str
+class ShareGroupStatePartitionMetadataKey(GroupKey):
+    """Key type 15."""
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,16 +186,13 @@ SHARE_GROUP_KEY_TYPES: dict[type[ShareGroupKey], int] = {
     ShareGroupCurrentMemberAssignmentKey: 14,
     ShareGroupStatePartitionMetadataKey: 15,
 }
-_KEY_BY_TYPE: dict[int, Callable[..., ShareGroupKey]] = {
-    number: cls for cls, number in SHARE_GROUP_KEY_TYPES.items()
-}
-_WITH_MEMBER = (10, 13, 14)
+_KEY_BY_TYPE: dict[int, type[ShareGroupKey]] = {number: cls for cls, number in SHARE_GROUP_KEY_TYPES.items()}
 _VALUE_VERSION = 0
 
 
 def encode_share_group_key(key: ShareGroupKey) -> bytes:
     writer = RecordWriter(type(key).__name__)
-    write_group_key(writer, SHARE_GROUP_KEY_TYPES[type(key)], key.group, getattr(key, "member_id", None))
+    write_group_key(writer, SHARE_GROUP_KEY_TYPES[type(key)], key)
     return writer.getvalue()
 
 
@@ -245,7 +246,7 @@ def decode_share_group_key(key: bytes) -> ShareGroupKey | None:
     cls = _KEY_BY_TYPE.get(record_type)
     if cls is None:
         return None
-    decoded: ShareGroupKey = read_group_key(reader, cls, record_type in _WITH_MEMBER)
+    decoded: ShareGroupKey = read_group_key(reader, cls)
     reader.finish()
     return decoded
 
