@@ -52,7 +52,8 @@ def read_value_version(reader: RecordReader, versions: Container[int], what: str
 
 @dataclass(frozen=True, slots=True)
 class GroupKey:
-    """The key of a record about a whole group: each record type is a subclass adding no field."""
+    """The key of an offsets-log record, which always names its group first: each record type is a
+    subclass (a group's own records add no field; a member's, an offset's add what else they name)."""
 
     group: str
 

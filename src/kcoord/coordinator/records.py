@@ -14,10 +14,9 @@ from kcoord.coordinator.record_fields import GroupKey, GroupMemberKey, TopicPart
 
 
 @dataclass(frozen=True, slots=True)
-class OffsetCommitKey:
-    """Key type 1 (0 is the legacy form, read but never written)."""
+class OffsetCommitKey(GroupKey):
+    """Key type 1 (0 is the legacy form, read but never written): a group's offset of one partition."""
 
-    group: str
     topic: str
     partition: int
 
@@ -31,11 +30,10 @@ class OffsetCommitValue:
     expire_timestamp: int = -1
 
 
-@dataclass(frozen=True, slots=True)
-class GroupMetadataKey:
+class GroupMetadataKey(GroupKey):
     """Key type 2."""
 
-    group: str
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
