@@ -6,7 +6,13 @@ import dataclasses
 
 import pytest
 
-from kcoord.coordinator.record_fields import int_tag, read_group_key, read_tagged_int, write_group_key
+from kcoord.coordinator.record_fields import (
+    IntTag,
+    read_group_key,
+    read_int_tags,
+    write_group_key,
+    write_int_tags,
+)
 from kcoord.coordinator.record_io import RecordDecodeError, RecordReader, RecordWriter
 from kcoord.coordinator.records import ConsumerGroupMetadataKey, ConsumerGroupTargetAssignmentMetadataKey
 from kcoord.coordinator.share.group_records import ShareGroupCurrentMemberAssignmentKey, ShareGroupMetadataKey
@@ -42,12 +48,20 @@ def test_group_key_bytes_carry_the_member_only_for_member_keys() -> None:
 
 
 def test_int_tags_round_trip_and_refuse_a_payload_of_the_wrong_size() -> None:
-    """An int tagged field reads back as written, absent reads as the default, a wrong size is refused."""
-    payload = int_tag(RecordWriter("value", flexible=True), RecordWriter.int64, -5, "field")
+    """An int tagged field is left out at its default, reads back as written, and a wrong size is refused."""
+    tags = (IntTag(0, "number", RecordWriter.int64, RecordReader.int64, -1),)
+    writer = RecordWriter("value", flexible=True)
+    assert write_int_tags(writer, _Numbered(-1), tags) == {}
+    payloads = write_int_tags(writer, _Numbered(-5), tags)
     reader = RecordReader(b"", "value")
-    assert read_tagged_int(reader, {0: payload}, 0, RecordReader.int64, "field", -1) == -5
-    assert read_tagged_int(reader, {}, 0, RecordReader.int64, "field", -1) == -1
+    assert read_int_tags(reader, payloads, tags) == {"number": -5}
+    assert read_int_tags(reader, {}, tags) == {"number": -1}
     with pytest.raises(RecordDecodeError):
-        read_tagged_int(reader, {0: payload[:4]}, 0, RecordReader.int64, "field", -1)
+        read_int_tags(reader, {0: payloads[0][:4]}, tags)
     with pytest.raises(RecordDecodeError):
-        read_tagged_int(reader, {0: payload + b"\x00"}, 0, RecordReader.int64, "field", -1)
+        read_int_tags(reader, {0: payloads[0] + b"\x00"}, tags)
+
+
+@dataclasses.dataclass
+class _Numbered:
+    number: int

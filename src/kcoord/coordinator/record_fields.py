@@ -12,7 +12,7 @@ layout; this module holds the code those layouts have in common, on top of
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Container
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -21,16 +21,17 @@ from kcoord.coordinator.record_io import RecordReader, RecordWriter, Unsupported
 __all__ = [
     "GroupKey",
     "GroupMemberKey",
+    "IntTag",
     "MemberClient",
     "TopicPartitions",
-    "int_tag",
     "read_group_key",
+    "read_int_tags",
     "read_member_client",
     "read_partition_ids",
-    "read_tagged_int",
     "read_topic_partitions",
     "read_value_version",
     "write_group_key",
+    "write_int_tags",
     "write_member_client",
     "write_partition_ids",
     "write_topic_partitions",
@@ -138,29 +139,43 @@ def read_topic_partitions(reader: RecordReader, field: str) -> TopicPartitions:
     return tuple(topics)
 
 
-def int_tag(
-    writer: RecordWriter, write: Callable[[RecordWriter, int, str], None], value: int, field: str
-) -> bytes:
-    """The payload of an int tagged field (``write`` is ``RecordWriter.int16``, ``int32`` or ``int64``)."""
-    payload = writer.sub(field)
-    write(payload, value, field)
-    return payload.getvalue()
+@dataclass(frozen=True, slots=True)
+class IntTag:
+    """An int tagged field of a value: written only when it differs from its default, as Kafka's
+    generated code does, and read back as the default when absent."""
+
+    tag: int
+    field: str
+    """The value's attribute (and the name in error messages)."""
+    write: Callable[[RecordWriter, int, str], None]
+    """``RecordWriter.int16``, ``int32`` or ``int64``."""
+    read: Callable[[RecordReader, str], int]
+    """The matching ``RecordReader`` method."""
+    default: int
 
 
-def read_tagged_int(
-    reader: RecordReader,
-    tags: dict[int, bytes],
-    tag: int,
-    read: Callable[[RecordReader, str], int],
-    field: str,
-    default: int,
-) -> int:
-    """An int tagged field read by ``read`` (``RecordReader.int32``...), ``default`` when absent;
-    raises RecordDecodeError when its payload is not exactly one such int."""
-    raw = tags.get(tag)
-    if raw is None:
-        return default
-    payload = reader.sub(raw, field)
-    number = read(payload, field)
-    payload.finish()
-    return number
+def write_int_tags(writer: RecordWriter, value: object, tags: Iterable[IntTag]) -> dict[int, bytes]:
+    """The payloads, by tag, of ``value``'s int tagged fields that are not at their default."""
+    payloads: dict[int, bytes] = {}
+    for tag in tags:
+        number = getattr(value, tag.field)
+        if number != tag.default:
+            payload = writer.sub(tag.field)
+            tag.write(payload, number, tag.field)
+            payloads[tag.tag] = payload.getvalue()
+    return payloads
+
+
+def read_int_tags(reader: RecordReader, raw_tags: dict[int, bytes], tags: Iterable[IntTag]) -> dict[str, int]:
+    """Each int tagged field by attribute (its default when absent); raises RecordDecodeError when a
+    payload is not exactly one such int."""
+    values: dict[str, int] = {}
+    for tag in tags:
+        raw = raw_tags.get(tag.tag)
+        if raw is None:
+            values[tag.field] = tag.default
+            continue
+        payload = reader.sub(raw, tag.field)
+        values[tag.field] = tag.read(payload, tag.field)
+        payload.finish()
+    return values

@@ -25,7 +25,7 @@ import uuid
 from dataclasses import dataclass
 
 from kcoord.coordinator.partitioner import partition_for
-from kcoord.coordinator.record_fields import int_tag, read_tagged_int, read_value_version
+from kcoord.coordinator.record_fields import IntTag, read_int_tags, read_value_version, write_int_tags
 from kcoord.coordinator.record_io import RecordDecodeError, RecordReader, RecordWriter
 from kcoord.coordinator.share.partition_state import StateBatch
 from kcoord.protocol.plain_batch import EncodedBatch, encode_for_log
@@ -48,6 +48,11 @@ SNAPSHOT_TYPE = 0
 UPDATE_TYPE = 1
 _VALUE_VERSION = 0
 _DELIVERY_COMPLETE_COUNT_TAG = 0
+_TAGS = (
+    IntTag(
+        _DELIVERY_COMPLETE_COUNT_TAG, "delivery_complete_count", RecordWriter.int32, RecordReader.int32, -1
+    ),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,12 +145,7 @@ def encode_state_value(value: ShareSnapshotValue | ShareUpdateValue | None) -> b
         writer.int8(batch.delivery_state, "deliveryState")
         writer.int16(batch.delivery_count, "deliveryCount")
         writer.empty_tagged_fields()
-    tags: dict[int, bytes] = {}
-    if value.delivery_complete_count != -1:
-        tags[_DELIVERY_COMPLETE_COUNT_TAG] = int_tag(
-            writer, RecordWriter.int32, value.delivery_complete_count, "deliveryCompleteCount"
-        )
-    writer.tagged_fields(tags)
+    writer.tagged_fields(write_int_tags(writer, value, _TAGS))
     return writer.getvalue()
 
 
@@ -184,9 +184,7 @@ def decode_state_value(key: ShareStateKey, value: bytes) -> ShareSnapshotValue |
         reader.skip_tagged_fields("StateBatch")
     tags = reader.tagged_fields("value")
     reader.finish()
-    delivery_complete_count = read_tagged_int(
-        reader, tags, _DELIVERY_COMPLETE_COUNT_TAG, RecordReader.int32, "deliveryCompleteCount", -1
-    )
+    delivery_complete_count = read_int_tags(reader, tags, _TAGS)["delivery_complete_count"]
     if key.snapshot:
         return ShareSnapshotValue(
             snapshot_epoch,

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kcoord.coordinator.record_fields import int_tag, read_tagged_int, read_value_version
+from kcoord.coordinator.record_fields import IntTag, read_int_tags, read_value_version, write_int_tags
 from kcoord.coordinator.record_io import RecordDecodeError, RecordEncodeError, RecordReader, RecordWriter
 
 __all__ = [
@@ -47,9 +47,6 @@ WRITE_VERSION = 1
 _FLEXIBLE_FROM = 1
 NO_PRODUCER_ID = -1
 
-_TAG_PREVIOUS_PRODUCER_ID = 0
-_TAG_NEXT_PRODUCER_ID = 1
-_TAG_CLIENT_TRANSACTION_VERSION = 2
 _STATUSES = range(8)
 """Kafka's TransactionState ids, Empty (0) to PrepareEpochFence (7)."""
 
@@ -81,6 +78,14 @@ class TransactionLogValue:
     previous_producer_id: int = NO_PRODUCER_ID
     next_producer_id: int = NO_PRODUCER_ID
     client_transaction_version: int = 0
+
+
+_TAGS = (
+    IntTag(0, "previous_producer_id", RecordWriter.int64, RecordReader.int64, NO_PRODUCER_ID),
+    IntTag(1, "next_producer_id", RecordWriter.int64, RecordReader.int64, NO_PRODUCER_ID),
+    IntTag(2, "client_transaction_version", RecordWriter.int16, RecordReader.int16, 0),
+)
+"""TransactionLogValue v1's tagged fields, left out at their defaults."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +120,7 @@ def encode_value(value: TransactionLogValue | None, version: int = WRITE_VERSION
     out.int64(value.last_update_ms, "last_update_ms")
     out.int64(value.start_ms, "start_ms")
     if flexible:
-        out.tagged_fields(_tags_of(value, out))
+        out.tagged_fields(write_int_tags(out, value, _TAGS))
     return out.getvalue()
 
 
@@ -138,23 +143,6 @@ def _write_partitions(
         for partition in ids:
             out.int32(partition, "partitions.partition_ids")
         out.empty_tagged_fields()
-
-
-def _tags_of(value: TransactionLogValue, out: RecordWriter) -> dict[int, bytes]:
-    tags: dict[int, bytes] = {}
-    if value.previous_producer_id != NO_PRODUCER_ID:
-        tags[_TAG_PREVIOUS_PRODUCER_ID] = int_tag(
-            out, RecordWriter.int64, value.previous_producer_id, "previous_producer_id"
-        )
-    if value.next_producer_id != NO_PRODUCER_ID:
-        tags[_TAG_NEXT_PRODUCER_ID] = int_tag(
-            out, RecordWriter.int64, value.next_producer_id, "next_producer_id"
-        )
-    if value.client_transaction_version != 0:
-        tags[_TAG_CLIENT_TRANSACTION_VERSION] = int_tag(
-            out, RecordWriter.int16, value.client_transaction_version, "client_transaction_version"
-        )
-    return tags
 
 
 def decode_key(key: bytes) -> TransactionLogKey | None:
@@ -183,27 +171,14 @@ def decode_value(value: bytes) -> TransactionLogValue:
     tags = reader.tagged_fields("TransactionLogValue") if flexible else {}
     reader.finish()
     return TransactionLogValue(
-        producer_id=producer_id,
-        producer_epoch=producer_epoch,
-        timeout_ms=timeout_ms,
-        status=status,
-        partitions=partitions,
-        last_update_ms=last_update_ms,
-        start_ms=start_ms,
-        previous_producer_id=read_tagged_int(
-            reader,
-            tags,
-            _TAG_PREVIOUS_PRODUCER_ID,
-            RecordReader.int64,
-            "previous_producer_id",
-            NO_PRODUCER_ID,
-        ),
-        next_producer_id=read_tagged_int(
-            reader, tags, _TAG_NEXT_PRODUCER_ID, RecordReader.int64, "next_producer_id", NO_PRODUCER_ID
-        ),
-        client_transaction_version=read_tagged_int(
-            reader, tags, _TAG_CLIENT_TRANSACTION_VERSION, RecordReader.int16, "client_transaction_version", 0
-        ),
+        producer_id,
+        producer_epoch,
+        timeout_ms,
+        status,
+        partitions,
+        last_update_ms,
+        start_ms,
+        **read_int_tags(reader, tags, _TAGS),
     )
 
 
