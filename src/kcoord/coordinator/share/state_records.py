@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from kcoord.coordinator.partitioner import partition_for
 from kcoord.coordinator.record_fields import IntTag, read_int_tags, read_value_version, write_int_tags
 from kcoord.coordinator.record_io import RecordDecodeError, RecordReader, RecordWriter
+from kcoord.coordinator.record_serde import KeyValueSerde
 from kcoord.coordinator.share.partition_state import StateBatch
-from kcoord.protocol.plain_batch import EncodedBatch, encode_for_log
 
 __all__ = [
     "SHARE_STATE_TOPIC",
@@ -210,17 +210,9 @@ def decode_state_record(key: bytes, value: bytes | None) -> ShareStateRecord | N
     return ShareStateRecord(decoded, None if value is None else decode_state_value(decoded, value))
 
 
-class ShareStateSerde:
+class ShareStateSerde(KeyValueSerde[ShareStateRecord]):
     """The runtime's ``RecordSerde`` for ``__share_group_state`` (no load shortcut: snapshots bound
     the replay)."""
 
-    def encode_batch(self, records: list[ShareStateRecord], now_ms: int) -> EncodedBatch:
-        return encode_for_log(
-            [(encode_state_key(r.key), encode_state_value(r.value)) for r in records], now_ms
-        )
-
-    def decode(self, key: bytes, value: bytes | None) -> ShareStateRecord | None:
-        return decode_state_record(key, value)
-
-    def fast_replay(self, shard: object) -> None:
-        return None
+    def __init__(self) -> None:
+        super().__init__(encode_state_key, encode_state_value, decode_state_record)
