@@ -28,7 +28,14 @@ from kcoord.protocol.codec import build, request_class, response_class
 from kcoord.protocol.errors import error_name
 from kcoord.security.scram import ScramMechanism
 
-__all__ = ["EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "AdminClient", "AdminError", "GroupOffsets"]
+__all__ = [
+    "EARLIEST_TIMESTAMP",
+    "LATEST_TIMESTAMP",
+    "AdminClient",
+    "AdminError",
+    "GroupOffsets",
+    "offset_commit_body",
+]
 
 API_VERSIONS_V = 3
 FIND_COORDINATOR_V = 3
@@ -57,6 +64,36 @@ class GroupOffsets:
 
     committed: dict[tuple[str, int], int]
     log_end: dict[tuple[str, int], int]
+
+
+def offset_commit_body(
+    group_id: str, generation: int, member_id: str, offsets: dict[tuple[str, int], int]
+) -> dict[str, Any]:
+    """An OffsetCommit request committing ``offsets`` by (topic, partition), grouped by topic."""
+    by_topic: dict[str, list[tuple[int, int]]] = {}
+    for (topic, partition), offset in sorted(offsets.items()):
+        by_topic.setdefault(topic, []).append((partition, offset))
+    return {
+        "group_id": group_id,
+        "generation_id_or_member_epoch": generation,
+        "member_id": member_id,
+        "group_instance_id": None,
+        "topics": [
+            {
+                "name": topic,
+                "partitions": [
+                    {
+                        "partition_index": partition,
+                        "committed_offset": offset,
+                        "committed_leader_epoch": -1,
+                        "committed_metadata": "",
+                    }
+                    for partition, offset in parts
+                ],
+            }
+            for topic, parts in by_topic.items()
+        ],
+    }
 
 
 class _Connection:
@@ -269,30 +306,7 @@ class AdminClient:
         The coordinator accepts it only while the group is Empty; otherwise the first partition's
         error (UNKNOWN_MEMBER_ID, as Kafka) is raised.
         """
-        by_topic: dict[str, list[tuple[int, int]]] = {}
-        for (topic, partition), offset in sorted(offsets.items()):
-            by_topic.setdefault(topic, []).append((partition, offset))
-        body = {
-            "group_id": group_id,
-            "generation_id_or_member_epoch": -1,
-            "member_id": "",
-            "group_instance_id": None,
-            "topics": [
-                {
-                    "name": topic,
-                    "partitions": [
-                        {
-                            "partition_index": partition,
-                            "committed_offset": offset,
-                            "committed_leader_epoch": -1,
-                            "committed_metadata": "",
-                        }
-                        for partition, offset in parts
-                    ],
-                }
-                for topic, parts in by_topic.items()
-            ],
-        }
+        body = offset_commit_body(group_id, -1, "", offsets)
         response = self._coordinator(group_id).call(ApiKey.OFFSET_COMMIT, OFFSET_COMMIT_V, body)
         for topic in response.topics:
             for part in topic.partitions:

@@ -35,9 +35,11 @@ class FetchedPartition:
     high_watermark: int
 
 
-def _check(code: Any, what: str) -> None:
+def _check(code: Any, what: str, message: str | None = None) -> None:
+    """Raise AdminError naming ``what`` and the error (with the broker's message, if any)."""
     if int(code) != 0:
-        raise AdminError(f"{what}: {error_name(int(code))}")
+        detail = f" ({message})" if message else ""
+        raise AdminError(f"{what}: {error_name(int(code))}{detail}")
 
 
 def create_topic(client: AdminClient, topic: str, partitions: int, configs: dict[str, str]) -> int:
@@ -56,9 +58,7 @@ def create_topic(client: AdminClient, topic: str, partitions: int, configs: dict
         "validate_only": False,
     }
     (result,) = client.call(ApiKey.CREATE_TOPICS, CREATE_TOPICS_V, body).topics
-    if int(result.error_code) != 0:
-        detail = f" ({result.error_message})" if result.error_message else ""
-        raise AdminError(f"topic {topic!r}: {error_name(int(result.error_code))}{detail}")
+    _check(result.error_code, f"topic {topic!r}", result.error_message)
     return int(result.num_partitions)
 
 
@@ -75,9 +75,7 @@ def alter_partitions(client: AdminClient, topic: str, count: int) -> None:
         "validate_only": False,
     }
     (result,) = client.call(ApiKey.CREATE_PARTITIONS, CREATE_PARTITIONS_V, body).results
-    if int(result.error_code) != 0:
-        detail = f" ({result.error_message})" if result.error_message else ""
-        raise AdminError(f"topic {topic!r}: {error_name(int(result.error_code))}{detail}")
+    _check(result.error_code, f"topic {topic!r}", result.error_message)
 
 
 def topic_configs(client: AdminClient, topic: str) -> dict[str, str | None]:

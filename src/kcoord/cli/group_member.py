@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from kcoord.cli.admin_client import AdminClient, AdminError
+from kcoord.cli.admin_client import AdminClient, AdminError, offset_commit_body
 from kcoord.coordinator.classic.consumer_protocol import (
     PROTOCOL_TYPE,
     ConsumerAssignment,
@@ -164,34 +164,11 @@ class GroupMember:
         """Commit as this member of this generation (the next offset to read, as Kafka)."""
         if not offsets:
             return
-        by_topic: dict[str, list[tuple[int, int]]] = {}
-        for (topic, partition), offset in sorted(offsets.items()):
-            by_topic.setdefault(topic, []).append((partition, offset))
         response = self._client.coordinator_call(
             self.group,
             ApiKey.OFFSET_COMMIT,
             OFFSET_COMMIT_V,
-            {
-                "group_id": self.group,
-                "generation_id_or_member_epoch": self.generation,
-                "member_id": self.member_id,
-                "group_instance_id": None,
-                "topics": [
-                    {
-                        "name": topic,
-                        "partitions": [
-                            {
-                                "partition_index": p,
-                                "committed_offset": o,
-                                "committed_leader_epoch": -1,
-                                "committed_metadata": "",
-                            }
-                            for p, o in parts
-                        ],
-                    }
-                    for topic, parts in by_topic.items()
-                ],
-            },
+            offset_commit_body(self.group, self.generation, self.member_id, offsets),
         )
         for topic in response.topics:
             for part in topic.partitions:

@@ -12,7 +12,7 @@ import base64
 import hmac
 import secrets
 
-from kcoord.security.scram import MAX_ITERATIONS, ScramMechanism
+from kcoord.security.scram import MAX_ITERATIONS, ScramError, ScramMechanism, parse_attributes
 
 __all__ = ["SaslLoginError", "ScramLogin", "plain_token"]
 
@@ -35,12 +35,10 @@ def _attributes(message: bytes) -> dict[str, str]:
         text = message.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SaslLoginError("the server's SCRAM message is not UTF-8") from exc
-    attributes: dict[str, str] = {}
-    for part in text.split(","):
-        key, sep, value = part.partition("=")
-        if not sep or len(key) != 1:
-            raise SaslLoginError(f"malformed SCRAM message from the server: {text[:40]!r}")
-        attributes.setdefault(key, value)
+    try:
+        attributes = parse_attributes(text)
+    except ScramError:
+        raise SaslLoginError(f"malformed SCRAM message from the server: {text[:40]!r}") from None
     if "e" in attributes:
         raise SaslLoginError(f"the server refused the login: {attributes['e']}")
     return attributes

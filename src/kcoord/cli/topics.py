@@ -43,19 +43,9 @@ def add_commands(commands: Any) -> None:
     for parser in (listing, describe):
         parser.add_argument("--json", action="store_true", help="print JSON")
 
-    produce = commands.add_parser(
-        "produce",
-        help="send lines from stdin as records",
-        description=_plain(console_io.__doc__),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    produce = _console_command(commands, "produce", "send lines from stdin as records")
     console_io.add_produce_arguments(produce)
-    consume = commands.add_parser(
-        "consume",
-        help="print a topic's records, alone or in a group",
-        description=_plain(console_io.__doc__),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    consume = _console_command(commands, "consume", "print a topic's records, alone or in a group")
     console_io.add_consume_arguments(consume)
     for parser in (create, listing, describe, delete, alter, produce, consume):
         parser.add_argument(
@@ -64,8 +54,14 @@ def add_commands(commands: Any) -> None:
         add_command_config_argument(parser)
 
 
-def _plain(doc: str | None) -> str:
-    return (doc or "").replace("``", "")
+def _console_command(commands: Any, name: str, help_text: str) -> Any:
+    """``produce`` or ``consume``: a top-level command whose help is the console module's docstring."""
+    return commands.add_parser(
+        name,
+        help=help_text,
+        description=(console_io.__doc__ or "").replace("``", ""),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -24,7 +24,6 @@ it. The scan sees only committed batches, and the previous owner can commit noth
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from dataclasses import dataclass
 
@@ -43,6 +42,7 @@ from kcoord.protocol.errors import KafkaError
 from kcoord.storage.api import PartitionLog
 from kcoord.storage.postgres.log import PostgresLog
 from kcoord.storage.postgres.producer_snapshots import PostgresProducerSnapshots
+from kcoord.timer.periodic import PeriodicTask
 
 __all__ = ["ProducerHandover"]
 
@@ -83,9 +83,10 @@ class ProducerHandover:
     ) -> None:
         self._producers = producers
         self._snapshots = snapshots
-        self._interval_s = interval_s
         self._served: dict[tuple[str, int], _Served] = {}
-        self._task: asyncio.Task[None] | None = None
+        self._passes = PeriodicTask(
+            self.snapshot_all, interval_s, failure_event="producer_snapshot.pass_failed"
+        )
 
     def host_for(self, topic: str) -> _TopicHost:
         return _TopicHost(self, topic)
@@ -148,22 +149,10 @@ class ProducerHandover:
     # 2. Snapshots while owned
 
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run())
+        self._passes.start()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-
-    async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(self._interval_s)
-            try:
-                await self.snapshot_all()
-            except Exception:
-                log.exception("producer_snapshot.pass_failed")
+        await self._passes.stop()
 
     async def snapshot_all(self) -> int:
         """One pass: advance every served partition's scan and store the changed snapshots."""

@@ -23,7 +23,7 @@ only hold producer ids that are never issued again (ids are reserved on disk bef
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import functools
 import json
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -37,6 +37,7 @@ from kcoord.protocol.errors import KafkaError
 from kcoord.protocol.record_batch import BatchHeader, iter_batches
 from kcoord.storage import LogStore, PartitionLog
 from kcoord.storage.atomic_file import write_atomically
+from kcoord.timer.periodic import PeriodicTask
 
 __all__ = ["SNAPSHOT_DIR", "PartitionScan", "ProducerSnapshots", "resumable"]
 
@@ -164,10 +165,13 @@ class ProducerSnapshots:
         self._store = store
         self._producers = producers
         self._internal = frozenset(internal_topics)
-        self._interval_s = interval_s
         self._scans: dict[tuple[str, int], PartitionScan] = {}
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kcoord-producer-snapshots")
-        self._task: asyncio.Task[None] | None = None
+        self._passes = PeriodicTask(
+            functools.partial(self.snapshot_all, max_bytes=SCAN_BYTES_PER_PASS),
+            interval_s,
+            failure_event="producer_snapshot.pass_failed",
+        )
 
     def _partitions(self) -> list[tuple[str, int, PartitionLog]]:
         found = []
@@ -194,27 +198,15 @@ class ProducerSnapshots:
         log.info("producer_state.restored", partitions=len(self._scans), producers=restored)
 
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run())
+        self._passes.start()
 
     async def stop(self) -> None:
         """Stop the periodic pass, then scan every partition to its end and write its snapshot."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await self._passes.stop()
         try:
             await self.snapshot_all(max_bytes=None)
         finally:
             self._executor.shutdown(wait=True)
-
-    async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(self._interval_s)
-            try:
-                await self.snapshot_all(max_bytes=SCAN_BYTES_PER_PASS)
-            except Exception:
-                log.exception("producer_snapshot.pass_failed")
 
     async def snapshot_all(self, *, max_bytes: int | None) -> int:
         """One pass: advance every scan (each by at most ``max_bytes``) and write the changed ones."""

@@ -21,7 +21,6 @@ holds is overwritten. Topics are adopted the same way (:mod:`kcoord.cluster.shar
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 
 import structlog
@@ -30,6 +29,7 @@ from kcoord.protocol.errors import KafkaError
 from kcoord.storage.data_files import DataFileError
 from kcoord.storage.documents import FileDocument, Freshness
 from kcoord.storage.postgres.shared_documents import SharedDocument
+from kcoord.timer.periodic import PeriodicTask
 
 __all__ = ["SharedStatePoller", "adopt_files"]
 
@@ -61,11 +61,15 @@ class SharedStatePoller:
     def __init__(self, refreshes: Sequence[Refresh], freshness: Freshness, interval_s: float) -> None:
         self._refreshes = list(refreshes)
         self._freshness = freshness
-        self._interval_s = interval_s
         self._timeout_s = max(interval_s, (freshness.max_staleness_s or 10.0) / 2)
         """A poll stuck on an unreachable database fails after this, so the staleness is logged
         while it happens rather than when the connection attempt gives up."""
-        self._task: asyncio.Task[None] | None = None
+        self._polls = PeriodicTask(
+            self.poll,
+            interval_s,
+            failure_event="shared_state.poll_failed",
+            task_name="kcoord-shared-state-poll",
+        )
         self._failing = False
         self._stale = False
 
@@ -102,16 +106,7 @@ class SharedStatePoller:
             )
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="kcoord-shared-state-poll")
+        self._polls.start()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-
-    async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(self._interval_s)
-            await self.poll()
+        await self._polls.stop()

@@ -28,7 +28,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kcoord.coordinator.record_io import RecordReader, RecordWriter, UnsupportedRecordVersionError
+from kcoord.coordinator.record_fields import (
+    read_group_key,
+    read_member_client,
+    read_topic_partitions,
+    read_value_version,
+    write_group_key,
+    write_member_client,
+    write_topic_partitions,
+)
+from kcoord.coordinator.record_io import RecordReader, RecordWriter
 from kcoord.coordinator.records import (
     ClassicMemberMetadata,
     ConsumerGroupCurrentMemberAssignmentKey,
@@ -45,7 +54,6 @@ from kcoord.coordinator.records import (
     ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupTargetAssignmentMetadataKey,
     ConsumerGroupTargetAssignmentMetadataValue,
-    TopicPartitionsRecord,
 )
 
 KEY_TYPES: dict[type[ConsumerGroupRecordKey], int] = {
@@ -57,33 +65,22 @@ KEY_TYPES: dict[type[ConsumerGroupRecordKey], int] = {
     ConsumerGroupCurrentMemberAssignmentKey: 8,
 }
 CONSUMER_KEY_CLASSES = tuple(KEY_TYPES)
-_WITH_MEMBER = (5, 7, 8)
-_BY_TYPE = {number: cls for cls, number in KEY_TYPES.items()}
+_BY_TYPE: dict[int, type[ConsumerGroupRecordKey]] = {number: cls for cls, number in KEY_TYPES.items()}
 VALUE_VERSION = 0
 CLASSIC_MEMBER_METADATA_TAG = 0
 
 
 def decode_key(record_type: int, reader: RecordReader) -> ConsumerGroupRecordKey:
-    group = reader.string("groupId", False)
-    cls = _BY_TYPE[record_type]
-    if record_type in _WITH_MEMBER:
-        return cls(group, reader.string("memberId", False))  # type: ignore[call-arg]
-    return cls(group)  # type: ignore[call-arg]
+    return read_group_key(reader, _BY_TYPE[record_type])
 
 
 def encode_key(key: ConsumerGroupRecordKey, writer: RecordWriter) -> None:
-    writer.int16(KEY_TYPES[type(key)], "type")
-    writer.string(key.group, "group")
-    member_id = getattr(key, "member_id", None)
-    if member_id is not None:
-        writer.string(member_id, "member_id")
+    write_group_key(writer, KEY_TYPES[type(key)], key)
 
 
 def decode_value(key: ConsumerGroupRecordKey, reader: RecordReader) -> ConsumerGroupRecordValue:
     name = type(key).__name__.replace("Key", "Value")
-    version = reader.int16("version")
-    if version != VALUE_VERSION:
-        raise UnsupportedRecordVersionError(f"{name} version {version} is not supported (0)")
+    read_value_version(reader, (VALUE_VERSION,), name)
     value = _decode_fields(key, reader)
     if isinstance(value, ConsumerGroupMemberMetadataValue):
         classic = reader.tagged_fields(name).get(CLASSIC_MEMBER_METADATA_TAG)
@@ -134,15 +131,14 @@ def _decode_fields(key: ConsumerGroupRecordKey, r: RecordReader) -> ConsumerGrou
             topics.append((topic_id, name, count))
         return ConsumerGroupPartitionMetadataValue(tuple(topics))
     if isinstance(key, ConsumerGroupMemberMetadataKey):
+        instance_id = r.nullable_string("instanceId", True)
+        rack_id, client_id, client_host, topic_names = read_member_client(r)
         return ConsumerGroupMemberMetadataValue(
-            instance_id=r.nullable_string("instanceId", True),
-            rack_id=r.nullable_string("rackId", True),
-            client_id=r.string("clientId", True),
-            client_host=r.string("clientHost", True),
-            subscribed_topic_names=tuple(
-                r.string("subscribedTopicName", True)
-                for _ in range(r.array_length("subscribedTopicNames", True))
-            ),
+            instance_id,
+            rack_id,
+            client_id,
+            client_host,
+            topic_names,
             subscribed_topic_regex=r.nullable_string("subscribedTopicRegex", True),
             rebalance_timeout_ms=r.int32("rebalanceTimeoutMs"),
             server_assignor=r.nullable_string("serverAssignor", True),
@@ -150,24 +146,14 @@ def _decode_fields(key: ConsumerGroupRecordKey, r: RecordReader) -> ConsumerGrou
     if isinstance(key, ConsumerGroupTargetAssignmentMetadataKey):
         return ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=r.int32("assignmentEpoch"))
     if isinstance(key, ConsumerGroupTargetAssignmentMemberKey):
-        return ConsumerGroupTargetAssignmentMemberValue(_read_partitions(r, "topicPartitions"))
+        return ConsumerGroupTargetAssignmentMemberValue(read_topic_partitions(r, "topicPartitions"))
     return ConsumerGroupCurrentMemberAssignmentValue(
         member_epoch=r.int32("memberEpoch"),
         previous_member_epoch=r.int32("previousMemberEpoch"),
         state=r.int8("state"),
-        assigned=_read_partitions(r, "assignedPartitions"),
-        pending_revocation=_read_partitions(r, "partitionsPendingRevocation"),
+        assigned=read_topic_partitions(r, "assignedPartitions"),
+        pending_revocation=read_topic_partitions(r, "partitionsPendingRevocation"),
     )
-
-
-def _read_partitions(r: RecordReader, field: str) -> TopicPartitionsRecord:
-    entries = []
-    for _ in range(r.array_length(field, True)):
-        topic_id = r.uuid("topicId")
-        partitions = tuple(r.int32("partition") for _ in range(r.array_length("partitions", True)))
-        r.skip_tagged_fields("TopicPartitions")
-        entries.append((topic_id, partitions))
-    return tuple(entries)
 
 
 def encode_value(value: ConsumerGroupRecordValue, w: RecordWriter) -> None:
@@ -184,12 +170,9 @@ def encode_value(value: ConsumerGroupRecordValue, w: RecordWriter) -> None:
             w.empty_tagged_fields()
     elif isinstance(value, ConsumerGroupMemberMetadataValue):
         w.nullable_string(value.instance_id, "instance_id")
-        w.nullable_string(value.rack_id, "rack_id")
-        w.string(value.client_id, "client_id")
-        w.string(value.client_host, "client_host")
-        w.array_length(len(value.subscribed_topic_names), "subscribed_topic_names")
-        for name in value.subscribed_topic_names:
-            w.string(name, "subscribed_topic_name")
+        write_member_client(
+            w, value.rack_id, value.client_id, value.client_host, value.subscribed_topic_names
+        )
         w.nullable_string(value.subscribed_topic_regex, "subscribed_topic_regex")
         w.int32(value.rebalance_timeout_ms, "rebalance_timeout_ms")
         w.nullable_string(value.server_assignor, "server_assignor")
@@ -201,21 +184,11 @@ def encode_value(value: ConsumerGroupRecordValue, w: RecordWriter) -> None:
     elif isinstance(value, ConsumerGroupTargetAssignmentMetadataValue):
         w.int32(value.assignment_epoch, "assignment_epoch")
     elif isinstance(value, ConsumerGroupTargetAssignmentMemberValue):
-        _write_partitions(w, value.topic_partitions, "topic_partitions")
+        write_topic_partitions(w, value.topic_partitions, "topic_partitions")
     else:
         w.int32(value.member_epoch, "member_epoch")
         w.int32(value.previous_member_epoch, "previous_member_epoch")
         w.int8(value.state, "state")
-        _write_partitions(w, value.assigned, "assigned_partitions")
-        _write_partitions(w, value.pending_revocation, "partitions_pending_revocation")
+        write_topic_partitions(w, value.assigned, "assigned_partitions")
+        write_topic_partitions(w, value.pending_revocation, "partitions_pending_revocation")
     w.empty_tagged_fields()
-
-
-def _write_partitions(w: RecordWriter, entries: TopicPartitionsRecord, field: str) -> None:
-    w.array_length(len(entries), field)
-    for topic_id, partitions in entries:
-        w.uuid(topic_id)
-        w.array_length(len(partitions), "partitions")
-        for partition in partitions:
-            w.int32(partition, "partition")
-        w.empty_tagged_fields()

@@ -90,6 +90,31 @@ TopicExists = Callable[[str, int], bool]
 """``topic_exists(topic, partition)``: whether the broker hosts that topic-partition."""
 
 
+# ---------------------------------------------------------------- shapes the messages share
+
+
+@dataclass(slots=True)
+class TopicPartitionIndexes:
+    """A topic and some of its partitions, as OffsetFetch and OffsetDelete name them."""
+
+    name: str
+    partition_indexes: list[int]
+
+
+@dataclass(slots=True)
+class PartitionErrorResult:
+    """A partition's answer that is only an error code (OffsetCommit, OffsetDelete)."""
+
+    partition_index: int
+    error_code: ErrorCode
+
+
+@dataclass(slots=True)
+class TopicErrorResults:
+    name: str
+    partitions: list[PartitionErrorResult]
+
+
 # ---------------------------------------------------------------- OffsetCommit messages
 
 
@@ -120,16 +145,8 @@ class OffsetCommitRequest:
     retention_time_ms: int = DEFAULT_RETENTION_TIME_MS
 
 
-@dataclass(slots=True)
-class OffsetCommitPartitionResult:
-    partition_index: int
-    error_code: ErrorCode
-
-
-@dataclass(slots=True)
-class OffsetCommitTopicResult:
-    name: str
-    partitions: list[OffsetCommitPartitionResult]
+OffsetCommitPartitionResult = PartitionErrorResult
+OffsetCommitTopicResult = TopicErrorResults
 
 
 @dataclass(slots=True)
@@ -140,10 +157,7 @@ class OffsetCommitResponse:
 # ---------------------------------------------------------------- OffsetFetch messages
 
 
-@dataclass(slots=True)
-class OffsetFetchTopic:
-    name: str
-    partition_indexes: list[int]
+OffsetFetchTopic = TopicPartitionIndexes
 
 
 @dataclass(slots=True)
@@ -173,22 +187,9 @@ class OffsetFetchResponse:
 # ---------------------------------------------------------------- OffsetDelete messages
 
 
-@dataclass(slots=True)
-class OffsetDeleteTopic:
-    name: str
-    partition_indexes: list[int]
-
-
-@dataclass(slots=True)
-class OffsetDeletePartitionResult:
-    partition_index: int
-    error_code: ErrorCode
-
-
-@dataclass(slots=True)
-class OffsetDeleteTopicResult:
-    name: str
-    partitions: list[OffsetDeletePartitionResult]
+OffsetDeleteTopic = TopicPartitionIndexes
+OffsetDeletePartitionResult = PartitionErrorResult
+OffsetDeleteTopicResult = TopicErrorResults
 
 
 @dataclass(slots=True)

@@ -1,8 +1,8 @@
 """The primitives of coordinator records: bounds-checked reads and size-checked writes of Kafka's
 int, string, bytes, array and tagged-field encodings, and the errors they raise.
 
-Shared by the offsets-log record codec (:mod:`kcoord.coordinator.record_codec`) and the consumer
-group records (:mod:`kcoord.coordinator.consumer_record_codec`).
+Shared by every coordinator record codec; the field groups several schemas repeat are built on these
+in :mod:`kcoord.coordinator.record_fields`.
 """
 
 from __future__ import annotations

@@ -10,12 +10,13 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
+from kcoord.coordinator.record_fields import GroupKey, GroupMemberKey, TopicPartitions
+
 
 @dataclass(frozen=True, slots=True)
-class OffsetCommitKey:
-    """Key type 1 (0 is the legacy form, read but never written)."""
+class OffsetCommitKey(GroupKey):
+    """Key type 1 (0 is the legacy form, read but never written): a group's offset of one partition."""
 
-    group: str
     topic: str
     partition: int
 
@@ -29,11 +30,10 @@ class OffsetCommitValue:
     expire_timestamp: int = -1
 
 
-@dataclass(frozen=True, slots=True)
-class GroupMetadataKey:
+class GroupMetadataKey(GroupKey):
     """Key type 2."""
 
-    group: str
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,15 +60,14 @@ class GroupMetadataValue:
 
 # -- KIP-848 consumer groups (key types 3-8; every value is flexible, version 0)
 
-TopicPartitionsRecord = tuple[tuple[uuid.UUID, tuple[int, ...]], ...]
-"""Partitions by topic id, as the consumer group records hold them."""
+TopicPartitionsRecord = TopicPartitions
+"""Partitions by topic id, as the consumer group records hold them (the share group records' shape)."""
 
 
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupMetadataKey:
+class ConsumerGroupMetadataKey(GroupKey):
     """Key type 3."""
 
-    group: str
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,11 +75,10 @@ class ConsumerGroupMetadataValue:
     epoch: int
 
 
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupPartitionMetadataKey:
+class ConsumerGroupPartitionMetadataKey(GroupKey):
     """Key type 4."""
 
-    group: str
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,12 +87,10 @@ class ConsumerGroupPartitionMetadataValue:
     """(topic id, topic name, number of partitions) of every subscribed topic."""
 
 
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupMemberMetadataKey:
+class ConsumerGroupMemberMetadataKey(GroupMemberKey):
     """Key type 5."""
 
-    group: str
-    member_id: str
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,11 +116,10 @@ class ConsumerGroupMemberMetadataValue:
     """Tagged field 0: set for a member using the classic protocol, None for a consumer-protocol one."""
 
 
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupTargetAssignmentMetadataKey:
+class ConsumerGroupTargetAssignmentMetadataKey(GroupKey):
     """Key type 6."""
 
-    group: str
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,12 +127,10 @@ class ConsumerGroupTargetAssignmentMetadataValue:
     assignment_epoch: int
 
 
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupTargetAssignmentMemberKey:
+class ConsumerGroupTargetAssignmentMemberKey(GroupMemberKey):
     """Key type 7."""
 
-    group: str
-    member_id: str
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,12 +138,10 @@ class ConsumerGroupTargetAssignmentMemberValue:
     topic_partitions: TopicPartitionsRecord
 
 
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupCurrentMemberAssignmentKey:
+class ConsumerGroupCurrentMemberAssignmentKey(GroupMemberKey):
     """Key type 8."""
 
-    group: str
-    member_id: str
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,8 @@ from urllib.parse import unquote, urlsplit
 
 import structlog
 
+from kcoord.server.bound_server import BoundServer
+
 log = structlog.get_logger(__name__)
 
 MAX_HEAD_BYTES = 16 * 1024
@@ -70,41 +72,27 @@ class HttpEndpoint:
         ssl_context: ssl.SSLContext | None = None,
         authorize: Authorize | None = None,
     ) -> None:
-        self._ssl_context = ssl_context
+        self._socket = BoundServer(self._serve, (host, port), ssl_context=ssl_context)
         self._authorize = authorize
-        self._host = host
-        self._port = port
         self._routes = routes
-        self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
-        self.bound: tuple[str, int] | None = None
+
+    @property
+    def bound(self) -> tuple[str, int] | None:
+        """The address actually bound, once :meth:`bind` has run."""
+        return self._socket.bound
 
     async def bind(self) -> tuple[str, int]:
-        """Bind without serving yet (see :meth:`kcoord.server.listener.Listener.bind`); returns the
-        address actually bound (port 0 resolved)."""
-        if self.bound is None:
-            self._server = await asyncio.start_server(
-                self._serve,
-                self._host,
-                self._port,
-                reuse_address=True,
-                ssl=self._ssl_context,
-                start_serving=False,
-            )
-            sockname = self._server.sockets[0].getsockname()
-            self.bound = (str(sockname[0]), int(sockname[1]))
-        return self.bound
+        """Bind without serving yet (see :mod:`kcoord.server.bound_server`); returns the address
+        actually bound (port 0 resolved)."""
+        return await self._socket.bind()
 
     async def start(self) -> tuple[str, int]:
         """Bind (if not yet bound) and start serving; returns the address actually bound."""
-        bound = await self.bind()
-        assert self._server is not None
-        await self._server.start_serving()
-        return bound
+        return await self._socket.start()
 
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
+        self._socket.close()
         for task in list(self._connections):
             task.cancel()
         for task in list(self._connections):

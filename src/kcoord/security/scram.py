@@ -128,7 +128,9 @@ class ScramError(Exception):
     """The exchange failed; the message is safe to send to the client."""
 
 
-def _attributes(message: str) -> dict[str, str]:
+def parse_attributes(message: str) -> dict[str, str]:
+    """RFC 5802's ``k=value,k=value`` message, first value of each key kept; raises ScramError
+    for a part that is not a one-letter key with a value (both sides' messages have this form)."""
     attributes: dict[str, str] = {}
     for part in message.split(","):
         key, sep, value = part.partition("=")
@@ -204,7 +206,7 @@ class ScramServer:
         authzid, sep, bare = rest.partition(",")
         if not sep:
             raise ScramError("malformed client-first message")
-        attributes = _attributes(bare)
+        attributes = parse_attributes(bare)
         if "m" in attributes:
             raise ScramError("mandatory SCRAM extensions are not supported")
         if "n" not in attributes or "r" not in attributes or not attributes["r"]:
@@ -232,7 +234,7 @@ class ScramServer:
         without_proof, sep, proof_part = message.rpartition(",p=")
         if not sep:
             raise ScramError("client-final message lacks a proof")
-        attributes = _attributes(without_proof)
+        attributes = parse_attributes(without_proof)
         # Kafka accepts a final nonce that ends with the server-first one, and librdkafka 2.0.x
         # relies on that (it sends the client nonce twice); a shorter or different nonce is refused.
         if not attributes.get("r", "").endswith(self._nonce):

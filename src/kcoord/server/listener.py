@@ -12,6 +12,7 @@ import structlog
 
 from kcoord.security.sasl import SaslSession, SaslSettings
 from kcoord.security.tls import certificate_principal
+from kcoord.server.bound_server import BoundServer
 from kcoord.server.connection import Connection, FrameHandler
 from kcoord.server.context import ConnectionInfo
 from kcoord.server.limits import ServerLimits
@@ -39,26 +40,26 @@ class Listener:
     ) -> None:
         self.name = name
         self.security_protocol = security_protocol
-        self._ssl_context = ssl_context
+        self._socket = BoundServer(self._accept, (host, port), ssl_context=ssl_context, backlog=backlog)
+        """``backlog``: ``socket.listen.backlog.size``, connects the kernel queues before accepting."""
         self._sasl = sasl
         self._router = router
         self.limits = limits or ServerLimits.unlimited()
-        self._host = host
-        self._port = port
         self._max_request_bytes = max_request_bytes
         self._idle_timeout_s = idle_timeout_s
-        self._backlog = backlog
-        """``socket.listen.backlog.size``: connects the kernel queues before they are accepted."""
-        self._server: asyncio.Server | None = None
         self._ids = itertools.count(1)
         self._connections: dict[asyncio.Task[None], Connection] = {}
-        self.bound: tuple[str, int] | None = None
         self._sweeper: asyncio.Task[None] | None = None
 
     @property
     def address(self) -> tuple[str, int]:
         """The address this listener is configured to bind (port 0 before it is bound)."""
-        return self._host, self._port
+        return self._socket.address
+
+    @property
+    def bound(self) -> tuple[str, int] | None:
+        """The address actually bound, once :meth:`bind` has run."""
+        return self._socket.bound
 
     @property
     def open_connections(self) -> int:
@@ -67,35 +68,19 @@ class Listener:
     async def bind(self) -> tuple[str, int]:
         """Bind without accepting yet; returns the address actually bound (port 0 resolved).
 
-        A node binds every address before it opens its data, so a port in use stops the start
-        before anything is read or written; connections wait in the backlog until :meth:`start`.
+        A node binds every address before it opens its data (:mod:`kcoord.server.bound_server`).
         """
-        if self.bound is None:
-            self._server = await asyncio.start_server(
-                self._accept,
-                self._host,
-                self._port,
-                reuse_address=True,
-                ssl=self._ssl_context,
-                start_serving=False,
-                backlog=self._backlog,
-            )
-            sockname = self._server.sockets[0].getsockname()
-            self.bound = (str(sockname[0]), int(sockname[1]))
-        return self.bound
+        return await self._socket.bind()
 
     async def start(self) -> tuple[str, int]:
         """Bind (if not yet bound) and start accepting; returns the address actually bound."""
-        bound = await self.bind()
-        assert self._server is not None
-        await self._server.start_serving()
+        bound = await self._socket.start()
         if self._sweeper is None:
             self._sweeper = asyncio.get_running_loop().create_task(self._sweep_idle())
         return bound
 
     async def stop_accepting(self) -> None:
-        if self._server is not None:
-            self._server.close()
+        self._socket.close()
         if self._sweeper is not None:
             self._sweeper.cancel()
 
@@ -142,7 +127,7 @@ class Listener:
             security_protocol=self.security_protocol,
         )
         handler: FrameHandler = self._router
-        if self._ssl_context is not None:
+        if self._socket.ssl_context is not None:
             info.principal = certificate_principal(writer.get_extra_info("peercert")) or info.principal
         if self._sasl is not None:
             info.sasl = SaslSession(self._sasl, f"{info.client_host}:{info.client_port}")

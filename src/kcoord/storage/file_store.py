@@ -19,6 +19,7 @@ import functools
 import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Unpack
 
 import structlog
 
@@ -28,7 +29,7 @@ from kcoord.storage.file_log import FileLog
 from kcoord.storage.file_segment import fsync_directory, load_segments
 from kcoord.storage.group_commit import GroupCommitter
 from kcoord.storage.log_start_file import read_log_start
-from kcoord.storage.store_base import StoreBase
+from kcoord.storage.store_base import BackgroundPasses, StoreBase
 from kcoord.timer.api import Clock
 
 __all__ = ["FileLogStore"]
@@ -49,17 +50,11 @@ class FileLogStore(StoreBase[FileLog]):
         default_config: LogConfig | None = None,
         clock: Clock | None = None,
         *,
-        retention_check_interval_ms: int = 300000,
-        log_cleaner_backoff_ms: int = 15000,
         io_threads: int = 2,
         sync: SyncFiles = sync_files,
+        **passes: Unpack[BackgroundPasses],
     ) -> None:
-        super().__init__(
-            default_config,
-            clock,
-            retention_check_interval_ms=retention_check_interval_ms,
-            log_cleaner_backoff_ms=log_cleaner_backoff_ms,
-        )
+        super().__init__(default_config, clock, **passes)
         self.root = root
         self._executor = ThreadPoolExecutor(max_workers=io_threads, thread_name_prefix="kcoord-log")
         self._committer = GroupCommitter(self._executor, sync=sync)
@@ -135,10 +130,8 @@ class FileLogStore(StoreBase[FileLog]):
         return found
 
     async def create(self, topic: str, partition: int, config: LogConfig | None = None) -> PartitionLog:
-        existing = self._logs.get((topic, partition))
+        existing = self._open_log(topic, partition, config)
         if existing is not None:
-            if config is not None:
-                existing.update_config(config)
             return existing
         if not _TOPIC_NAME.match(topic) or topic in {".", ".."} or partition < 0:
             raise ValueError(f"not a storable topic-partition: {topic!r}-{partition}")

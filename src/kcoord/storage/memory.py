@@ -105,29 +105,12 @@ def _buffer_of(segment: Segment) -> bytearray:
 class MemoryLogStore(StoreBase[MemoryLog]):
     """``memory://``: logs live as long as the store object."""
 
-    def __init__(
-        self,
-        default_config: LogConfig | None = None,
-        clock: Clock | None = None,
-        *,
-        retention_check_interval_ms: int = 300000,
-        log_cleaner_backoff_ms: int = 15000,
-    ) -> None:
-        super().__init__(
-            default_config,
-            clock,
-            retention_check_interval_ms=retention_check_interval_ms,
-            log_cleaner_backoff_ms=log_cleaner_backoff_ms,
-        )
-
     async def open(self) -> None:
         self._start_background()
 
     async def create(self, topic: str, partition: int, config: LogConfig | None = None) -> PartitionLog:
-        existing = self._logs.get((topic, partition))
+        existing = self._open_log(topic, partition, config)
         if existing is not None:
-            if config is not None:
-                existing.update_config(config)
             return existing
         return self._adopt(MemoryLog(topic, partition, config or self._default_config, self._clock))
 

@@ -3,7 +3,7 @@ the retention and cleaner loops, and the passes they run."""
 
 from __future__ import annotations
 
-from typing import Generic, TypeVar
+from typing import Generic, NotRequired, TypedDict, TypeVar
 
 from kcoord.storage.api import LogConfig, PartitionLog, StorageTimings
 from kcoord.storage.log import SegmentedLog
@@ -13,15 +13,27 @@ from kcoord.timer.clock import SystemClock
 
 L = TypeVar("L", bound=SegmentedLog)
 
+DEFAULT_RETENTION_CHECK_INTERVAL_MS = 300000
+DEFAULT_LOG_CLEANER_BACKOFF_MS = 15000
+
+
+class BackgroundPasses(TypedDict):
+    """How often every store runs its background passes (each engine's constructor passes them on)."""
+
+    retention_check_interval_ms: NotRequired[int]
+    """``log.retention.check.interval.ms``."""
+    log_cleaner_backoff_ms: NotRequired[int]
+    """``log.cleaner.backoff.ms``."""
+
 
 class StoreBase(Generic[L]):
     def __init__(
         self,
-        default_config: LogConfig | None,
-        clock: Clock | None,
+        default_config: LogConfig | None = None,
+        clock: Clock | None = None,
         *,
-        retention_check_interval_ms: int,
-        log_cleaner_backoff_ms: int,
+        retention_check_interval_ms: int = DEFAULT_RETENTION_CHECK_INTERVAL_MS,
+        log_cleaner_backoff_ms: int = DEFAULT_LOG_CLEANER_BACKOFF_MS,
     ) -> None:
         self._default_config = default_config or LogConfig()
         self.timings: StorageTimings | None = None
@@ -39,9 +51,15 @@ class StoreBase(Generic[L]):
 
     def configure(self, topic: str, partition: int, config: LogConfig) -> None:
         """Give the partition's log ``config`` now, if it is open."""
+        self._open_log(topic, partition, config)
+
+    def _open_log(self, topic: str, partition: int, config: LogConfig | None) -> L | None:
+        """The partition's log if it is open, given ``config`` when one is passed (what ``create``
+        answers for a log that exists)."""
         log = self._logs.get((topic, partition))
-        if log is not None:
+        if log is not None and config is not None:
             log.update_config(config)
+        return log
 
     def _adopt(self, log: L) -> L:
         """Register a log this store opened or created."""

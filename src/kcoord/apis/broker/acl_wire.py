@@ -3,7 +3,7 @@ and the checks that come first (an authorizer is configured; the caller may touc
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from kcoord.apis.access import may_cluster
 from kcoord.protocol.errors import ErrorCode, KafkaError
@@ -19,6 +19,8 @@ from kcoord.security.acl import (
 from kcoord.security.authorizer import AclAuthorizer, Authorizer
 from kcoord.server.context import RequestContext
 
+_Acl = TypeVar("_Acl", AclBinding, AclBindingFilter)
+
 
 def acl_authorizer(ctx: RequestContext, authorizer: Authorizer, op: AclOperation) -> AclAuthorizer:
     """The ACL authorizer if one is configured and the caller may do ``op`` to the cluster."""
@@ -31,32 +33,35 @@ def acl_authorizer(ctx: RequestContext, authorizer: Authorizer, op: AclOperation
 
 def binding_from_wire(creation: Any) -> AclBinding:
     """A CreateAcls creation as a validated binding; raises KafkaError(INVALID_REQUEST) if invalid."""
-    binding = AclBinding(
-        enum_or_unknown(ResourceType, creation.resource_type),
-        creation.resource_name,
-        enum_or_unknown(PatternType, getattr(creation, "resource_pattern_type", PatternType.LITERAL)),
-        creation.principal,
-        creation.host,
-        enum_or_unknown(AclOperation, creation.operation),
-        enum_or_unknown(AclPermission, creation.permission_type),
-    )
-    _validate(binding)
-    return binding
+    pattern_type = getattr(creation, "resource_pattern_type", PatternType.LITERAL)
+    resource = (creation.resource_type, creation.resource_name, pattern_type)
+    return _from_wire(AclBinding, resource, creation.principal, creation.host, creation)
 
 
 def filter_from_wire(item: Any) -> AclBindingFilter:
     """A DescribeAcls request or DeleteAcls filter; raises KafkaError(INVALID_REQUEST) if invalid."""
-    acl_filter = AclBindingFilter(
-        enum_or_unknown(ResourceType, item.resource_type_filter),
-        item.resource_name_filter,
-        enum_or_unknown(PatternType, getattr(item, "pattern_type_filter", PatternType.LITERAL)),
-        item.principal_filter,
-        item.host_filter,
+    pattern_type = getattr(item, "pattern_type_filter", PatternType.LITERAL)
+    resource = (item.resource_type_filter, item.resource_name_filter, pattern_type)
+    return _from_wire(AclBindingFilter, resource, item.principal_filter, item.host_filter, item)
+
+
+def _from_wire(
+    make: type[_Acl], resource: tuple[Any, Any, Any], principal: Any, host: Any, item: Any
+) -> _Acl:
+    """A binding or filter from its wire fields (enums read leniently: an unknown id is UNKNOWN),
+    then the model's own checks."""
+    resource_type, resource_name, pattern_type = resource
+    value = make(
+        enum_or_unknown(ResourceType, resource_type),
+        resource_name,
+        enum_or_unknown(PatternType, pattern_type),
+        principal,
+        host,
         enum_or_unknown(AclOperation, item.operation),
         enum_or_unknown(AclPermission, item.permission_type),
     )
-    _validate(acl_filter)
-    return acl_filter
+    _validate(value)
+    return value
 
 
 def _validate(value: AclBinding | AclBindingFilter) -> None:

@@ -15,31 +15,31 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from kcoord.apis.broker.config_alteration import ConfigTargets, alter_resource, replacement, resource_answer
+from kcoord.apis.broker.config_alteration import (
+    ConfigTargets,
+    Operations,
+    alter_resources,
+    replacement,
+    resources_error_response,
+)
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.errors import ErrorCode
 from kcoord.protocol.registry import ApiSpec
 from kcoord.server.context import RequestContext
 
 __all__ = ["api", "handle_alter_configs"]
 
 
-def error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
-    return {"throttle_time": 0, "responses": [resource_answer(r, code) for r in request.resources]}
-
-
 def api(targets: ConfigTargets) -> ApiSpec:
     handler = functools.partial(handle_alter_configs, targets=targets)
-    return ApiSpec(ApiKey.ALTER_CONFIGS, "AlterConfigs", 0, 2, handler, error_response)
+    return ApiSpec(ApiKey.ALTER_CONFIGS, "AlterConfigs", 0, 2, handler, resources_error_response)
 
 
 async def handle_alter_configs(
     ctx: RequestContext, request: Any, *, targets: ConfigTargets
 ) -> dict[str, Any]:
-    responses = []
-    for resource in request.resources:
-        configs = [(c.name, c.value) for c in resource.configs]
-        responses.append(
-            await alter_resource(ctx, targets, resource, replacement(configs), request.validate_only)
-        )
-    return {"throttle_time": 0, "responses": responses}
+    return await alter_resources(ctx, targets, request, _replacement)
+
+
+def _replacement(resource: Any) -> Operations:
+    """The resource's whole new set, replacing its current configs."""
+    return replacement([(c.name, c.value) for c in resource.configs])

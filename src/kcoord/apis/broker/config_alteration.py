@@ -48,7 +48,16 @@ from kcoord.runtime.group_config_store import GroupConfigStore
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
-__all__ = ["ConfigTargets", "Operations", "Step", "alter_resource", "replacement", "resource_answer"]
+__all__ = [
+    "ConfigTargets",
+    "Operations",
+    "Step",
+    "alter_resource",
+    "alter_resources",
+    "replacement",
+    "resource_answer",
+    "resources_error_response",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -88,6 +97,24 @@ def resource_answer(
         "resource_type": resource.resource_type,
         "resource_name": resource.resource_name,
     }
+
+
+def resources_error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
+    """AlterConfigs' and IncrementalAlterConfigs' answer when the whole request fails: each resource
+    with the code."""
+    return {"throttle_time": 0, "responses": [resource_answer(r, code) for r in request.resources]}
+
+
+async def alter_resources(
+    ctx: RequestContext, targets: ConfigTargets, request: Any, operations: Callable[[Any], Operations]
+) -> dict[str, Any]:
+    """AlterConfigs' and IncrementalAlterConfigs' answer: each resource altered in turn by the
+    operations ``operations(resource)`` reads from its request entry."""
+    responses = [
+        await alter_resource(ctx, targets, resource, operations(resource), request.validate_only)
+        for resource in request.resources
+    ]
+    return {"throttle_time": 0, "responses": responses}
 
 
 async def alter_resource(

@@ -26,6 +26,7 @@ from typing import Any
 import structlog
 
 from kcoord.apis.access import Op, may_topic
+from kcoord.apis.error_answers import each_partition
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
@@ -47,10 +48,7 @@ def _result(index: int, code: ErrorCode, low_watermark: int = -1) -> dict[str, A
 def delete_records_error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {
         "throttle_time": 0,
-        "topics": [
-            {"name": t.name, "partitions": [_result(int(p.partition_index), code) for p in t.partitions]}
-            for t in request.topics
-        ],
+        "topics": each_partition(request.topics, lambda index: _result(index, code)),
     }
 
 
@@ -65,9 +63,9 @@ async def handle_delete_records(
     answers = []
     for topic in request.topics:
         if not may_topic(ctx, authorizer, Op.DELETE, topic.name):
-            denied = ErrorCode.topic_authorization_failed
-            partitions = [_result(int(p.partition_index), denied) for p in topic.partitions]
-            answers.append({"name": topic.name, "partitions": partitions})
+            answers += each_partition(
+                [topic], lambda index: _result(index, ErrorCode.topic_authorization_failed)
+            )
             continue
         results = []
         for part in topic.partitions:

@@ -15,36 +15,30 @@ from kcoord.apis.broker.config_alteration import (
     ConfigTargets,
     Operations,
     Step,
-    alter_resource,
-    resource_answer,
+    alter_resources,
+    resources_error_response,
 )
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.errors import ErrorCode
 from kcoord.protocol.registry import ApiSpec
 from kcoord.server.context import RequestContext
 
 __all__ = ["api", "handle_incremental_alter_configs"]
 
 
-def error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
-    return {"throttle_time": 0, "responses": [resource_answer(r, code) for r in request.resources]}
-
-
 def api(targets: ConfigTargets) -> ApiSpec:
     handler = functools.partial(handle_incremental_alter_configs, targets=targets)
-    return ApiSpec(ApiKey.INCREMENTAL_ALTER_CONFIGS, "IncrementalAlterConfigs", 0, 1, handler, error_response)
+    return ApiSpec(
+        ApiKey.INCREMENTAL_ALTER_CONFIGS, "IncrementalAlterConfigs", 0, 1, handler, resources_error_response
+    )
 
 
 async def handle_incremental_alter_configs(
     ctx: RequestContext, request: Any, *, targets: ConfigTargets
 ) -> dict[str, Any]:
-    responses = []
-    for resource in request.resources:
-        steps: list[Step] = [(c.name, int(c.config_operation), c.value) for c in resource.configs]
-        responses.append(await alter_resource(ctx, targets, resource, _given(steps), request.validate_only))
-    return {"throttle_time": 0, "responses": responses}
+    return await alter_resources(ctx, targets, request, _given)
 
 
-def _given(steps: list[Step]) -> Operations:
-    """The request's own steps, whatever the current configs."""
+def _given(resource: Any) -> Operations:
+    """The resource's own steps, whatever its current configs."""
+    steps: list[Step] = [(c.name, int(c.config_operation), c.value) for c in resource.configs]
     return lambda _current: steps

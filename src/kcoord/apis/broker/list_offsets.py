@@ -33,6 +33,7 @@ import functools
 from typing import Any
 
 from kcoord.apis.access import Op, may_topic
+from kcoord.apis.error_answers import each_partition
 from kcoord.cluster.leader_epochs import NO_EPOCH, led_log
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.protocol.api_keys import ApiKey
@@ -50,12 +51,7 @@ MAX_TIMESTAMP = -3
 
 
 def list_offsets_error(request: Any, code: ErrorCode) -> dict[str, Any]:
-    return {
-        "topics": [
-            {"name": t.name, "partitions": [_answer(int(p.partition_index), code) for p in t.partitions]}
-            for t in request.topics
-        ]
-    }
+    return {"topics": each_partition(request.topics, lambda index: _answer(index, code))}
 
 
 def api(topics: TopicManager, *, authorizer: Authorizer) -> ApiSpec:

@@ -25,6 +25,7 @@ import functools
 from typing import Any
 
 from kcoord.apis.access import Op, may_cluster, may_topic
+from kcoord.apis.error_answers import each_partition
 from kcoord.cluster.leader_epochs import EpochEnd, EpochHistory, end_offset_for, led_log
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.protocol.api_keys import ApiKey
@@ -48,10 +49,12 @@ def _result(index: int, code: ErrorCode, end: EpochEnd | None = None) -> dict[st
 def offset_for_leader_epoch_error(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {
         "throttle_time": 0,
-        "topics": [
-            {"topic": t.topic, "partitions": [_result(int(p.partition), code) for p in t.partitions]}
-            for t in request.topics
-        ],
+        "topics": each_partition(
+            request.topics,
+            lambda index: _result(index, code),
+            topic_field="topic",
+            partition_field="partition",
+        ),
     }
 
 

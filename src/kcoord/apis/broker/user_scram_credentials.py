@@ -69,9 +69,7 @@ async def handle_describe(
     ctx: RequestContext, request: Any, *, store: CredentialStore, authorizer: Authorizer
 ) -> dict[str, Any]:
     """Cluster DESCRIBE, as Kafka asks (else CLUSTER_AUTHORIZATION_FAILED)."""
-    if not may_cluster(ctx, authorizer, Op.DESCRIBE):
-        raise KafkaError(ErrorCode.cluster_authorization_failed)
-    await store.load()
+    await _load_if_authorized(ctx, authorizer, Op.DESCRIBE, store)
     if request.users is None:  # null asks for every user; an empty list for none (as Kafka)
         names, named = store.users(), False
     else:
@@ -101,9 +99,7 @@ async def handle_alter(
     ctx: RequestContext, request: Any, *, store: CredentialStore, authorizer: Authorizer
 ) -> dict[str, Any]:
     """Cluster ALTER, as Kafka asks (else CLUSTER_AUTHORIZATION_FAILED for every user)."""
-    if not may_cluster(ctx, authorizer, Op.ALTER):
-        raise KafkaError(ErrorCode.cluster_authorization_failed)
-    await store.load()
+    await _load_if_authorized(ctx, authorizer, Op.ALTER, store)
     errors: dict[str, tuple[ErrorCode, str]] = {}
     mentions = Counter(
         [(d.name, d.mechanism) for d in request.deletions]
@@ -114,13 +110,9 @@ async def handle_alter(
             errors.setdefault(user, (ErrorCode.duplicate_resource, "a user and mechanism appear twice"))
     deletions: list[tuple[str, ScramMechanism]] = []
     for deletion in request.deletions:
-        mechanism = ScramMechanism.from_kafka_type(deletion.mechanism)
-        if not deletion.name:
-            errors.setdefault(deletion.name, (ErrorCode.unacceptable_credential, "empty user name"))
-        elif mechanism is None:
-            errors.setdefault(
-                deletion.name, (ErrorCode.unsupported_sasl_mechanism, "unknown SCRAM mechanism")
-            )
+        mechanism = _mechanism_of(deletion)
+        if isinstance(mechanism, tuple):
+            errors.setdefault(deletion.name, mechanism)
         elif store.lookup(deletion.name, mechanism) is None:
             message = "Attempt to delete a user credential that does not exist"
             errors.setdefault(deletion.name, (ErrorCode.resource_not_found, message))
@@ -128,13 +120,9 @@ async def handle_alter(
             deletions.append((deletion.name, mechanism))
     upserts: list[tuple[str, ScramMechanism, ScramCredential]] = []
     for upsertion in request.upsertions:
-        mechanism = ScramMechanism.from_kafka_type(upsertion.mechanism)
-        if not upsertion.name:
-            errors.setdefault(upsertion.name, (ErrorCode.unacceptable_credential, "empty user name"))
-        elif mechanism is None:
-            errors.setdefault(
-                upsertion.name, (ErrorCode.unsupported_sasl_mechanism, "unknown SCRAM mechanism")
-            )
+        mechanism = _mechanism_of(upsertion)
+        if isinstance(mechanism, tuple):
+            errors.setdefault(upsertion.name, mechanism)
         elif not mechanism.min_iterations <= upsertion.iterations <= MAX_ITERATIONS:
             message = f"iterations must be {mechanism.min_iterations}..{MAX_ITERATIONS}"
             errors.setdefault(upsertion.name, (ErrorCode.unacceptable_credential, message))
@@ -158,3 +146,22 @@ async def handle_alter(
         "throttle_time": 0,
         "results": [_result(user, *errors[user]) if user in errors else _result(user) for user in users],
     }
+
+
+async def _load_if_authorized(
+    ctx: RequestContext, authorizer: Authorizer, op: Op, store: CredentialStore
+) -> None:
+    """Raise CLUSTER_AUTHORIZATION_FAILED unless the caller may ``op`` the cluster, then load the store."""
+    if not may_cluster(ctx, authorizer, op):
+        raise KafkaError(ErrorCode.cluster_authorization_failed)
+    await store.load()
+
+
+def _mechanism_of(entry: Any) -> ScramMechanism | tuple[ErrorCode, str]:
+    """A deletion's or upsertion's mechanism, or the error that refuses it before anything else."""
+    mechanism = ScramMechanism.from_kafka_type(entry.mechanism)
+    if not entry.name:
+        return ErrorCode.unacceptable_credential, "empty user name"
+    if mechanism is None:
+        return ErrorCode.unsupported_sasl_mechanism, "unknown SCRAM mechanism"
+    return mechanism

@@ -1,8 +1,7 @@
 """Timer keys owned by the classic groups, and parsing them back.
 
-Every key starts with ``classic:`` so the shard can route a fired key to this module. Group
-and member ids may contain any character, including ``:``, so the group id is written with
-its length: ``classic:<kind>:<len(group)>:<group>[:<member>]``.
+Every key starts with ``classic:`` so the shard can route a fired key to this module; the form
+is :mod:`kcoord.coordinator.group_timer_keys`': ``classic:<kind>:<len(group)>:<group>[:<member>]``.
 
 Kinds:
 
@@ -14,6 +13,8 @@ Kinds:
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from kcoord.coordinator.group_timer_keys import split_group_timer_key
 
 PREFIX = "classic:"
 JOIN = "join"
@@ -42,18 +43,10 @@ def session_key(group_id: str, member_id: str) -> str:
 
 def parse_key(key: str) -> TimerTarget | None:
     """The target of one of our keys, or None for a key this module does not own."""
-    if not key.startswith(PREFIX):
+    parts = split_group_timer_key(key, PREFIX, (JOIN, SYNC, SESSION))
+    if parts is None:
         return None
-    kind, _, rest = key[len(PREFIX) :].partition(":")
-    length_text, _, rest = rest.partition(":")
-    if kind not in (JOIN, SYNC, SESSION) or not length_text.isdigit():
-        return None
-    length = int(length_text)
-    group_id, rest = rest[:length], rest[length:]
-    if len(group_id) != length:
-        return None
-    if kind == SESSION:
-        if not rest.startswith(":"):
-            return None
-        return TimerTarget(kind, group_id, rest[1:])
-    return TimerTarget(kind, group_id) if rest == "" else None
+    kind, group_id, member_id = parts
+    if (member_id is None) != (kind != SESSION):
+        return None  # a session key names its member; the group's join and sync keys do not
+    return TimerTarget(kind, group_id, member_id)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kcoord.coordinator.group_timer_keys import split_group_timer_key
+
 PREFIX = "consumer:"
 SESSION = "session"
 REBALANCE = "rebalance"
@@ -42,14 +44,9 @@ def sync_key(group_id: str, member_id: str) -> str:
 
 
 def parse_key(key: str) -> TimerTarget | None:
-    if not key.startswith(PREFIX):
+    """The target of one of our keys, or None for a key this module does not own."""
+    parts = split_group_timer_key(key, PREFIX, KINDS)
+    if parts is None:
         return None
-    kind, _, rest = key[len(PREFIX) :].partition(":")
-    length_text, _, rest = rest.partition(":")
-    if kind not in KINDS or not length_text.isdigit():
-        return None
-    length = int(length_text)
-    group_id, rest = rest[:length], rest[length:]
-    if len(group_id) != length or not rest.startswith(":"):
-        return None
-    return TimerTarget(kind, group_id, rest[1:])
+    kind, group_id, member_id = parts
+    return None if member_id is None else TimerTarget(kind, group_id, member_id)

@@ -30,7 +30,21 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from kcoord.coordinator.record_io import RecordReader, RecordWriter, UnsupportedRecordVersionError
+from kcoord.coordinator.record_fields import (
+    GroupKey,
+    GroupMemberKey,
+    TopicPartitions,
+    read_group_key,
+    read_member_client,
+    read_partition_ids,
+    read_topic_partitions,
+    read_value_version,
+    write_group_key,
+    write_member_client,
+    write_partition_ids,
+    write_topic_partitions,
+)
+from kcoord.coordinator.record_io import RecordReader, RecordWriter
 
 __all__ = [
     "SHARE_GROUP_KEY_TYPES",
@@ -47,20 +61,20 @@ __all__ = [
     "ShareGroupTargetAssignmentMemberValue",
     "ShareGroupTargetAssignmentMetadataKey",
     "ShareGroupTargetAssignmentMetadataValue",
+    "TopicPartitions",
     "decode_share_group_record",
     "encode_share_group_key",
     "encode_share_group_value",
 ]
 
-TopicPartitions = tuple[tuple[uuid.UUID, tuple[int, ...]], ...]
 TopicPartitionsInfo = tuple[uuid.UUID, str, tuple[int, ...], int]
 """(topic id, topic name, partitions, create timestamp)."""
 
 
-@dataclass(frozen=True, slots=True)
-class ShareGroupMemberMetadataKey:
-    group: str
-    member_id: str
+class ShareGroupMemberMetadataKey(GroupMemberKey):
+    """Key type 10."""
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,9 +85,10 @@ class ShareGroupMemberMetadataValue:
     subscribed_topic_names: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class ShareGroupMetadataKey:
-    group: str
+class ShareGroupMetadataKey(GroupKey):
+    """Key type 11."""
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,9 +99,10 @@ class ShareGroupMetadataValue:
     kcoord's own hash (:func:`~kcoord.coordinator.share.manager.topics_hash`), not Kafka's murmur3."""
 
 
-@dataclass(frozen=True, slots=True)
-class ShareGroupTargetAssignmentMetadataKey:
-    group: str
+class ShareGroupTargetAssignmentMetadataKey(GroupKey):
+    """Key type 12."""
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,10 +110,10 @@ class ShareGroupTargetAssignmentMetadataValue:
     assignment_epoch: int
 
 
-@dataclass(frozen=True, slots=True)
-class ShareGroupTargetAssignmentMemberKey:
-    group: str
-    member_id: str
+class ShareGroupTargetAssignmentMemberKey(GroupMemberKey):
+    """Key type 13."""
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,10 +121,10 @@ class ShareGroupTargetAssignmentMemberValue:
     topic_partitions: TopicPartitions
 
 
-@dataclass(frozen=True, slots=True)
-class ShareGroupCurrentMemberAssignmentKey:
-    group: str
-    member_id: str
+class ShareGroupCurrentMemberAssignmentKey(GroupMemberKey):
+    """Key type 14."""
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,9 +136,10 @@ class ShareGroupCurrentMemberAssignmentValue:
     assigned: TopicPartitions
 
 
-@dataclass(frozen=True, slots=True)
-class ShareGroupStatePartitionMetadataKey:
-    group: str
+class ShareGroupStatePartitionMetadataKey(GroupKey):
+    """Key type 15."""
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,29 +186,14 @@ SHARE_GROUP_KEY_TYPES: dict[type[ShareGroupKey], int] = {
     ShareGroupCurrentMemberAssignmentKey: 14,
     ShareGroupStatePartitionMetadataKey: 15,
 }
-_KEY_BY_TYPE = {number: cls for cls, number in SHARE_GROUP_KEY_TYPES.items()}
-_WITH_MEMBER = (10, 13, 14)
+_KEY_BY_TYPE: dict[int, type[ShareGroupKey]] = {number: cls for cls, number in SHARE_GROUP_KEY_TYPES.items()}
 _VALUE_VERSION = 0
 
 
 def encode_share_group_key(key: ShareGroupKey) -> bytes:
     writer = RecordWriter(type(key).__name__)
-    record_type = SHARE_GROUP_KEY_TYPES[type(key)]
-    writer.int16(record_type, "type")
-    writer.string(key.group, "groupId")
-    if record_type in _WITH_MEMBER:
-        writer.string(getattr(key, "member_id"), "memberId")  # noqa: B009 (the union's member keys)
+    write_group_key(writer, SHARE_GROUP_KEY_TYPES[type(key)], key)
     return writer.getvalue()
-
-
-def _write_topic_partitions(writer: RecordWriter, topics: TopicPartitions, field: str) -> None:
-    writer.array_length(len(topics), field)
-    for topic_id, partitions in topics:
-        writer.uuid(topic_id)
-        writer.array_length(len(partitions), "partitions")
-        for partition in partitions:
-            writer.int32(partition, "partition")
-        writer.empty_tagged_fields()
 
 
 def _write_topic_infos(writer: RecordWriter, topics: tuple[TopicPartitionsInfo, ...], field: str) -> None:
@@ -199,9 +201,7 @@ def _write_topic_infos(writer: RecordWriter, topics: tuple[TopicPartitionsInfo, 
     for topic_id, name, partitions, created in topics:
         writer.uuid(topic_id)
         writer.string(name, "topicName")
-        writer.array_length(len(partitions), "partitions")
-        for partition in partitions:
-            writer.int32(partition, "partition")
+        write_partition_ids(writer, partitions)
         writer.int64(created, "createTimestamp")
         writer.empty_tagged_fields()
 
@@ -209,28 +209,24 @@ def _write_topic_infos(writer: RecordWriter, topics: tuple[TopicPartitionsInfo, 
 def encode_share_group_value(value: ShareGroupValue | None) -> bytes | None:
     if value is None:
         return None
-    header = RecordWriter("ShareGroupValue")
-    header.int16(_VALUE_VERSION, "version")
     w = RecordWriter(type(value).__name__, flexible=True)
+    w.int16(_VALUE_VERSION, "version")
     if isinstance(value, ShareGroupMemberMetadataValue):
-        w.nullable_string(value.rack_id, "rackId")
-        w.string(value.client_id, "clientId")
-        w.string(value.client_host, "clientHost")
-        w.array_length(len(value.subscribed_topic_names), "subscribedTopicNames")
-        for name in value.subscribed_topic_names:
-            w.string(name, "topic")
+        write_member_client(
+            w, value.rack_id, value.client_id, value.client_host, value.subscribed_topic_names
+        )
     elif isinstance(value, ShareGroupMetadataValue):
         w.int32(value.epoch, "epoch")
         w.int64(value.metadata_hash, "metadataHash")
     elif isinstance(value, ShareGroupTargetAssignmentMetadataValue):
         w.int32(value.assignment_epoch, "assignmentEpoch")
     elif isinstance(value, ShareGroupTargetAssignmentMemberValue):
-        _write_topic_partitions(w, value.topic_partitions, "topicPartitions")
+        write_topic_partitions(w, value.topic_partitions, "topicPartitions")
     elif isinstance(value, ShareGroupCurrentMemberAssignmentValue):
         w.int32(value.member_epoch, "memberEpoch")
         w.int32(value.previous_member_epoch, "previousMemberEpoch")
         w.int8(value.state, "state")
-        _write_topic_partitions(w, value.assigned, "assignedPartitions")
+        write_topic_partitions(w, value.assigned, "assignedPartitions")
     else:
         _write_topic_infos(w, value.initializing_topics, "initializingTopics")
         _write_topic_infos(w, value.initialized_topics, "initializedTopics")
@@ -240,7 +236,7 @@ def encode_share_group_value(value: ShareGroupValue | None) -> bytes | None:
             w.string(name, "topicName")
             w.empty_tagged_fields()
     w.empty_tagged_fields()
-    return header.getvalue() + w.getvalue()
+    return w.getvalue()
 
 
 def decode_share_group_key(key: bytes) -> ShareGroupKey | None:
@@ -250,61 +246,38 @@ def decode_share_group_key(key: bytes) -> ShareGroupKey | None:
     cls = _KEY_BY_TYPE.get(record_type)
     if cls is None:
         return None
-    group = reader.string("groupId", False)
-    if record_type in _WITH_MEMBER:
-        decoded: ShareGroupKey = cls(group, reader.string("memberId", False))  # type: ignore[call-arg]
-    else:
-        decoded = cls(group)  # type: ignore[call-arg]
+    decoded: ShareGroupKey = read_group_key(reader, cls)
     reader.finish()
     return decoded
-
-
-def _read_partitions(r: RecordReader) -> tuple[int, ...]:
-    return tuple(r.int32("partition") for _ in range(r.array_length("partitions", True)))
-
-
-def _read_topic_partitions(r: RecordReader, field: str) -> TopicPartitions:
-    topics = []
-    for _ in range(r.array_length(field, True)):
-        topic_id = r.uuid("topicId")
-        topics.append((topic_id, _read_partitions(r)))
-        r.skip_tagged_fields("TopicPartitions")
-    return tuple(topics)
 
 
 def _read_topic_infos(r: RecordReader, field: str) -> tuple[TopicPartitionsInfo, ...]:
     topics = []
     for _ in range(r.array_length(field, True)):
         topic_id, name = r.uuid("topicId"), r.string("topicName", True)
-        partitions = _read_partitions(r)
+        partitions = read_partition_ids(r)
         topics.append((topic_id, name, partitions, r.int64("createTimestamp")))
         r.skip_tagged_fields("TopicPartitionsInfo")
     return tuple(topics)
 
 
 def decode_share_group_value(key: ShareGroupKey, value: bytes) -> ShareGroupValue:
-    head = RecordReader(value[:2], "ShareGroupValue")
-    version = head.int16("version")
-    if version != _VALUE_VERSION:
-        raise UnsupportedRecordVersionError(f"{type(key).__name__} value version {version}")
-    r = RecordReader(value[2:], type(key).__name__.replace("Key", "Value"))
+    name = type(key).__name__.replace("Key", "Value")
+    r = RecordReader(value, name)
+    read_value_version(r, (_VALUE_VERSION,), name)
     decoded: ShareGroupValue
     if isinstance(key, ShareGroupMemberMetadataKey):
-        rack = r.nullable_string("rackId", True)
-        client_id = r.string("clientId", True)
-        client_host = r.string("clientHost", True)
-        names = tuple(r.string("topic", True) for _ in range(r.array_length("subscribedTopicNames", True)))
-        decoded = ShareGroupMemberMetadataValue(rack, client_id, client_host, names)
+        decoded = ShareGroupMemberMetadataValue(*read_member_client(r))
     elif isinstance(key, ShareGroupMetadataKey):
         decoded = ShareGroupMetadataValue(r.int32("epoch"), r.int64("metadataHash"))
     elif isinstance(key, ShareGroupTargetAssignmentMetadataKey):
         decoded = ShareGroupTargetAssignmentMetadataValue(r.int32("assignmentEpoch"))
     elif isinstance(key, ShareGroupTargetAssignmentMemberKey):
-        decoded = ShareGroupTargetAssignmentMemberValue(_read_topic_partitions(r, "topicPartitions"))
+        decoded = ShareGroupTargetAssignmentMemberValue(read_topic_partitions(r, "topicPartitions"))
     elif isinstance(key, ShareGroupCurrentMemberAssignmentKey):
         epoch, previous, state = r.int32("memberEpoch"), r.int32("previousMemberEpoch"), r.int8("state")
         decoded = ShareGroupCurrentMemberAssignmentValue(
-            epoch, previous, state, _read_topic_partitions(r, "assignedPartitions")
+            epoch, previous, state, read_topic_partitions(r, "assignedPartitions")
         )
     else:
         initializing = _read_topic_infos(r, "initializingTopics")

@@ -25,14 +25,10 @@ import uuid
 from dataclasses import dataclass
 
 from kcoord.coordinator.partitioner import partition_for
-from kcoord.coordinator.record_io import (
-    RecordDecodeError,
-    RecordReader,
-    RecordWriter,
-    UnsupportedRecordVersionError,
-)
+from kcoord.coordinator.record_fields import IntTag, read_int_tags, read_value_version, write_int_tags
+from kcoord.coordinator.record_io import RecordDecodeError, RecordReader, RecordWriter
+from kcoord.coordinator.record_serde import KeyValueSerde
 from kcoord.coordinator.share.partition_state import StateBatch
-from kcoord.protocol.plain_batch import EncodedBatch, encode_for_log
 
 __all__ = [
     "SHARE_STATE_TOPIC",
@@ -52,6 +48,11 @@ SNAPSHOT_TYPE = 0
 UPDATE_TYPE = 1
 _VALUE_VERSION = 0
 _DELIVERY_COMPLETE_COUNT_TAG = 0
+_TAGS = (
+    IntTag(
+        _DELIVERY_COMPLETE_COUNT_TAG, "delivery_complete_count", RecordWriter.int32, RecordReader.int32, -1
+    ),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,9 +128,8 @@ def encode_state_key(key: ShareStateKey) -> bytes:
 def encode_state_value(value: ShareSnapshotValue | ShareUpdateValue | None) -> bytes | None:
     if value is None:
         return None
-    header = RecordWriter("ShareStateValue")
-    header.int16(_VALUE_VERSION, "version")
     writer = RecordWriter(type(value).__name__, flexible=True)
+    writer.int16(_VALUE_VERSION, "version")
     writer.int32(value.snapshot_epoch, "snapshotEpoch")
     if isinstance(value, ShareSnapshotValue):
         writer.int32(value.state_epoch, "stateEpoch")
@@ -145,13 +145,8 @@ def encode_state_value(value: ShareSnapshotValue | ShareUpdateValue | None) -> b
         writer.int8(batch.delivery_state, "deliveryState")
         writer.int16(batch.delivery_count, "deliveryCount")
         writer.empty_tagged_fields()
-    tags: dict[int, bytes] = {}
-    if value.delivery_complete_count != -1:
-        tag = writer.sub("deliveryCompleteCount")
-        tag.int32(value.delivery_complete_count, "deliveryCompleteCount")
-        tags[_DELIVERY_COMPLETE_COUNT_TAG] = tag.getvalue()
-    writer.tagged_fields(tags)
-    return header.getvalue() + writer.getvalue()
+    writer.tagged_fields(write_int_tags(writer, value, _TAGS))
+    return writer.getvalue()
 
 
 def decode_state_key(key: bytes) -> ShareStateKey | None:
@@ -168,11 +163,9 @@ def decode_state_key(key: bytes) -> ShareStateKey | None:
 
 
 def decode_state_value(key: ShareStateKey, value: bytes) -> ShareSnapshotValue | ShareUpdateValue:
-    head = RecordReader(value[:2], "ShareStateValue")
-    version = head.int16("version")
-    if version != _VALUE_VERSION:
-        raise UnsupportedRecordVersionError(f"share state value version {version}")
-    reader = RecordReader(value[2:], "ShareSnapshotValue" if key.snapshot else "ShareUpdateValue")
+    name = "ShareSnapshotValue" if key.snapshot else "ShareUpdateValue"
+    reader = RecordReader(value, name)
+    read_value_version(reader, (_VALUE_VERSION,), name)
     snapshot_epoch = reader.int32("snapshotEpoch")
     state_epoch = reader.int32("stateEpoch") if key.snapshot else 0
     leader_epoch = reader.int32("leaderEpoch")
@@ -191,11 +184,7 @@ def decode_state_value(key: ShareStateKey, value: bytes) -> ShareSnapshotValue |
         reader.skip_tagged_fields("StateBatch")
     tags = reader.tagged_fields("value")
     reader.finish()
-    delivery_complete_count = -1
-    if _DELIVERY_COMPLETE_COUNT_TAG in tags:
-        tag = reader.sub(tags[_DELIVERY_COMPLETE_COUNT_TAG], "deliveryCompleteCount")
-        delivery_complete_count = tag.int32("deliveryCompleteCount")
-        tag.finish()
+    delivery_complete_count = read_int_tags(reader, tags, _TAGS)["delivery_complete_count"]
     if key.snapshot:
         return ShareSnapshotValue(
             snapshot_epoch,
@@ -221,17 +210,9 @@ def decode_state_record(key: bytes, value: bytes | None) -> ShareStateRecord | N
     return ShareStateRecord(decoded, None if value is None else decode_state_value(decoded, value))
 
 
-class ShareStateSerde:
+class ShareStateSerde(KeyValueSerde[ShareStateRecord]):
     """The runtime's ``RecordSerde`` for ``__share_group_state`` (no load shortcut: snapshots bound
     the replay)."""
 
-    def encode_batch(self, records: list[ShareStateRecord], now_ms: int) -> EncodedBatch:
-        return encode_for_log(
-            [(encode_state_key(r.key), encode_state_value(r.value)) for r in records], now_ms
-        )
-
-    def decode(self, key: bytes, value: bytes | None) -> ShareStateRecord | None:
-        return decode_state_record(key, value)
-
-    def fast_replay(self, shard: object) -> None:
-        return None
+    def __init__(self) -> None:
+        super().__init__(encode_state_key, encode_state_value, decode_state_record)

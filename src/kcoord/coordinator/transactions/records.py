@@ -23,16 +23,10 @@ field and offset; another key type decodes to None, so replay skips it.
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 
-from kcoord.coordinator.record_io import (
-    RecordDecodeError,
-    RecordEncodeError,
-    RecordReader,
-    RecordWriter,
-    UnsupportedRecordVersionError,
-)
+from kcoord.coordinator.record_fields import IntTag, read_int_tags, read_value_version, write_int_tags
+from kcoord.coordinator.record_io import RecordDecodeError, RecordEncodeError, RecordReader, RecordWriter
 
 __all__ = [
     "TRANSACTION_LOG_KEY_TYPE",
@@ -53,13 +47,8 @@ WRITE_VERSION = 1
 _FLEXIBLE_FROM = 1
 NO_PRODUCER_ID = -1
 
-_TAG_PREVIOUS_PRODUCER_ID = 0
-_TAG_NEXT_PRODUCER_ID = 1
-_TAG_CLIENT_TRANSACTION_VERSION = 2
 _STATUSES = range(8)
 """Kafka's TransactionState ids, Empty (0) to PrepareEpochFence (7)."""
-_INT64 = struct.Struct(">q")
-_INT16 = struct.Struct(">h")
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -89,6 +78,14 @@ class TransactionLogValue:
     previous_producer_id: int = NO_PRODUCER_ID
     next_producer_id: int = NO_PRODUCER_ID
     client_transaction_version: int = 0
+
+
+_TAGS = (
+    IntTag(0, "previous_producer_id", RecordWriter.int64, RecordReader.int64, NO_PRODUCER_ID),
+    IntTag(1, "next_producer_id", RecordWriter.int64, RecordReader.int64, NO_PRODUCER_ID),
+    IntTag(2, "client_transaction_version", RecordWriter.int16, RecordReader.int16, 0),
+)
+"""TransactionLogValue v1's tagged fields, left out at their defaults."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +120,7 @@ def encode_value(value: TransactionLogValue | None, version: int = WRITE_VERSION
     out.int64(value.last_update_ms, "last_update_ms")
     out.int64(value.start_ms, "start_ms")
     if flexible:
-        out.tagged_fields(_tags_of(value))
+        out.tagged_fields(write_int_tags(out, value, _TAGS))
     return out.getvalue()
 
 
@@ -148,26 +145,6 @@ def _write_partitions(
         out.empty_tagged_fields()
 
 
-def _tags_of(value: TransactionLogValue) -> dict[int, bytes]:
-    tags: dict[int, bytes] = {}
-    if value.previous_producer_id != NO_PRODUCER_ID:
-        tags[_TAG_PREVIOUS_PRODUCER_ID] = _pack(_INT64, value.previous_producer_id, "previous_producer_id")
-    if value.next_producer_id != NO_PRODUCER_ID:
-        tags[_TAG_NEXT_PRODUCER_ID] = _pack(_INT64, value.next_producer_id, "next_producer_id")
-    if value.client_transaction_version != 0:
-        tags[_TAG_CLIENT_TRANSACTION_VERSION] = _pack(
-            _INT16, value.client_transaction_version, "client_transaction_version"
-        )
-    return tags
-
-
-def _pack(codec: struct.Struct, number: int, field: str) -> bytes:
-    try:
-        return codec.pack(number)
-    except struct.error:
-        raise RecordEncodeError(f"TransactionLogValue.{field}={number} does not fit") from None
-
-
 def decode_key(key: bytes) -> TransactionLogKey | None:
     """The key, or None for a record type that is not a transaction log key."""
     reader = RecordReader(key, "TransactionLogKey")
@@ -180,9 +157,7 @@ def decode_key(key: bytes) -> TransactionLogKey | None:
 
 def decode_value(value: bytes) -> TransactionLogValue:
     reader = RecordReader(value, "TransactionLogValue")
-    version = reader.int16("version")
-    if version not in VALUE_VERSIONS:
-        raise UnsupportedRecordVersionError(f"TransactionLogValue version {version} is not supported")
+    version = read_value_version(reader, VALUE_VERSIONS, "TransactionLogValue")
     flexible = version >= _FLEXIBLE_FROM
     producer_id = reader.int64("producer_id")
     producer_epoch = reader.int16("producer_epoch")
@@ -196,16 +171,14 @@ def decode_value(value: bytes) -> TransactionLogValue:
     tags = reader.tagged_fields("TransactionLogValue") if flexible else {}
     reader.finish()
     return TransactionLogValue(
-        producer_id=producer_id,
-        producer_epoch=producer_epoch,
-        timeout_ms=timeout_ms,
-        status=status,
-        partitions=partitions,
-        last_update_ms=last_update_ms,
-        start_ms=start_ms,
-        previous_producer_id=_tag(tags, _TAG_PREVIOUS_PRODUCER_ID, _INT64, NO_PRODUCER_ID),
-        next_producer_id=_tag(tags, _TAG_NEXT_PRODUCER_ID, _INT64, NO_PRODUCER_ID),
-        client_transaction_version=_tag(tags, _TAG_CLIENT_TRANSACTION_VERSION, _INT16, 0),
+        producer_id,
+        producer_epoch,
+        timeout_ms,
+        status,
+        partitions,
+        last_update_ms,
+        start_ms,
+        **read_int_tags(reader, tags, _TAGS),
     )
 
 
@@ -223,16 +196,6 @@ def _read_partitions(reader: RecordReader, flexible: bool) -> tuple[TopicPartiti
         if flexible:
             reader.skip_tagged_fields("PartitionsSchema")
     return tuple(sorted(set(partitions)))
-
-
-def _tag(tags: dict[int, bytes], tag: int, codec: struct.Struct, default: int) -> int:
-    raw = tags.get(tag)
-    if raw is None:
-        return default
-    if len(raw) != codec.size:
-        raise RecordDecodeError(f"TransactionLogValue: tag {tag} has {len(raw)} bytes, not {codec.size}")
-    number: int = codec.unpack(raw)[0]
-    return number
 
 
 def decode_record(key: bytes, value: bytes | None) -> TransactionRecord | None:

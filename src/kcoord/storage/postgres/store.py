@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Unpack
 
 import asyncpg
 import structlog
@@ -32,7 +33,7 @@ from kcoord.storage.postgres.log import PostgresLog
 from kcoord.storage.postgres.schema import Connection, migrate
 from kcoord.storage.postgres.segment import PostgresSegment, segment_from_rows
 from kcoord.storage.segment import Segment
-from kcoord.storage.store_base import StoreBase
+from kcoord.storage.store_base import BackgroundPasses, StoreBase
 from kcoord.timer.api import Clock
 
 __all__ = ["PostgresLogStore"]
@@ -62,18 +63,12 @@ class PostgresLogStore(StoreBase[PostgresLog]):
         default_config: LogConfig | None = None,
         clock: Clock | None = None,
         *,
-        retention_check_interval_ms: int = 300000,
-        log_cleaner_backoff_ms: int = 15000,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
         owned_only: bool = False,
         hold: HoldMode = HoldMode.EXCLUSIVE,
+        **passes: Unpack[BackgroundPasses],
     ) -> None:
-        super().__init__(
-            default_config,
-            clock,
-            retention_check_interval_ms=retention_check_interval_ms,
-            log_cleaner_backoff_ms=log_cleaner_backoff_ms,
-        )
+        super().__init__(default_config, clock, **passes)
         self._dsn = dsn
         self._pool: asyncpg.Pool | None = None
         self._committer: PostgresCommitter | None = None
