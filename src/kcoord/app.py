@@ -59,6 +59,8 @@ from kcoord.apis.groups import (
     offset_commit,
     offset_delete,
     offset_fetch,
+    share_group_describe,
+    share_group_heartbeat,
     sync_group,
 )
 from kcoord.apis.groups.common import MemberWatch
@@ -81,6 +83,7 @@ from kcoord.coordinator.classic.config import ClassicGroupConfig
 from kcoord.coordinator.consumer.config import ConsumerGroupConfig
 from kcoord.coordinator.consumer.persistence import TopicIds
 from kcoord.coordinator.shard import GroupCoordinatorShard
+from kcoord.coordinator.share.config import ShareGroupConfig
 from kcoord.observability.auth_metrics import AuthMetrics
 from kcoord.observability.cache_metrics import watch_storage_cache
 from kcoord.observability.endpoint import build_endpoint
@@ -172,6 +175,7 @@ class App:
         self.producers = self.producer_state.producers
         self.growth_hints = GrowthHints(self.clock)
         self.authorizer = build_authorizer(s, self.acl_store, self.freshness)
+        self.share_config = share_group_config(s)
         self.coordinator = GroupCoordinator(
             self.topics,
             self.clock,
@@ -330,6 +334,10 @@ class App:
                 consumer_group_heartbeat.api(groups, topics, members, authorizer=auth),
                 consumer_group_describe.api(groups, topics, authorizer=auth),
             ]
+        specs += [
+            share_group_heartbeat.api(groups, authorizer=auth),
+            share_group_describe.api(groups, topics, authorizer=auth),
+        ]
         for spec in specs:
             self.registry.add(spec)
 
@@ -501,6 +509,7 @@ class App:
             topic_ids=TopicIds(self._topic_id, self._topic_name),
             topic_names=self._subscribable_topics,
             group_overrides=self.group_configs.overrides,
+            share_config=self.share_config,
         )
 
     def _on_topic_event(self, event: TopicEvent) -> None:
@@ -547,3 +556,17 @@ class App:
         self.credentials.close()
         self.data_lock.release()
         log.info("kcoord.stopped")
+
+
+def share_group_config(s: Settings) -> ShareGroupConfig:
+    """The share groups' settings (``group.share.*``, ``share.coordinator.*``)."""
+    return ShareGroupConfig(
+        session_timeout_ms=s["group.share.session.timeout.ms"],
+        heartbeat_interval_ms=s["group.share.heartbeat.interval.ms"],
+        max_size=s["group.share.max.size"],
+        record_lock_duration_ms=s["group.share.record.lock.duration.ms"],
+        delivery_count_limit=s["group.share.delivery.count.limit"],
+        partition_max_record_locks=s["group.share.partition.max.record.locks"],
+        snapshot_update_records_per_snapshot=s["share.coordinator.snapshot.update.records.per.snapshot"],
+        state_topic_num_partitions=s["share.coordinator.state.topic.num.partitions"],
+    )

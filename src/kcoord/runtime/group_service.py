@@ -41,6 +41,11 @@ from kcoord.coordinator.offsets import (
 )
 from kcoord.coordinator.result import CoordinatorResult
 from kcoord.coordinator.shard import GroupCoordinatorShard
+from kcoord.coordinator.share.messages import (
+    DescribedShareGroup,
+    ShareHeartbeatRequest,
+    ShareHeartbeatResponse,
+)
 from kcoord.protocol.errors import KafkaError
 from kcoord.runtime.group_coordinator import GroupCoordinator
 from kcoord.runtime.runner import Sink
@@ -105,6 +110,21 @@ class GroupService:
 
         def describe(shard: GroupCoordinatorShard) -> tuple[DescribedConsumerGroup | None, bool]:
             return shard.describe_consumer_group(group_id), shard.is_classic_group(group_id)
+
+        return self._coordinator.read(group_id, describe)
+
+    # -- share groups (KIP-932)
+
+    async def share_heartbeat(self, request: ShareHeartbeatRequest) -> ShareHeartbeatResponse:
+        def beat(shard: GroupCoordinatorShard, sink: Sink, now_ms: int) -> CoordinatorResult:
+            return shard.share_heartbeat(request, sink, now_ms)
+
+        response: ShareHeartbeatResponse = await self._coordinator.write(request.group_id, beat)
+        return response
+
+    def describe_share_group(self, group_id: str) -> DescribedShareGroup:
+        def describe(shard: GroupCoordinatorShard) -> DescribedShareGroup:
+            return shard.describe_share_groups([group_id])[0]
 
         return self._coordinator.read(group_id, describe)
 
