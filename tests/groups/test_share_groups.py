@@ -3,6 +3,11 @@ consumption of one partition, explicit acknowledgement, and durable share state 
 
 from __future__ import annotations
 
+import asyncio
+import json
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -12,6 +17,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import AcknowledgeType
 
+from kcoord.protocol.api_keys import ApiKey
+from tests.protocol.in_process import AsyncRawClient
 from tests.support.server import KcoordProcess
 from tests.support.share_consumers import (
     create_topic,
@@ -55,6 +62,73 @@ def test_three_share_consumers_split_one_partition_and_each_record_is_accepted_o
     assert [v for v, n in delivered.items() if n > 1] == []
     assert min(shares) >= RECORDS * 0.2, shares
     assert not [e for m in members for e in m.errors]
+
+
+@pytest.mark.slow
+def test_a_stopped_member_loses_its_records_at_the_lock_and_its_place_at_the_session_timeout(
+    tmp_path: Path,
+) -> None:
+    """Acceptance 3: a consumer SIGSTOPped while holding acquired records; another member gets them
+    once ``group.share.record.lock.duration.ms`` (2 s here) passes, with delivery count 2, and the
+    stopped member leaves the group after ``group.share.session.timeout.ms`` (5 s here)."""
+    settings = {
+        "group.share.record.lock.duration.ms": "2000",
+        "group.share.session.timeout.ms": "5000",
+        "group.share.heartbeat.interval.ms": "1000",
+    }
+    server = KcoordProcess(tmp_path / "data", settings).start()
+    holder = subprocess.Popen(
+        [sys.executable, "-m", "tests.support.share_holder", server.bootstrap, "stall", "held"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    members = []
+    try:
+        create_topic(server.bootstrap, "held")
+        wait_until_share_partition_loaded(server, "stall")
+        produce_numbers(server.bootstrap, "held", 20)
+        held = _held_values(holder)
+        holder.send_signal(signal.SIGSTOP)
+        stopped_at = time.monotonic()
+        members = start_members(1, lambda: new_consumer(server.bootstrap, "stall", "held"))
+        wait_for(lambda: set(held) <= set(members[0].delivered), 30, "the held records redelivered")
+        took = time.monotonic() - stopped_at
+        assert {members[0].delivery_counts[v] for v in held} == {2}
+        wait_for(lambda: _member_count(server, "stall") == 1, 30, "the stopped member removed")
+        removed_after = time.monotonic() - stopped_at
+    finally:
+        for member in members:
+            member.close()
+        holder.kill()
+        holder.wait(10)
+        server.kill()
+    print(
+        f"held {len(held)} records; redelivered after {took:.1f}s; member removed after {removed_after:.1f}s"
+    )
+    assert took < 15 and removed_after >= 3
+
+
+def _held_values(holder: subprocess.Popen[bytes]) -> list[int]:
+    assert holder.stdout is not None
+    for line in holder.stdout:
+        event = json.loads(line)
+        if "held" in event:
+            held: list[int] = event["held"]
+            return held
+    raise AssertionError("the holder process ended without holding records")
+
+
+def _member_count(server: KcoordProcess, group: str) -> int:
+    async def describe() -> int:
+        client = await AsyncRawClient.connect(server.port, "share-describe")
+        try:
+            body = {"group_ids": [group], "include_authorized_operations": False}
+            described = await client.call(ApiKey.SHARE_GROUP_DESCRIBE, 1, body)
+        finally:
+            await client.close()
+        return len(described.groups[0].members)
+
+    return asyncio.run(describe())
 
 
 def _poll_until(consumer: object, want: int, timeout: float = 20.0) -> list[object]:

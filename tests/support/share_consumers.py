@@ -70,6 +70,8 @@ class Member:
     consumer: ShareConsumer
     explicit: bool
     delivered: list[int] = field(default_factory=list)
+    delivery_counts: dict[int, int] = field(default_factory=dict)
+    """The highest delivery count each value came with."""
     acknowledged: set[int] = field(default_factory=set)
     uncertain: set[int] = field(default_factory=set)
     errors: list[str] = field(default_factory=list)
@@ -92,7 +94,10 @@ class Member:
                 if message.error() is not None:
                     self.errors.append(str(message.error()))
                     continue
-                values.append(int(message.value()))
+                value = int(message.value())
+                values.append(value)
+                count = message.delivery_count() or 0
+                self.delivery_counts[value] = max(count, self.delivery_counts.get(value, 0))
                 if self.explicit:
                     self.consumer.acknowledge(message, AcknowledgeType.ACCEPT)
             self.delivered.extend(values)

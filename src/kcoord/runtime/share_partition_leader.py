@@ -15,6 +15,8 @@ and :mod:`kcoord.coordinator.share.sessions`): this module does the I/O the core
   Releases by lock expiry or a closed session are written too; nobody waits for them.
 - **Locks.** One timer on a timing wheel stands for the earliest lock deadline of all the share
   partitions; when it fires, every expired lock ends and the timer moves to the next deadline.
+- **Disconnects.** When the connection that opened a share session closes, the session ends and
+  the member's acquired records are released.
 - **Waking.** A waiting ShareFetch is woken by an append to a fetched partition (the log's append
   listeners) or by records becoming Available again here (:meth:`watch`).
 """
@@ -187,6 +189,14 @@ class SharePartitionLeader:
             return exc.code
         self._notify()
         return await self._state.write_state(write)
+
+    def connection_closed(self, group_id: str, member_id: str, session: object) -> None:
+        """The connection that opened ``session`` closed: as Kafka 4.1+, the session goes and the
+        member's acquired records are released at once rather than when their locks expire (a
+        session the member has since reopened elsewhere is left alone)."""
+        if self.sessions.session(group_id, member_id) is session:
+            self.sessions.close_member(group_id, member_id)
+            self.release_member(group_id, member_id)
 
     def release_member(self, group_id: str, member_id: str) -> None:
         """The member's share session closed: its acquired records go back (written, not awaited)."""

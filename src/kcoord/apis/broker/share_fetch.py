@@ -17,7 +17,9 @@ What kcoord answers:
 2. Every partition of the session is fetched: whole batches from its first Available offset, up to
    ``max_bytes`` and ``max_records`` over the request, under locks of
    ``group.share.record.lock.duration.ms``.
-3. Long poll: with nothing acquired, the fetch waits up to ``max_wait_ms`` for an append to one of
+3. A session lives as long as the connection that opened it: when it closes, the member's acquired
+   records are released (Kafka 4.1+).
+4. Long poll: with nothing acquired, the fetch waits up to ``max_wait_ms`` for an append to one of
    its partitions or a record that becomes available again.
 
 Authorization, as Kafka 4.2: Group READ on the share group (else GROUP_AUTHORIZATION_FAILED for the
@@ -86,6 +88,9 @@ async def handle_share_fetch(
     forgotten = [(t.topic_id, int(p)) for t in request.forgotten_topics_data for p in t.partitions]
     epoch = int(request.share_session_epoch)
     session = leader.sessions.fetch(group_id, member_id, epoch, added, forgotten)
+    if epoch == 0 and session is not None:
+        opened = session
+        ctx.connection.on_close(lambda: leader.connection_closed(group_id, member_id, opened))
 
     # 2. Acknowledgements, each answered once durable.
     for topic in request.topics:
