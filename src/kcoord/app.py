@@ -256,6 +256,7 @@ class App:
             self._log_by_topic_id,
             self.clock,
             max_sessions=s["group.share.max.share.sessions"],
+            auto_offset_reset=self.group_configs.overrides.share_auto_offset_reset,
         )
 
     def _log_by_topic_id(self, topic_id: uuid.UUID, partition: int) -> PartitionLog | None:
