@@ -257,6 +257,9 @@ class App:
             self.clock,
             max_sessions=s["group.share.max.share.sessions"],
             auto_offset_reset=self.group_configs.overrides.share_auto_offset_reset,
+            on_loaded=lambda group_id, topic_id, partition: self.groups.share_partition_initialized(
+                group_id, topic_id, partition
+            ),
         )
 
     def _log_by_topic_id(self, topic_id: uuid.UUID, partition: int) -> PartitionLog | None:

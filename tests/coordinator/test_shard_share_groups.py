@@ -98,3 +98,17 @@ def test_deleting_a_share_group_needs_it_empty_and_answers_with_tombstones() -> 
     assert [(a.group_id, a.error_code) for a in answers["del"]] == [("sg", ErrorCode.none)]
     assert records and all(r.value is None for r in records)
     assert h.shard.list_groups(None) == []
+
+
+def test_a_share_partition_with_state_is_recorded_as_initialized() -> None:
+    """The first heartbeat records the subscribed partition as initializing; once the leader reports
+    its durable state, ShareGroupStatePartitionMetadata holds it as initialized."""
+    h = ShardHarness()
+    h.shard = _shard(h)
+    _beat(h, "m1")
+    assert h.shard.share.initialized_partitions("sg") == {}
+    records, _ = h.apply(h.shard.share_partition_initialized("sg", TOPIC_ID, 0))
+    assert len(records) == 1
+    assert h.shard.share.initialized_partitions("sg") == {TOPIC_ID: (0,)}
+    again, _ = h.apply(h.shard.share_partition_initialized("sg", TOPIC_ID, 0))
+    assert again == []

@@ -173,6 +173,9 @@ def test_explicit_release_redelivers_reject_drops_and_the_count_limit_archives(k
         assert _poll_until(consumer, 1, timeout=3) == []
     finally:
         consumer.close()
+    assert kcoord.events("share_partition.loaded") and not kcoord.events(
+        "share_partition.initialized_not_recorded"
+    )
 
 
 @pytest.mark.slow

@@ -316,6 +316,12 @@ class GroupCoordinatorShard:
             raise KafkaError(ErrorCode.group_id_not_found, f"Group {request.group_id} is not a share group.")
         return self.share.heartbeat(sink, request, now_ms)
 
+    def share_partition_initialized(
+        self, group_id: str, topic_id: uuid.UUID, partition: int
+    ) -> CoordinatorResult:
+        """The share partition has durable state now: the group records it as initialized."""
+        return self.share.initialized(group_id, {topic_id: (partition,)})
+
     def describe_share_groups(self, group_ids: list[str]) -> list[DescribedShareGroup]:
         """ShareGroupDescribe; a group of another kind is GROUP_ID_NOT_FOUND, as a missing one (Kafka)."""
         return self.share.describe(group_ids)

@@ -8,6 +8,7 @@ the current state) and returns the core's response type. The runtime underneath
 
 from __future__ import annotations
 
+import uuid
 from collections import defaultdict
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -121,6 +122,16 @@ class GroupService:
 
         response: ShareHeartbeatResponse = await self._coordinator.write(request.group_id, beat)
         return response
+
+    async def share_partition_initialized(self, group_id: str, topic_id: uuid.UUID, partition: int) -> None:
+        """Record in the group's ShareGroupStatePartitionMetadata that the partition has state."""
+
+        def record(shard: GroupCoordinatorShard, sink: Sink, now_ms: int) -> CoordinatorResult:
+            result = shard.share_partition_initialized(group_id, topic_id, partition)
+            result.respond(sink, None)
+            return result
+
+        await self._coordinator.write(group_id, record)
 
     def describe_share_group(self, group_id: str) -> DescribedShareGroup:
         def describe(shard: GroupCoordinatorShard) -> DescribedShareGroup:

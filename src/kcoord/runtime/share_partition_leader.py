@@ -26,7 +26,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator
+from typing import Any
 
 import structlog
 
@@ -66,7 +67,10 @@ class SharePartitionLeader:
         *,
         max_sessions: int,
         auto_offset_reset: Callable[[str], str | None] = lambda group_id: None,
+        on_loaded: Callable[[str, uuid.UUID, int], Awaitable[None]] | None = None,
     ) -> None:
+        """``on_loaded(group, topic id, partition)``: a share partition has durable state (the group
+        coordinator records it as initialized); awaited in the background, a failure is logged."""
         self.config = config
         self.sessions = ShareSessions(max_sessions)
         self._partitions = ShareGroupPartitions(config)
@@ -74,6 +78,7 @@ class SharePartitionLeader:
         self._logs = logs
         self._clock = clock
         self._reset = auto_offset_reset
+        self._on_loaded = on_loaded
         self._driver = TimerDriver.for_clock(clock, self._on_locks_expired)
         self._loading: dict[tuple[str, uuid.UUID, int], asyncio.Future[None]] = {}
         self._writes: set[asyncio.Task[None]] = set()
@@ -134,6 +139,14 @@ class SharePartitionLeader:
             start_offset=None if share is None else share.start_offset,
             restored=write is None,
         )
+        if self._on_loaded is not None:
+            self._background(self._report_loaded(self._on_loaded(group_id, *tp), group_id))
+
+    async def _report_loaded(self, reported: Awaitable[None], group_id: str) -> None:
+        try:
+            await reported
+        except Exception as exc:  # the group's next heartbeat asks again; nothing is lost
+            log.warning("share_partition.initialized_not_recorded", group=group_id, error=repr(exc))
 
     def log_of(self, tp: TopicIdPartition) -> PartitionLog:
         """The partition's log on this node; UNKNOWN_TOPIC_OR_PARTITION when there is none."""
@@ -218,9 +231,12 @@ class SharePartitionLeader:
             return
         self._notify()
         for write in writes:
-            task = asyncio.get_running_loop().create_task(self._write_quietly(write))
-            self._writes.add(task)
-            task.add_done_callback(self._writes.discard)
+            self._background(self._write_quietly(write))
+
+    def _background(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
 
     async def _write_quietly(self, write: StateWrite) -> None:
         try:
