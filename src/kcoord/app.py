@@ -198,7 +198,9 @@ class App:
         self.membership: ClusterMembership | None = None
         self.leader_epochs = RecordedEpochs()
         """Set at start when ``kcoord.cluster.enable``: this node's lease and owned partitions."""
-        self.groups = GroupService(self.coordinator)
+        self.groups = GroupService(
+            self.coordinator, groups_deleted=None if self.cluster.enabled else self.share_leader.delete_groups
+        )
         self.creation_limits = CreationLimits(
             rate=s["controller.mutation.rate"],
             auto_create_rate=s["kcoord.auto.create.rate"],

@@ -122,3 +122,19 @@ async def test_acknowledgements_survive_a_restart_and_the_rest_is_redelivered(st
         assert await acquired(again, "c") == [(5, 9, 1)]
     finally:
         await again.stop()
+
+
+async def test_deleting_the_group_deletes_its_share_state(store: MemoryLogStore) -> None:
+    """After DeleteGroups' hook, neither this node nor a restarted one remembers the group's
+    acknowledgements: the share partition starts afresh by share.auto.offset.reset."""
+    node = start_node(store)
+    try:
+        assert await acquired(node, "a") == [(0, 9, 1)]
+        assert (
+            await node.leader.acknowledge("g", "a", TP, [(0, 9, (AcknowledgeType.ACCEPT,))]) == ErrorCode.none
+        )
+        assert await acquired(node, "a") == []
+        await node.leader.delete_groups(["g"])
+        assert await acquired(node, "a") == [(0, 9, 1)]
+    finally:
+        await node.stop()

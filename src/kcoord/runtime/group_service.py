@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from collections.abc import Collection
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
@@ -61,8 +61,15 @@ class GroupListing:
 
 
 class GroupService:
-    def __init__(self, coordinator: GroupCoordinator) -> None:
+    def __init__(
+        self,
+        coordinator: GroupCoordinator,
+        groups_deleted: Callable[[list[str]], Awaitable[None]] | None = None,
+    ) -> None:
+        """``groups_deleted``: after DeleteGroups, with the ids it deleted (the share coordinator
+        deletes their share-partition state)."""
         self._coordinator = coordinator
+        self._groups_deleted = groups_deleted
 
     # -- membership
 
@@ -199,4 +206,7 @@ class GroupService:
                 results.extend(DeleteGroupResult(group_id, exc.code) for group_id in batch)
                 continue
             results.extend(answers)
+        deleted = [r.group_id for r in results if r.error_code == ErrorCode.none]
+        if deleted and self._groups_deleted is not None:
+            await self._groups_deleted(deleted)
         return results

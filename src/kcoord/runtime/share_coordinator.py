@@ -87,6 +87,9 @@ class ShareStateTopicOf:
     def partition_log(self, partition: int) -> PartitionLog | None:
         return self._topics.partition_log(SHARE_STATE_TOPIC, partition)
 
+    def exists(self) -> bool:
+        return self._existing() is not None
+
 
 class ShareCoordinator(CoordinatorService):
     """The share coordinator: the generic service over ``__share_group_state``, with Kafka's state
@@ -102,6 +105,7 @@ class ShareCoordinator(CoordinatorService):
         """``options``: :class:`CoordinatorService`'s (``num_partitions``, ``append_timeout_ms``,
         ``observer``, ``owned_only``, ``serving``)."""
         super().__init__(SHARE_COORDINATOR, topic, clock, shard_factory, **options)
+        self._state_topic = topic
         self._started: asyncio.Future[None] | None = None
 
     async def ensure_started(self) -> None:
@@ -145,6 +149,28 @@ class ShareCoordinator(CoordinatorService):
 
         code: ErrorCode = await self.write(write.key.coordinator_key, operation)
         return code
+
+    async def delete_group_states(self, group_ids: list[str]) -> None:
+        """DeleteShareGroupState for every share partition of the groups (tombstones, durable when
+        this returns); nothing to do when ``__share_group_state`` does not exist."""
+        if not self._state_topic.exists():
+            return
+        await self.ensure_started()
+        wanted = set(group_ids)
+        keys = [
+            ShareStateKey(group_id, topic_id, partition)
+            for shard in self.active_shards()
+            for group_id, topic_id, partition in shard.share_partitions()
+            if group_id in wanted
+        ]
+        for key in keys:
+
+            def delete(
+                shard: ShareStateShard, sink: Sink, now_ms: int, key: ShareStateKey = key
+            ) -> CoordinatorResult:
+                return shard.delete_state(sink, key)
+
+            await self.write(key.coordinator_key, delete)
 
 
 def new_state_shard(config: Any) -> Callable[[int, Timer], Shard]:

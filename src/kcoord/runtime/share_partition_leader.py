@@ -203,6 +203,14 @@ class SharePartitionLeader:
         self._notify()
         return await self._state.write_state(write)
 
+    async def delete_groups(self, group_ids: list[str]) -> None:
+        """DeleteGroups removed these (empty) groups: their share partitions here and their durable
+        state go too, so a new group of the same id starts afresh."""
+        for group_id in group_ids:
+            for tp in self._partitions.describe(group_id, {}):
+                self._partitions.forget(group_id, tp)
+        await self._state.delete_group_states(group_ids)
+
     def connection_closed(self, group_id: str, member_id: str, session: object) -> None:
         """The connection that opened ``session`` closed: as Kafka 4.1+, the session goes and the
         member's acquired records are released at once rather than when their locks expire (a
