@@ -13,6 +13,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import AcknowledgeType
@@ -129,6 +130,46 @@ def _member_count(server: KcoordProcess, group: str) -> int:
         return len(described.groups[0].members)
 
     return asyncio.run(describe())
+
+
+def test_share_groups_are_listed_and_described_as_kafka_4_2_does(kcoord: KcoordProcess) -> None:
+    """ListGroups v5 lists a live share group with type and protocol type "share" (and leaves it out
+    of a "consumer" type filter); DescribeGroups answers it as a group it does not know (Dead), and
+    ShareGroupDescribe shows its member and assignment."""
+    create_topic(kcoord.bootstrap, "listed")
+    (member,) = start_members(1, lambda: new_consumer(kcoord.bootstrap, "visible", "listed"))
+    try:
+        wait_until_share_partition_loaded(kcoord, "visible")
+        shares, consumers, described, share_described = asyncio.run(_admin_views(kcoord.port))
+    finally:
+        member.close()
+    assert [(g.group_id, g.protocol_type, g.group_type, g.group_state) for g in shares.groups] == [
+        ("visible", "share", "share", "Stable")
+    ]
+    assert consumers.groups == ()
+    assert [(g.group_id, g.group_state) for g in described.groups] == [("visible", "Dead")]
+    (group,) = share_described.groups
+    assert (group.error_code, group.group_state, group.assignor_name) == (0, "Stable", "simple")
+    assert [[(t.topic_name, t.partitions) for t in m.assignment.topic_partitions] for m in group.members] == [
+        [("listed", (0,))]
+    ]
+
+
+async def _admin_views(port: int) -> tuple[Any, Any, Any, Any]:
+    client = await AsyncRawClient.connect(port, "share-admin-views")
+    try:
+        listing = {"states_filter": [], "types_filter": ["share"]}
+        shares = await client.call(ApiKey.LIST_GROUPS, 5, listing)
+        consumers = await client.call(ApiKey.LIST_GROUPS, 5, {**listing, "types_filter": ["consumer"]})
+        described = await client.call(
+            ApiKey.DESCRIBE_GROUPS, 5, {"groups": ["visible"], "include_authorized_operations": False}
+        )
+        share_described = await client.call(
+            ApiKey.SHARE_GROUP_DESCRIBE, 1, {"group_ids": ["visible"], "include_authorized_operations": False}
+        )
+    finally:
+        await client.close()
+    return shares, consumers, described, share_described
 
 
 def _poll_until(consumer: object, want: int, timeout: float = 20.0) -> list[object]:
