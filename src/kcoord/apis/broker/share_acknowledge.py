@@ -28,7 +28,7 @@ from kcoord.apis.broker.share_partitions_common import (
     readable,
 )
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.errors import ErrorCode
+from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.share_partition_leader import SharePartitionLeader, TopicIdPartition
 from kcoord.security.authorizer import Authorizer
@@ -58,6 +58,8 @@ async def handle_share_acknowledge(
     authorizer: Authorizer,
 ) -> dict[str, Any]:
     group_id, member_id = request.group_id or "", request.member_id or ""
+    if not group_id or not member_id:
+        raise KafkaError(ErrorCode.invalid_request, "GroupId and MemberId must not be empty.")
     require_group(ctx, authorizer, Op.READ, group_id)
     session = leader.sessions.acknowledge(group_id, member_id, int(request.share_session_epoch))
     answers: dict[TopicIdPartition, dict[str, Any]] = {}

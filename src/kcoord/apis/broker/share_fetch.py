@@ -72,6 +72,8 @@ async def handle_share_fetch(
     authorizer: Authorizer,
 ) -> dict[str, Any]:
     group_id, member_id = request.group_id or "", request.member_id or ""
+    if not group_id or not member_id:
+        raise KafkaError(ErrorCode.invalid_request, "GroupId and MemberId must not be empty.")
     require_group(ctx, authorizer, Op.READ, group_id)
     answers: dict[TopicIdPartition, dict[str, Any]] = {}
 
