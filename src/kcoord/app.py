@@ -94,6 +94,7 @@ from kcoord.observability.endpoint import build_endpoint
 from kcoord.observability.group_events import GroupEventObserver
 from kcoord.observability.http_security import http_security
 from kcoord.observability.metrics import KcoordMetrics
+from kcoord.observability.share_metrics import ShareMetrics
 from kcoord.protocol.registry import ApiRegistry, ApiSpec
 from kcoord.runtime.group_config_store import GroupConfigStore, group_configs_file
 from kcoord.runtime.group_coordinator import GroupCoordinator
@@ -237,6 +238,7 @@ class App:
         (single node: in a cluster, share partitions do not move with their owners yet, so the
         share fetch APIs are not offered there)."""
         s, topics = self.settings, self.topics
+        share_metrics = ShareMetrics(self.metrics.registry)
 
         def state_partitions() -> int | None:
             info = topics.get(SHARE_STATE_TOPIC)
@@ -262,7 +264,9 @@ class App:
             on_loaded=lambda group_id, topic_id, partition: self.groups.share_partition_initialized(
                 group_id, topic_id, partition
             ),
+            observer=share_metrics,
         )
+        share_metrics.watch(lambda: len(self.share_leader.sessions), self.share_leader.partition_count)
 
     def _log_by_topic_id(self, topic_id: uuid.UUID, partition: int) -> PartitionLog | None:
         info = self.topics.get_by_id(topic_id)

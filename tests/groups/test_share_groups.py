@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import AcknowledgeType
+from prometheus_client.parser import text_string_to_metric_families
 
 from kcoord.protocol.api_keys import ApiKey
 from tests.protocol.in_process import AsyncRawClient
@@ -214,9 +216,30 @@ def test_explicit_release_redelivers_reject_drops_and_the_count_limit_archives(k
         assert _poll_until(consumer, 1, timeout=3) == []
     finally:
         consumer.close()
-    assert kcoord.events("share_partition.loaded") and not kcoord.events(
-        "share_partition.initialized_not_recorded"
-    )
+    assert kcoord.events("share_partition.loaded")
+    assert not kcoord.events("share_partition.initialized_not_recorded")
+    assert _share_metrics(kcoord) == {
+        "kcoord_share_records_acquired_total": 8,
+        "kcoord_share_records_acknowledged_total:accept": 2,
+        "kcoord_share_records_acknowledged_total:release": 5,
+        "kcoord_share_records_acknowledged_total:reject": 1,
+        "kcoord_share_partitions": 1,
+        "kcoord_share_sessions": 0,
+    }
+
+
+def _share_metrics(server: KcoordProcess) -> dict[str, float]:
+    """The share samples of /metrics (label ``type`` after a colon), without the zero counters."""
+    with urllib.request.urlopen(f"http://{server.metrics_address}/metrics", timeout=10) as reply:
+        text = reply.read().decode()
+    found: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name.startswith("kcoord_share_") and not sample.name.endswith("_created"):
+                name = ":".join([sample.name, *sample.labels.values()])
+                if sample.value or sample.name in ("kcoord_share_sessions", "kcoord_share_partitions"):
+                    found[name] = sample.value
+    return found
 
 
 @pytest.mark.slow

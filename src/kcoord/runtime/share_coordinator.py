@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from kcoord.coordinator.result import CoordinatorResult
+from kcoord.coordinator.share.config import ShareGroupConfig
 from kcoord.coordinator.share.partitions import StateWrite
 from kcoord.coordinator.share.state_records import (
     SHARE_STATE_TOPIC,
@@ -173,11 +174,11 @@ class ShareCoordinator(CoordinatorService):
             await self.write(key.coordinator_key, delete)
 
 
-def new_state_shard(config: Any) -> Callable[[int, Timer], Shard]:
+def new_state_shard(config: ShareGroupConfig) -> Callable[[int, Timer], Shard]:
     """The shard factory of ``__share_group_state`` partitions."""
 
     def factory(partition: int, timer: Timer) -> Shard:
-        shard: Any = ShareStateShard(partition, config)
-        return shard  # type: ignore[no-any-return]
+        shard: Shard = ShareStateShard(partition, config)
+        return shard
 
     return factory

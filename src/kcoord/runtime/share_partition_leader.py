@@ -27,7 +27,7 @@ import asyncio
 import contextlib
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
@@ -43,7 +43,7 @@ from kcoord.runtime.timer_driver import TimerDriver
 from kcoord.storage.api import PartitionLog
 from kcoord.timer.api import Clock
 
-__all__ = ["AcknowledgementBatch", "SharePartitionLeader", "TopicIdPartition"]
+__all__ = ["AcknowledgementBatch", "ShareObserver", "SharePartitionLeader", "TopicIdPartition"]
 
 log = structlog.get_logger(__name__)
 
@@ -53,6 +53,28 @@ AcknowledgementBatch = tuple[int, int, tuple[int, ...]]
 
 LogOf = Callable[[uuid.UUID, int], PartitionLog | None]
 _LOCKS_TIMER = "share.locks"
+
+
+class ShareObserver(Protocol):
+    """Told what the share partitions do (the Prometheus metrics at the edge)."""
+
+    def acquired(self, records: int) -> None: ...
+
+    def acknowledged(self, acknowledge_type: int, records: int) -> None:
+        """Records acknowledged durably with this type (0 gap, 1 accept, 2 release, 3 reject)."""
+
+    def locks_expired(self, records: int) -> None: ...
+
+
+class _NoObserver:
+    def acquired(self, records: int) -> None:
+        return None
+
+    def acknowledged(self, acknowledge_type: int, records: int) -> None:
+        return None
+
+    def locks_expired(self, records: int) -> None:
+        return None
 
 
 class SharePartitionLeader:
@@ -68,6 +90,7 @@ class SharePartitionLeader:
         max_sessions: int,
         auto_offset_reset: Callable[[str], str | None] = lambda group_id: None,
         on_loaded: Callable[[str, uuid.UUID, int], Awaitable[None]] | None = None,
+        observer: ShareObserver | None = None,
     ) -> None:
         """``on_loaded(group, topic id, partition)``: a share partition has durable state (the group
         coordinator records it as initialized); awaited in the background, a failure is logged."""
@@ -79,6 +102,7 @@ class SharePartitionLeader:
         self._clock = clock
         self._reset = auto_offset_reset
         self._on_loaded = on_loaded
+        self._observer: ShareObserver = observer or _NoObserver()
         self._driver = TimerDriver.for_clock(clock, self._on_locks_expired)
         self._loading: dict[tuple[str, uuid.UUID, int], asyncio.Future[None]] = {}
         self._writes: set[asyncio.Task[None]] = set()
@@ -182,6 +206,7 @@ class SharePartitionLeader:
         acquired = self._partitions.acquire(group_id, member_id, tp, fetched, now_ms, max_records)
         if not acquired:
             return b"", []
+        self._observer.acquired(sum(a.last_offset - a.first_offset + 1 for a in acquired))
         self._arm_locks()
         last = acquired[-1].last_offset
         cut = next(end for end, _, batch_last in batches if batch_last >= last)
@@ -201,7 +226,11 @@ class SharePartitionLeader:
         except KafkaError as exc:
             return exc.code
         self._notify()
-        return await self._state.write_state(write)
+        code = await self._state.write_state(write)
+        if code == ErrorCode.none:
+            for first, last, kind in ranges:
+                self._observer.acknowledged(kind, last - first + 1)
+        return code
 
     async def delete_groups(self, group_ids: list[str]) -> None:
         """DeleteGroups removed these (empty) groups: their share partitions here and their durable
@@ -231,8 +260,16 @@ class SharePartitionLeader:
             self._driver.schedule(_LOCKS_TIMER, deadline)
 
     def _on_locks_expired(self, keys: list[str]) -> None:
-        self._persist(self._partitions.expire_locks(self._clock.now_ms()))
+        writes = self._partitions.expire_locks(self._clock.now_ms())
+        self._observer.locks_expired(
+            sum(b.last_offset - b.first_offset + 1 for w in writes for b in w.batches)
+        )
+        self._persist(writes)
         self._arm_locks()
+
+    def partition_count(self) -> int:
+        """The share partitions this node leads (for a gauge)."""
+        return self._partitions.count()
 
     def _persist(self, writes: list[StateWrite]) -> None:
         if not writes:
