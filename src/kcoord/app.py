@@ -50,10 +50,13 @@ from kcoord.apis.broker import (
 from kcoord.apis.broker.config_alteration import ConfigTargets
 from kcoord.apis.broker.creation_limits import CreationLimits, DescriptorBudget
 from kcoord.apis.groups import (
+    alter_share_group_offsets,
     consumer_group_describe,
     consumer_group_heartbeat,
     delete_groups,
+    delete_share_group_offsets,
     describe_groups,
+    describe_share_group_offsets,
     find_coordinator,
     heartbeat,
     join_group,
@@ -392,6 +395,9 @@ class App:
             specs += [
                 share_fetch.api(self.share_leader, self._topic_name, node.node_id, authorizer=auth),
                 share_acknowledge.api(self.share_leader, self._topic_name, node.node_id, authorizer=auth),
+                describe_share_group_offsets.api(groups, self.share_leader, topics, authorizer=auth),
+                alter_share_group_offsets.api(groups, self.share_leader, topics, authorizer=auth),
+                delete_share_group_offsets.api(groups, self.share_leader, topics, authorizer=auth),
             ]
         for spec in specs:
             self.registry.add(spec)

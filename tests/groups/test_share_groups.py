@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import AcknowledgeType
+from confluent_kafka import AcknowledgeType, Consumer
 from prometheus_client.parser import text_string_to_metric_families
 
 from kcoord.protocol.api_keys import ApiKey
@@ -172,6 +172,95 @@ async def _admin_views(port: int) -> tuple[Any, Any, Any, Any]:
     finally:
         await client.close()
     return shares, consumers, described, share_described
+
+
+def _read_all(bootstrap: str, group: str, topic: str, count: int, **config: str) -> list[int]:
+    """Values a classic or consumer-protocol member of ``group`` reads from the start, ``count`` of them."""
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest", **config}
+    )
+    consumer.subscribe([topic])
+    values: list[int] = []
+    deadline = time.monotonic() + 60
+    try:
+        while len(values) < count and time.monotonic() < deadline:
+            message = consumer.poll(0.2)
+            if message is not None and message.error() is None:
+                values.append(int(message.value()))
+    finally:
+        consumer.close()
+    return values
+
+
+@pytest.mark.slow
+def test_share_classic_and_consumer_groups_read_one_topic_and_share_offsets_are_administered(
+    kcoord: KcoordProcess,
+) -> None:
+    """Acceptance 5: a classic group, a consumer group and a share group each see every record of one
+    topic; the share group's offsets are described (start at the end, lag 0), altered back to the
+    earliest offset (everything is delivered again) and deleted (no state left)."""
+    create_topic(kcoord.bootstrap, "mixed", partitions=2)
+    (member,) = start_members(1, lambda: new_consumer(kcoord.bootstrap, "sharers", "mixed"))
+    try:
+        wait_until_share_partition_loaded(kcoord, "sharers")
+        wait_for(lambda: len(kcoord.events("share_partition.loaded")) == 2, 30, "both share partitions")
+        produce_numbers(kcoord.bootstrap, "mixed", 200)
+        wait_for(lambda: len(member.delivered) >= 200, 60, "the share group read everything")
+    finally:
+        member.close()
+    assert sorted(_read_all(kcoord.bootstrap, "classic", "mixed", 200)) == list(range(200))
+    assert sorted(
+        _read_all(kcoord.bootstrap, "modern", "mixed", 200, **{"group.protocol": "consumer"})
+    ) == list(range(200))
+    assert sorted(member.delivered) == list(range(200))
+
+    described, altered = asyncio.run(_describe_and_alter(kcoord.port))
+    assert sum(p.start_offset for t in described.groups[0].topics for p in t.partitions) == 200
+    assert {p.lag for t in described.groups[0].topics for p in t.partitions} == {0}
+    assert altered.error_code == 0 and {p.error_code for t in altered.responses for p in t.partitions} == {0}
+
+    (again,) = start_members(1, lambda: new_consumer(kcoord.bootstrap, "sharers", "mixed"))
+    try:
+        wait_for(lambda: len(again.delivered) >= 200, 60, "everything delivered again")
+    finally:
+        again.close()
+    assert sorted(again.delivered) == list(range(200))
+    assert set(again.delivery_counts.values()) == {1}
+
+    deleted, after = asyncio.run(_delete_and_describe(kcoord.port))
+    assert deleted.error_code == 0 and [t.error_code for t in deleted.responses] == [0]
+    assert {(p.start_offset, p.lag) for t in after.groups[0].topics for p in t.partitions} == {(-1, -1)}
+
+
+def _offsets_request(group: str) -> dict[str, Any]:
+    return {"groups": [{"group_id": group, "topics": [{"topic_name": "mixed", "partitions": [0, 1]}]}]}
+
+
+async def _describe_and_alter(port: int) -> tuple[Any, Any]:
+    client = await AsyncRawClient.connect(port, "share-offsets")
+    try:
+        described = await client.call(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1, _offsets_request("sharers"))
+        earliest = [{"partition_index": p, "start_offset": 0} for p in (0, 1)]
+        altered = await client.call(
+            ApiKey.ALTER_SHARE_GROUP_OFFSETS,
+            0,
+            {"group_id": "sharers", "topics": [{"topic_name": "mixed", "partitions": earliest}]},
+        )
+    finally:
+        await client.close()
+    return described, altered
+
+
+async def _delete_and_describe(port: int) -> tuple[Any, Any]:
+    client = await AsyncRawClient.connect(port, "share-offsets")
+    try:
+        deleted = await client.call(
+            ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, {"group_id": "sharers", "topics": [{"topic_name": "mixed"}]}
+        )
+        after = await client.call(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1, _offsets_request("sharers"))
+    finally:
+        await client.close()
+    return deleted, after
 
 
 def _poll_until(consumer: object, want: int, timeout: float = 20.0) -> list[object]:

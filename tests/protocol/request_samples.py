@@ -863,6 +863,55 @@ async def check_share_acknowledge(scene: Scene, response: Any) -> None:
     assert [p.error_code for t in response.responses for p in t.partitions] == [ErrorCode.none]
 
 
+async def share_group_consumed_one(scene: Scene) -> None:
+    """:func:`share_fetch_one` and its acknowledgement, then the member leaves: an empty share group
+    whose partition starts at offset 1."""
+    await share_fetch_one(scene)
+    acked = await scene.client.call(ApiKey.SHARE_ACKNOWLEDGE, 1, share_acknowledge_sample(scene))
+    await check_share_acknowledge(scene, acked)
+    joined = await scene.client.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, share_heartbeat_sample(scene))
+    assert joined.error_code == ErrorCode.none
+    left = await scene.client.call(
+        ApiKey.SHARE_GROUP_HEARTBEAT, 1, {**share_heartbeat_sample(scene), "member_epoch": -1}
+    )
+    assert left.error_code == ErrorCode.none
+
+
+def describe_share_offsets_sample(scene: Scene) -> dict[str, Any]:
+    return {"groups": [{"group_id": scene.group, "topics": [{"topic_name": scene.topic, "partitions": [0]}]}]}
+
+
+async def check_describe_share_offsets(scene: Scene, response: Any) -> None:
+    (group,) = response.groups
+    assert group.error_code == ErrorCode.none
+    (partition,) = group.topics[0].partitions
+    assert (partition.error_code, partition.start_offset) == (ErrorCode.none, 1)
+    if scene.version >= 1:
+        assert partition.lag == 0
+
+
+def alter_share_offsets_sample(scene: Scene) -> dict[str, Any]:
+    """Back to offset 0 (reset to earliest)."""
+    return {
+        "group_id": scene.group,
+        "topics": [{"topic_name": scene.topic, "partitions": [{"partition_index": 0, "start_offset": 0}]}],
+    }
+
+
+async def check_alter_share_offsets(scene: Scene, response: Any) -> None:
+    assert response.error_code == ErrorCode.none
+    assert [p.error_code for t in response.responses for p in t.partitions] == [ErrorCode.none]
+
+
+def delete_share_offsets_sample(scene: Scene) -> dict[str, Any]:
+    return {"group_id": scene.group, "topics": [{"topic_name": scene.topic}]}
+
+
+async def check_delete_share_offsets(scene: Scene, response: Any) -> None:
+    assert response.error_code == ErrorCode.none
+    assert [t.error_code for t in response.responses] == [ErrorCode.none]
+
+
 CASES: dict[int, Case] = {
     ApiKey.PRODUCE: Case(produce_sample, check_produce, create_topic),
     ApiKey.FETCH: Case(fetch_sample, check_fetch, create_topic_with_one_record),
@@ -911,6 +960,15 @@ CASES: dict[int, Case] = {
     ),
     ApiKey.SHARE_FETCH: Case(share_fetch_sample, check_share_fetch, share_backlog),
     ApiKey.SHARE_ACKNOWLEDGE: Case(share_acknowledge_sample, check_share_acknowledge, share_fetch_one),
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: Case(
+        describe_share_offsets_sample, check_describe_share_offsets, share_group_consumed_one
+    ),
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: Case(
+        alter_share_offsets_sample, check_alter_share_offsets, share_group_consumed_one
+    ),
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: Case(
+        delete_share_offsets_sample, check_delete_share_offsets, share_group_consumed_one
+    ),
 }
 """API key -> its round-trip case; every key ApiVersions advertises must have one."""
 

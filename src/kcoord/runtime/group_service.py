@@ -140,6 +140,14 @@ class GroupService:
 
         await self._coordinator.write(group_id, record)
 
+    def share_group_partitions(self, group_id: str) -> dict[uuid.UUID, tuple[int, ...]]:
+        """The share partitions the group records as having state (ShareGroupStatePartitionMetadata)."""
+
+        def read(shard: GroupCoordinatorShard) -> dict[uuid.UUID, tuple[int, ...]]:
+            return shard.share.initialized_partitions(group_id)
+
+        return self._coordinator.read(group_id, read)
+
     def describe_share_group(self, group_id: str) -> DescribedShareGroup:
         def describe(shard: GroupCoordinatorShard) -> DescribedShareGroup:
             return shard.describe_share_groups([group_id])[0]

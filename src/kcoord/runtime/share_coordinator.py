@@ -151,6 +151,40 @@ class ShareCoordinator(CoordinatorService):
         code: ErrorCode = await self.write(write.key.coordinator_key, operation)
         return code
 
+    async def initialize_state(self, key: ShareStateKey, start_offset: int) -> ErrorCode:
+        """InitializeShareGroupState at the next state epoch: the share partition starts at
+        ``start_offset`` with nothing in flight (AlterShareGroupOffsets)."""
+        await self.ensure_started()
+        stored = self.read_state(key)
+        state_epoch = 0 if stored is None else stored.state_epoch + 1
+
+        def operation(shard: ShareStateShard, sink: Sink, now_ms: int) -> CoordinatorResult:
+            return shard.initialize_state(sink, key, state_epoch, start_offset, now_ms)
+
+        code: ErrorCode = await self.write(key.coordinator_key, operation)
+        return code
+
+    async def stored_state(self, key: ShareStateKey) -> StoredShareState | None:
+        """:meth:`read_state` once the coordinator runs; None when ``__share_group_state`` does not exist."""
+        if not self._state_topic.exists():
+            return None
+        await self.ensure_started()
+        return self.read_state(key)
+
+    async def delete_states(self, keys: list[ShareStateKey]) -> None:
+        """DeleteShareGroupState for ``keys`` (tombstones, durable when this returns)."""
+        if not self._state_topic.exists():
+            return
+        await self.ensure_started()
+        for key in keys:
+
+            def delete(
+                shard: ShareStateShard, sink: Sink, now_ms: int, key: ShareStateKey = key
+            ) -> CoordinatorResult:
+                return shard.delete_state(sink, key)
+
+            await self.write(key.coordinator_key, delete)
+
     async def delete_group_states(self, group_ids: list[str]) -> None:
         """DeleteShareGroupState for every share partition of the groups (tombstones, durable when
         this returns); nothing to do when ``__share_group_state`` does not exist."""
@@ -164,14 +198,7 @@ class ShareCoordinator(CoordinatorService):
             for group_id, topic_id, partition in shard.share_partitions()
             if group_id in wanted
         ]
-        for key in keys:
-
-            def delete(
-                shard: ShareStateShard, sink: Sink, now_ms: int, key: ShareStateKey = key
-            ) -> CoordinatorResult:
-                return shard.delete_state(sink, key)
-
-            await self.write(key.coordinator_key, delete)
+        await self.delete_states(keys)
 
 
 def new_state_shard(config: ShareGroupConfig) -> Callable[[int, Timer], Shard]:

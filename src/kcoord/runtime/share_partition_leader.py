@@ -236,9 +236,44 @@ class SharePartitionLeader:
         """DeleteGroups removed these (empty) groups: their share partitions here and their durable
         state go too, so a new group of the same id starts afresh."""
         for group_id in group_ids:
-            for tp in self._partitions.describe(group_id, {}):
+            for tp in self.led_partitions(group_id):
                 self._partitions.forget(group_id, tp)
         await self._state.delete_group_states(group_ids)
+
+    # -- admin (Describe/Alter/DeleteShareGroupOffsets; the caller checks the group)
+
+    async def describe_offset(self, group_id: str, tp: TopicIdPartition) -> tuple[int, int, int]:
+        """(start offset, leader epoch, lag) of one share partition: the live state when this node
+        has it in memory, else the durable one; -1s when it has no state."""
+        partition_log = self._logs(*tp)
+        log_end = -1 if partition_log is None else partition_log.log_end_offset
+        share = self._partitions.get(group_id, tp)
+        if share is not None:
+            view = share.describe(log_end if log_end >= 0 else share.end_offset)
+            return view.start_offset, 0, view.lag if log_end >= 0 else -1
+        stored = await self._state.stored_state(ShareStateKey(group_id, *tp))
+        if stored is None or stored.start_offset < 0:
+            return -1, -1, -1
+        done = max(stored.delivery_complete_count, 0)
+        lag = -1 if log_end < 0 else max(0, log_end - stored.start_offset - done)
+        return stored.start_offset, stored.leader_epoch, lag
+
+    async def alter_offset(self, group_id: str, tp: TopicIdPartition, start_offset: int) -> ErrorCode:
+        """Start the (empty) group's share partition afresh at ``start_offset``: a new state epoch with
+        nothing in flight; the next fetch loads it from there."""
+        if start_offset < 0:
+            return ErrorCode.invalid_request
+        self._partitions.forget(group_id, tp)
+        return await self._state.initialize_state(ShareStateKey(group_id, *tp), start_offset)
+
+    async def delete_offsets(self, group_id: str, tps: list[TopicIdPartition]) -> None:
+        """Forget the (empty) group's share partitions: the next fetch starts by share.auto.offset.reset."""
+        for tp in tps:
+            self._partitions.forget(group_id, tp)
+        await self._state.delete_states([ShareStateKey(group_id, *tp) for tp in tps])
+
+    def led_partitions(self, group_id: str) -> list[TopicIdPartition]:
+        return list(self._partitions.describe(group_id, {}))
 
     def connection_closed(self, group_id: str, member_id: str, session: object) -> None:
         """The connection that opened ``session`` closed: as Kafka 4.1+, the session goes and the
