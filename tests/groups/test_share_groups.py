@@ -214,6 +214,12 @@ def test_share_classic_and_consumer_groups_read_one_topic_and_share_offsets_are_
     ) == list(range(200))
     assert sorted(member.delivered) == list(range(200))
 
+    shown = _cli_describe(kcoord, "sharers")
+    assert (shown["type"], shown["state"], shown["members"]) == ("share", "Empty", [])
+    assert [(r["topic"], r["partition"], r["lag"]) for r in shown["partitions"]] == [
+        ("mixed", 0, 0),
+        ("mixed", 1, 0),
+    ]
     described, altered = asyncio.run(_describe_and_alter(kcoord.port))
     assert sum(p.start_offset for t in described.groups[0].topics for p in t.partitions) == 200
     assert {p.lag for t in described.groups[0].topics for p in t.partitions} == {0}
@@ -230,6 +236,24 @@ def test_share_classic_and_consumer_groups_read_one_topic_and_share_offsets_are_
     deleted, after = asyncio.run(_delete_and_describe(kcoord.port))
     assert deleted.error_code == 0 and [t.error_code for t in deleted.responses] == [0]
     assert {(p.start_offset, p.lag) for t in after.groups[0].topics for p in t.partitions} == {(-1, -1)}
+
+
+def _cli_describe(server: KcoordProcess, group: str) -> dict[str, Any]:
+    """``kcoord groups describe GROUP --json`` against the server."""
+    command = [
+        sys.executable,
+        "-m",
+        "kcoord",
+        "groups",
+        "describe",
+        group,
+        "--json",
+        "--bootstrap",
+        server.bootstrap,
+    ]
+    done = subprocess.run(command, capture_output=True, timeout=60, check=True)
+    shown: dict[str, Any] = json.loads(done.stdout)
+    return shown
 
 
 def _offsets_request(group: str) -> dict[str, Any]:

@@ -19,8 +19,8 @@ What kcoord answers:
    ``group.share.record.lock.duration.ms``.
 3. A session lives as long as the connection that opened it: when it closes, the member's acquired
    records are released (Kafka 4.1+).
-4. Long poll: with nothing acquired, the fetch waits up to ``max_wait_ms`` for an append to one of
-   its partitions or a record that becomes available again.
+4. Long poll: with nothing acquired and no partition in error, the fetch waits up to ``max_wait_ms``
+   for an append to one of its partitions or a record that becomes available again.
 
 Authorization, as Kafka 4.2: Group READ on the share group (else GROUP_AUTHORIZATION_FAILED for the
 whole request), Topic READ per topic (else TOPIC_AUTHORIZATION_FAILED for its partitions).
@@ -115,8 +115,9 @@ async def handle_share_fetch(
         while True:
             woken.clear()
             got = await _fetch(leader, group_id, member_id, fetched, request, node_id, answers)
+            failed = any(a["error_code"] != ErrorCode.none for a in answers.values())
             remaining = deadline - loop.time()
-            if got or remaining <= 0:
+            if got or failed or remaining <= 0:
                 break
             try:
                 async with asyncio.timeout(remaining):
