@@ -14,7 +14,7 @@ import pytest
 from kcoord.coordinator.share.config import ShareGroupConfig
 from kcoord.coordinator.share.partition_state import AcknowledgeType
 from kcoord.coordinator.share.state_records import SHARE_STATE_TOPIC
-from kcoord.protocol.errors import ErrorCode
+from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.protocol.plain_batch import encode_plain_batch
 from kcoord.runtime.share_coordinator import ShareCoordinator, ShareStateTopicOf, new_state_shard
 from kcoord.runtime.share_partition_leader import SharePartitionLeader
@@ -30,6 +30,8 @@ CONFIG = ShareGroupConfig(record_lock_duration_ms=150, delivery_count_limit=3, a
 class Catalogue:
     def __init__(self, store: MemoryLogStore) -> None:
         self.store = store
+        self.refusals = 0
+        """How many more creations of the state topic fail (as a full disk or a lost lease would)."""
 
     def partition_log(self, name: str, partition: int) -> PartitionLog | None:
         return self.store.get(name, partition)
@@ -38,6 +40,9 @@ class Catalogue:
         return 2 if self.store.get(SHARE_STATE_TOPIC, 0) is not None else None
 
     async def create(self, partitions: int, configs: object) -> None:
+        if self.refusals:
+            self.refusals -= 1
+            raise KafkaError(ErrorCode.kafka_storage_error, "the state topic could not be made")
         for partition in range(partitions):
             await self.store.create(SHARE_STATE_TOPIC, partition)
 
@@ -52,8 +57,9 @@ class Node:
         await self.state.stop()
 
 
-def start_node(store: MemoryLogStore) -> Node:
+def start_node(store: MemoryLogStore, refusals: int = 0) -> Node:
     catalogue = Catalogue(store)
+    catalogue.refusals = refusals
     clock = SystemClock()
     state = ShareCoordinator(
         ShareStateTopicOf(catalogue, catalogue.state_partitions, catalogue.create),
@@ -135,6 +141,19 @@ async def test_deleting_the_group_deletes_its_share_state(store: MemoryLogStore)
         )
         assert await acquired(node, "a") == []
         await node.leader.delete_groups(["g"])
+        assert await acquired(node, "a") == [(0, 9, 1)]
+    finally:
+        await node.stop()
+
+
+async def test_a_state_topic_that_could_not_be_made_is_tried_again(store: MemoryLogStore) -> None:
+    """The first share fetch fails with the catalogue's error when ``__share_group_state`` cannot be
+    made; the next one makes it and proceeds."""
+    node = start_node(store, refusals=1)
+    try:
+        with pytest.raises(KafkaError) as refused:
+            await node.leader.ensure_loaded("g", TP)
+        assert refused.value.code == ErrorCode.kafka_storage_error
         assert await acquired(node, "a") == [(0, 9, 1)]
     finally:
         await node.stop()

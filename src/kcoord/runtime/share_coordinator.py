@@ -112,9 +112,12 @@ class ShareCoordinator(CoordinatorService):
     async def ensure_started(self) -> None:
         """Start on first use (as Kafka creates ``__share_group_state`` when share groups are first
         used, so a node that never sees one has no such topic) and wait until every partition loaded."""
-        if self._started is None:
-            self._started = asyncio.ensure_future(self._start_and_load())
-        await asyncio.shield(self._started)
+        started = self._started
+        failed = started is not None and started.done() and not started.cancelled() and started.exception()
+        if started is None or (failed and not self.all_runners()):
+            # first use, or a start that failed before any partition existed (the topic was not made)
+            started = self._started = asyncio.ensure_future(self._start_and_load())
+        await asyncio.shield(started)
 
     async def _start_and_load(self) -> None:
         await self.start()
