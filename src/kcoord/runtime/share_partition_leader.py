@@ -105,7 +105,7 @@ class SharePartitionLeader:
         self._observer: ShareObserver = observer or _NoObserver()
         self._driver = TimerDriver.for_clock(clock, self._on_locks_expired)
         self._loading: dict[tuple[str, uuid.UUID, int], asyncio.Future[None]] = {}
-        self._writes: set[asyncio.Task[None]] = set()
+        self._background_tasks: set[asyncio.Task[None]] = set()
         self._waiters: set[asyncio.Event] = set()
 
     def start(self) -> None:
@@ -113,8 +113,8 @@ class SharePartitionLeader:
 
     async def stop(self) -> None:
         await self._driver.stop()
-        if self._writes:
-            await asyncio.wait(set(self._writes), timeout=5)
+        if self._background_tasks:
+            await asyncio.wait(set(self._background_tasks), timeout=5)
 
     # -- loading
 
@@ -315,8 +315,8 @@ class SharePartitionLeader:
 
     def _background(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(work)
-        self._writes.add(task)
-        task.add_done_callback(self._writes.discard)
+        self._background_tasks.add(task)
+        task.add_done_callback(self._background_tasks.discard)
 
     async def _write_quietly(self, write: StateWrite) -> None:
         try:
