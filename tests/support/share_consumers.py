@@ -1,8 +1,9 @@
 """confluent-kafka ``ShareConsumer`` members run in threads, for the share group scenarios.
 
 Each member polls in its own thread (librdkafka releases the GIL while it waits) and records what
-it was delivered; in explicit mode it accepts every record and counts as acknowledged only what a
-``commit_sync`` confirmed, and as uncertain what a failed commit covered.
+it was delivered; in explicit mode it accepts every record (or releases what a test told it to
+abandon) and counts as acknowledged only what a ``commit_sync`` confirmed, and as uncertain what a
+failed commit covered.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from confluent_kafka.cimpl import NewTopic
 from tests.support.server import KcoordProcess
 
 POLL_S = 0.2
+STATE_LOCK = threading.RLock()
+"""Guards what the members record, so a test reads all of them at one instant."""
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:
@@ -74,11 +77,16 @@ class Member:
     """The highest delivery count each value came with."""
     acknowledged: set[int] = field(default_factory=set)
     uncertain: set[int] = field(default_factory=set)
+    holding: set[int] = field(default_factory=set)
+    """Explicit mode: delivered, not yet acknowledged."""
+    committing: set[int] = field(default_factory=set)
+    """Explicit mode: acknowledged, the commit under way (librdkafka retries it across a restart)."""
+    abandon: bool = False
+    """Set by a test: the records now held are released, not accepted (the work was lost)."""
+    released: set[int] = field(default_factory=set)
     errors: list[str] = field(default_factory=list)
     stop: threading.Event = field(default_factory=threading.Event)
     thread: threading.Thread | None = None
-    after_commit: Callable[[], None] = lambda: None
-    """Called in the member's thread after each commit (a test's fault injection point)."""
     hold_s: float = 0.0
     """How long the member works on a delivery before acknowledging it (explicit mode)."""
 
@@ -96,27 +104,42 @@ class Member:
                     continue
                 value = int(message.value())
                 values.append(value)
-                count = message.delivery_count() or 0
-                self.delivery_counts[value] = max(count, self.delivery_counts.get(value, 0))
-                if self.explicit:
-                    self.consumer.acknowledge(message, AcknowledgeType.ACCEPT)
-            self.delivered.extend(values)
+                with STATE_LOCK:
+                    count = message.delivery_count() or 0
+                    self.delivery_counts[value] = max(count, self.delivery_counts.get(value, 0))
+            with STATE_LOCK:
+                self.delivered.extend(values)
+                self.holding = set(values) if self.explicit else set()
             if self.explicit and values:
                 time.sleep(self.hold_s)
-                self._commit(values)
-                self.after_commit()
+                with STATE_LOCK:
+                    abandon, self.abandon = self.abandon, False
+                kind = AcknowledgeType.RELEASE if abandon else AcknowledgeType.ACCEPT
+                for message in messages:
+                    if message.error() is None:
+                        self.consumer.acknowledge(message, kind)
+                with STATE_LOCK:
+                    self.holding = set()
+                    self.committing = set() if abandon else set(values)
+                if abandon:
+                    self._commit([])
+                    with STATE_LOCK:
+                        self.released.update(values)
+                else:
+                    self._commit(values)
 
     def _commit(self, values: list[int]) -> None:
         try:
             results = self.consumer.commit_sync(30)
         except KafkaException as exc:
             self.errors.append(str(exc))
-            self.uncertain.update(values)
-            return
-        if results and all(error is None for error in results.values()):
-            self.acknowledged.update(values)
-        else:
-            self.uncertain.update(values)
+            results = None
+        with STATE_LOCK:
+            if results and all(error is None for error in results.values()):
+                self.acknowledged.update(values)
+            else:
+                self.uncertain.update(values)
+            self.committing = set()
 
     def close(self) -> None:
         self.stop.set()
