@@ -21,7 +21,7 @@ __all__ = [
 CONSUMER_OFFSETS = "__consumer_offsets"
 """The group coordinator's log; created by the coordinator, never by clients."""
 
-INTERNAL_TOPICS = frozenset({CONSUMER_OFFSETS, "__transaction_state"})
+INTERNAL_TOPICS = frozenset({CONSUMER_OFFSETS, "__transaction_state", "__share_group_state"})
 """Names only kcoord itself may create or delete."""
 
 MAX_NAME_LENGTH = 249

@@ -28,6 +28,7 @@ from kcoord.coordinator.record_codec import (
 )
 from kcoord.coordinator.records import CoordinatorRecord
 from kcoord.coordinator.result import CoordinatorResult
+from kcoord.coordinator.share.group_records import ShareGroupRecord
 from kcoord.protocol.plain_batch import EncodedBatch, encode_for_log
 from kcoord.runtime.coordinator_type import CoordinatorType, FastReplay
 from kcoord.runtime.runner import Shard
@@ -50,7 +51,7 @@ class GroupRecordSerde:
     def encode_batch(self, records: list[CoordinatorRecord], now_ms: int) -> EncodedBatch:
         return encode_for_log([(_encoded_key(r.key), encode_value(r.value)) for r in records], now_ms)
 
-    def decode(self, key: bytes, value: bytes | None) -> CoordinatorRecord | None:
+    def decode(self, key: bytes, value: bytes | None) -> CoordinatorRecord | ShareGroupRecord | None:
         return decode_record(key, value)
 
     def fast_replay(self, shard: Any) -> FastReplay | None:
