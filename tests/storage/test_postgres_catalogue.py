@@ -208,3 +208,32 @@ async def test_logs_written_by_a_node_alone_are_adopted_once(
     assert await table.adopt_uncatalogued(rule) == {}
     assert await table.version() == before + 1
     assert not await table.create(_row("solo"), NOW_MS), "an adopted name is taken"
+
+
+async def test_many_topics_grow_in_one_change(
+    two_nodes: tuple[PostgresLogStore, PostgresLogStore],
+) -> None:
+    """add_partitions_many grows every topic that grows in one transaction (one version step), with
+    each new partition's row and first segment, and answers unknown and not-growing topics per name;
+    when none grows the version does not move."""
+    catalogue = TopicCatalogue(two_nodes[0].pool)
+    for name, partitions in (("a", 1), ("b", 2), ("c", 4)):
+        assert await catalogue.create(_row(name, partitions), NOW_MS)
+    start = await catalogue.version()
+    outcomes = await catalogue.add_partitions_many({"a": 3, "b": 5, "c": 4, "nope": 2}, NOW_MS)
+    assert outcomes == {
+        "a": (GrowOutcome.GROWN, 3),
+        "b": (GrowOutcome.GROWN, 5),
+        "c": (GrowOutcome.NOT_GROWING, 4),
+        "nope": (GrowOutcome.UNKNOWN, 0),
+    }
+    assert await catalogue.version() == start + 1
+    rows = {row.name: row.partitions for row in (await catalogue.snapshot()).topics}
+    assert rows == {"a": 3, "b": 5, "c": 4}
+    assert await _partition_rows(two_nodes[0], "a") == [(p, 1) for p in range(3)]
+    assert await _partition_rows(two_nodes[0], "b") == [(p, 1) for p in range(5)]
+    assert await catalogue.add_partitions_many({"a": 2, "nope": 9}, NOW_MS) == {
+        "a": (GrowOutcome.NOT_GROWING, 3),
+        "nope": (GrowOutcome.UNKNOWN, 0),
+    }
+    assert await catalogue.version() == start + 1

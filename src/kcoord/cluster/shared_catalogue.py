@@ -121,16 +121,22 @@ class SharedCatalogue:
         return await self._committed(name, commit(), view)
 
     async def add_partitions(
-        self, name: str, new_total: int, view: Mapping[str, TopicInfo]
+        self, totals: Mapping[str, int], view: Mapping[str, TopicInfo]
     ) -> CatalogueOutcome:
-        async def commit() -> None:
-            outcome, current = await self._table.add_partitions(name, new_total, _now_ms())
-            if outcome is GrowOutcome.UNKNOWN:
-                raise CatalogueError.UNKNOWN(name)
-            if outcome is GrowOutcome.NOT_GROWING:
-                raise CatalogueError.NOT_GROWING(name, current, new_total)
-
-        return await self._committed(name, commit(), view)
+        """One transaction for every topic of ``totals``; then the catalogue is read, also when some
+        or all were refused (a refusal means this node's view of them was stale)."""
+        refused: dict[str, Exception] = {}
+        try:
+            outcomes = await self._table.add_partitions_many(totals, _now_ms())
+        except Exception as exc:
+            refused = dict.fromkeys(totals, exc)
+        else:
+            for name, (outcome, current) in outcomes.items():
+                if outcome is GrowOutcome.UNKNOWN:
+                    refused[name] = CatalogueError.UNKNOWN(name)
+                elif outcome is GrowOutcome.NOT_GROWING:
+                    refused[name] = CatalogueError.NOT_GROWING(name, current, totals[name])
+        return CatalogueOutcome(await self._read(view), refused)
 
     async def alter_configs(
         self, name: str, change: ConfigChange, view: Mapping[str, TopicInfo]

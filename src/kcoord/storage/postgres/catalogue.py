@@ -92,6 +92,30 @@ SELECT $1, p, 0, $4 FROM generate_series($2::integer, $3::integer - 1) AS p
 """
 
 
+_CURRENT_PARTITIONS = "SELECT name, partitions FROM topic_catalogue WHERE name = ANY($1::text[])"
+
+_GROW_ROWS = """
+UPDATE topic_catalogue c SET partitions = t.total, version = $3
+FROM unnest($1::text[], $2::integer[]) AS t(name, total)
+WHERE c.name = t.name
+"""
+
+_ADD_PARTITIONS_MANY = """
+INSERT INTO log_partitions (topic, partition_id, owner_epoch)
+SELECT t.topic, p, coalesce((SELECT max(m.epoch) FROM ownership_moves m
+                             WHERE m.topic = t.topic AND m.partition_id = p), 0)
+FROM unnest($1::text[], $2::integer[], $3::integer[]) AS t(topic, first, stop),
+     generate_series(t.first, t.stop - 1) AS p
+"""
+
+_ADD_FIRST_SEGMENTS_MANY = """
+INSERT INTO log_segments (topic, partition_id, base_offset, created_ms)
+SELECT t.topic, p, 0, $4
+FROM unnest($1::text[], $2::integer[], $3::integer[]) AS t(topic, first, stop),
+     generate_series(t.first, t.stop - 1) AS p
+"""
+
+
 def _row(record: asyncpg.Record) -> CatalogueRow:
     return CatalogueRow(
         name=record["name"],
@@ -192,25 +216,39 @@ class TopicCatalogue:
     async def add_partitions(self, name: str, new_total: int, now_ms: int) -> tuple[GrowOutcome, int]:
         """Grow the topic to ``new_total`` partitions; the outcome and the count it has now (0 when
         unknown)."""
+        return (await self.add_partitions_many({name: new_total}, now_ms))[name]
+
+    async def add_partitions_many(
+        self, totals: Mapping[str, int], now_ms: int
+    ) -> dict[str, tuple[GrowOutcome, int]]:
+        """Grow each topic to its total (topic -> new partition count) in one transaction; per topic
+        the outcome and the count it has now (0 when unknown). Nothing is committed when none grows."""
+        outcomes: dict[str, tuple[GrowOutcome, int]] = {}
         try:
             async with self._change("add partitions") as (connection, version):
-                current = await connection.fetchval(
-                    "SELECT partitions FROM topic_catalogue WHERE name = $1", name
-                )
-                if current is None or current >= new_total:
-                    raise _NothingChangedError(current)
-                await connection.execute(
-                    "UPDATE topic_catalogue SET partitions = $2, version = $3 WHERE name = $1",
-                    name,
-                    new_total,
-                    version,
-                )
-                await _add_partition_rows(connection, name, current, new_total, now_ms)
-        except _NothingChangedError as undo:
-            if undo.value is None:
-                return GrowOutcome.UNKNOWN, 0
-            return GrowOutcome.NOT_GROWING, int(undo.value)
-        return GrowOutcome.GROWN, new_total
+                records = await connection.fetch(_CURRENT_PARTITIONS, list(totals))
+                current = {record["name"]: record["partitions"] for record in records}
+                growing: dict[str, tuple[int, int]] = {}
+                for name, total in totals.items():
+                    count = current.get(name)
+                    if count is None:
+                        outcomes[name] = (GrowOutcome.UNKNOWN, 0)
+                    elif count >= total:
+                        outcomes[name] = (GrowOutcome.NOT_GROWING, count)
+                    else:
+                        outcomes[name] = (GrowOutcome.GROWN, total)
+                        growing[name] = (count, total)
+                if not growing:
+                    raise _NothingChangedError(None)
+                names = list(growing)
+                firsts = [growing[name][0] for name in names]
+                ends = [growing[name][1] for name in names]
+                await connection.execute(_GROW_ROWS, names, ends, version)
+                await connection.execute(_ADD_PARTITIONS_MANY, names, firsts, ends)
+                await connection.execute(_ADD_FIRST_SEGMENTS_MANY, names, firsts, ends, now_ms)
+        except _NothingChangedError:
+            pass
+        return outcomes
 
     async def alter_configs(
         self, name: str, change: Callable[[dict[str, str], bool], Mapping[str, str]]
