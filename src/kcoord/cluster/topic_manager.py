@@ -216,7 +216,11 @@ class TopicManager:
             return found
         async with self._lock:
             partitions = self._settings["num.partitions"]
-            infos = [TopicInfo(n, new_topic_id(), partitions) for n in wanted if n not in self._topics]
+            infos: list[TopicInfo] = []
+            for name in wanted:
+                if name not in self._topics:
+                    infos.append(TopicInfo(name, new_topic_id(), partitions))
+                await slices.pause()
             outcome = await self._commit(self._catalogue.create(infos, self._topics), *wanted)
         for name, error in outcome.refused.items():
             if isinstance(error, KafkaError):
