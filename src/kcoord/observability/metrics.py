@@ -105,6 +105,10 @@ class KcoordMetrics:
                         "How late the event loop ran a callback due every 10 ms (time it was held).",
                         self.loop_lag.lag,
                     ),
+                    "kcoord_event_loop_busy_lag_seconds": (
+                        "The part of each event loop lateness the process spent on a CPU (not starved).",
+                        self.loop_lag.busy_lag,
+                    ),
                 },
             )
         )
@@ -113,6 +117,11 @@ class KcoordMetrics:
             "The longest the event loop was held since the node started (the probe's largest lateness).",
             registry=r,
         ).set_function(lambda: self.loop_lag.longest_s)
+        Gauge(
+            "kcoord_event_loop_busy_lag_max_seconds",
+            "The longest event loop lateness the process spent on a CPU since the node started.",
+            registry=r,
+        ).set_function(lambda: self.loop_lag.longest_busy_s)
         self.rebalances = Counter("kcoord_rebalances", "Rebalances started.", ["trigger"], registry=r)
         self.rebalance_duration = Histogram(
             "kcoord_rebalance_duration_seconds",
