@@ -42,13 +42,16 @@ async def _opened(store: LogStore, data_dir: Path) -> tuple[FileCatalogue, Topic
 
 
 async def test_each_write_is_the_whole_documents_json_as_topics_come_change_and_go(tmp_path: Path) -> None:
-    """After creations, a config change, growth and a delete, ``topics.json`` is byte for byte
+    """After creations (a later round's names falling between earlier ones), a config change, growth
+    and a delete, ``topics.json`` is byte for byte
     ``json.dumps(document, indent=1)`` of the catalogue, empty catalogue included, and loads back."""
     store = MemoryLogStore()
     _, topics = await _opened(store, tmp_path)
     path = tmp_path / CATALOGUE_FILE
     await topics.create_many([])
     await topics.ensure_many([f"t-{index:03}" for index in range(40, 0, -1)])
+    assert path.read_text() == _document(topics.topics())
+    await topics.ensure_many(["zz-last", "t-025x", "a-first", "t-0155"])
     assert path.read_text() == _document(topics.topics())
     await topics.alter_configs("t-007", lambda _: {"retention.ms": "60000", "cleanup.policy": "compact"})
     await topics.add_partitions("t-013", 4)

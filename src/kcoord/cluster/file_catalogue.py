@@ -23,6 +23,7 @@ once for the round.
 from __future__ import annotations
 
 import asyncio
+import heapq
 import json
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -208,23 +209,31 @@ def _write_catalogue(path: Path, topics: list[TopicInfo], text: _CatalogueText) 
 
 class _CatalogueText:
     """The text of ``topics.json`` (``json.dumps(document, indent=1)``, byte for byte), each topic's
-    entry rendered once and kept until the topic changes. Only the thread that writes the file
-    uses it, one write at a time."""
+    entry rendered once and kept until the topic changes, and the names kept in order: a round sorts
+    only its new names and merges them in, step by step, rather than sorting 100,000 names in one call
+    that would hold the interpreter lock (and so the event loop) throughout. Only the thread that
+    writes the file uses it, one write at a time."""
 
     def __init__(self) -> None:
         self._entries: dict[str, tuple[TopicInfo, str]] = {}
+        self._order: list[str] = []
 
     def render(self, topics: Iterable[TopicInfo]) -> str:
         entries: dict[str, tuple[TopicInfo, str]] = {}
+        new: list[str] = []
         for info in topics:
             kept = self._entries.get(info.name)
+            if kept is None:
+                new.append(info.name)
             if kept is None or (kept[0] is not info and kept[0] != info):
                 kept = (info, _entry_text(info))
             entries[info.name] = kept
+        staying = [name for name in self._order if name in entries]
+        self._order = list(heapq.merge(staying, sorted(new))) if new else staying
         self._entries = entries
         if not entries:
             return json.dumps({"version": _CATALOGUE_VERSION, "topics": []}, indent=1) + "\n"
-        listed = ",\n".join(entries[name][1] for name in sorted(entries))
+        listed = ",\n".join(entries[name][1] for name in self._order)
         return f'{{\n "version": {_CATALOGUE_VERSION},\n "topics": [\n{listed}\n ]\n}}\n'
 
 
