@@ -222,3 +222,19 @@ async def test_many_topics_grow_in_one_catalogue_change_and_reach_the_other_node
     assert isinstance(shrinking, KafkaError) and shrinking.code == ErrorCode.invalid_partitions
     await b.topics.refresh()
     assert b.events[-2:] == [(TopicChange.PARTITIONS_ADDED, "x", 3), (TopicChange.PARTITIONS_ADDED, "y", 2)]
+
+
+async def test_a_round_of_auto_created_topics_is_one_catalogue_change(nodes: tuple[Node, Node]) -> None:
+    """ensure_many on A creates its new names in one catalogue version (a name B created meanwhile is
+    B's topic, not refused), and B hears CREATED for each of A's."""
+    a, b = nodes
+    mine = await b.topics.create("theirs", 2)
+    before = await TopicCatalogue(a.store.pool).version()
+    found = await a.topics.ensure_many(["r1", "r2", "theirs", "r3"])
+    assert await TopicCatalogue(a.store.pool).version() == before + 1
+    assert found["theirs"] == mine
+    assert [info.partitions for name, info in found.items() if name != "theirs" and info] == [1, 1, 1]
+    await b.topics.refresh()
+    assert [event for event in b.events if event[1].startswith("r")] == [
+        (TopicChange.CREATED, name, 1) for name in ("r1", "r2", "r3")
+    ]

@@ -95,13 +95,17 @@ class SharedCatalogue:
         return await self._read(view)
 
     async def create(self, topics: Sequence[TopicInfo], view: Mapping[str, TopicInfo]) -> CatalogueOutcome:
+        """One transaction for every topic of the round; a name already taken is refused, and when the
+        transaction fails every topic of the round is refused with its error."""
         refused: dict[str, Exception] = {}
-        for topic in topics:
-            try:
-                if not await self._table.create(topic, _now_ms()):
-                    refused[topic.name] = CatalogueError.ALREADY_EXISTS(topic.name)
-            except Exception as exc:
-                refused[topic.name] = exc
+        try:
+            added = await self._table.create_many(topics, _now_ms())
+        except Exception as exc:
+            refused = {topic.name: exc for topic in topics}
+        else:
+            for name, was_added in added.items():
+                if not was_added:
+                    refused[name] = CatalogueError.ALREADY_EXISTS(name)
         return CatalogueOutcome(await self._read(view), refused)
 
     async def delete(self, name: str, view: Mapping[str, TopicInfo]) -> CatalogueOutcome:
