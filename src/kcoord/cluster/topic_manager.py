@@ -11,9 +11,11 @@ coordinator), so a listener hears of a change once it is durable. In a cluster, 
 arrive by :meth:`TopicManager.refresh`, which the membership calls on every renewal.
 
 Changes run one at a time under one lock, so concurrent CreateTopics for the same name see
-TOPIC_ALREADY_EXISTS instead of racing. Auto-creation comes in rounds (:meth:`TopicManager.ensure_many`,
-what a Metadata request naming many new topics uses): one catalogue commit for the round, not one
-per topic.
+TOPIC_ALREADY_EXISTS instead of racing. Auto-creation, CreateTopics and CreatePartitions come in
+rounds (:meth:`TopicManager.ensure_many`, what a Metadata request naming many new topics uses,
+:meth:`TopicManager.create_many` and :meth:`TopicManager.add_partitions_many`): one catalogue commit
+for the round, not one per topic, and the round applied to the view in slices of a few milliseconds
+(:mod:`kcoord.cluster.loop_slices`) so that other connections are served meanwhile.
 """
 
 from __future__ import annotations
