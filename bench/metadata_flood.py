@@ -11,7 +11,12 @@ auto-creation on, until ``--metadata-flood-topics`` (100,000) are named. A bysta
 group on its own thread and event loop) heartbeats every 5 ms throughout.
 
 Reported: topics created and created per second (first request to last answer), the bystander's
-heartbeat p50/p99/max, and the server's peak RSS.
+heartbeat p50/p99/max, the server's peak RSS, and from the server's own loop-lag probe
+(``kcoord_event_loop_lag_seconds``, scraped before and after the flood) its longest stall during the
+flood and how many stalls passed 50 ms, and the same for the "busy" part of each stall (the part the
+server spent on a CPU, ``kcoord_event_loop_busy_lag_seconds``): what the server's own work held up,
+not the time a loaded machine did not schedule it, so less sensitive to the rest of a shared machine
+than the bystander's percentiles.
 """
 
 from __future__ import annotations
@@ -21,9 +26,14 @@ import asyncio
 import resource
 import sys
 import time
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
+from prometheus_client.parser import text_string_to_metric_families
+
+from group_formation import metrics_address
 from report import Measurement
 from server import BenchServer, running_kcoord
 
@@ -75,13 +85,60 @@ async def _flood(port: int, topics: int, per_request: int) -> tuple[int, float]:
     return created, time.monotonic() - started
 
 
+class LoopLag(NamedTuple):
+    """One of the server's loop-lag histograms at one scrape: the longest lateness so far, and the
+    counts by bucket bound."""
+
+    longest_s: float
+    buckets: dict[float, float]
+    """Cumulative counts by upper bound (``le``)."""
+
+
+LAG_FAMILIES = {"loop stall": "kcoord_event_loop_lag", "busy stall": "kcoord_event_loop_busy_lag"}
+"""Figure name -> metric prefix: every lateness, and the part the server spent on a CPU."""
+
+
+def _loop_lag(metrics: str) -> dict[str, LoopLag]:
+    with urllib.request.urlopen(f"http://{metrics}/metrics", timeout=30) as response:
+        text = response.read().decode()
+    found = {figure: LoopLag(0.0, {}) for figure in LAG_FAMILIES}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            for figure, prefix in LAG_FAMILIES.items():
+                if sample.name == f"{prefix}_max_seconds":
+                    found[figure] = found[figure]._replace(longest_s=sample.value)
+                elif sample.name == f"{prefix}_seconds_bucket":
+                    found[figure].buckets[float(sample.labels["le"])] = sample.value
+    return found
+
+
+def _stall_figures(before: LoopLag, after: LoopLag) -> tuple[float, float]:
+    """(longest stall during the flood in ms, stalls over 50 ms). The longest is the probe's own
+    figure when it grew during the flood, else the bound of the highest bucket the flood reached."""
+    grown = {bound: after.buckets[bound] - before.buckets.get(bound, 0.0) for bound in after.buckets}
+    over_50ms = grown.get(float("inf"), 0.0) - grown.get(0.05, 0.0)
+    if after.longest_s > before.longest_s:
+        return after.longest_s * 1000, over_50ms
+    total = grown.get(float("inf"), 0.0)
+    reached = min((bound for bound, count in grown.items() if count >= total), default=0.0)
+    return reached * 1000, over_50ms
+
+
 async def _one_run(server: BenchServer, options: argparse.Namespace) -> dict[str, float]:
     port = int(server.bootstrap.rpartition(":")[2])
+    metrics = metrics_address(server)
     async with abuse.bystander(port) as probe:
+        before = await asyncio.to_thread(_loop_lag, metrics)
         created, seconds = await _flood(
             port, options.metadata_flood_topics, options.metadata_flood_per_request
         )
+        after = await asyncio.to_thread(_loop_lag, metrics)
     latencies = probe.latencies_s
+    stalls: dict[str, float] = {}
+    for figure in LAG_FAMILIES:
+        longest_ms, over_50ms = _stall_figures(before[figure], after[figure])
+        stalls[f"{figure} max"] = longest_ms
+        stalls[f"{figure}s > 50 ms"] = over_50ms
     print(f"  {created:,} topics in {seconds:.1f} s, {len(latencies):,} bystander heartbeats", flush=True)
     return {
         "topics created": created,
@@ -90,6 +147,7 @@ async def _one_run(server: BenchServer, options: argparse.Namespace) -> dict[str
         "heartbeat p99": abuse.percentile(latencies, 0.99) * 1000,
         "heartbeat max": max(latencies, default=float("inf")) * 1000,
         "peak rss": abuse.rss_bytes(server.pid)[1] / MIB,
+        **stalls,
     }
 
 
@@ -105,7 +163,13 @@ def run(given: BenchServer, options: argparse.Namespace) -> list[Measurement]:
         limit = _descriptor_limit(options.metadata_flood_nofile)
         with running_kcoord(settings, preexec_fn=limit) as server:
             runs.append(asyncio.run(_one_run(server, options)))
-    units = {"topics created": "topics", "topics/s": "topics/s", "peak rss": "MiB"}
+    units = {
+        "topics created": "topics",
+        "topics/s": "topics/s",
+        "peak rss": "MiB",
+        "loop stalls > 50 ms": "stalls",
+        "busy stalls > 50 ms": "stalls",
+    }
     return [
         Measurement(metric, units.get(metric, "ms"), tuple(run[metric] for run in runs)) for metric in runs[0]
     ]

@@ -485,6 +485,7 @@ class App:
             await self._join_cluster()
         advertised = self.node.advertised
         metrics_bound = await self.http.start()
+        self.metrics.loop_lag.start()
         log.info(
             "kcoord.started",
             listen=f"{bound[0]}:{bound[1]}",
@@ -626,6 +627,7 @@ class App:
         await self.producer_state.stop()
         await self.store.close()
         await self.http.stop()
+        self.metrics.loop_lag.stop()
         self.credentials.close()
         self.data_lock.release()
         log.info("kcoord.stopped")

@@ -17,6 +17,7 @@ from kcoord.cluster.topic_manager import CATALOGUE_FILE, TopicChange, TopicEvent
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.storage import LogConfig
 from kcoord.storage.postgres import PostgresLogStore
+from kcoord.storage.postgres.catalogue import TopicCatalogue
 from kcoord.storage.postgres.hold import HoldMode
 from tests.apis.broker.topic_app import make_settings
 from tests.support.postgres import PostgresCluster
@@ -198,3 +199,42 @@ async def test_a_log_claimed_after_a_config_change_opens_with_the_topics_config(
     await a.topics.alter_configs("t", lambda _: {"retention.ms": "4321"})
     await b.topics.refresh()
     assert claimed.config.retention_ms == 4321
+
+
+async def test_many_topics_grow_in_one_catalogue_change_and_reach_the_other_node(
+    nodes: tuple[Node, Node],
+) -> None:
+    """add_partitions_many on A grows its topics in one catalogue version, answers a topic B deleted
+    and one that would shrink per name, and B hears PARTITIONS_ADDED for each grown topic."""
+    a, b = nodes
+    for name in ("x", "y", "gone"):
+        await a.topics.create(name, 1)
+    await b.topics.refresh()
+    await b.topics.delete("gone")
+    before = await TopicCatalogue(a.store.pool).version()
+    found = await a.topics.add_partitions_many([("x", 3), ("y", 2), ("gone", 4)])
+    assert await TopicCatalogue(a.store.pool).version() == before + 1
+    grown_x, grown_y, refused = found["x"], found["y"], found["gone"]
+    assert isinstance(grown_x, TopicInfo) and grown_x.partitions == 3
+    assert isinstance(grown_y, TopicInfo) and grown_y.partitions == 2
+    assert isinstance(refused, KafkaError) and refused.code == ErrorCode.unknown_topic_or_partition
+    shrinking = (await a.topics.add_partitions_many([("x", 2)]))["x"]
+    assert isinstance(shrinking, KafkaError) and shrinking.code == ErrorCode.invalid_partitions
+    await b.topics.refresh()
+    assert b.events[-2:] == [(TopicChange.PARTITIONS_ADDED, "x", 3), (TopicChange.PARTITIONS_ADDED, "y", 2)]
+
+
+async def test_a_round_of_auto_created_topics_is_one_catalogue_change(nodes: tuple[Node, Node]) -> None:
+    """ensure_many on A creates its new names in one catalogue version (a name B created meanwhile is
+    B's topic, not refused), and B hears CREATED for each of A's."""
+    a, b = nodes
+    mine = await b.topics.create("theirs", 2)
+    before = await TopicCatalogue(a.store.pool).version()
+    found = await a.topics.ensure_many(["r1", "r2", "theirs", "r3"])
+    assert await TopicCatalogue(a.store.pool).version() == before + 1
+    assert found["theirs"] == mine
+    assert [info.partitions for name, info in found.items() if name != "theirs" and info] == [1, 1, 1]
+    await b.topics.refresh()
+    assert [event for event in b.events if event[1].startswith("r")] == [
+        (TopicChange.CREATED, name, 1) for name in ("r1", "r2", "r3")
+    ]

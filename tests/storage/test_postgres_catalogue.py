@@ -208,3 +208,54 @@ async def test_logs_written_by_a_node_alone_are_adopted_once(
     assert await table.adopt_uncatalogued(rule) == {}
     assert await table.version() == before + 1
     assert not await table.create(_row("solo"), NOW_MS), "an adopted name is taken"
+
+
+async def test_many_topics_grow_in_one_change(
+    two_nodes: tuple[PostgresLogStore, PostgresLogStore],
+) -> None:
+    """add_partitions_many grows every topic that grows in one transaction (one version step), with
+    each new partition's row and first segment, and answers unknown and not-growing topics per name;
+    when none grows the version does not move."""
+    catalogue = TopicCatalogue(two_nodes[0].pool)
+    for name, partitions in (("a", 1), ("b", 2), ("c", 4)):
+        assert await catalogue.create(_row(name, partitions), NOW_MS)
+    start = await catalogue.version()
+    outcomes = await catalogue.add_partitions_many({"a": 3, "b": 5, "c": 4, "nope": 2}, NOW_MS)
+    assert outcomes == {
+        "a": (GrowOutcome.GROWN, 3),
+        "b": (GrowOutcome.GROWN, 5),
+        "c": (GrowOutcome.NOT_GROWING, 4),
+        "nope": (GrowOutcome.UNKNOWN, 0),
+    }
+    assert await catalogue.version() == start + 1
+    rows = {row.name: row.partitions for row in (await catalogue.snapshot()).topics}
+    assert rows == {"a": 3, "b": 5, "c": 4}
+    assert await _partition_rows(two_nodes[0], "a") == [(p, 1) for p in range(3)]
+    assert await _partition_rows(two_nodes[0], "b") == [(p, 1) for p in range(5)]
+    assert await catalogue.add_partitions_many({"a": 2, "nope": 9}, NOW_MS) == {
+        "a": (GrowOutcome.NOT_GROWING, 3),
+        "nope": (GrowOutcome.UNKNOWN, 0),
+    }
+    assert await catalogue.version() == start + 1
+
+
+async def test_many_topics_are_created_in_one_change(
+    two_nodes: tuple[PostgresLogStore, PostgresLogStore],
+) -> None:
+    """create_many adds every free name in one transaction (one version step) with its partitions'
+    rows and first segments, answers a taken name and a second use of a name in the same call False,
+    and moves nothing when every name is taken."""
+    catalogue = TopicCatalogue(two_nodes[0].pool)
+    assert await catalogue.create(_row("taken", 1), NOW_MS)
+    start = await catalogue.version()
+    rows = [_row("a", 2, retention_ms="1000"), _row("taken", 3), _row("b", 1), _row("a", 5)]
+    assert await catalogue.create_many(rows, NOW_MS) == {"a": True, "taken": False, "b": True}
+    assert await catalogue.version() == start + 1
+    stored = {row.name: row for row in (await catalogue.snapshot()).topics}
+    assert (stored["a"].topic_id, stored["a"].partitions) == (rows[0].topic_id, 2)
+    assert stored["a"].configs == {"retention.ms": "1000"}
+    assert stored["taken"].partitions == 1
+    assert await _partition_rows(two_nodes[0], "a") == [(0, 1), (1, 1)]
+    assert await _partition_rows(two_nodes[0], "b") == [(0, 1)]
+    assert await catalogue.create_many([_row("a"), _row("b")], NOW_MS) == {"a": False, "b": False}
+    assert await catalogue.version() == start + 1

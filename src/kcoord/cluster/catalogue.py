@@ -151,9 +151,11 @@ class Catalogue(Protocol):
         """Delete a topic (UNKNOWN_TOPIC_OR_PARTITION, or INVALID_REQUEST for an internal one)."""
 
     async def add_partitions(
-        self, name: str, new_total: int, view: Mapping[str, TopicInfo]
+        self, totals: Mapping[str, int], view: Mapping[str, TopicInfo]
     ) -> CatalogueOutcome:
-        """Grow a topic (UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS when it already has as many)."""
+        """Grow each topic to its new partition count (topic -> total) in one commit; a topic is
+        refused with UNKNOWN_TOPIC_OR_PARTITION, or INVALID_PARTITIONS when it already has as many,
+        and the others are grown all the same."""
 
     async def alter_configs(
         self, name: str, change: ConfigChange, view: Mapping[str, TopicInfo]

@@ -32,6 +32,7 @@ from typing import Any
 
 import structlog
 
+from kcoord.cluster.loop_slices import LoopSlices
 from kcoord.cluster.producer_state import BATCHES_KEPT, ProducerStateManager, StoredBatch, StoredProducer
 from kcoord.protocol.errors import KafkaError
 from kcoord.protocol.record_batch import BatchHeader, iter_batches
@@ -173,12 +174,15 @@ class ProducerSnapshots:
             failure_event="producer_snapshot.pass_failed",
         )
 
-    def _partitions(self) -> list[tuple[str, int, PartitionLog]]:
+    async def _partitions(self) -> list[tuple[str, int, PartitionLog]]:
+        """The partitions to scan, listed in slices (100,000 of them take tens of milliseconds)."""
         found = []
+        slices = LoopSlices()
         for topic, partition in self._store.partitions():
             partition_log = self._store.get(topic, partition)
             if partition_log is not None and topic not in self._internal:
                 found.append((topic, partition, partition_log))
+            await slices.pause()
         return found
 
     async def restore(self) -> None:
@@ -186,7 +190,7 @@ class ProducerSnapshots:
         loop = asyncio.get_running_loop()
         saved = await loop.run_in_executor(self._executor, self._read_snapshots)
         restored = 0
-        for topic, partition, partition_log in self._partitions():
+        for topic, partition, partition_log in await self._partitions():
             scan = resumable(saved.get(f"{topic}-{partition}"), topic, partition, partition_log)
             await scan.advance(partition_log, None)
             self._scans[(topic, partition)] = scan
@@ -213,7 +217,7 @@ class ProducerSnapshots:
         loop = asyncio.get_running_loop()
         live = set()
         written = 0
-        for topic, partition, partition_log in self._partitions():
+        for topic, partition, partition_log in await self._partitions():
             key = (topic, partition)
             live.add(key)
             scan = self._scans.setdefault(key, PartitionScan())

@@ -95,13 +95,17 @@ class SharedCatalogue:
         return await self._read(view)
 
     async def create(self, topics: Sequence[TopicInfo], view: Mapping[str, TopicInfo]) -> CatalogueOutcome:
+        """One transaction for every topic of the round; a name already taken is refused, and when the
+        transaction fails every topic of the round is refused with its error."""
         refused: dict[str, Exception] = {}
-        for topic in topics:
-            try:
-                if not await self._table.create(topic, _now_ms()):
-                    refused[topic.name] = CatalogueError.ALREADY_EXISTS(topic.name)
-            except Exception as exc:
-                refused[topic.name] = exc
+        try:
+            added = await self._table.create_many(topics, _now_ms())
+        except Exception as exc:
+            refused = {topic.name: exc for topic in topics}
+        else:
+            for name, was_added in added.items():
+                if not was_added:
+                    refused[name] = CatalogueError.ALREADY_EXISTS(name)
         return CatalogueOutcome(await self._read(view), refused)
 
     async def delete(self, name: str, view: Mapping[str, TopicInfo]) -> CatalogueOutcome:
@@ -121,16 +125,22 @@ class SharedCatalogue:
         return await self._committed(name, commit(), view)
 
     async def add_partitions(
-        self, name: str, new_total: int, view: Mapping[str, TopicInfo]
+        self, totals: Mapping[str, int], view: Mapping[str, TopicInfo]
     ) -> CatalogueOutcome:
-        async def commit() -> None:
-            outcome, current = await self._table.add_partitions(name, new_total, _now_ms())
-            if outcome is GrowOutcome.UNKNOWN:
-                raise CatalogueError.UNKNOWN(name)
-            if outcome is GrowOutcome.NOT_GROWING:
-                raise CatalogueError.NOT_GROWING(name, current, new_total)
-
-        return await self._committed(name, commit(), view)
+        """One transaction for every topic of ``totals``; then the catalogue is read, also when some
+        or all were refused (a refusal means this node's view of them was stale)."""
+        refused: dict[str, Exception] = {}
+        try:
+            outcomes = await self._table.add_partitions_many(totals, _now_ms())
+        except Exception as exc:
+            refused = dict.fromkeys(totals, exc)
+        else:
+            for name, (outcome, current) in outcomes.items():
+                if outcome is GrowOutcome.UNKNOWN:
+                    refused[name] = CatalogueError.UNKNOWN(name)
+                elif outcome is GrowOutcome.NOT_GROWING:
+                    refused[name] = CatalogueError.NOT_GROWING(name, current, totals[name])
+        return CatalogueOutcome(await self._read(view), refused)
 
     async def alter_configs(
         self, name: str, change: ConfigChange, view: Mapping[str, TopicInfo]

@@ -11,9 +11,11 @@ coordinator), so a listener hears of a change once it is durable. In a cluster, 
 arrive by :meth:`TopicManager.refresh`, which the membership calls on every renewal.
 
 Changes run one at a time under one lock, so concurrent CreateTopics for the same name see
-TOPIC_ALREADY_EXISTS instead of racing. Auto-creation comes in rounds (:meth:`TopicManager.ensure_many`,
-what a Metadata request naming many new topics uses): one catalogue commit for the round, not one
-per topic.
+TOPIC_ALREADY_EXISTS instead of racing. Auto-creation, CreateTopics and CreatePartitions come in
+rounds (:meth:`TopicManager.ensure_many`, what a Metadata request naming many new topics uses,
+:meth:`TopicManager.create_many` and :meth:`TopicManager.add_partitions_many`): one catalogue commit
+for the round, not one per topic, and the round applied to the view in slices of a few milliseconds
+(:mod:`kcoord.cluster.loop_slices`) so that other connections are served meanwhile.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from kcoord.cluster.catalogue import (
 )
 from kcoord.cluster.catalogue_errors import CatalogueError
 from kcoord.cluster.file_catalogue import CATALOGUE_FILE
+from kcoord.cluster.loop_slices import LoopSlices
 from kcoord.cluster.topic_configs import effective_value, log_config_for, validate_topic_configs
 from kcoord.cluster.topic_names import CONSUMER_OFFSETS, INTERNAL_TOPICS, check_topic_name
 from kcoord.config import Settings
@@ -194,7 +197,9 @@ class TopicManager:
         found: dict[str, TopicInfo | KafkaError | None] = {}
         wanted: list[str] = []
         allowed = bool(self._settings["auto.create.topics.enable"])
+        slices = LoopSlices()
         for name in names:
+            await slices.pause()
             existing = self._topics.get(name)
             if existing is not None:
                 found[name] = existing
@@ -213,7 +218,11 @@ class TopicManager:
             return found
         async with self._lock:
             partitions = self._settings["num.partitions"]
-            infos = [TopicInfo(n, new_topic_id(), partitions) for n in wanted if n not in self._topics]
+            infos: list[TopicInfo] = []
+            for name in wanted:
+                if name not in self._topics:
+                    infos.append(TopicInfo(name, new_topic_id(), partitions))
+                await slices.pause()
             outcome = await self._commit(self._catalogue.create(infos, self._topics), *wanted)
         for name, error in outcome.refused.items():
             if isinstance(error, KafkaError):
@@ -336,33 +345,49 @@ class TopicManager:
 
     async def add_partitions(self, name: str, new_total: int, validate_only: bool = False) -> TopicInfo:
         """Grow ``name`` to ``new_total`` partitions; INVALID_PARTITIONS unless it grows."""
-        async with self._lock:
-            info = self._topics.get(name)
-            if info is None:
-                raise CatalogueError.UNKNOWN(name)
-            if new_total <= info.partitions:
-                raise CatalogueError.NOT_GROWING(name, info.partitions, new_total)
-            if new_total > MAX_PARTITIONS:
-                raise KafkaError(ErrorCode.invalid_partitions, f"At most {MAX_PARTITIONS} partitions.")
-            grown = replace(info, partitions=new_total)
-            if validate_only:
-                return grown
-            outcome = await self._commit(self._catalogue.add_partitions(name, new_total, self._topics), name)
-        outcome.raise_refusal(name)
-        return self._topics.get(name, grown)
+        found = (await self.add_partitions_many([(name, new_total)], validate_only))[name]
+        if isinstance(found, KafkaError):
+            raise found
+        return found
 
     async def add_partitions_many(
         self, changes: Sequence[tuple[str, int]], validate_only: bool = False
     ) -> dict[str, TopicInfo | KafkaError]:
-        """:meth:`add_partitions` for many topics: per name the grown topic or its ``KafkaError``
-        (one catalogue commit per topic until the catalogue grows several topics at once)."""
+        """:meth:`add_partitions` for many topics in one round: each checked as :meth:`add_partitions`
+        checks it, then one catalogue commit for all that grow. Per name: the grown topic or its
+        ``KafkaError``."""
         found: dict[str, TopicInfo | KafkaError] = {}
-        for name, new_total in changes:
-            try:
-                found[name] = await self.add_partitions(name, new_total, validate_only)
-            except KafkaError as exc:
-                found[name] = exc
+        totals: dict[str, int] = {}
+        async with self._lock:
+            for name, new_total in changes:
+                try:
+                    found[name] = self._grown(name, new_total)
+                    totals[name] = new_total
+                except KafkaError as exc:
+                    found[name] = exc
+            if validate_only or not totals:
+                return found
+            outcome = await self._commit(self._catalogue.add_partitions(totals, self._topics), *totals)
+        for name in totals:
+            error = outcome.refused.get(name)
+            if error is None:
+                found[name] = self._topics.get(name, found[name])
+            elif isinstance(error, KafkaError):
+                found[name] = error
+            else:
+                found[name] = KafkaError(ErrorCode.unknown_server_error, f"growing {name}: {error!r}")
         return found
+
+    def _grown(self, name: str, new_total: int) -> TopicInfo:
+        """``name`` with ``new_total`` partitions, if it may grow to that many (``KafkaError`` if not)."""
+        info = self._topics.get(name)
+        if info is None:
+            raise CatalogueError.UNKNOWN(name)
+        if new_total <= info.partitions:
+            raise CatalogueError.NOT_GROWING(name, info.partitions, new_total)
+        if new_total > MAX_PARTITIONS:
+            raise KafkaError(ErrorCode.invalid_partitions, f"At most {MAX_PARTITIONS} partitions.")
+        return replace(info, partitions=new_total)
 
     async def alter_configs(self, name: str, change: ConfigChange, validate_only: bool = False) -> None:
         """Replace ``name``'s overrides with ``change(current overrides)`` (which validates them, raising
@@ -395,8 +420,13 @@ class TopicManager:
 
     async def _apply(self, changes: CatalogueDiff, changed_here: set[str] | None = None) -> None:
         """Make this node's view the catalogue: logs let go for deleted topics, configs pushed to the
-        logs it holds, listeners told; the same for changes made here and elsewhere."""
+        logs it holds, listeners told; the same for changes made here and elsewhere.
+
+        A round of thousands of topics is applied in slices (:class:`LoopSlices`): installed, then
+        configured, then announced, in that order as one change would be, yielding to the loop
+        between topics so that other connections are served meanwhile."""
         here = changed_here or set()
+        slices = LoopSlices()
         events: list[TopicEvent] = []
         for gone in changes.deleted:
             self._topics.pop(gone.name, None)
@@ -415,17 +445,23 @@ class TopicManager:
                 topic_id=str(info.topic_id),
                 partitions=info.partitions,
             )
+            await slices.pause()
         for info in changes.grown:
             previous = self._topics[info.name].partitions
             self._install([info])
             events.append(TopicEvent(TopicChange.PARTITIONS_ADDED, info, previous))
             self._applied("partitions_added", info, here, changes.version, partitions=info.partitions)
+            await slices.pause()
         for info in changes.reconfigured:
             self._install([info])
             self._applied("configs_altered", info, here, changes.version, configs=dict(info.configs))
-        self._configure_logs([*changes.created, *changes.grown, *changes.reconfigured])
+            await slices.pause()
+        for info in [*changes.created, *changes.grown, *changes.reconfigured]:
+            self._configure_logs([info])
+            await slices.pause()
         for event in events:
             self._notify(event)
+            await slices.pause()
 
     def _applied(
         self, change: str, info: TopicInfo, here: set[str], version: int | None, **details: Any

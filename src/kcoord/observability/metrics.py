@@ -24,6 +24,7 @@ from prometheus_client import (
 )
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from kcoord.observability.loop_lag import LoopLagProbe
 from kcoord.observability.loop_metrics import LoopHistogram, LoopMetricsCollector, RequestStats
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.codec import EncodedResponse
@@ -88,6 +89,8 @@ class KcoordMetrics:
         self.request_stats = RequestStats(_REQUEST_BUCKETS)
         self.log_append_duration = LoopHistogram(_LOG_BUCKETS)
         self.log_flush_duration = LoopHistogram(_LOG_BUCKETS)
+        self.loop_lag = LoopLagProbe()
+        """Started and stopped with the node (see :mod:`kcoord.observability.loop_lag`)."""
         r.register(
             LoopMetricsCollector(
                 self.request_stats,
@@ -98,9 +101,27 @@ class KcoordMetrics:
                         self.log_append_duration,
                     ),
                     "kcoord_log_flush_duration_seconds": ("fsync latency.", self.log_flush_duration),
+                    "kcoord_event_loop_lag_seconds": (
+                        "How late the event loop ran a callback due every 10 ms (time it was held).",
+                        self.loop_lag.lag,
+                    ),
+                    "kcoord_event_loop_busy_lag_seconds": (
+                        "The part of each event loop lateness the process spent on a CPU (not starved).",
+                        self.loop_lag.busy_lag,
+                    ),
                 },
             )
         )
+        Gauge(
+            "kcoord_event_loop_lag_max_seconds",
+            "The longest the event loop was held since the node started (the probe's largest lateness).",
+            registry=r,
+        ).set_function(lambda: self.loop_lag.longest_s)
+        Gauge(
+            "kcoord_event_loop_busy_lag_max_seconds",
+            "The longest event loop lateness the process spent on a CPU since the node started.",
+            registry=r,
+        ).set_function(lambda: self.loop_lag.longest_busy_s)
         self.rebalances = Counter("kcoord_rebalances", "Rebalances started.", ["trigger"], registry=r)
         self.rebalance_duration = Histogram(
             "kcoord_rebalance_duration_seconds",

@@ -149,9 +149,9 @@ def count_catalogue_writes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     writes: list[int] = []
     real_write = file_catalogue._write_catalogue
 
-    def counted(path: Path, topics: list[TopicInfo]) -> None:
+    def counted(path: Path, topics: list[TopicInfo], text: Any) -> None:
         writes.append(len(topics))
-        real_write(path, topics)
+        real_write(path, topics, text)
 
     monkeypatch.setattr(file_catalogue, "_write_catalogue", counted)
     return writes

@@ -42,6 +42,7 @@ from kcoord.apis.access import Op, authorized_operations, cluster_operations, ma
 from kcoord.apis.broker.creation_limits import CreationBudget, CreationLimits
 from kcoord.apis.broker.metadata_answers import AllTopicsAnswers, encode_answer
 from kcoord.cluster.identity import Node
+from kcoord.cluster.loop_slices import LoopSlices
 from kcoord.cluster.topic_manager import TopicInfo, TopicManager
 from kcoord.cluster.topic_names import topic_name_problem
 from kcoord.protocol.api_keys import ApiKey
@@ -189,7 +190,9 @@ async def _create_requested(
     names = [entry.name for entry in entries if isinstance(entry, _ToCreate)]
     created = await topics.ensure_many(names) if names else {}
     described: list[dict[str, Any]] = []
+    slices = LoopSlices()
     for entry in entries:
+        await slices.pause()
         if not isinstance(entry, _ToCreate):
             described.append(entry)
             continue

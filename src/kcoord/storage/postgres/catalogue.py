@@ -19,7 +19,7 @@ reading the whole catalogue (:meth:`TopicCatalogue.snapshot`) when it moved.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from enum import Enum
@@ -79,16 +79,36 @@ INSERT INTO topic_catalogue (name, topic_id, partitions, configs, internal, vers
 VALUES ($1, $2, $3, $4::jsonb, $5, $6)
 """
 
+_TAKEN = "SELECT name FROM topic_catalogue WHERE name = ANY($1::text[])"
+
+_INSERT_ROWS = """
+INSERT INTO topic_catalogue (name, topic_id, partitions, configs, internal, version)
+SELECT t.name, t.topic_id, t.partitions, t.configs::jsonb, t.internal, $6
+FROM unnest($1::text[], $2::uuid[], $3::integer[], $4::text[], $5::boolean[])
+     AS t(name, topic_id, partitions, configs, internal)
+"""
+
+_CURRENT_PARTITIONS = "SELECT name, partitions FROM topic_catalogue WHERE name = ANY($1::text[])"
+
+_GROW_ROWS = """
+UPDATE topic_catalogue c SET partitions = t.total, version = $3
+FROM unnest($1::text[], $2::integer[]) AS t(name, total)
+WHERE c.name = t.name
+"""
+
 _ADD_PARTITIONS = """
 INSERT INTO log_partitions (topic, partition_id, owner_epoch)
-SELECT $1, p, coalesce((SELECT max(m.epoch) FROM ownership_moves m
-                        WHERE m.topic = $1 AND m.partition_id = p), 0)
-FROM generate_series($2::integer, $3::integer - 1) AS p
+SELECT t.topic, p, coalesce((SELECT max(m.epoch) FROM ownership_moves m
+                             WHERE m.topic = t.topic AND m.partition_id = p), 0)
+FROM unnest($1::text[], $2::integer[], $3::integer[]) AS t(topic, first, stop),
+     generate_series(t.first, t.stop - 1) AS p
 """
 
 _ADD_FIRST_SEGMENTS = """
 INSERT INTO log_segments (topic, partition_id, base_offset, created_ms)
-SELECT $1, p, 0, $4 FROM generate_series($2::integer, $3::integer - 1) AS p
+SELECT t.topic, p, 0, $4
+FROM unnest($1::text[], $2::integer[], $3::integer[]) AS t(topic, first, stop),
+     generate_series(t.first, t.stop - 1) AS p
 """
 
 
@@ -138,15 +158,43 @@ class TopicCatalogue:
 
     async def create(self, row: CatalogueRow, now_ms: int) -> bool:
         """Add the topic with its partitions' rows; False (nothing changed) when the name is taken."""
+        return (await self.create_many([row], now_ms))[row.name]
+
+    async def create_many(self, rows: Sequence[CatalogueRow], now_ms: int) -> dict[str, bool]:
+        """Add every topic whose name is free, with its partitions' rows, in one transaction (one
+        catalogue version); per name whether it was added (False: taken, or named twice in ``rows``,
+        where the first is added). Nothing is committed when none is added."""
+        added: dict[str, bool] = {}
         try:
-            async with self._change("create topic") as (connection, version):
-                if await connection.fetchval("SELECT 1 FROM topic_catalogue WHERE name = $1", row.name):
+            async with self._change("create topics") as (connection, version):
+                taken = {
+                    record["name"] for record in await connection.fetch(_TAKEN, [row.name for row in rows])
+                }
+                fresh: list[CatalogueRow] = []
+                for row in rows:
+                    if row.name not in added:
+                        added[row.name] = row.name not in taken
+                        if added[row.name]:
+                            fresh.append(row)
+                if not fresh:
                     raise _NothingChangedError(None)
-                await _insert_row(connection, row, version)
-                await _add_partition_rows(connection, row.name, 0, row.partitions, now_ms)
+                await connection.execute(
+                    _INSERT_ROWS,
+                    [row.name for row in fresh],
+                    [row.topic_id for row in fresh],
+                    [row.partitions for row in fresh],
+                    [json.dumps(dict(row.configs), sort_keys=True) for row in fresh],
+                    [row.internal for row in fresh],
+                    version,
+                )
+                names = [row.name for row in fresh]
+                firsts = [0] * len(fresh)
+                ends = [row.partitions for row in fresh]
+                await connection.execute(_ADD_PARTITIONS, names, firsts, ends)
+                await connection.execute(_ADD_FIRST_SEGMENTS, names, firsts, ends, now_ms)
         except _NothingChangedError:
-            return False
-        return True
+            pass
+        return added
 
     async def adopt_uncatalogued(self, row_for: Callable[[str, int], CatalogueRow]) -> dict[str, int]:
         """Catalogue every topic whose logs exist without a catalogue row, as ``row_for(topic,
@@ -192,25 +240,39 @@ class TopicCatalogue:
     async def add_partitions(self, name: str, new_total: int, now_ms: int) -> tuple[GrowOutcome, int]:
         """Grow the topic to ``new_total`` partitions; the outcome and the count it has now (0 when
         unknown)."""
+        return (await self.add_partitions_many({name: new_total}, now_ms))[name]
+
+    async def add_partitions_many(
+        self, totals: Mapping[str, int], now_ms: int
+    ) -> dict[str, tuple[GrowOutcome, int]]:
+        """Grow each topic to its total (topic -> new partition count) in one transaction; per topic
+        the outcome and the count it has now (0 when unknown). Nothing is committed when none grows."""
+        outcomes: dict[str, tuple[GrowOutcome, int]] = {}
         try:
             async with self._change("add partitions") as (connection, version):
-                current = await connection.fetchval(
-                    "SELECT partitions FROM topic_catalogue WHERE name = $1", name
-                )
-                if current is None or current >= new_total:
-                    raise _NothingChangedError(current)
-                await connection.execute(
-                    "UPDATE topic_catalogue SET partitions = $2, version = $3 WHERE name = $1",
-                    name,
-                    new_total,
-                    version,
-                )
-                await _add_partition_rows(connection, name, current, new_total, now_ms)
-        except _NothingChangedError as undo:
-            if undo.value is None:
-                return GrowOutcome.UNKNOWN, 0
-            return GrowOutcome.NOT_GROWING, int(undo.value)
-        return GrowOutcome.GROWN, new_total
+                records = await connection.fetch(_CURRENT_PARTITIONS, list(totals))
+                current = {record["name"]: record["partitions"] for record in records}
+                growing: dict[str, tuple[int, int]] = {}
+                for name, total in totals.items():
+                    count = current.get(name)
+                    if count is None:
+                        outcomes[name] = (GrowOutcome.UNKNOWN, 0)
+                    elif count >= total:
+                        outcomes[name] = (GrowOutcome.NOT_GROWING, count)
+                    else:
+                        outcomes[name] = (GrowOutcome.GROWN, total)
+                        growing[name] = (count, total)
+                if not growing:
+                    raise _NothingChangedError(None)
+                names = list(growing)
+                firsts = [growing[name][0] for name in names]
+                ends = [growing[name][1] for name in names]
+                await connection.execute(_GROW_ROWS, names, ends, version)
+                await connection.execute(_ADD_PARTITIONS, names, firsts, ends)
+                await connection.execute(_ADD_FIRST_SEGMENTS, names, firsts, ends, now_ms)
+        except _NothingChangedError:
+            pass
+        return outcomes
 
     async def alter_configs(
         self, name: str, change: Callable[[dict[str, str], bool], Mapping[str, str]]
@@ -243,12 +305,6 @@ async def _insert_row(connection: Connection, row: CatalogueRow, version: int) -
     await connection.execute(
         _INSERT_ROW, row.name, row.topic_id, row.partitions, configs, row.internal, version
     )
-
-
-async def _add_partition_rows(connection: Connection, topic: str, first: int, end: int, now_ms: int) -> None:
-    """The ``log_partitions`` rows of partitions ``first`` to ``end - 1``, each with its first segment."""
-    await connection.execute(_ADD_PARTITIONS, topic, first, end)
-    await connection.execute(_ADD_FIRST_SEGMENTS, topic, first, end, now_ms)
 
 
 class _NothingChangedError(Exception):
