@@ -95,6 +95,7 @@ from kcoord.observability.auth_metrics import AuthMetrics
 from kcoord.observability.cache_metrics import watch_storage_cache
 from kcoord.observability.endpoint import build_endpoint
 from kcoord.observability.group_events import GroupEventObserver
+from kcoord.observability.group_views import ShareLookups, share_partition_rows
 from kcoord.observability.http_security import http_security
 from kcoord.observability.metrics import KcoordMetrics
 from kcoord.observability.share_metrics import ShareMetrics
@@ -232,6 +233,12 @@ class App:
             **http_security(s, self.credentials, self.auth_metrics),
             cluster_status=lambda: None if self.membership is None else self.membership.status(),
             coordinator_moves=self._coordinator_moves if self.cluster.enabled else None,
+            share=ShareLookups(
+                lambda group_id: share_partition_rows(
+                    self.share_leader.partition_views(group_id), self._topic_name
+                ),
+                self._topic_name,
+            ),
         )
         self.started = asyncio.Event()
 
