@@ -76,7 +76,7 @@ from kcoord.cluster.file_catalogue import FileCatalogue
 from kcoord.cluster.growth_hints import GrowthHints
 from kcoord.cluster.identity import Node, read_identity, write_identity
 from kcoord.cluster.leader_epochs import RecordedEpochs
-from kcoord.cluster.membership import ClusterMembership, MembershipDirectory
+from kcoord.cluster.membership import ClusterMembership, MembershipDirectory, PartitionHost
 from kcoord.cluster.mode import ClusterMode
 from kcoord.cluster.producer_keeper import ProducerStateKeeper
 from kcoord.cluster.shared_catalogue import SharedCatalogue
@@ -95,6 +95,7 @@ from kcoord.observability.auth_metrics import AuthMetrics
 from kcoord.observability.cache_metrics import watch_storage_cache
 from kcoord.observability.endpoint import build_endpoint
 from kcoord.observability.group_events import GroupEventObserver
+from kcoord.observability.group_views import ShareLookups, share_partition_rows
 from kcoord.observability.http_security import http_security
 from kcoord.observability.metrics import KcoordMetrics
 from kcoord.observability.share_metrics import ShareMetrics
@@ -232,13 +233,20 @@ class App:
             **http_security(s, self.credentials, self.auth_metrics),
             cluster_status=lambda: None if self.membership is None else self.membership.status(),
             coordinator_moves=self._coordinator_moves if self.cluster.enabled else None,
+            share=ShareLookups(
+                lambda group_id: share_partition_rows(
+                    self.share_leader.partition_views(group_id), self._topic_name
+                ),
+                self._topic_name,
+            ),
         )
         self.started = asyncio.Event()
 
     def _share_state(self) -> None:
-        """The share coordinator over ``__share_group_state`` and the share partitions this node leads
-        (single node: in a cluster, share partitions do not move with their owners yet, so the
-        share fetch APIs are not offered there)."""
+        """The share coordinator over ``__share_group_state`` and the share partitions this node leads.
+        In a cluster the state partitions are owned and fenced by the membership, as
+        ``__consumer_offsets``'s are; the share partitions do not move with their topic partitions yet
+        (nor do Read/WriteShareGroupState reach another node), so the share fetch APIs are not offered."""
         s, topics = self.settings, self.topics
         share_metrics = ShareMetrics(self.metrics.registry)
 
@@ -255,6 +263,8 @@ class App:
             new_state_shard(self.share_config),
             num_partitions=s["share.coordinator.state.topic.num.partitions"],
             append_timeout_ms=s["offsets.commit.timeout.ms"],
+            owned_only=self.cluster.enabled,
+            serving=self._serving,
         )
         self.share_leader = SharePartitionLeader(
             self.share_config,
@@ -505,7 +515,10 @@ class App:
         ownership = Ownership(store.pool)
         cluster_id = await ownership.cluster_id(self.node.cluster_id)
         coordinator, topics, producer_state = self.coordinator, self.topics, self.producer_state
-        hosted_by = {coordinator.kind.topic: coordinator}
+        hosted_by: dict[str, PartitionHost] = {
+            coordinator.kind.topic: coordinator,
+            SHARE_STATE_TOPIC: self.share_state,
+        }
         self.membership = ClusterMembership(
             ownership,
             store,

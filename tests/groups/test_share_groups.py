@@ -336,6 +336,8 @@ def test_explicit_release_redelivers_reject_drops_and_the_count_limit_archives(k
         "kcoord_share_records_acknowledged_total:accept": 2,
         "kcoord_share_records_acknowledged_total:release": 5,
         "kcoord_share_records_acknowledged_total:reject": 1,
+        "kcoord_share_state_writes_total": 6,
+        "kcoord_share_state_write_acknowledgements_total": 6,
         "kcoord_share_partitions": 1,
         "kcoord_share_sessions": 0,
     }

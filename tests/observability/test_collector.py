@@ -10,6 +10,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from kcoord.coordinator.classic.manager import ClassicGroupManager
 from kcoord.coordinator.consumer.config import ConsumerGroupConfig
 from kcoord.coordinator.consumer.manager import ConsumerGroupManager
+from kcoord.coordinator.share.config import ShareGroupConfig
+from kcoord.coordinator.share.manager import ShareGroupManager
 from kcoord.observability.collector import GroupCollector
 from kcoord.observability.group_views import describe_group, list_groups
 from kcoord.observability.metrics import KcoordMetrics
@@ -33,11 +35,16 @@ def _no_consumer_groups() -> ConsumerGroupManager:
     return ConsumerGroupManager(FakeTimer(), ConsumerGroupConfig(), lambda topic: None)
 
 
+def _no_share_groups() -> ShareGroupManager:
+    return ShareGroupManager(ShareGroupConfig(), FakeTimer(), lambda topic: None)
+
+
 @dataclass
 class FakeShard:
     classic: ClassicGroupManager
     offsets: FakeOffsets
     consumer: ConsumerGroupManager = field(default_factory=_no_consumer_groups)
+    share: ShareGroupManager = field(default_factory=_no_share_groups)
 
 
 LOG_END = {("orders", 0): 10, ("orders", 1): 7, ("orders", 2): 3}

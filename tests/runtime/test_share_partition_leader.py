@@ -13,7 +13,7 @@ import pytest
 
 from kcoord.coordinator.share.config import ShareGroupConfig
 from kcoord.coordinator.share.partition_state import AcknowledgeType
-from kcoord.coordinator.share.state_records import SHARE_STATE_TOPIC
+from kcoord.coordinator.share.state_records import SHARE_STATE_TOPIC, ShareStateKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.protocol.plain_batch import encode_plain_batch
 from kcoord.runtime.share_coordinator import ShareCoordinator, ShareStateTopicOf, new_state_shard
@@ -57,7 +57,26 @@ class Node:
         await self.state.stop()
 
 
-def start_node(store: MemoryLogStore, refusals: int = 0) -> Node:
+class WriteCounter:
+    """Counts the durable write rounds and the acknowledgements they answered (a ShareObserver)."""
+
+    def __init__(self) -> None:
+        self.rounds: list[int] = []
+
+    def acquired(self, records: int) -> None:
+        return None
+
+    def acknowledged(self, acknowledge_type: int, records: int) -> None:
+        return None
+
+    def locks_expired(self, records: int) -> None:
+        return None
+
+    def state_written(self, acknowledgements: int) -> None:
+        self.rounds.append(acknowledgements)
+
+
+def start_node(store: MemoryLogStore, refusals: int = 0, observer: WriteCounter | None = None) -> Node:
     catalogue = Catalogue(store)
     catalogue.refusals = refusals
     clock = SystemClock()
@@ -73,6 +92,7 @@ def start_node(store: MemoryLogStore, refusals: int = 0) -> Node:
         lambda topic_id, partition: store.get("queue", partition) if topic_id == TOPIC_ID else None,
         clock,
         max_sessions=10,
+        observer=observer,
     )
     leader.start()
     return Node(state, leader)
@@ -155,5 +175,60 @@ async def test_a_state_topic_that_could_not_be_made_is_tried_again(store: Memory
             await node.leader.ensure_loaded("g", TP)
         assert refused.value.code == ErrorCode.kafka_storage_error
         assert await acquired(node, "a") == [(0, 9, 1)]
+    finally:
+        await node.stop()
+
+
+async def test_an_acknowledgement_whose_write_fails_changes_nothing(store: MemoryLogStore) -> None:
+    """With ``__share_group_state`` unwritable the acknowledgement gets the write's error and the
+    records stay Acquired by the member (the start offset does not move), so after the lock they are
+    delivered again rather than lost as if accepted."""
+    node = start_node(store)
+    try:
+        assert await acquired(node, "a", max_records=4) == [(0, 3, 1)]
+        for partition in range(2):
+            state_log = store.get(SHARE_STATE_TOPIC, partition)
+            assert state_log is not None
+            await state_log.close()
+        code = await node.leader.acknowledge("g", "a", TP, [(0, 3, (AcknowledgeType.ACCEPT,))])
+        assert code == ErrorCode.not_coordinator
+        assert (await node.leader.describe_offset("g", TP))[0] == 0
+        again = await node.leader.acknowledge("g", "b", TP, [(0, 3, (AcknowledgeType.ACCEPT,))])
+        assert again == ErrorCode.invalid_record_state, "the records are still a's, not settled"
+        await asyncio.sleep(0.4)
+        assert await acquired(node, "b", max_records=4) == [(0, 3, 2)]
+    finally:
+        await node.stop()
+
+
+async def test_concurrent_acknowledgements_of_one_partition_share_write_rounds(store: MemoryLogStore) -> None:
+    """Sixteen members acknowledging one share partition at once are answered by a few write rounds
+    (what arrives while one is written goes into the next), each answer only once its round is durable."""
+    queue = store.get("queue", 0)
+    assert queue is not None
+    await queue.append(encode_plain_batch([(None, b"more") for _ in range(6)], 0))
+    counter = WriteCounter()
+    node = start_node(store, observer=counter)
+    try:
+        members = [f"m{n}" for n in range(16)]
+        for n, member in enumerate(members):
+            assert await acquired(node, member, max_records=1) == [(n, n, 1)]
+        counter.rounds.clear()
+
+        async def accept(n: int) -> tuple[ErrorCode, int]:
+            code = await node.leader.acknowledge("g", members[n], TP, [(n, n, (AcknowledgeType.ACCEPT,))])
+            stored = await node.state.stored_state(ShareStateKey("g", *TP))
+            return code, -1 if stored is None else stored.start_offset + stored.delivery_complete_count
+
+        answers = []
+        for n in range(16):  # staggered: the first round is under way when the rest arrive
+            answers.append(asyncio.ensure_future(accept(n)))
+            await asyncio.sleep(0)
+        results = await asyncio.gather(*answers)
+        assert all(code == ErrorCode.none for code, _ in results)
+        assert all(durable > n for n, (_, durable) in enumerate(results)), "answered before durable"
+        assert sum(counter.rounds) == 16 and len(counter.rounds) < 16
+        print(f"16 acknowledgements in {len(counter.rounds)} write rounds: {counter.rounds}")
+        assert (await node.leader.describe_offset("g", TP))[0] == 16
     finally:
         await node.stop()

@@ -3,7 +3,8 @@
 - ``/metrics``: the Prometheus exposition of the node's own registry;
 - ``/v1/groups``: every group (state, protocol type, members, generation, rebalances);
 - ``/v1/groups/{group}``: members, assignments, offsets and lag, the last rebalances (in a cluster
-  also ``coordinator_moves``: each claim of the group's offsets partition); 404 if unknown;
+  also ``coordinator_moves``: each claim of the group's offsets partition); for a share group its
+  share partitions (start offset, in-flight and archived counts, lag); 404 if unknown;
 - ``/v1/cluster``: in a cluster, the live nodes and which node owns each partition (with its epoch);
   a single node says ``{"cluster": false}``.
 - ``/ui``: the web console over the group views (:mod:`kcoord.observability.console_route`).
@@ -18,7 +19,13 @@ from typing import Any
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.observability.collector import GroupCollector
 from kcoord.observability.console_route import console_route
-from kcoord.observability.group_views import ShardView, describe_group, list_groups
+from kcoord.observability.group_views import (
+    NO_SHARE_LOOKUPS,
+    ShardView,
+    ShareLookups,
+    describe_group,
+    list_groups,
+)
 from kcoord.observability.http import Authorize, HttpEndpoint, HttpResponse, Route
 from kcoord.observability.metrics import CONTENT_TYPE_LATEST, KcoordMetrics
 from kcoord.runtime.group_coordinator import GroupCoordinator
@@ -42,6 +49,7 @@ def build_endpoint(
     authorize: Authorize | None = None,
     cluster_status: Callable[[], dict[str, Any] | None] = lambda: None,
     coordinator_moves: Callable[[str], list[dict[str, Any]]] | None = None,
+    share: ShareLookups = NO_SHARE_LOOKUPS,
 ) -> HttpEndpoint:
     """The endpoint over these parts; registers the scrape-time collector in ``metrics``' registry."""
 
@@ -83,7 +91,7 @@ def build_endpoint(
         if not path.startswith(GROUPS_PATH + "/"):
             return None
         group_id = path[len(GROUPS_PATH) + 1 :]
-        view: dict[str, Any] | None = describe_group(shards(), group_id, log_end_offset)
+        view: dict[str, Any] | None = describe_group(shards(), group_id, log_end_offset, share)
         if view is None:
             return HttpResponse.json({"error": f"unknown group {group_id!r}"}, 404)
         if coordinator_moves is not None:

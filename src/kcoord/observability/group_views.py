@@ -2,7 +2,9 @@
 
 Classic groups show their generation and rebalance history; consumer (KIP-848) groups show their
 group and assignment epochs and each member's epoch, assignment and target assignment (their
-epoch bumps are not kept as history yet).
+epoch bumps are not kept as history yet); share (KIP-932) groups show their epochs, each member's
+assignment (a partition may be assigned to several members) and, for each share partition this node
+leads, its start offset, in-flight window and record counts by state, and lag.
 
 They read the shards' in-memory state synchronously on the event loop (the shards' own thread),
 so a view is a consistent snapshot. Durations in a rebalance record are milliseconds; a phase
@@ -11,7 +13,9 @@ that has not ended is ``null``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kcoord.coordinator.classic.consumer_protocol import (
@@ -24,12 +28,55 @@ from kcoord.coordinator.classic.consumer_protocol import (
 from kcoord.coordinator.classic.history import RebalanceRecord
 from kcoord.coordinator.classic.messages import DescribedGroup, ListedGroup
 from kcoord.coordinator.consumer.messages import DescribedConsumerGroup
+from kcoord.coordinator.record_fields import TopicPartitions
+from kcoord.coordinator.share.messages import DescribedShareGroup
+from kcoord.coordinator.share.partition_state import SharePartitionView
+from kcoord.protocol.errors import ErrorCode
 
 DESCRIBE_VERSION = 5
 """DescribeGroups version the views ask the manager for (an unknown group comes back as Dead)."""
 
 LogEndOffset = Callable[[str, int], int | None]
 """``(topic, partition) -> log end offset``, None when the partition does not exist."""
+
+SharePartitions = Callable[[str], list[dict[str, Any]]]
+"""``group -> [share partition view]``: what the share partitions' leader holds of the group
+(``topic``, ``partition``, ``start_offset``, ``end_offset``, ``in_flight``, ``available``,
+``acquired``, ``acknowledged``, ``archived``, ``lag``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShareLookups:
+    """What a share group's view needs beyond the shard: its share partitions and topic names."""
+
+    partitions: SharePartitions
+    topic_name: Callable[[uuid.UUID], str | None]
+
+
+NO_SHARE_LOOKUPS = ShareLookups(lambda group_id: [], lambda topic_id: None)
+
+
+def share_partition_rows(
+    views: Mapping[tuple[uuid.UUID, int], SharePartitionView], topic_name: Callable[[uuid.UUID], str | None]
+) -> list[dict[str, Any]]:
+    """The share partitions' leader's views of one group as :data:`SharePartitions` rows; ``in_flight``
+    is the window from the start offset to the end offset (records not all delivered yet)."""
+    return [
+        {
+            "topic": topic_name(topic_id) or str(topic_id),
+            "topic_id": str(topic_id),
+            "partition": partition,
+            "start_offset": view.start_offset,
+            "end_offset": view.end_offset,
+            "in_flight": view.end_offset - view.start_offset,
+            "available": view.available,
+            "acquired": view.acquired,
+            "acknowledged": view.acknowledged,
+            "archived": view.archived,
+            "lag": view.lag,
+        }
+        for (topic_id, partition), view in views.items()
+    ]
 
 
 class ClassicView(Protocol):
@@ -60,9 +107,20 @@ class ConsumerView(Protocol):
     def describe(self, group_id: str) -> DescribedConsumerGroup | None: ...
 
 
+class ShareView(Protocol):
+    """What the views read of a shard's share (KIP-932) groups."""
+
+    def list_groups(self, states: Iterable[str] = ()) -> list[tuple[str, str, str]]: ...
+
+    def describe(self, group_ids: Iterable[str]) -> list[DescribedShareGroup]: ...
+
+
 class ShardView(Protocol):
     @property
     def classic(self) -> ClassicView: ...
+
+    @property
+    def share(self) -> ShareView: ...
 
     @property
     def consumer(self) -> ConsumerView: ...
@@ -105,6 +163,19 @@ def list_groups(shards: Iterable[ShardView]) -> list[dict[str, Any]]:
                         "assignment_epoch": described.target_epoch,
                     }
                 )
+        for group_id, _, _ in shard.share.list_groups():
+            (share_group,) = shard.share.describe([group_id])
+            summaries.append(
+                {
+                    "group": group_id,
+                    "type": "share",
+                    "state": share_group.state,
+                    "protocol_type": "share",
+                    "members": len(share_group.members),
+                    "group_epoch": share_group.epoch,
+                    "assignment_epoch": share_group.assignment_epoch,
+                }
+            )
     return sorted(summaries, key=lambda summary: str(summary["group"]))
 
 
@@ -142,24 +213,64 @@ def rebalance_view(record: RebalanceRecord) -> dict[str, Any]:
 
 
 def describe_group(
-    shards: Iterable[ShardView], group_id: str, log_end_offset: LogEndOffset
+    shards: Iterable[ShardView],
+    group_id: str,
+    log_end_offset: LogEndOffset,
+    share: ShareLookups = NO_SHARE_LOOKUPS,
 ) -> dict[str, Any] | None:
-    """Members, assignments, committed offsets with lag, and history; None for an unknown group."""
+    """Members, assignments, committed offsets with lag, and history (share partitions for a share
+    group); None for an unknown group."""
     for shard in shards:
         if shard.classic.has_group(group_id):
             return _describe(shard, group_id, log_end_offset)
         consumer_group = shard.consumer.describe(group_id)
         if consumer_group is not None:
             return _describe_consumer(shard, consumer_group, log_end_offset)
+        (share_group,) = shard.share.describe([group_id])
+        if share_group.error_code == ErrorCode.none:
+            return _describe_share(share_group, share)
     return None
+
+
+def _sorted_assignment(assignment: Any) -> dict[str, list[int]]:
+    return {topic: sorted(parts) for topic, parts in sorted(assignment.items())}
+
+
+def _describe_share(group: DescribedShareGroup, share: ShareLookups) -> dict[str, Any]:
+    def named(assignment: TopicPartitions) -> dict[str, list[int]]:
+        return {share.topic_name(topic_id) or str(topic_id): sorted(parts) for topic_id, parts in assignment}
+
+    partitions = share.partitions(group.group_id)
+    return {
+        "group": group.group_id,
+        "type": "share",
+        "state": group.state,
+        "protocol_type": "share",
+        "group_epoch": group.epoch,
+        "assignment_epoch": group.assignment_epoch,
+        "assignor": group.assignor,
+        "members": [
+            {
+                "member_id": m.member_id,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "rack_id": m.rack_id,
+                "member_epoch": m.member_epoch,
+                "subscribed_topics": list(m.subscribed_topic_names),
+                "assignment": dict(sorted(named(m.assignment).items())),
+            }
+            for m in group.members
+        ],
+        "share_partitions": sorted(partitions, key=lambda p: (str(p["topic"]), int(p["partition"]))),
+        "offsets": [],
+        "rebalances": 0,
+        "history": [],
+    }
 
 
 def _describe_consumer(
     shard: ShardView, group: DescribedConsumerGroup, log_end_offset: LogEndOffset
 ) -> dict[str, Any]:
-    def sorted_assignment(assignment: Any) -> dict[str, list[int]]:
-        return {topic: sorted(parts) for topic, parts in sorted(assignment.items())}
-
     return {
         "group": group.group_id,
         "type": "consumer",
@@ -177,8 +288,8 @@ def _describe_consumer(
                 "member_epoch": m.member_epoch,
                 "protocol": "classic" if m.uses_classic_protocol else "consumer",
                 "subscribed_topics": list(m.subscribed_topics),
-                "assignment": sorted_assignment(m.assignment),
-                "target_assignment": sorted_assignment(m.target_assignment),
+                "assignment": _sorted_assignment(m.assignment),
+                "target_assignment": _sorted_assignment(m.target_assignment),
             }
             for m in group.members
         ],

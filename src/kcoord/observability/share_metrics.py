@@ -1,4 +1,5 @@
-"""Share group metrics (KIP-932): records acquired, acknowledged by type, locks that expired, and
+"""Share group metrics (KIP-932): records acquired, acknowledged by type, locks that expired, state
+write rounds and the acknowledgements they carried, and
 the share sessions and share partitions this node holds."""
 
 from __future__ import annotations
@@ -31,6 +32,16 @@ class ShareMetrics:
             "Acquired records whose lock (group.share.record.lock.duration.ms) ran out.",
             registry=registry,
         )
+        self.state_writes = Counter(
+            "kcoord_share_state_writes",
+            "Durable share-state write rounds (one WriteShareGroupState for one share partition).",
+            registry=registry,
+        )
+        self.written_acknowledgements = Counter(
+            "kcoord_share_state_write_acknowledgements",
+            "Acknowledgement requests answered by those write rounds (over the rounds: the batching).",
+            registry=registry,
+        )
 
     def acquired(self, records: int) -> None:
         self.acquired_records.inc(records)
@@ -40,6 +51,10 @@ class ShareMetrics:
 
     def locks_expired(self, records: int) -> None:
         self.expired_locks.inc(records)
+
+    def state_written(self, acknowledgements: int) -> None:
+        self.state_writes.inc()
+        self.written_acknowledgements.inc(acknowledgements)
 
     def watch(self, sessions: Callable[[], float], partitions: Callable[[], float]) -> None:
         Gauge(

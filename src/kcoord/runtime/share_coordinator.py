@@ -111,7 +111,15 @@ class ShareCoordinator(CoordinatorService):
 
     async def ensure_started(self) -> None:
         """Start on first use (as Kafka creates ``__share_group_state`` when share groups are first
-        used, so a node that never sees one has no such topic) and wait until every partition loaded."""
+        used, so a node that never sees one has no such topic) and wait until every partition loaded.
+
+        In a cluster (``owned_only``) this only makes sure the topic exists: the membership hands
+        this node the partitions it owns (:meth:`acquire`) and takes them back (:meth:`release`),
+        as it does ``__consumer_offsets``'s; a key of a partition owned elsewhere is NOT_COORDINATOR."""
+        if self._owned_only:
+            self.num_partitions = await self._state_topic.ensure_topic(self.num_partitions)
+            self._start_timers()
+            return
         started = self._started
         failed = started is not None and started.done() and not started.cancelled() and started.exception()
         if started is None or (failed and not self.all_runners()):
@@ -123,10 +131,19 @@ class ShareCoordinator(CoordinatorService):
         await self.start()
         await self.loaded.wait()
 
+    async def acquire(self, partition: int, partition_log: PartitionLog) -> None:
+        """This node owns ``partition`` of ``__share_group_state`` now (a cluster): load its state."""
+        self._start_timers()
+        await super().acquire(partition, partition_log)
+
+    def _start_timers(self) -> None:
+        if not self._driver.running:
+            self._driver.start()
+
     async def stop(self) -> None:
         if self._started is not None:
             self._started.cancel()
-            await super().stop()
+        await super().stop()
 
     def read_state(self, key: ShareStateKey) -> StoredShareState | None:
         """ReadShareGroupState: the stored state of one share partition (raises while loading)."""

@@ -10,9 +10,14 @@ and :mod:`kcoord.coordinator.share.sessions`): this module does the I/O the core
 - **Acquiring.** A fetch reads whole batches from the first Available offset and acquires what it
   may of them for the member; the bytes go out as stored and the client keeps only the acquired
   offsets.
-- **Durability.** An acknowledgement changes the in-memory state at once (so no other member can
-  acquire the record meanwhile) and is answered only once its WriteShareGroupState is durable.
-  Releases by lock expiry or a closed session are written too; nobody waits for them.
+- **Durability.** An acknowledgement is staged at once (its records stay Acquired, so no other
+  member can acquire them and their lock cannot expire meanwhile), settled only once its
+  WriteShareGroupState is durable, and answered then; a failed write unstages it, so memory is never
+  ahead of disk (Kafka's rollback of a failed persist). Releases by lock expiry or a closed session
+  are written too; nobody waits for them.
+- **Write rounds.** Each share partition has at most one state write in flight. Whatever arrives
+  meanwhile (acknowledgements of any member, releases, expiries) goes into the next write together,
+  so sixteen consumers acknowledging one partition need a few writes, not sixteen in a queue.
 - **Locks.** One timer on a timing wheel stands for the earliest lock deadline of all the share
   partitions; when it fires, every expired lock ends and the timer moves to the next deadline.
 - **Disconnects.** When the connection that opened a share session closes, the session ends and
@@ -32,7 +37,11 @@ from typing import Any, Protocol
 import structlog
 
 from kcoord.coordinator.share.config import ShareGroupConfig
-from kcoord.coordinator.share.partition_state import AcquiredRecords, acknowledgement_ranges
+from kcoord.coordinator.share.partition_state import (
+    AcquiredRecords,
+    SharePartitionView,
+    acknowledgement_ranges,
+)
 from kcoord.coordinator.share.partitions import ShareGroupPartitions, StateWrite
 from kcoord.coordinator.share.sessions import ShareSessions
 from kcoord.coordinator.share.state_records import ShareStateKey
@@ -65,6 +74,9 @@ class ShareObserver(Protocol):
 
     def locks_expired(self, records: int) -> None: ...
 
+    def state_written(self, acknowledgements: int) -> None:
+        """One write round of a share partition is durable, carrying this many acknowledgements."""
+
 
 class _NoObserver:
     def acquired(self, records: int) -> None:
@@ -75,6 +87,20 @@ class _NoObserver:
 
     def locks_expired(self, records: int) -> None:
         return None
+
+    def state_written(self, acknowledgements: int) -> None:
+        return None
+
+
+class _Rounds:
+    """One share partition's write rounds: what waits for the next one, and whether one runs."""
+
+    __slots__ = ("changed", "running", "waiters")
+
+    def __init__(self) -> None:
+        self.changed: set[int] = set()
+        self.waiters: list[asyncio.Future[ErrorCode]] = []
+        self.running = False
 
 
 class SharePartitionLeader:
@@ -107,6 +133,7 @@ class SharePartitionLeader:
         self._loading: dict[tuple[str, uuid.UUID, int], asyncio.Future[None]] = {}
         self._background_tasks: set[asyncio.Task[None]] = set()
         self._waiters: set[asyncio.Event] = set()
+        self._rounds: dict[tuple[str, uuid.UUID, int], _Rounds] = {}
 
     def start(self) -> None:
         self._driver.start()
@@ -222,15 +249,68 @@ class SharePartitionLeader:
             ranges = [r for first, last, types in batches for r in acknowledgement_ranges(first, last, types)]
             if self._partitions.get(group_id, tp) is None:
                 raise KafkaError(ErrorCode.invalid_record_state, f"{group_id} holds nothing of {tp}")
-            write = self._partitions.acknowledge(group_id, member_id, tp, ranges)
+            self._partitions.stage(group_id, member_id, tp, ranges)
         except KafkaError as exc:
             return exc.code
-        self._notify()
-        code = await self._state.write_state(write)
-        if code == ErrorCode.none:
-            for first, last, kind in ranges:
-                self._observer.acknowledged(kind, last - first + 1)
-        return code
+        answered: asyncio.Future[ErrorCode] = asyncio.get_running_loop().create_future()
+        self._next_round(group_id, tp).waiters.append(answered)
+        return await answered
+
+    def _next_round(self, group_id: str, tp: TopicIdPartition, changed: Iterable[int] = ()) -> _Rounds:
+        """The share partition's next write round, with ``changed`` in it; started if none runs."""
+        key = (group_id, *tp)
+        rounds = self._rounds.get(key)
+        if rounds is None:
+            rounds = self._rounds[key] = _Rounds()
+        rounds.changed.update(changed)
+        if not rounds.running:
+            rounds.running = True
+            self._background(self._write_rounds(group_id, tp, rounds))
+        return rounds
+
+    async def _write_rounds(self, group_id: str, tp: TopicIdPartition, rounds: _Rounds) -> None:
+        """Write rounds while anything waits: one state write each, answered once it is durable."""
+        try:
+            while rounds.waiters or rounds.changed:
+                waiters, rounds.waiters = rounds.waiters, []
+                changed, rounds.changed = rounds.changed, set()
+                write = self._partitions.begin_round(group_id, tp, changed)
+                code = ErrorCode.unknown_topic_or_partition if write is None else await self._write(write)
+                settled = self._partitions.end_round(group_id, tp, durable=code == ErrorCode.none)
+                if code == ErrorCode.none:
+                    for kind, records in settled.items():
+                        self._observer.acknowledged(kind, records)
+                    self._observer.state_written(len(waiters))
+                else:
+                    log.warning(
+                        "share.state_write_failed",
+                        group=group_id,
+                        topic_id=str(tp[0]),
+                        partition=tp[1],
+                        acknowledgements=len(waiters),
+                        error=code.name,
+                    )
+                    self._arm_locks()  # unstaged records' locks run again
+                self._notify()
+                for answered in waiters:
+                    if not answered.done():
+                        answered.set_result(code)
+        finally:
+            rounds.running = False
+            if self._rounds.get((group_id, *tp)) is rounds:
+                del self._rounds[(group_id, *tp)]
+            for answered in rounds.waiters:
+                if not answered.done():
+                    answered.set_result(ErrorCode.unknown_server_error)
+
+    async def _write(self, write: StateWrite) -> ErrorCode:
+        try:
+            return await self._state.write_state(write)
+        except KafkaError as exc:
+            return exc.code
+        except Exception as exc:  # every waiter must still be answered
+            log.error("share.state_write_error", group=write.key.group_id, error=repr(exc), exc_info=exc)
+            return ErrorCode.unknown_server_error
 
     async def delete_groups(self, group_ids: list[str]) -> None:
         """DeleteGroups removed these (empty) groups: their share partitions here and their durable
@@ -272,6 +352,16 @@ class SharePartitionLeader:
             self._partitions.forget(group_id, tp)
         await self._state.delete_states([ShareStateKey(group_id, *tp) for tp in tps])
 
+    def partition_views(self, group_id: str) -> dict[TopicIdPartition, SharePartitionView]:
+        """What this node holds in memory of the group's share partitions (``/v1/groups``), the lag
+        against each log's end."""
+        log_ends = {}
+        for tp in self.led_partitions(group_id):
+            partition_log = self._logs(*tp)
+            if partition_log is not None:
+                log_ends[tp] = partition_log.log_end_offset
+        return self._partitions.describe(group_id, log_ends)
+
     def led_partitions(self, group_id: str) -> list[TopicIdPartition]:
         return list(self._partitions.describe(group_id, {}))
 
@@ -307,24 +397,18 @@ class SharePartitionLeader:
         return self._partitions.count()
 
     def _persist(self, writes: list[StateWrite]) -> None:
+        """Releases and expiries already applied here: written in each partition's next round."""
         if not writes:
             return
         self._notify()
         for write in writes:
-            self._background(self._write_quietly(write))
+            changed = [o for batch in write.batches for o in range(batch.first_offset, batch.last_offset + 1)]
+            self._next_round(write.key.group_id, (write.key.topic_id, write.key.partition), changed)
 
     def _background(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(work)
         self._background_tasks.add(task)
         task.add_done_callback(self._background_tasks.discard)
-
-    async def _write_quietly(self, write: StateWrite) -> None:
-        try:
-            code = await self._state.write_state(write)
-        except KafkaError as exc:
-            code = exc.code
-        if code != ErrorCode.none:
-            log.warning("share.state_write_failed", group=write.key.group_id, error=code.name)
 
     def _notify(self) -> None:
         for event in self._waiters:

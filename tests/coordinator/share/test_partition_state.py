@@ -276,3 +276,55 @@ def test_an_acknowledgement_batch_has_one_type_or_one_per_offset() -> None:
         with pytest.raises(KafkaError) as refused:
             acknowledgement_ranges(3, 5, types)
         assert refused.value.code == ErrorCode.invalid_request
+
+
+def test_a_staged_acknowledgement_changes_nothing_until_its_round_is_durable() -> None:
+    """A staged acknowledgement keeps its records Acquired (no expiry, release or second acknowledgement
+    takes them); the round's write shows the state as if settled, and only end_round(durable) settles it."""
+    share = partition(record_lock_duration_ms=100)
+    share.acquire("m1", 0, 9, now_ms=0)
+    share.stage("m1", [(0, 3, ACCEPT), (4, 4, REJECT), (5, 5, RELEASE)])
+    assert share.expire_locks(now_ms=1_000) == [StateBatch(6, 9, 0, 1)]
+    assert share.release_member("m1") == []
+    with pytest.raises(KafkaError) as twice:
+        share.stage("m1", [(0, 0, ACCEPT)])
+    assert twice.value.code == ErrorCode.invalid_record_state
+    assert share.record_state(0) == (RecordState.ACQUIRED, 1, "m1")
+    start, batches, done = share.begin_round()
+    assert (start, batches, done) == (5, [StateBatch(5, 5, 0, 1)], 0)
+    assert share.start_offset == 0 and share.next_lock_deadline() is None
+    assert share.end_round(durable=True) == {
+        AcknowledgeType.ACCEPT: 4,
+        AcknowledgeType.REJECT: 1,
+        AcknowledgeType.RELEASE: 1,
+    }
+    assert share.start_offset == 5 and share.record_state(5) == (RecordState.AVAILABLE, 1, None)
+
+
+def test_a_failed_round_rolls_its_acknowledgements_back() -> None:
+    """When the round's write fails its acknowledgements are unstaged: the records are Acquired by
+    their member as before, the start offset has not moved, and their lock runs again."""
+    share = partition(record_lock_duration_ms=100)
+    share.acquire("m1", 0, 4, now_ms=0)
+    share.stage("m1", [(0, 4, ACCEPT)])
+    assert share.begin_round()[0] == 5
+    assert share.end_round(durable=False) == {}
+    assert share.start_offset == 0 and share.record_state(0) == (RecordState.ACQUIRED, 1, "m1")
+    assert share.next_lock_deadline() == 100
+    assert share.expire_locks(now_ms=100) == [StateBatch(0, 4, 0, 1)]
+    assert share.acquire("m2", 0, 4, now_ms=200) == [AcquiredRecords(0, 4, 2)]
+
+
+def test_acknowledgements_staged_during_a_round_wait_for_the_next() -> None:
+    """A round takes only what was staged before it began; what is staged meanwhile is left for the next."""
+    share = partition()
+    share.acquire("m1", 0, 1, now_ms=0)
+    share.acquire("m2", 2, 3, now_ms=0)
+    share.stage("m1", [(0, 1, ACCEPT)])
+    share.begin_round()
+    share.stage("m2", [(2, 3, ACCEPT)])
+    share.end_round(durable=True)
+    assert share.start_offset == 2 and share.has_staged()
+    assert share.begin_round() == (4, [], 0)
+    share.end_round(durable=True)
+    assert share.start_offset == 4 and not share.has_staged()

@@ -17,6 +17,15 @@ offset moves past the head as long as the head is done. What must survive a cras
 as :class:`StateBatch` runs (Acquired is written as Available: after a crash it is delivered
 again), the shape of ``WriteShareGroupState`` and of the ``__share_group_state`` records.
 
+**Acknowledgements settle only once durable.** As Kafka's ``SharePartition`` starts a state
+transition, persists it and rolls it back when the persist fails, an acknowledgement here is first
+*staged* (:meth:`stage`): its records stay Acquired by their member, but no lock expiry, release or
+other acknowledgement touches them. A write round (:meth:`begin_round`) takes every staged
+acknowledgement and gives what the state would be with them settled; :meth:`end_round` settles them
+once that write is durable, or unstages them when it failed (they are Acquired again as before, and
+their lock runs on). Memory is therefore never ahead of disk for an acknowledgement, and
+acknowledgements that arrive while a round is written go into the next one.
+
 Pure and per record (the window is bounded by ``group.share.partition.max.record.locks``): no I/O,
 and time is handed in.
 """
@@ -24,7 +33,7 @@ and time is handed in.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from kcoord.coordinator.share.config import ShareGroupConfig
@@ -125,6 +134,10 @@ class SharePartition:
         self.start_offset = start_offset
         self.end_offset = start_offset
         self._records: dict[int, _InFlight] = {}
+        self._staged: dict[int, AcknowledgeType] = {}
+        """Acknowledged offsets waiting for the next write round, with their acknowledge type."""
+        self._writing: dict[int, AcknowledgeType] = {}
+        """Acknowledged offsets of the round being written (settled once it is durable)."""
 
     @classmethod
     def initialised(
@@ -171,7 +184,11 @@ class SharePartition:
 
     def next_lock_deadline(self) -> int | None:
         """The earliest lock deadline of an Acquired record (when :meth:`expire_locks` has work)."""
-        deadlines = [r.lock_deadline_ms for r in self._records.values() if r.state is RecordState.ACQUIRED]
+        deadlines = [
+            record.lock_deadline_ms
+            for offset, record in self._records.items()
+            if record.state is RecordState.ACQUIRED and not self._settling(offset)
+        ]
         return min(deadlines) if deadlines else None
 
     def delivery_complete_count(self) -> int:
@@ -236,11 +253,18 @@ class SharePartition:
     def acknowledge(
         self, member_id: str, acknowledgements: Iterable[tuple[int, int, int]]
     ) -> list[StateBatch]:
-        """Apply ``(first_offset, last_offset, acknowledge type)`` ranges of one member, all or nothing.
+        """Stage and settle at once (no write to wait for): the changed offsets as persisted runs."""
+        self.stage(member_id, acknowledgements)
+        staged, self._staged = self._staged, {}
+        self._settle_all(staged)
+        return self._batches(staged)
+
+    def stage(self, member_id: str, acknowledgements: Iterable[tuple[int, int, int]]) -> None:
+        """Stage ``(first_offset, last_offset, acknowledge type)`` ranges of one member, all or nothing.
 
         Raises INVALID_REQUEST for a malformed range or type, INVALID_RECORD_STATE for an offset
-        outside the window or not Acquired by this member; nothing changes then. Returns the changed
-        offsets as persisted runs."""
+        outside the window, not Acquired by this member, or already acknowledged and not yet
+        settled; nothing changes then."""
         ranges = list(acknowledgements)
         for first, last, kind in ranges:
             if first > last or first < 0 or kind not in AcknowledgeType._value2member_map_:
@@ -249,24 +273,58 @@ class SharePartition:
                 record = self._records.get(offset)
                 if record is None:
                     raise KafkaError(ErrorCode.invalid_record_state, f"offset {offset} is not in flight")
-                if record.state is not RecordState.ACQUIRED or record.member_id != member_id:
+                if (
+                    record.state is not RecordState.ACQUIRED
+                    or record.member_id != member_id
+                    or self._settling(offset)
+                ):
                     raise KafkaError(
                         ErrorCode.invalid_record_state, f"offset {offset} is not acquired by {member_id}"
                     )
-        changed: list[int] = []
-        for first, last, kind in ranges:
-            for offset in range(first, last + 1):
-                self._settle(self._records[offset], AcknowledgeType(kind))
-                changed.append(offset)
-        self._advance_start()
-        return self._batches(changed)
+        staged = {
+            offset: AcknowledgeType(kind) for first, last, kind in ranges for offset in range(first, last + 1)
+        }
+        if len(staged) != sum(last - first + 1 for first, last, _ in ranges):
+            raise KafkaError(ErrorCode.invalid_request, "an offset is acknowledged twice")
+        self._staged.update(staged)
+
+    def has_staged(self) -> bool:
+        return bool(self._staged)
+
+    def begin_round(self, changed: Iterable[int] = ()) -> tuple[int, list[StateBatch], int]:
+        """Start a write round: the staged acknowledgements join it. Returns (start offset, changed
+        runs, delivery-complete count) as they will be once the round's acknowledgements are
+        settled; ``changed`` are offsets otherwise changed since the last round (releases, expiries)."""
+        if self._writing:
+            raise KafkaError(ErrorCode.unknown_server_error, "a write round is already under way")
+        self._writing, self._staged = self._staged, {}
+        start = self.start_offset
+        while start < self.end_offset and self._state_after_round(start) in _DONE:
+            start += 1
+        done = sum(1 for offset in range(start, self.end_offset) if self._state_after_round(offset) in _DONE)
+        offsets = [offset for offset in {*changed, *self._writing} if offset >= start]
+        return start, self._batches(offsets, self._state_after_round), done
+
+    def end_round(self, durable: bool) -> dict[AcknowledgeType, int]:
+        """The round's write is durable (settle its acknowledgements) or failed (unstage them: their
+        records stay Acquired by their member). Returns the settled records by acknowledge type."""
+        writing, self._writing = self._writing, {}
+        if not durable:
+            return {}
+        self._settle_all(writing)
+        settled: dict[AcknowledgeType, int] = {}
+        for kind in writing.values():
+            settled[kind] = settled.get(kind, 0) + 1
+        return settled
 
     def expire_locks(self, now_ms: int) -> list[StateBatch]:
         """Locks past their deadline end: their records are Available again (Archived at the limit)."""
         expired = [
             offset
             for offset, record in self._records.items()
-            if record.state is RecordState.ACQUIRED and record.lock_deadline_ms <= now_ms
+            if record.state is RecordState.ACQUIRED
+            and record.lock_deadline_ms <= now_ms
+            and not self._settling(offset)
         ]
         return self._release(expired)
 
@@ -275,7 +333,9 @@ class SharePartition:
         held = [
             offset
             for offset, record in self._records.items()
-            if record.state is RecordState.ACQUIRED and record.member_id == member_id
+            if record.state is RecordState.ACQUIRED
+            and record.member_id == member_id
+            and not self._settling(offset)
         ]
         return self._release(held)
 
@@ -284,6 +344,8 @@ class SharePartition:
         if offset < 0:
             raise KafkaError(ErrorCode.invalid_request, f"start offset {offset} is negative")
         self._records.clear()
+        self._staged.clear()
+        self._writing.clear()
         self.start_offset = self.end_offset = offset
 
     def advance_to_log_start(self, log_start: int) -> None:
@@ -292,11 +354,32 @@ class SharePartition:
             return
         for offset in range(self.start_offset, min(log_start, self.end_offset)):
             del self._records[offset]
+            self._staged.pop(offset, None)
         self.start_offset = log_start
         self.end_offset = max(self.end_offset, log_start)
         self._advance_start()
 
     # -- inner workings
+
+    def _settling(self, offset: int) -> bool:
+        """Acknowledged, waiting for (or in) a write round: no expiry, release or acknowledgement."""
+        return offset in self._staged or offset in self._writing
+
+    def _settle_all(self, acknowledged: dict[int, AcknowledgeType]) -> None:
+        for offset, kind in acknowledged.items():
+            record = self._records.get(offset)
+            if record is not None and record.state is RecordState.ACQUIRED:
+                self._settle(record, kind)
+        self._advance_start()
+
+    def _state_after_round(self, offset: int) -> RecordState:
+        record = self._records[offset]
+        kind = self._writing.get(offset)
+        if kind is None:
+            return record.state
+        if kind is AcknowledgeType.ACCEPT:
+            return RecordState.ACKNOWLEDGED
+        return self._released_state(record) if kind is AcknowledgeType.RELEASE else RecordState.ARCHIVED
 
     def _settle(self, record: _InFlight, kind: AcknowledgeType) -> None:
         if kind is AcknowledgeType.ACCEPT:
@@ -338,14 +421,19 @@ class SharePartition:
             del self._records[self.start_offset]
             self.start_offset += 1
 
-    def _batches(self, offsets: Iterable[int]) -> list[StateBatch]:
-        """Runs of consecutive offsets still in the window with the same persisted state and count."""
+    def _batches(
+        self, offsets: Iterable[int], state_of: Callable[[int], RecordState] | None = None
+    ) -> list[StateBatch]:
+        """Runs of consecutive offsets still in the window with the same persisted state and count
+        (the state now, or as ``state_of`` gives it)."""
         runs: list[StateBatch] = []
         for offset in sorted(set(offsets)):
             record = self._records.get(offset)
             if record is None:
                 continue
-            state = RecordState.AVAILABLE if record.state is RecordState.ACQUIRED else record.state
+            state = record.state if state_of is None else state_of(offset)
+            if state is RecordState.ACQUIRED:
+                state = RecordState.AVAILABLE
             last = runs[-1] if runs else None
             if (
                 last is not None

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from kcoord.coordinator.share.config import ShareGroupConfig
 from kcoord.coordinator.share.partition_state import (
+    AcknowledgeType,
     AcquiredRecords,
     SharePartition,
     SharePartitionView,
@@ -98,6 +99,29 @@ class ShareGroupPartitions:
         """ShareAcknowledge (or acknowledgements on ShareFetch) for one partition: all or nothing."""
         share = self._share(group_id, tp)
         return self._write(group_id, tp, share, share.acknowledge(member_id, ranges))
+
+    def stage(
+        self, group_id: str, member_id: str, tp: TopicIdPartition, ranges: Iterable[tuple[int, int, int]]
+    ) -> None:
+        """Stage one member's acknowledgements (all or nothing) for the partition's next write round."""
+        self._share(group_id, tp).stage(member_id, ranges)
+
+    def begin_round(
+        self, group_id: str, tp: TopicIdPartition, changed: Iterable[int] = ()
+    ) -> StateWrite | None:
+        """The write of the partition's next round: its staged acknowledgements as if settled, and the
+        ``changed`` offsets (releases, expiries) as they are; None when the partition is gone."""
+        share = self._partitions.get((group_id, *tp))
+        if share is None:
+            return None
+        start, batches, done = share.begin_round(changed)
+        state_epoch = self._state_epochs.get((group_id, *tp), 0)
+        return StateWrite(ShareStateKey(group_id, *tp), state_epoch, start, tuple(batches), done)
+
+    def end_round(self, group_id: str, tp: TopicIdPartition, durable: bool) -> dict[AcknowledgeType, int]:
+        """The round's write is durable (its acknowledgements settle) or failed (they are unstaged)."""
+        share = self._partitions.get((group_id, *tp))
+        return {} if share is None else share.end_round(durable)
 
     def next_lock_deadline(self) -> int | None:
         deadlines = [

@@ -60,8 +60,8 @@ function renderGroups(groups) {
       el("td", {}, el("span", { class: `badge ${group.state}` }, group.state)),
       el("td", {}, group.protocol_type || "–"),
       el("td", { class: "num" }, group.members),
-      el("td", { class: "num" }, group.generation ?? "–"),
-      el("td", { class: "num" }, group.rebalances));
+      el("td", { class: "num" }, group.generation ?? group.group_epoch ?? "–"),
+      el("td", { class: "num" }, group.rebalances ?? "–"));
     if (group.group === selected) row.classList.add("selected");
     row.addEventListener("click", () => select(group.group));
     body.append(row);
@@ -106,6 +106,26 @@ function renderOffsets(group) {
   }
   if (group.offsets.length === 0) {
     body.append(el("tr", {}, el("td", { colSpan: 5, class: "empty" }, "no committed offsets")));
+  }
+}
+
+function renderSharePartitions(group) {
+  const partitions = group.share_partitions || [];
+  document.getElementById("share-partitions").hidden = group.type !== "share";
+  const body = document.querySelector("#share-table tbody");
+  body.replaceChildren();
+  for (const p of partitions) {
+    body.append(el("tr", { "data-topic": p.topic, "data-partition": p.partition },
+      el("td", {}, p.topic),
+      el("td", { class: "num" }, p.partition),
+      el("td", { class: "num" }, p.start_offset),
+      el("td", { class: "num" }, p.in_flight),
+      el("td", { class: "num" }, p.acquired),
+      el("td", { class: "num" }, p.archived),
+      el("td", { class: "num" }, p.lag)));
+  }
+  if (partitions.length === 0) {
+    body.append(el("tr", {}, el("td", { colSpan: 7, class: "empty" }, "no share partition read yet")));
   }
 }
 
@@ -213,15 +233,17 @@ function renderDetail(group) {
   state.className = `badge ${group.state}`;
   document.getElementById("card-protocol").textContent =
     `${group.protocol_type || "–"}${group.protocol ? " / " + group.protocol : ""}`;
-  document.getElementById("card-generation").textContent = group.generation ?? "–";
+  document.getElementById("card-generation").textContent = group.generation ?? group.group_epoch ?? "–";
   document.getElementById("card-members").textContent = group.members.length;
-  const lags = group.offsets.map((o) => o.lag).filter((lag) => lag !== null);
+  const lags = [...group.offsets, ...(group.share_partitions || [])]
+    .map((o) => o.lag).filter((lag) => lag !== null);
   document.getElementById("card-lag").textContent = lags.length ? lags.reduce((a, b) => a + b, 0) : "–";
   const latest = group.history[group.history.length - 1];
   document.getElementById("card-last").textContent = latest ? duration(latest.total_ms) : "–";
   renderTimeline(group.history, Date.now());
   renderMembers(group);
   renderOffsets(group);
+  renderSharePartitions(group);
 }
 
 async function refresh() {
