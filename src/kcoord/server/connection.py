@@ -6,9 +6,10 @@ written to the transport. So an OffsetFetch pipelined behind an OffsetCommit rea
 offset, and a Fetch pipelined behind a Produce sees the produced records. A parked JoinGroup or a
 long-polling Fetch holds its own connection and no other.
 
-Pipelined requests share one round: frames already complete in the read buffer are read without
-waiting, handled one after another (each still only once the previous one is answered), and their
-responses are written together, with one ``send`` for the batch. A response is never held behind
+Pipelined requests share one round: frames already complete in the read buffer are taken from it
+without waiting (and without a coroutine, see :meth:`FrameReader.take_buffered`), handled one
+after another (each still only once the previous one is answered), and their responses are
+written together, with one ``send`` for the batch. A response is never held behind
 a request that waits: if a handler suspends while responses are pending, a callback scheduled
 with the batch writes them first (so a heartbeat answer does not wait for a parked JoinGroup
 behind it). A batch is also cut at :data:`MAX_BATCH_BYTES` and whenever the transport still
@@ -122,9 +123,11 @@ class Connection:
         frames = self._frames
         pending = self._pending
         while not self._closing:
-            frame = await self._next_frame()
+            frame = frames.take_buffered()
             if frame is None:
-                return
+                frame = await self._next_frame()
+                if frame is None:
+                    return
             self._handling = True
             self.last_active = loop.time()
             try:
@@ -179,12 +182,9 @@ class Connection:
         """The next request frame; None when the peer closed cleanly between frames."""
         self._waiting_for_request = True
         try:
-            return await self._read_frame()
+            frame = await self._frames.read()
         finally:
             self._waiting_for_request = False
-
-    async def _read_frame(self) -> bytes | None:
-        frame = await self._frames.read()
         if frame is None:
             self._log.debug("connection.closed_by_peer")
         return frame
