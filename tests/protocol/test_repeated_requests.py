@@ -1,4 +1,4 @@
-"""The memo of repeated request bodies reads every Metadata version as kio does, first time and after."""
+"""The memo of repeated request frames reads as the reader it wraps does, first time and after."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kcoord.apis.groups.heartbeat_wire import decode_heartbeat
+from kcoord.apis.groups.offset_fetch_wire import decode_offset_fetch
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.codec import decode_request
-from kcoord.protocol.repeated_requests import RepeatedRequests
+from kcoord.protocol.repeated_requests import MAX_KEPT_BYTES, RepeatedRequests
 from tests.protocol.in_process import encode_request
 
 names = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=30)
@@ -59,26 +61,28 @@ def test_metadata_bodies_read_as_kio_reads_them(
     first_client: str | None,
     second_client: str | None,
 ) -> None:
-    """A Metadata body read the first time and again (another correlation id and client id) gives kio's
-    header and request, for versions 0-13; the second read is served from the memo."""
+    """A Metadata frame read the first time and again (another correlation id, another client id) gives
+    kio's header and request, for versions 0-13; each small frame is kept once per client id."""
     reader = RepeatedRequests(ApiKey.METADATA)
     body = _body(version, requested, auto, ops)
-    for correlation_id, client_id in ((11, first_client), (12, second_client)):
+    kept = set()
+    for correlation_id, client_id in ((11, first_client), (12, second_client), (13, first_client)):
         frame = _frame(version, body, correlation_id, client_id)
         assert reader(frame) == decode_request(frame)
-    assert len(reader) == 1
+        if len(frame) <= MAX_KEPT_BYTES:
+            kept.add(client_id)
+    assert len(reader) == len(kept)
 
 
-def test_header_tagged_fields_are_left_to_kio_and_not_kept() -> None:
-    """A flexible header carrying tagged fields is read by kio (which skips them) and not memoized."""
+def test_header_tagged_fields_are_read_by_kio_and_kept() -> None:
+    """A flexible header carrying tagged fields reads as kio reads it, the first time and again."""
     body = _body(12, [{"name": "t", "topic_id": uuid.UUID(int=0)}], True, False)
     plain = _frame(12, body, 5, "client")
     header_end = 10 + len(b"client")
     tagged = plain[:header_end] + b"\x01\x07\x01\x00" + plain[header_end + 1 :]  # one unknown tag
     reader = RepeatedRequests(ApiKey.METADATA)
-    header, request = reader(tagged)
-    assert (header, request) == decode_request(plain)
-    assert len(reader) == 0
+    assert reader(tagged) == decode_request(plain) == reader(tagged)
+    assert len(reader) == 1
 
 
 def test_other_apis_and_cut_frames_are_refused() -> None:
@@ -89,8 +93,10 @@ def test_other_apis_and_cut_frames_are_refused() -> None:
     )
     with pytest.raises(ValueError):
         reader(heartbeat[4:])
+    with pytest.raises(ValueError):
+        reader(heartbeat[4:9])
     frame = _frame(12, _body(12, [{"name": "topic", "topic_id": uuid.UUID(int=0)}], False, False), 3, "c")
-    for end in range(len(frame) - 1, 0, -1):
+    for end in range(len(frame) - 1, 7, -1):
         with pytest.raises(Exception):  # noqa: B017 - kio raises several types for cut bodies
             reader(frame[:end])
     assert len(reader) == 0
@@ -104,3 +110,41 @@ def test_the_memo_is_bounded() -> None:
             _frame(9, _body(9, [{"name": f"t{index}", "topic_id": uuid.UUID(int=0)}], True, False), 1, "c")
         )
         assert len(reader) <= 3
+
+
+@pytest.mark.parametrize("version", range(5))
+def test_heartbeats_read_through_the_memo_as_their_own_reader_reads_them(version: int) -> None:
+    """Wrapped around the hand-written Heartbeat reader (itself checked against kio), the memo gives its
+    header and request, with each frame's own correlation id, and refuses what the reader refuses."""
+    reader = RepeatedRequests(ApiKey.HEARTBEAT, decode_heartbeat)
+    body = {"group_id": "g", "generation_id": 7, "member_id": "m-1", "group_instance_id": "i"}
+    for correlation_id in (1, 2, 3):
+        frame = encode_request(ApiKey.HEARTBEAT, version, body, correlation_id, "client")[4:]
+        assert reader(frame) == decode_heartbeat(frame)
+        assert reader(frame)[0].correlation_id == correlation_id
+    assert len(reader) == 1
+    with pytest.raises(ValueError):
+        reader(frame[:-1])
+    assert len(reader) == 1
+
+
+@pytest.mark.parametrize("version", [8, 9])
+def test_offset_fetches_read_through_the_memo_as_their_own_reader_reads_them(version: int) -> None:
+    """Wrapped around the hand-written OffsetFetch reader, the memo gives its header and request."""
+    reader = RepeatedRequests(ApiKey.OFFSET_FETCH, decode_offset_fetch)
+    group = {
+        "group_id": "g",
+        "member_id": "m",
+        "member_epoch": 3,
+        "topics": [{"name": "t", "partition_indexes": [0]}],
+    }
+    for correlation_id, client_id in ((1, "a"), (2, "a"), (3, None)):
+        frame = encode_request(  # type: ignore[arg-type]
+            ApiKey.OFFSET_FETCH,
+            version,
+            {"groups": [group], "require_stable": False},
+            correlation_id,
+            client_id,
+        )[4:]
+        assert reader(frame) == decode_offset_fetch(frame)
+    assert len(reader) == 2
