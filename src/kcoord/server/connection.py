@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Protocol
+from collections.abc import Coroutine, Generator
+from typing import Any, Protocol, cast
 
 import structlog
 
@@ -131,7 +132,14 @@ class Connection:
             self._handling = True
             self.last_active = loop.time()
             try:
-                response = await handle(frame, self.info)
+                answering = handle(frame, self.info)
+                try:
+                    yielded = answering.send(None)
+                except StopIteration as answered:  # decided without suspending: the common case
+                    response = answered.value
+                else:  # it waits (a write's durability, a parked join): that yields the loop
+                    response = await _Resumed(answering, yielded)
+                    frames.restart_turn()
             finally:
                 self._handling = False
                 frames.done()
@@ -214,3 +222,38 @@ class Connection:
         self._writer.close()
         with contextlib.suppress(Exception):
             await self._writer.wait_closed()
+
+
+class _Resumed:
+    """Awaits a coroutine the connection has started itself, which yielded ``yielded``.
+
+    The connection starts each request's coroutine by hand to learn whether it suspends (a
+    request that waited has let other connections run, so its connection starts a fresh turn,
+    see :mod:`kcoord.server.frames`). This passes the first yield to the task and then forwards
+    everything between the task and the coroutine, as ``yield from`` does.
+    """
+
+    __slots__ = ("_coroutine", "_yielded")
+
+    def __init__(self, coroutine: Coroutine[Any, Any, bytes | None], yielded: Any) -> None:
+        self._coroutine = coroutine
+        self._yielded = yielded
+
+    def __await__(self) -> Generator[Any, Any, bytes | None]:
+        coroutine, yielded = self._coroutine, self._yielded
+        while True:
+            try:
+                sent = yield yielded
+            except GeneratorExit:
+                coroutine.close()
+                raise
+            except BaseException as exc:  # the task throws (a cancellation): into the coroutine
+                try:
+                    yielded = coroutine.throw(exc)
+                except StopIteration as answered:
+                    return cast("bytes | None", answered.value)
+            else:
+                try:
+                    yielded = coroutine.send(sent)
+                except StopIteration as answered:
+                    return cast("bytes | None", answered.value)

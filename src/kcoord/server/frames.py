@@ -21,7 +21,8 @@
   need no I/O (a cached Metadata, say) never suspend, so without a yield one connection would keep
   the event loop until its buffer ran dry (twenty such clients stalled a bystander for seconds).
   A connection whose next frame is already buffered yields before reading it once it has run for
-  :data:`TURN_S` since it last waited (a connection that waits for its next frame yields anyway).
+  :data:`TURN_S` since it last waited (a connection that waits for its next frame yields anyway,
+  and so does one whose request waited, for a write's durability say: its turn starts again).
 - ``sasl.server.max.receive.size``: on a SASL listener, until the connection has authenticated, a
   larger frame closes it (a stranger cannot make the server buffer 100 MB). The lower limit is the
   one compared on the hot path; only a frame above it asks whether authentication lifted it.
@@ -112,6 +113,10 @@ class FrameReader:
         del buffer[:end]
         resume()
         return frame
+
+    def restart_turn(self) -> None:
+        """The connection has just waited (its request suspended): other connections ran meanwhile."""
+        self._turn_started = self._loop.time()
 
     async def read(self) -> bytes | None:
         """The next frame; None when the peer closed cleanly between frames."""
