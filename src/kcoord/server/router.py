@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import structlog
 from kio.schema.errors import ErrorCode
@@ -98,6 +98,7 @@ class Router:
             except Exception as exc:  # kio raises several types for malformed bytes
                 raise CloseConnectionError(f"undecodable {spec.name} v{api_version}: {exc}") from exc
             ctx = RequestContext(header=header, connection=connection)
+            encoded = False
             try:
                 body = await spec.handler(ctx, request)
             except KafkaError as exc:
@@ -115,10 +116,15 @@ class Router:
                 code = ErrorCode.unknown_server_error
                 body, error = self._error_body(spec, ctx, request, code), int(code)
             else:
-                error = _top_level_error(body)
+                encoded = type(body) is EncodedResponse  # the hot APIs' answers
+                error = int(body.error_code) if encoded else _top_level_error(body)
             for exchange_observer in self.exchange_observers:
                 exchange_observer(api_key, request, body)
             self._observe(api_key, api_version, error, started)
+            if encoded:
+                if error:
+                    _log_rejections(spec.name, ctx, body)
+                return cast(EncodedResponse, body).frame(correlation_id)
             _log_rejections(spec.name, ctx, body)
             if body is None:
                 return None
