@@ -123,16 +123,16 @@ class Connection:
         handle = self._router.handle
         frames = self._frames
         pending = self._pending
+        info = self.info
         while not self._closing:
             frame = frames.take_buffered()
             if frame is None:
                 frame = await self._next_frame()
                 if frame is None:
                     return
-            self._handling = True
-            self.last_active = loop.time()
+            self._handling = True  # the idle sweep leaves a connection alone while it is set
             try:
-                answering = handle(frame, self.info)
+                answering = handle(frame, info)
                 try:
                     yielded = answering.send(None)
                 except StopIteration as answered:  # decided without suspending: the common case
