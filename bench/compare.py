@@ -16,7 +16,7 @@ the working tree):
   generation), ``--compare-formations`` (5) times.
 
 Per op and pair: the rate ratio now/then (formations: the inverse of the time), the loop thread's
-CPU microseconds per request (``/proc/<pid>/task/<pid>/stat``, steadier than rates when other
+CPU microseconds per request (``/proc/<pid>/task/<pid>/schedstat``, steadier than rates when other
 processes share the cores) and p99 latencies. The table gives each ratio's median over the pairs;
 a median rate ratio below 0.95 is printed as a REGRESSION.
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import uuid
 from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode
 
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.codec import build, request_class, response_class
+from kcoord.protocol.codec import EncodedResponse, build, encode_response, request_class, response_class
 from kcoord.protocol.errors import KafkaError
 from kcoord.protocol.registry import ApiRegistry
 from kcoord.server.context import ConnectionInfo, RequestContext
@@ -154,3 +155,27 @@ def test_request_context_names_the_version() -> None:
 
     ctx = RequestContext(RequestHeader(12, 3, 9, None), ConnectionInfo(1, "127.0.0.1", 1))
     assert (ctx.api_version, ctx.client_id, ctx.client_host) == (3, "", "127.0.0.1")
+
+
+@pytest.mark.parametrize(
+    ("api_key", "body"),
+    [
+        (ApiKey.HEARTBEAT, {"error_code": ErrorCode.rebalance_in_progress}),
+        (ApiKey.API_VERSIONS, {"error_code": ErrorCode.none, "api_keys": []}),
+        (
+            ApiKey.OFFSET_COMMIT,
+            {"topics": [{"name": "t", "topic_id": uuid.UUID(int=9), "partitions": [{"partition_index": 0}]}]},
+        ),
+    ],
+)
+def test_an_encoded_answer_frames_as_the_response_would_be_encoded(
+    api_key: int, body: dict[str, Any]
+) -> None:
+    """An answer encoded once gives, for any correlation id, the bytes encode_response gives, in every
+    version (flexible response headers included, ApiVersions' always v0)."""
+    versions = [v for v in range(20) if request_class(api_key, v) is not None]
+    for version in versions:
+        response = build(response_class(api_key, version), body)
+        encoded = EncodedResponse.of(response)
+        for correlation_id in (0, 7, -(2**31), 2**31 - 1):
+            assert encoded.frame(correlation_id) == encode_response(correlation_id, response)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from kcoord.coordinator.classic.history import HISTORY_LENGTH, NullObserver, RebalanceRecord
-from kcoord.runtime.rebalance_journal import JournalingObserver, RebalanceJournal
+from kcoord.runtime.rebalance_journal import JournalingObserver, RebalanceJournal, _as_dict
 
 
 def finished(n: int, removed: list[str] | None = None) -> RebalanceRecord:
@@ -99,3 +100,30 @@ async def test_observer_forwards_and_records(tmp_path: Path) -> None:
     assert (inner.finished, inner.removed) == (["g"], ["m-1"])
     assert journal.history("g") == [finished(3)]
     await journal.close()
+
+
+async def test_a_long_run_is_compacted_while_running_and_loses_nothing(tmp_path: Path) -> None:
+    """Past four times what is kept (plus 1,000) the file is rewritten compacted; every record queued
+    before or after the rewrite is in the file, in order."""
+    path = tmp_path / "journal.jsonl"
+    journal = RebalanceJournal(path)
+    await journal.load()
+    for n in range(1_500):
+        journal.record(f"g{n % 3}", finished(n))
+    await journal.close()
+    assert len(path.read_text().splitlines()) < 1_500
+
+    again = RebalanceJournal(path)
+    await again.load()
+    for group in range(3):
+        expected = [n for n in range(1_500) if n % 3 == group][-HISTORY_LENGTH:]
+        assert [r.generation_before for r in again.history(f"g{group}")] == expected
+    await again.close()
+
+
+def test_records_are_kept_as_asdict_would_keep_them() -> None:
+    """The journal's mapping of a record is dataclasses.asdict's, lists copied."""
+    record = finished(3, removed=["m"])
+    kept = _as_dict(record)
+    assert kept == dataclasses.asdict(record)
+    assert kept["removed_not_rejoined"] is not record.removed_not_rejoined

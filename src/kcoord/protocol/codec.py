@@ -40,6 +40,7 @@ __all__ = [
 
 _API_KEY_AND_VERSION = struct.Struct(">hh")
 _CORRELATION_ID = struct.Struct(">i")
+_SIZE_AND_CORRELATION_ID = struct.Struct(">ii")
 _TAGGED_FIELDS_NONE = b"\x00"
 
 
@@ -161,6 +162,14 @@ class EncodedResponse:
     """The first error the body carries (what the router logs); NONE when it carries none."""
     source: Any = field(default=None, compare=False)
     """The body this was encoded from, for observers that read responses (None for fixed answers)."""
+    _size: int = field(init=False, repr=False, compare=False)
+    _tail: bytes = field(init=False, repr=False, compare=False)
+    """The frame after the correlation id: the header's empty tagged fields (if flexible), the body."""
+
+    def __post_init__(self) -> None:
+        tail = _TAGGED_FIELDS_NONE + self.body if self.flexible_header else self.body
+        object.__setattr__(self, "_tail", tail)
+        object.__setattr__(self, "_size", _CORRELATION_ID.size + len(tail))
 
     @classmethod
     def of(cls, response: Any) -> EncodedResponse:
@@ -168,8 +177,8 @@ class EncodedResponse:
         return cls(encode_entity(response), bool(type(response).__header_schema__.__flexible__), error)
 
     def frame(self, correlation_id: int) -> bytes:
-        header = _CORRELATION_ID.pack(correlation_id) + (_TAGGED_FIELDS_NONE if self.flexible_header else b"")
-        return struct.pack(">i", len(header) + len(self.body)) + header + self.body
+        """The size-prefixed response frame: only the correlation id is written per request."""
+        return _SIZE_AND_CORRELATION_ID.pack(self._size, correlation_id) + self._tail
 
 
 def encode_entity(entity: Any) -> bytes:

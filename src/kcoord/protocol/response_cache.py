@@ -33,6 +33,10 @@ class ResponseCache:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def get(self, api_version: int, key: Hashable) -> EncodedResponse | None:
+        """The answer kept for ``key``, if any (then the caller need not work out its error)."""
+        return self._entries.get((api_version, key))
+
     def encoded(self, api_version: int, key: Hashable, body: Any, error_code: ErrorCode) -> EncodedResponse:
         """The encoded ``body`` for ``key``: ``body`` must be what ``key`` determines.
 

@@ -8,7 +8,9 @@ place in the write path and no fsync per rebalance.
 The journal keeps, in memory, the last :data:`HISTORY_LENGTH` finished rebalances of each
 group (at most :data:`MAX_GROUPS` groups, the least recently active dropped first). Each
 finished rebalance is appended as one JSON line by a single writer thread, in order, never
-on the event loop. Loading reads the file and rewrites it compacted; while running it is
+on the event loop: the loop only queues the record, and one task of the writer serializes and
+writes whatever is queued when it runs (a burst of rebalances costs one wake-up of the thread and
+one open of the file, not one each). Loading reads the file and rewrites it compacted; while running it is
 compacted again once it holds several times what is kept. The core asks for a group's past
 rebalances through a plain function when its partition loads
 (:meth:`~kcoord.coordinator.shard.GroupCoordinatorShard.on_loaded`), so it stays pure.
@@ -19,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import threading
 from collections import OrderedDict, deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -55,6 +58,11 @@ class RebalanceJournal:
         self._groups: OrderedDict[str, deque[dict[str, Any]]] = OrderedDict()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kcoord-journal")
         self._lines = 0
+        self._kept = 0
+        """Records held in memory over all groups (what a compacted file would hold)."""
+        self._queued: list[tuple[str, dict[str, Any]]] = []
+        """Records the writer has yet to append, under ``_queue_lock`` (the loop adds, the writer takes)."""
+        self._queue_lock = threading.Lock()
 
     async def load(self) -> None:
         """Read what earlier runs left (a torn last line is skipped) and rewrite it compacted."""
@@ -77,16 +85,21 @@ class RebalanceJournal:
 
     def record(self, group_id: str, rebalance: RebalanceRecord) -> None:
         """Keep a finished rebalance and append it to the file in the writer thread."""
-        record = dataclasses.asdict(rebalance)
+        record = _as_dict(rebalance)
         self._remember(group_id, record)
-        line = json.dumps({"group": group_id, "rebalance": record}, separators=(",", ":")) + "\n"
         self._lines += 1
-        kept = sum(len(records) for records in self._groups.values())
         try:
-            if self._lines > _COMPACT_FACTOR * kept + 1000:
+            if self._lines > _COMPACT_FACTOR * self._kept + 1000:
+                with self._queue_lock:
+                    self._queued = []  # the snapshot holds them
                 pending = self._executor.submit(self._rewrite, self._snapshot())
             else:
-                pending = self._executor.submit(self._append, line)
+                with self._queue_lock:
+                    first = not self._queued
+                    self._queued.append((group_id, record))
+                if not first:
+                    return  # the writer task already submitted takes it along
+                pending = self._executor.submit(self._append_queued)
         except RuntimeError:
             log.warning("rebalance_journal.closed", group=group_id)
             return
@@ -100,17 +113,16 @@ class RebalanceJournal:
         kept = self._groups.pop(group_id, None)
         if kept is None:
             kept = deque(maxlen=HISTORY_LENGTH)
+        self._kept -= len(kept)
         kept.append(record)
+        self._kept += len(kept)
         self._groups[group_id] = kept
         while len(self._groups) > MAX_GROUPS:
-            self._groups.popitem(last=False)
+            _, dropped = self._groups.popitem(last=False)
+            self._kept -= len(dropped)
 
     def _snapshot(self) -> list[str]:
-        return [
-            json.dumps({"group": group, "rebalance": record}, separators=(",", ":")) + "\n"
-            for group, records in self._groups.items()
-            for record in records
-        ]
+        return [_line(group, record) for group, records in self._groups.items() for record in records]
 
     # Blocking file work, in the writer thread only.
 
@@ -120,13 +132,35 @@ class RebalanceJournal:
         except FileNotFoundError:
             return []
 
-    def _append(self, line: str) -> None:
+    def _append_queued(self) -> None:
+        with self._queue_lock:
+            queued, self._queued = self._queued, []
+        if not queued:
+            return
+        lines = "".join(_line(group, record) for group, record in queued)
         with self.path.open("a", encoding="utf-8") as journal:
-            journal.write(line)
+            journal.write(lines)
 
     def _rewrite(self, lines: list[str]) -> None:
         write_text_atomically(self.path, "".join(lines))
         self._lines = len(lines)
+
+
+def _line(group_id: str, record: dict[str, Any]) -> str:
+    return json.dumps({"group": group_id, "rebalance": record}, separators=(",", ":")) + "\n"
+
+
+_FIELDS = tuple(field.name for field in dataclasses.fields(RebalanceRecord))
+
+
+def _as_dict(rebalance: RebalanceRecord) -> dict[str, Any]:
+    """``dataclasses.asdict`` for a record's flat fields (strings, numbers, tuples of strings), with
+    its lists copied: the same mapping, without asdict's recursion."""
+    record: dict[str, Any] = {}
+    for name in _FIELDS:
+        value = getattr(rebalance, name)
+        record[name] = list(value) if isinstance(value, list) else value
+    return record
 
 
 def _to_record(record: dict[str, Any]) -> RebalanceRecord:

@@ -6,9 +6,10 @@ written to the transport. So an OffsetFetch pipelined behind an OffsetCommit rea
 offset, and a Fetch pipelined behind a Produce sees the produced records. A parked JoinGroup or a
 long-polling Fetch holds its own connection and no other.
 
-Pipelined requests share one round: frames already complete in the read buffer are read without
-waiting, handled one after another (each still only once the previous one is answered), and their
-responses are written together, with one ``send`` for the batch. A response is never held behind
+Pipelined requests share one round: frames already complete in the read buffer are taken from it
+without waiting (and without a coroutine, see :meth:`FrameReader.take_buffered`), handled one
+after another (each still only once the previous one is answered), and their responses are
+written together, with one ``send`` for the batch. A response is never held behind
 a request that waits: if a handler suspends while responses are pending, a callback scheduled
 with the batch writes them first (so a heartbeat answer does not wait for a parked JoinGroup
 behind it). A batch is also cut at :data:`MAX_BATCH_BYTES` and whenever the transport still
@@ -26,7 +27,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Protocol
+from collections.abc import Coroutine, Generator
+from typing import Any, Protocol, cast
 
 import structlog
 
@@ -121,14 +123,23 @@ class Connection:
         handle = self._router.handle
         frames = self._frames
         pending = self._pending
+        info = self.info
         while not self._closing:
-            frame = await self._next_frame()
+            frame = frames.take_buffered()
             if frame is None:
-                return
-            self._handling = True
-            self.last_active = loop.time()
+                frame = await self._next_frame()
+                if frame is None:
+                    return
+            self._handling = True  # the idle sweep leaves a connection alone while it is set
             try:
-                response = await handle(frame, self.info)
+                answering = handle(frame, info)
+                try:
+                    yielded = answering.send(None)
+                except StopIteration as answered:  # decided without suspending: the common case
+                    response = answered.value
+                else:  # it waits (a write's durability, a parked join): that yields the loop
+                    response = await _Resumed(answering, yielded)
+                    frames.restart_turn()
             finally:
                 self._handling = False
                 frames.done()
@@ -179,12 +190,9 @@ class Connection:
         """The next request frame; None when the peer closed cleanly between frames."""
         self._waiting_for_request = True
         try:
-            return await self._read_frame()
+            frame = await self._frames.read()
         finally:
             self._waiting_for_request = False
-
-    async def _read_frame(self) -> bytes | None:
-        frame = await self._frames.read()
         if frame is None:
             self._log.debug("connection.closed_by_peer")
         return frame
@@ -214,3 +222,38 @@ class Connection:
         self._writer.close()
         with contextlib.suppress(Exception):
             await self._writer.wait_closed()
+
+
+class _Resumed:
+    """Awaits a coroutine the connection has started itself, which yielded ``yielded``.
+
+    The connection starts each request's coroutine by hand to learn whether it suspends (a
+    request that waited has let other connections run, so its connection starts a fresh turn,
+    see :mod:`kcoord.server.frames`). This passes the first yield to the task and then forwards
+    everything between the task and the coroutine, as ``yield from`` does.
+    """
+
+    __slots__ = ("_coroutine", "_yielded")
+
+    def __init__(self, coroutine: Coroutine[Any, Any, bytes | None], yielded: Any) -> None:
+        self._coroutine = coroutine
+        self._yielded = yielded
+
+    def __await__(self) -> Generator[Any, Any, bytes | None]:
+        coroutine, yielded = self._coroutine, self._yielded
+        while True:
+            try:
+                sent = yield yielded
+            except GeneratorExit:
+                coroutine.close()
+                raise
+            except BaseException as exc:  # the task throws (a cancellation): into the coroutine
+                try:
+                    yielded = coroutine.throw(exc)
+                except StopIteration as answered:
+                    return cast("bytes | None", answered.value)
+            else:
+                try:
+                    yielded = coroutine.send(sent)
+                except StopIteration as answered:
+                    return cast("bytes | None", answered.value)

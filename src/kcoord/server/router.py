@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import structlog
 from kio.schema.errors import ErrorCode
@@ -68,10 +68,74 @@ class Router:
 
         Raises only :class:`CloseConnectionError`: whatever else fails on the way (an observer, the
         error form itself) is logged once and closes the connection, so no request goes unanswered
-        on a connection left open.
+        on a connection left open. One coroutine from frame to answer (the handler's aside): this
+        runs for every request, and each layer of coroutine would cost a frame set up and torn down.
         """
         try:
-            return await self._answer(frame, connection)
+            started = time.perf_counter()
+            try:
+                api_key, api_version, correlation_id = peek_api(frame)
+            except ValueError as exc:
+                raise CloseConnectionError(str(exc)) from exc
+            spec = self._registry.get(api_key)
+            if spec is None:
+                raise CloseConnectionError(f"unknown api key {api_key}")
+            if not spec.min_version <= api_version <= spec.max_version:
+                if api_key == ApiKey.API_VERSIONS:
+                    self._observe(api_key, api_version, ErrorCode.unsupported_version, started)
+                    log.info(
+                        "request.answered_with_errors",
+                        api=spec.name,
+                        version=api_version,
+                        correlation_id=correlation_id,
+                        peer=connection.client_host,
+                        errors=[ErrorCode.unsupported_version.name],
+                    )
+                    return encode_response(correlation_id, unsupported_api_versions_response(self._registry))
+                raise CloseConnectionError(f"{spec.name} v{api_version} is not served")
+            try:
+                header, request = _decode(spec, frame)
+            except Exception as exc:  # kio raises several types for malformed bytes
+                raise CloseConnectionError(f"undecodable {spec.name} v{api_version}: {exc}") from exc
+            ctx = RequestContext(header=header, connection=connection)
+            encoded = False
+            try:
+                body = await spec.handler(ctx, request)
+            except KafkaError as exc:
+                body, error = self._error_body(spec, ctx, request, exc.code), int(exc.code)
+            except CloseConnectionError:
+                raise
+            except Exception:
+                log.exception(
+                    "request.failed",
+                    api=spec.name,
+                    version=ctx.api_version,
+                    correlation_id=ctx.header.correlation_id,
+                    client_id=ctx.client_id,
+                )
+                code = ErrorCode.unknown_server_error
+                body, error = self._error_body(spec, ctx, request, code), int(code)
+            else:
+                encoded = type(body) is EncodedResponse  # the hot APIs' answers
+                error = int(body.error_code) if encoded else _top_level_error(body)
+            for exchange_observer in self.exchange_observers:
+                exchange_observer(api_key, request, body)
+            self._observe(api_key, api_version, error, started)
+            if encoded:
+                if error:
+                    _log_rejections(spec.name, ctx, body)
+                return cast(EncodedResponse, body).frame(correlation_id)
+            _log_rejections(spec.name, ctx, body)
+            if body is None:
+                return None
+            if isinstance(body, EncodedResponse):
+                return body.frame(correlation_id)
+            try:
+                response = build(response_class(api_key, api_version), body)
+                return encode_response(correlation_id, response)
+            except Exception as exc:
+                log.exception("response.encode_failed", api=spec.name, version=api_version)
+                raise CloseConnectionError(f"could not encode {spec.name} v{api_version} response") from exc
         except CloseConnectionError:
             raise
         except Exception as exc:
@@ -102,69 +166,6 @@ class Router:
         """Whether a request of this key and version is answered (rather than refused)."""
         spec = self._registry.get(api_key)
         return spec is not None and spec.min_version <= api_version <= spec.max_version
-
-    async def _answer(self, frame: bytes, connection: ConnectionInfo) -> bytes | None:
-        started = time.perf_counter()
-        try:
-            api_key, api_version, correlation_id = peek_api(frame)
-        except ValueError as exc:
-            raise CloseConnectionError(str(exc)) from exc
-        spec = self._registry.get(api_key)
-        if spec is None:
-            raise CloseConnectionError(f"unknown api key {api_key}")
-        if not spec.min_version <= api_version <= spec.max_version:
-            if api_key == ApiKey.API_VERSIONS:
-                self._observe(api_key, api_version, ErrorCode.unsupported_version, started)
-                log.info(
-                    "request.answered_with_errors",
-                    api=spec.name,
-                    version=api_version,
-                    correlation_id=correlation_id,
-                    peer=connection.client_host,
-                    errors=[ErrorCode.unsupported_version.name],
-                )
-                return encode_response(correlation_id, unsupported_api_versions_response(self._registry))
-            raise CloseConnectionError(f"{spec.name} v{api_version} is not served")
-        try:
-            header, request = _decode(spec, frame)
-        except Exception as exc:  # kio raises several types for malformed bytes
-            raise CloseConnectionError(f"undecodable {spec.name} v{api_version}: {exc}") from exc
-        ctx = RequestContext(header=header, connection=connection)
-        body, error = await self._call(spec, ctx, request)
-        for exchange_observer in self.exchange_observers:
-            exchange_observer(api_key, request, body)
-        self._observe(api_key, api_version, error, started)
-        _log_rejections(spec.name, ctx, body)
-        if body is None:
-            return None
-        if isinstance(body, EncodedResponse):
-            return body.frame(correlation_id)
-        try:
-            response = build(response_class(api_key, api_version), body)
-            return encode_response(correlation_id, response)
-        except Exception as exc:
-            log.exception("response.encode_failed", api=spec.name, version=api_version)
-            raise CloseConnectionError(f"could not encode {spec.name} v{api_version} response") from exc
-
-    async def _call(self, spec: ApiSpec, ctx: RequestContext, request: Any) -> tuple[Any, int]:
-        try:
-            body = await spec.handler(ctx, request)
-        except KafkaError as exc:
-            return self._error_body(spec, ctx, request, exc.code), int(exc.code)
-        except CloseConnectionError:
-            raise
-        except Exception:
-            log.exception(
-                "request.failed",
-                api=spec.name,
-                version=ctx.api_version,
-                correlation_id=ctx.header.correlation_id,
-                client_id=ctx.client_id,
-            )
-            return self._error_body(spec, ctx, request, ErrorCode.unknown_server_error), int(
-                ErrorCode.unknown_server_error
-            )
-        return body, _top_level_error(body)
 
     def _error_body(self, spec: ApiSpec, ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
         if spec.error_response is not None:

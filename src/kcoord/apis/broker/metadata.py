@@ -35,12 +35,18 @@ from __future__ import annotations
 import asyncio
 import functools
 import uuid
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
 from kcoord.apis.access import Op, authorized_operations, cluster_operations, may_cluster, may_topic
 from kcoord.apis.broker.creation_limits import CreationBudget, CreationLimits
-from kcoord.apis.broker.metadata_answers import AllTopicsAnswers, encode_answer
+from kcoord.apis.broker.metadata_answers import (
+    NAMED_TOPICS_AT_MOST,
+    AllTopicsAnswers,
+    NamedTopicsAnswers,
+    encode_answer,
+)
 from kcoord.cluster.identity import Node
 from kcoord.cluster.loop_slices import LoopSlices
 from kcoord.cluster.topic_manager import TopicInfo, TopicManager
@@ -49,6 +55,7 @@ from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.codec import EncodedResponse
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.protocol.registry import ApiSpec
+from kcoord.protocol.repeated_requests import RepeatedRequests
 from kcoord.security.acl import ResourceType
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
@@ -241,9 +248,18 @@ def api(
         auto_create_enabled=auto_create,
         creation=creation,
         all_topics=AllTopicsAnswers(topics),
+        named_answers=NamedTopicsAnswers(topics),
         authorizer=authorizer,
     )
-    return ApiSpec(ApiKey.METADATA, "Metadata", 0, 13, handler, metadata_error_response)
+    return ApiSpec(
+        ApiKey.METADATA,
+        "Metadata",
+        0,
+        13,
+        handler,
+        metadata_error_response,
+        RepeatedRequests(ApiKey.METADATA),
+    )
 
 
 async def handle_metadata(
@@ -255,6 +271,7 @@ async def handle_metadata(
     auto_create_enabled: bool,
     creation: CreationLimits | None = None,
     all_topics: AllTopicsAnswers | None = None,
+    named_answers: NamedTopicsAnswers | None = None,
     authorizer: Authorizer,
 ) -> dict[str, Any] | EncodedResponse:
     version = ctx.api_version
@@ -278,19 +295,15 @@ async def handle_metadata(
 
         if all_topics is None:
             return await encode_answer(version, await build_all())
-        # The cache drops everything when the catalogue changes; the key holds the rest an answer
-        # depends on: what this principal from this host may see (the ACLs' version included),
-        # and in a cluster the live nodes and partition owners.
-        directory = node.directory
-        key = (
-            with_ops,
-            include_cluster_ops,
-            node.address_for(listener),
-            node.cluster_id,
-            authorizer.decision_key(ctx.principal, ctx.client_host),
-            None if directory is None else directory.version(),
-        )
+        key = (with_ops, include_cluster_ops, _depends_on(ctx, authorizer, node, listener))
         return await all_topics.answer(version, key, build_all)
+    named = named_answers if named_answers is not None and len(requested) <= NAMED_TOPICS_AT_MOST else None
+    if named is not None:
+        generation = named.generation
+        named_key = (version, request, _depends_on(ctx, authorizer, node, listener))
+        cached = named.get(named_key)
+        if cached is not None:
+            return cached
     auto_create = bool(getattr(request, "allow_auto_topic_creation", True))
     auto_create = auto_create and auto_create_enabled
     budget = (
@@ -318,7 +331,22 @@ async def handle_metadata(
     throttle_ms = budget.throttle_ms if budget is not None else 0
     described = await _create_requested(ctx, topics, authorizer, node, entries, with_ops)
     answer = _answer(ctx, authorizer, node, listener, described, include_cluster_ops, throttle_ms)
+    if named is not None and not any(isinstance(entry, _ToCreate) for entry in entries):
+        return named.keep(named_key, version, answer, generation)
     return await encode_answer(version, answer)
+
+
+def _depends_on(ctx: RequestContext, authorizer: Authorizer, node: Node, listener: str) -> Hashable:
+    """What a cached answer depends on besides the request and the catalogue (the caches drop
+    everything when it changes): what this principal from this host may see (the ACLs' version
+    included), the listener's address, and in a cluster the live nodes and partition owners."""
+    directory = node.directory
+    return (
+        node.address_for(listener),
+        node.cluster_id,
+        authorizer.decision_key(ctx.principal, ctx.client_host),
+        None if directory is None else directory.version(),
+    )
 
 
 def _answer(

@@ -4,7 +4,10 @@ An all-topics Metadata answer is the same for every client the authorizer treats
 catalogue changes, so it is encoded once per (version, options, what the answer depends on: the
 principal's decisions, the listener's address and, in a cluster, the live nodes and owners) and
 reused until a topic is created, grows or is deleted: twenty clients pipelining all-topics requests
-cost one encoding, not one each. An answer with more
+cost one encoding, not one each. A request naming a few topics is answered the same way
+(:class:`NamedTopicsAnswers`): a client asks for the same topics again and again, so its answer is
+encoded once, as long as it carries no error (an error may hang on a quota or a creation under
+way). An answer with more
 than :data:`LARGE_ANSWER_TOPICS` topics is built and encoded on a worker thread; the interpreter
 switches threads every few milliseconds, so the event loop keeps answering heartbeats meanwhile.
 """
@@ -15,7 +18,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Any
 
-from kcoord.cluster.topic_manager import TopicEvent, TopicManager
+from kcoord.cluster.topic_manager import TopicEvent, TopicInfo, TopicManager
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.codec import EncodedResponse, build, encode_entity, response_class
 from kcoord.protocol.errors import ErrorCode
@@ -47,6 +50,71 @@ def _first_error(body: dict[str, Any]) -> ErrorCode:
         if topic["error_code"] != ErrorCode.none:
             return ErrorCode(topic["error_code"])
     return ErrorCode.none
+
+
+NAMED_TOPICS_AT_MOST = 16
+"""Requests naming more topics than this are answered afresh each time (their key would cost more
+than it saves, and they are rare)."""
+MAX_NAMED_ANSWERS = 1024
+"""Cached named-topic answers; past this many the cache starts again empty."""
+
+
+def _error_free(body: dict[str, Any]) -> bool:
+    return all(
+        topic["error_code"] == ErrorCode.none
+        and all(partition["error_code"] == ErrorCode.none for partition in topic["partitions"])
+        for topic in body["topics"]
+    )
+
+
+class NamedTopicsAnswers:
+    """Encoded answers to requests naming a few topics, by (version, request, what else the answer
+    depends on), dropped whenever the catalogue changes. Only answers without any error are kept.
+
+    A kept answer is also checked at each use against the catalogue itself: each topic it describes
+    must still be the very :class:`TopicInfo` it was built from (a topic is replaced, not changed,
+    when it grows or is reconfigured), so an answer never outlives a change the listener has not
+    been told of yet (a deletion under way, say)."""
+
+    def __init__(self, topics: TopicManager) -> None:
+        self._topics = topics
+        self._answers: dict[Hashable, tuple[EncodedResponse, tuple[tuple[str, TopicInfo | None], ...]]] = {}
+        self.generation = 0
+        """Bumped at every catalogue change: an answer built across one is not kept."""
+        topics.add_listener(self._changed)
+
+    def _changed(self, _event: TopicEvent) -> None:
+        self._answers = {}
+        self.generation += 1
+
+    def __len__(self) -> int:
+        return len(self._answers)
+
+    def get(self, key: Hashable) -> EncodedResponse | None:
+        kept = self._answers.get(key)
+        if kept is None:
+            return None
+        answer, described = kept
+        get = self._topics.get
+        for name, info in described:
+            if get(name) is not info:
+                del self._answers[key]
+                return None
+        return answer
+
+    def keep(
+        self, key: Hashable, api_version: int, body: dict[str, Any], generation: int
+    ) -> dict[str, Any] | EncodedResponse:
+        """``body`` encoded and kept under ``key`` when it carries no error and the catalogue has not
+        changed since ``generation``; else ``body`` itself (the router encodes it)."""
+        if generation != self.generation or not _error_free(body):
+            return body
+        answer = _encode(api_version, body)
+        described = tuple((topic["name"], self._topics.get(topic["name"])) for topic in body["topics"])
+        if len(self._answers) >= MAX_NAMED_ANSWERS:
+            self._answers = {}
+        self._answers[key] = (answer, described)
+        return answer
 
 
 class AllTopicsAnswers:

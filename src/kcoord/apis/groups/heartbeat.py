@@ -26,6 +26,7 @@ from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.codec import EncodedResponse, build, response_class
 from kcoord.protocol.errors import KafkaError
 from kcoord.protocol.registry import ApiSpec
+from kcoord.protocol.repeated_requests import RepeatedRequests
 from kcoord.runtime.group_service import GroupService
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
@@ -37,7 +38,8 @@ def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
 
 def api(groups: GroupService, members: MemberWatch, *, authorizer: Authorizer) -> ApiSpec:
     handler = functools.partial(handle_heartbeat, groups=groups, members=members, authorizer=authorizer)
-    return ApiSpec(ApiKey.HEARTBEAT, "Heartbeat", 0, 4, handler, _error_response, decode_heartbeat)
+    decoder = RepeatedRequests(ApiKey.HEARTBEAT, decode_heartbeat)  # a member's beats repeat byte for byte
+    return ApiSpec(ApiKey.HEARTBEAT, "Heartbeat", 0, 4, handler, _error_response, decoder)
 
 
 async def handle_heartbeat(

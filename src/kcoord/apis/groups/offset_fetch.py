@@ -38,6 +38,7 @@ from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.codec import EncodedResponse
 from kcoord.protocol.errors import KafkaError
 from kcoord.protocol.registry import ApiSpec
+from kcoord.protocol.repeated_requests import RepeatedRequests
 from kcoord.protocol.response_cache import ResponseCache
 from kcoord.runtime.group_service import GroupService
 from kcoord.security.authorizer import Authorizer
@@ -139,7 +140,8 @@ def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
 
 def api(groups: GroupService, *, authorizer: Authorizer) -> ApiSpec:
     handler = functools.partial(handle_offset_fetch, groups=groups, authorizer=authorizer)
-    return ApiSpec(ApiKey.OFFSET_FETCH, "OffsetFetch", 1, 9, handler, _error_response, decode_offset_fetch)
+    decoder = RepeatedRequests(ApiKey.OFFSET_FETCH, decode_offset_fetch)  # a consumer asks the same again
+    return ApiSpec(ApiKey.OFFSET_FETCH, "OffsetFetch", 1, 9, handler, _error_response, decoder)
 
 
 async def handle_offset_fetch(
@@ -174,7 +176,10 @@ def _encoded(api_version: int, answers: list[OffsetFetchResponse], body: Any) ->
 
     v2+ only, where the body is exactly the groups' answers (v1 copies errors into partitions).
     """
-    key = tuple((a.group_id, a.error_code, _topics_key(a.topics)) for a in answers)
+    key = tuple([(a.group_id, a.error_code, _topics_key(a.topics)) for a in answers])
+    known = _ANSWERS.get(api_version, key)
+    if known is not None:
+        return known
     codes = (
         code
         for a in answers
@@ -187,12 +192,22 @@ def _encoded(api_version: int, answers: list[OffsetFetchResponse], body: Any) ->
 
 def _topics_key(topics: list[OffsetFetchTopicResult]) -> tuple[Any, ...]:
     return tuple(
-        (
-            topic.name,
-            tuple(
-                (p.partition_index, p.committed_offset, p.committed_leader_epoch, p.metadata, p.error_code)
-                for p in topic.partitions
-            ),
-        )
-        for topic in topics
+        [
+            (
+                topic.name,
+                tuple(
+                    [
+                        (
+                            p.partition_index,
+                            p.committed_offset,
+                            p.committed_leader_epoch,
+                            p.metadata,
+                            p.error_code,
+                        )
+                        for p in topic.partitions
+                    ]
+                ),
+            )
+            for topic in topics
+        ]
     )
