@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import uuid
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,13 @@ from kcoord.apis.groups import (
     sync_group,
 )
 from kcoord.apis.groups.common import MemberWatch
+from kcoord.apis.transactions import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
+    describe_transactions,
+    end_txn,
+    list_transactions,
+)
 from kcoord.cluster.broker_configs import BrokerConfigs
 from kcoord.cluster.catalogue import Catalogue
 from kcoord.cluster.file_catalogue import FileCatalogue
@@ -70,6 +78,7 @@ from kcoord.cluster.identity import Node, read_identity, write_identity
 from kcoord.cluster.leader_epochs import RecordedEpochs
 from kcoord.cluster.membership import ClusterMembership, MembershipDirectory
 from kcoord.cluster.mode import ClusterMode
+from kcoord.cluster.producer_id_allocator import ReadyProducerIds
 from kcoord.cluster.producer_keeper import ProducerStateKeeper
 from kcoord.cluster.shared_catalogue import SharedCatalogue
 from kcoord.cluster.shared_state import SharedStatePoller, adopt_files
@@ -81,17 +90,20 @@ from kcoord.coordinator.classic.config import ClassicGroupConfig
 from kcoord.coordinator.consumer.config import ConsumerGroupConfig
 from kcoord.coordinator.consumer.persistence import TopicIds
 from kcoord.coordinator.shard import GroupCoordinatorShard
+from kcoord.coordinator.transactions import TransactionConfig
 from kcoord.observability.auth_metrics import AuthMetrics
 from kcoord.observability.cache_metrics import watch_storage_cache
 from kcoord.observability.endpoint import build_endpoint
 from kcoord.observability.group_events import GroupEventObserver
 from kcoord.observability.http_security import http_security
 from kcoord.observability.metrics import KcoordMetrics
+from kcoord.observability.transaction_metrics import TransactionMetrics
 from kcoord.protocol.registry import ApiRegistry, ApiSpec
 from kcoord.runtime.group_config_store import GroupConfigStore, group_configs_file
 from kcoord.runtime.group_coordinator import GroupCoordinator
 from kcoord.runtime.group_service import GroupService
 from kcoord.runtime.rebalance_journal import JOURNAL_FILE, JournalingObserver, RebalanceJournal
+from kcoord.runtime.transaction_coordinator import TransactionCoordinator
 from kcoord.security.acl_store import AclStore, acl_file
 from kcoord.security.authorizer import AclAuthorizer, build_authorizer
 from kcoord.security.credentials import CredentialStore, credentials_file
@@ -183,6 +195,7 @@ class App:
             owned_only=self.cluster.enabled,
             serving=self._serving,
         )
+        self._transaction_coordinator()
         self.membership: ClusterMembership | None = None
         self.leader_epochs = RecordedEpochs()
         """Set at start when ``kcoord.cluster.enable``: this node's lease and owned partitions."""
@@ -217,6 +230,30 @@ class App:
             coordinator_moves=self._coordinator_moves if self.cluster.enabled else None,
         )
         self.started = asyncio.Event()
+
+    def _transaction_coordinator(self) -> None:
+        """The transaction coordinator over ``__transaction_state``, its producer ids and its metrics."""
+        s = self.settings
+        self.transaction_ids = ReadyProducerIds(self.producers.new_producer_id)
+        self.transaction_metrics = TransactionMetrics(self.metrics.registry)
+        self.transactions = TransactionCoordinator(
+            self.topics,
+            self.clock,
+            self.transaction_ids,
+            TransactionConfig(
+                max_timeout_ms=s["transaction.max.timeout.ms"],
+                id_expiration_ms=s["transactional.id.expiration.ms"],
+                abort_timed_out_interval_ms=s["transaction.abort.timed.out.transaction.cleanup.interval.ms"],
+                remove_expired_interval_ms=s["transaction.remove.expired.transaction.cleanup.interval.ms"],
+                offsets_topic_partitions=s["offsets.topic.num.partitions"],
+            ),
+            transaction_observer=self.transaction_metrics,
+            num_partitions=s["transaction.state.log.num.partitions"],
+            append_timeout_ms=s["offsets.commit.timeout.ms"],
+            owned_only=self.cluster.enabled,
+            serving=self._serving,
+        )
+        self.transaction_metrics.watch(self.transactions.stats)
 
     def _catalogue(self) -> Catalogue:
         """The topic catalogue: ``topics.json`` alone, the shared table in a cluster."""
@@ -296,7 +333,7 @@ class App:
             fetch.api(topics, self.growth_hints, authorizer=auth),
             list_offsets.api(topics, authorizer=auth),
             offset_for_leader_epoch.api(topics, self.leader_epochs, authorizer=auth),
-            init_producer_id.api(self.producers, authorizer=auth),
+            init_producer_id.api(self.producers, authorizer=auth, transactions=self.transactions),
             create_topics.api(topics, s, node.node_id, self.creation_limits, authorizer=auth),
             create_partitions.api(topics, node.node_id, self.creation_limits, authorizer=auth),
             delete_topics.api(topics, enabled=s["delete.topic.enable"], authorizer=auth),
@@ -324,6 +361,11 @@ class App:
             list_groups.api(groups, authorizer=auth),
             describe_groups.api(groups, authorizer=auth),
             delete_groups.api(groups, authorizer=auth),
+            add_partitions_to_txn.api(self.transactions, topics.get, authorizer=auth),
+            add_offsets_to_txn.api(self.transactions, authorizer=auth),
+            end_txn.api(self.transactions, authorizer=auth),
+            describe_transactions.api(self.transactions, authorizer=auth),
+            list_transactions.api(self.transactions, authorizer=auth),
         ]
         if "consumer" in s["group.coordinator.rebalance.protocols"]:
             specs += [
@@ -398,6 +440,7 @@ class App:
         self.freshness.succeeded()
         await self.rebalance_journal.load()
         await self.coordinator.start()
+        await self._start_transactions()
         self.topics.add_listener(self._on_topic_event)
         all_bound = await self.listener.start()
         bound = next(iter(all_bound.values()))
@@ -419,13 +462,26 @@ class App:
         self.started.set()
         return bound
 
+    async def _start_transactions(self) -> None:
+        """Transactions place a group's offsets by the offsets topic's real partition count."""
+        config = self.transactions.config
+        self.transactions.config = dataclasses.replace(
+            config, offsets_topic_partitions=self.coordinator.num_partitions
+        )
+        self.transaction_ids.start()
+        await self.transactions.start()
+
     async def _join_cluster(self) -> None:
         """Take the cluster's id, register with a lease, and claim this node's share of the groups."""
         store = self.cluster.shared_store
         ownership = Ownership(store.pool)
         cluster_id = await ownership.cluster_id(self.node.cluster_id)
         coordinator, topics, producer_state = self.coordinator, self.topics, self.producer_state
-        hosted_by = {coordinator.kind.topic: coordinator}
+        transactions = self.transactions
+        hosted_by: dict[str, Any] = {
+            coordinator.kind.topic: coordinator,
+            transactions.kind.topic: transactions,
+        }
         self.membership = ClusterMembership(
             ownership,
             store,
@@ -440,7 +496,11 @@ class App:
         )
         self.leader_epochs.ownership = ownership
         self.node.joined(
-            cluster_id, MembershipDirectory(self.membership, {coordinator.kind.key_type: coordinator})
+            cluster_id,
+            MembershipDirectory(
+                self.membership,
+                {coordinator.kind.key_type: coordinator, transactions.kind.key_type: transactions},
+            ),
         )
         await self.membership.start()
 
@@ -538,6 +598,8 @@ class App:
             await self.shared_state.stop()
         if self.membership is not None:
             await self.membership.stop()
+        await self.transactions.stop()
+        await self.transaction_ids.stop()
         await self.coordinator.stop()
         await self.listener.drain(self.settings["kcoord.shutdown.timeout.ms"] / 1000)
         await self.rebalance_journal.close()

@@ -178,6 +178,10 @@ class ProducerStateManager:
         """Take the next blocks of producer ids from ``reservations`` (a cluster's database)."""
         self._ids = ProducerIdBlocks(reservations, self._ids.block_size)
 
+    async def new_producer_id(self) -> int:
+        """A producer id never handed out before (the transaction coordinator's ids come from here too)."""
+        return await self._ids.next_id()
+
     # InitProducerId
 
     async def init_producer(self, producer_id: int = -1, producer_epoch: int = -1) -> tuple[int, int]:
