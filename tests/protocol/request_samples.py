@@ -56,6 +56,8 @@ class Scene:
     group: str = "round-trip-group"
     member_id: str = ""
     generation: int = -1
+    producer_id: int = -1
+    producer_epoch: int = -1
 
 
 Sample = Callable[[Scene], dict[str, Any]]
@@ -784,6 +786,10 @@ CASES: dict[int, Case] = {
     ),
 }
 """API key -> its round-trip case; every key ApiVersions advertises must have one."""
+
+from tests.protocol.transaction_samples import TRANSACTION_CASES  # noqa: E402 (it builds on the above)
+
+CASES.update(TRANSACTION_CASES)
 
 WITHOUT_KIO_SCHEMA = {(ApiKey.PRODUCE, 0), (ApiKey.PRODUCE, 1), (ApiKey.PRODUCE, 2)}
 """Advertised versions kio has no schema for: kcoord closes the connection (Produce v0-2, magic 0/1)."""

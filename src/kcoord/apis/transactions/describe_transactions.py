@@ -32,7 +32,7 @@ def _state(transactional_id: str, error: ErrorCode) -> dict[str, Any]:
         "transactional_id": transactional_id,
         "transaction_state": "",
         "transaction_timeout": 0,
-        "transaction_start_time": -1,
+        "transaction_start_time": 0,
         "producer_id": -1,
         "producer_epoch": -1,
         "topics": [],
