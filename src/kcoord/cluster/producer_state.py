@@ -373,6 +373,11 @@ class ProducerStateManager:
         found = self._transactions.get((topic, partition))
         return [] if found is None else found.aborted_between(fetch_offset, upper_bound)
 
+    def trim_aborted(self, topic: str, partition: int, log_start_offset: int) -> int:
+        """Drop the partition's aborted entries whose marker is below the log start."""
+        found = self._transactions.get((topic, partition))
+        return 0 if found is None else found.trim_before(log_start_offset)
+
     def begin_transaction(self, topic: str, partition: int, producer_id: int, log_end_offset: int) -> bool:
         """A transactional batch whose append starts now (``log_end_offset``: the partition's end,
         a lower bound of its offset); True when it opened the producer's transaction."""
