@@ -34,6 +34,7 @@ from kcoord.apis.broker import (
     describe_acls,
     describe_cluster,
     describe_configs,
+    describe_producers,
     fetch,
     incremental_alter_configs,
     init_producer_id,
@@ -44,6 +45,7 @@ from kcoord.apis.broker import (
     sasl_authenticate,
     sasl_handshake,
     user_scram_credentials,
+    write_txn_markers,
 )
 from kcoord.apis.broker.config_alteration import ConfigTargets
 from kcoord.apis.broker.creation_limits import CreationLimits, DescriptorBudget
@@ -85,6 +87,7 @@ from kcoord.cluster.shared_state import SharedStatePoller, adopt_files
 from kcoord.cluster.topic_configs import log_config_for
 from kcoord.cluster.topic_manager import TopicChange, TopicEvent, TopicManager
 from kcoord.cluster.topic_names import INTERNAL_TOPICS
+from kcoord.cluster.transaction_markers import DataMarkerWriter, TransactionVerifier
 from kcoord.config import Settings
 from kcoord.coordinator.classic.config import ClassicGroupConfig
 from kcoord.coordinator.consumer.config import ConsumerGroupConfig
@@ -136,7 +139,13 @@ class App:
     log is opened until :meth:`start`.
     """
 
-    def __init__(self, settings: Settings, *, store_url: str | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        store_url: str | None = None,
+        transaction_verifier: TransactionVerifier | None = None,
+    ) -> None:
         s = self.settings = settings
         self.clock = SystemClock()
         self.data_dir = Path(s["log.dirs"]).resolve()
@@ -182,6 +191,10 @@ class App:
             internal_topics=INTERNAL_TOPICS,
         )
         self.producers = self.producer_state.producers
+        self.data_markers = DataMarkerWriter(self.topics, self.producers, self.clock)
+        """Transaction markers to this node's data partitions (issue 17, contract A)."""
+        self.transaction_verifier = transaction_verifier
+        """What lets a transactional Produce in (contract C); None refuses every transactional batch."""
         self.growth_hints = GrowthHints(self.clock)
         self.authorizer = build_authorizer(s, self.acl_store, self.freshness)
         self.coordinator = GroupCoordinator(
@@ -329,9 +342,11 @@ class App:
                 creation=self.creation_limits,
                 authorizer=auth,
             ),
-            produce.api(topics, self.producers, authorizer=auth),
-            fetch.api(topics, self.growth_hints, authorizer=auth),
-            list_offsets.api(topics, authorizer=auth),
+            produce.api(topics, self.producers, authorizer=auth, verifier=self.transaction_verifier),
+            fetch.api(topics, self.growth_hints, authorizer=auth, producers=self.producers),
+            list_offsets.api(topics, authorizer=auth, producers=self.producers),
+            write_txn_markers.api(self.data_markers, authorizer=auth),
+            describe_producers.api(topics, self.producers, authorizer=auth),
             offset_for_leader_epoch.api(topics, self.leader_epochs, authorizer=auth),
             init_producer_id.api(self.producers, authorizer=auth, transactions=self.transactions),
             create_topics.api(topics, s, node.node_id, self.creation_limits, authorizer=auth),

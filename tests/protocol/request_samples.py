@@ -742,6 +742,47 @@ async def check_alter_configs(scene: Scene, response: Any) -> None:
     )
 
 
+MARKER_PRODUCER_ID = 4242
+
+
+def write_txn_markers_sample(scene: Scene) -> dict[str, Any]:
+    """An abort marker of one producer for partition 0 of the scene's topic."""
+    marker = {
+        "producer_id": MARKER_PRODUCER_ID,
+        "producer_epoch": 3,
+        "transaction_result": False,
+        "topics": [{"name": scene.topic, "partition_indexes": [0]}],
+        "coordinator_epoch": 7,
+    }
+    return {"markers": [marker]}
+
+
+async def check_write_txn_markers(scene: Scene, response: Any) -> None:
+    (marker,) = response.markers
+    assert marker.producer_id == MARKER_PRODUCER_ID
+    assert [(p.partition_index, p.error_code) for p in marker.topics[0].partitions] == [(0, ErrorCode.none)]
+    latest = await scene.client.call(ApiKey.LIST_OFFSETS, 1, list_offsets_sample(scene))
+    assert latest.topics[0].partitions[0].offset == 2, "the marker took the offset after the record"
+
+
+async def write_one_marker(scene: Scene) -> None:
+    """The scene's topic, holding one record and an abort marker of :data:`MARKER_PRODUCER_ID`."""
+    await create_topic_with_one_record(scene)
+    response = await scene.client.call(ApiKey.WRITE_TXN_MARKERS, 1, write_txn_markers_sample(scene))
+    assert response.markers[0].topics[0].partitions[0].error_code == ErrorCode.none
+
+
+def describe_producers_sample(scene: Scene) -> dict[str, Any]:
+    return {"topics": [{"name": scene.topic, "partition_indexes": [0]}]}
+
+
+async def check_describe_producers(scene: Scene, response: Any) -> None:
+    (partition,) = response.topics[0].partitions
+    assert partition.error_code == ErrorCode.none
+    states = {p.producer_id: (p.producer_epoch, p.coordinator_epoch) for p in partition.active_producers}
+    assert states[MARKER_PRODUCER_ID] == (3, 7)
+
+
 CASES: dict[int, Case] = {
     ApiKey.PRODUCE: Case(produce_sample, check_produce, create_topic),
     ApiKey.FETCH: Case(fetch_sample, check_fetch, create_topic_with_one_record),
@@ -764,6 +805,10 @@ CASES: dict[int, Case] = {
         offset_for_leader_epoch_sample, check_offset_for_leader_epoch, create_topic_with_one_record
     ),
     ApiKey.INIT_PRODUCER_ID: Case(init_producer_id_sample, check_init_producer_id),
+    ApiKey.WRITE_TXN_MARKERS: Case(
+        write_txn_markers_sample, check_write_txn_markers, create_topic_with_one_record
+    ),
+    ApiKey.DESCRIBE_PRODUCERS: Case(describe_producers_sample, check_describe_producers, write_one_marker),
     ApiKey.DESCRIBE_CONFIGS: Case(describe_configs_sample, check_describe_configs, create_topic),
     ApiKey.CREATE_PARTITIONS: Case(create_partitions_sample, check_create_partitions, create_topic),
     ApiKey.DELETE_GROUPS: Case(delete_groups_sample, check_delete_groups, commit_offset),
