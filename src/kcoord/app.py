@@ -63,6 +63,7 @@ from kcoord.apis.groups import (
     offset_delete,
     offset_fetch,
     sync_group,
+    txn_offset_commit,
 )
 from kcoord.apis.groups.common import MemberWatch
 from kcoord.apis.transactions import (
@@ -372,6 +373,7 @@ class App:
             leave_group.api(groups, authorizer=auth),
             offset_commit.api(groups, authorizer=auth),
             offset_fetch.api(groups, authorizer=auth),
+            txn_offset_commit.api(groups, authorizer=auth),
             offset_delete.api(groups, authorizer=auth),
             list_groups.api(groups, authorizer=auth),
             describe_groups.api(groups, authorizer=auth),

@@ -783,6 +783,40 @@ async def check_describe_producers(scene: Scene, response: Any) -> None:
     assert states[MARKER_PRODUCER_ID] == (3, 7)
 
 
+def txn_offset_commit_sample(scene: Scene) -> dict[str, Any]:
+    """A simple group's offset committed inside producer 7000's transaction (KIP-447 fields from v3)."""
+    return {
+        "transactional_id": f"txn-{scene.group}",
+        "group_id": scene.group,
+        "producer_id": 7000,
+        "producer_epoch": 0,
+        "generation_id": -1,
+        "member_id": "",
+        "group_instance_id": None,
+        "topics": [
+            {
+                "name": scene.topic,
+                "partitions": [
+                    {
+                        "partition_index": 0,
+                        "committed_offset": 77,
+                        "committed_leader_epoch": COMMITTED_EPOCH,
+                        "committed_metadata": "in a transaction",
+                    }
+                ],
+            }
+        ],
+    }
+
+
+async def check_txn_offset_commit(scene: Scene, response: Any) -> None:
+    """Accepted, and pending: a require_stable OffsetFetch v8 answers UNSTABLE_OFFSET_COMMIT, no offset."""
+    assert response.topics[0].partitions[0].error_code == ErrorCode.none
+    fetched = await scene.client.call(ApiKey.OFFSET_FETCH, 8, offset_fetch_sample(scene))
+    partition = fetched.groups[0].topics[0].partitions[0]
+    assert (partition.error_code, partition.committed_offset) == (ErrorCode.unstable_offset_commit, -1)
+
+
 CASES: dict[int, Case] = {
     ApiKey.PRODUCE: Case(produce_sample, check_produce, create_topic),
     ApiKey.FETCH: Case(fetch_sample, check_fetch, create_topic_with_one_record),
@@ -790,6 +824,7 @@ CASES: dict[int, Case] = {
     ApiKey.METADATA: Case(metadata_sample, check_metadata, create_topic),
     ApiKey.OFFSET_COMMIT: Case(commit_sample, check_offset_commit, create_topic),
     ApiKey.OFFSET_FETCH: Case(offset_fetch_sample, check_offset_fetch, commit_offset),
+    ApiKey.TXN_OFFSET_COMMIT: Case(txn_offset_commit_sample, check_txn_offset_commit, create_topic),
     ApiKey.FIND_COORDINATOR: Case(find_coordinator_sample, check_find_coordinator),
     ApiKey.JOIN_GROUP: Case(join_sample, check_join_group),
     ApiKey.HEARTBEAT: Case(heartbeat_sample, check_error_none, join_and_sync),

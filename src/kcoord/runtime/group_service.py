@@ -41,6 +41,7 @@ from kcoord.coordinator.offsets import (
 )
 from kcoord.coordinator.result import CoordinatorResult
 from kcoord.coordinator.shard import GroupCoordinatorShard
+from kcoord.coordinator.txn_offset_commit import TxnOffsetCommitRequest
 from kcoord.protocol.errors import KafkaError
 from kcoord.runtime.group_coordinator import GroupCoordinator
 from kcoord.runtime.runner import Sink
@@ -115,6 +116,17 @@ class GroupService:
             return shard.commit_offsets(request, sink, now_ms)
 
         response: OffsetCommitResponse = await self._coordinator.write(request.group_id, commit)
+        return response
+
+    async def commit_transactional_offsets(self, request: TxnOffsetCommitRequest) -> OffsetCommitResponse:
+        """TxnOffsetCommit: written as a transactional batch of the request's producer."""
+
+        def commit(shard: GroupCoordinatorShard, sink: Sink, now_ms: int) -> CoordinatorResult:
+            return shard.commit_transactional_offsets(request, sink, now_ms)
+
+        response: OffsetCommitResponse = await self._coordinator.write_transactional(
+            request.group_id, commit, request.producer_id, request.producer_epoch
+        )
         return response
 
     def fetch_offsets(

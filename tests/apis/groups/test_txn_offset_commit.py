@@ -1,0 +1,246 @@
+"""TxnOffsetCommit over a real socket, with the transaction's marker written through the group coordinator.
+
+A real :class:`App` runs in the test's loop on the file store; the client speaks raw TxnOffsetCommit
+and OffsetFetch. The transaction coordinator's part (writing the producer's marker to the group's
+``__consumer_offsets`` partition) is played by calling ``App.coordinator.write_end_marker`` in
+process, as the transaction coordinator does (contract B).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kcoord.app import App
+from kcoord.protocol.api_keys import ApiKey
+from tests.protocol.in_process import AsyncRawClient, connected, running_app
+from tests.protocol.request_samples import Scene, create_topic, join_and_sync, join_sample, sync_sample
+from tests.support.raw_client import RawClient
+from tests.support.raw_ops import create_topic as create_topic_raw
+from tests.support.server import KcoordProcess
+
+PRODUCER_ID = 5000
+TOPIC = "orders"
+
+
+def txn_commit_body(
+    group: str,
+    offsets: dict[int, int],
+    *,
+    epoch: int = 0,
+    generation: int = -1,
+    member: str = "",
+    instance: str | None = None,
+) -> dict[str, Any]:
+    return {
+        "transactional_id": "copier",
+        "group_id": group,
+        "producer_id": PRODUCER_ID,
+        "producer_epoch": epoch,
+        "generation_id": generation,
+        "member_id": member,
+        "group_instance_id": instance,
+        "topics": [
+            {
+                "name": TOPIC,
+                "partitions": [
+                    {
+                        "partition_index": p,
+                        "committed_offset": o,
+                        "committed_leader_epoch": -1,
+                        "committed_metadata": "",
+                    }
+                    for p, o in offsets.items()
+                ],
+            }
+        ],
+    }
+
+
+async def txn_commit(client: AsyncRawClient, body: dict[str, Any], version: int = 3) -> dict[int, ErrorCode]:
+    response = await client.call(ApiKey.TXN_OFFSET_COMMIT, version, body)
+    return {int(p.partition_index): p.error_code for t in response.topics for p in t.partitions}
+
+
+async def fetch(
+    client: AsyncRawClient, group: str, partitions: list[int], *, stable: bool
+) -> dict[int, tuple[int, ErrorCode]]:
+    """OffsetFetch v8 of ``orders`` partitions: (offset, error) by partition."""
+    topics = [{"name": TOPIC, "partition_indexes": partitions}]
+    response = await client.call(
+        ApiKey.OFFSET_FETCH, 8, {"groups": [{"group_id": group, "topics": topics}], "require_stable": stable}
+    )
+    (answer,) = response.groups
+    assert answer.error_code == ErrorCode.none
+    return {
+        int(p.partition_index): (int(p.committed_offset), p.error_code)
+        for t in answer.topics
+        for p in t.partitions
+    }
+
+
+async def end_transaction(app: App, group: str, *, committed: bool, epoch: int = 0) -> ErrorCode:
+    return await app.coordinator.write_end_marker(
+        app.coordinator.partition_for(group), PRODUCER_ID, epoch, committed, 0
+    )
+
+
+async def with_topic(client: AsyncRawClient, app: App, port: int) -> Scene:
+    scene = Scene(client, 0, port, app.node.node_id, topic=TOPIC, group="setup")
+    await create_topic(scene, TOPIC, partitions=3)
+    return scene
+
+
+async def test_pending_offsets_are_hidden_until_the_commit_marker(tmp_path: Path) -> None:
+    """A TxnOffsetCommit is accepted but invisible to OffsetFetch (require_stable: UNSTABLE_OFFSET_COMMIT
+    on its partitions only) until write_end_marker commits it; then every fetch sees it."""
+    async with running_app(tmp_path) as (app, port), connected(port) as client:
+        await with_topic(client, app, port)
+        plain = {"group_id": "copy", "generation_id_or_member_epoch": -1, "member_id": "", "topics": []}
+        plain["topics"] = [
+            {
+                "name": TOPIC,
+                "partitions": [{"partition_index": 2, "committed_offset": 9, "committed_metadata": ""}],
+            }
+        ]
+        await client.call(ApiKey.OFFSET_COMMIT, 8, plain)
+        assert await txn_commit(client, txn_commit_body("copy", {0: 100, 1: 101})) == {
+            0: ErrorCode.none,
+            1: ErrorCode.none,
+        }
+        assert await fetch(client, "copy", [0, 1, 2], stable=False) == {
+            0: (-1, ErrorCode.none),
+            1: (-1, ErrorCode.none),
+            2: (9, ErrorCode.none),
+        }
+        unstable = (-1, ErrorCode.unstable_offset_commit)
+        assert await fetch(client, "copy", [0, 1, 2], stable=True) == {
+            0: unstable,
+            1: unstable,
+            2: (9, ErrorCode.none),
+        }
+        assert await end_transaction(app, "copy", committed=True) == ErrorCode.none
+        assert await fetch(client, "copy", [0, 1, 2], stable=True) == {
+            0: (100, ErrorCode.none),
+            1: (101, ErrorCode.none),
+            2: (9, ErrorCode.none),
+        }
+
+
+async def test_an_abort_marker_drops_the_pending_offsets(tmp_path: Path) -> None:
+    """After the abort marker the partitions answer what was committed before the transaction."""
+    async with running_app(tmp_path) as (app, port), connected(port) as client:
+        await with_topic(client, app, port)
+        await txn_commit(client, txn_commit_body("copy", {0: 10}))
+        await end_transaction(app, "copy", committed=True)
+        await txn_commit(client, txn_commit_body("copy", {0: 20}))
+        assert await end_transaction(app, "copy", committed=False) == ErrorCode.none
+        assert await fetch(client, "copy", [0], stable=True) == {0: (10, ErrorCode.none)}
+
+
+async def test_a_restart_mid_transaction_keeps_offsets_pending_until_the_marker(tmp_path: Path) -> None:
+    """Stopped with a transaction open, the App reloads the offsets still pending; the marker after the
+    restart commits them, and the next restart shows them committed (the marker is in the log)."""
+    async with running_app(tmp_path) as (app, port), connected(port) as client:
+        await with_topic(client, app, port)
+        await txn_commit(client, txn_commit_body("copy", {0: 100}))
+    async with running_app(tmp_path) as (app, port), connected(port) as client:
+        assert await fetch(client, "copy", [0], stable=True) == {0: (-1, ErrorCode.unstable_offset_commit)}
+        assert await end_transaction(app, "copy", committed=True) == ErrorCode.none
+        assert await fetch(client, "copy", [0], stable=True) == {0: (100, ErrorCode.none)}
+    async with running_app(tmp_path) as (app, port), connected(port) as client:
+        assert await fetch(client, "copy", [0], stable=True) == {0: (100, ErrorCode.none)}
+
+
+async def test_kip_447_refuses_old_generations_unknown_members_and_fenced_instances(tmp_path: Path) -> None:
+    """TxnOffsetCommit v3 from the group's current member commits; an old generation, an unknown member,
+    a missing group with a generation and a static instance's zombie get Kafka's errors."""
+    async with running_app(tmp_path) as (app, port), connected(port) as client:
+        scene = await with_topic(client, app, port)
+        scene.group = "pipeline"
+        await join_and_sync(scene)
+        gen, member = scene.generation, scene.member_id
+        current = txn_commit_body("pipeline", {0: 1}, generation=gen, member=member)
+        assert await txn_commit(client, current) == {0: ErrorCode.none}
+        old = txn_commit_body("pipeline", {0: 2}, generation=gen - 1, member=member)
+        assert await txn_commit(client, old) == {0: ErrorCode.illegal_generation}
+        ghost = txn_commit_body("pipeline", {0: 2}, generation=gen, member="ghost")
+        assert await txn_commit(client, ghost) == {0: ErrorCode.unknown_member_id}
+        assert await txn_commit(client, txn_commit_body("absent", {0: 2}, generation=1, member="m")) == {
+            0: ErrorCode.illegal_generation
+        }
+        static = Scene(client, 0, port, app.node.node_id, topic=TOPIC, group="static-pipeline")
+        joined = await client.call(
+            ApiKey.JOIN_GROUP, 5, {**join_sample(static), "group_instance_id": "worker-1"}
+        )
+        assert joined.error_code == ErrorCode.none
+        static.member_id, static.generation = joined.member_id, int(joined.generation_id)
+        synced = await client.call(
+            ApiKey.SYNC_GROUP, 3, {**sync_sample(static), "group_instance_id": "worker-1"}
+        )
+        assert synced.error_code == ErrorCode.none
+        zombie = txn_commit_body(
+            "static-pipeline",
+            {0: 2},
+            generation=static.generation,
+            member="old-incarnation",
+            instance="worker-1",
+        )
+        assert await txn_commit(client, zombie) == {0: ErrorCode.fenced_instance_id}
+        assert await end_transaction(app, "pipeline", committed=True) == ErrorCode.none
+        assert await fetch(client, "pipeline", [0], stable=True) == {0: (1, ErrorCode.none)}
+
+
+async def test_write_end_marker_answers_not_coordinator_for_a_partition_not_held(tmp_path: Path) -> None:
+    """A marker for a partition this node does not hold is refused with NOT_COORDINATOR (nothing written)."""
+    async with running_app(tmp_path) as (app, _port):
+        outside = app.coordinator.num_partitions
+        assert (
+            await app.coordinator.write_end_marker(outside, PRODUCER_ID, 0, True, 0)
+            == ErrorCode.not_coordinator
+        )
+
+
+async def test_old_versions_commit_without_member_fields(tmp_path: Path) -> None:
+    """TxnOffsetCommit v0 (no generation or member) commits for a simple group like v3 with -1."""
+    async with running_app(tmp_path) as (app, port), connected(port) as client:
+        await with_topic(client, app, port)
+        assert await txn_commit(client, txn_commit_body("old-client", {1: 5}), version=0) == {
+            1: ErrorCode.none
+        }
+        assert await end_transaction(app, "old-client", committed=True) == ErrorCode.none
+        assert await fetch(client, "old-client", [1], stable=False) == {1: (5, ErrorCode.none)}
+
+
+async def test_pending_offsets_survive_sigkill_and_the_marker_after_it_commits_them(
+    kcoord_factory: type[KcoordProcess], tmp_path: Path
+) -> None:
+    """A kcoord process SIGKILLed mid-transaction (flush policy always) comes back with the offsets still
+    pending (UNSTABLE_OFFSET_COMMIT, invisible); the producer's commit marker then makes them visible."""
+    data_dir = tmp_path / "data"
+    server = kcoord_factory(data_dir, {"log.flush.policy": "always"}).start()
+    with RawClient(server.host, server.port) as client:
+        assert create_topic_raw(client, TOPIC, 3) == 0
+        answer = client.call(ApiKey.TXN_OFFSET_COMMIT, 3, txn_commit_body("killed", {0: 70, 1: 71}))
+        assert [p.error_code for t in answer.topics for p in t.partitions] == [ErrorCode.none] * 2
+        topics = [{"name": TOPIC, "partition_indexes": [0, 1]}]
+        body = {"groups": [{"group_id": "killed", "topics": topics}], "require_stable": True}
+        fetched = client.call(ApiKey.OFFSET_FETCH, 8, body)
+        assert {p.error_code for p in fetched.groups[0].topics[0].partitions} == {
+            ErrorCode.unstable_offset_commit
+        }
+    server.kill()
+    async with running_app(data_dir) as (app, port), connected(port) as client:
+        unstable = (-1, ErrorCode.unstable_offset_commit)
+        assert await fetch(client, "killed", [0, 1], stable=True) == {0: unstable, 1: unstable}
+        assert await fetch(client, "killed", [0, 1], stable=False) == {
+            0: (-1, ErrorCode.none),
+            1: (-1, ErrorCode.none),
+        }
+        assert await end_transaction(app, "killed", committed=True) == ErrorCode.none
+        assert await fetch(client, "killed", [0, 1], stable=True) == {
+            0: (70, ErrorCode.none),
+            1: (71, ErrorCode.none),
+        }
