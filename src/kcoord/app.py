@@ -194,8 +194,7 @@ class App:
         self.producers = self.producer_state.producers
         self.data_markers = DataMarkerWriter(self.topics, self.producers, self.clock)
         """Transaction markers to this node's data partitions (issue 17, contract A)."""
-        self.transaction_verifier = transaction_verifier
-        """What lets a transactional Produce in (contract C); None refuses every transactional batch."""
+        self._given_verifier = transaction_verifier
         self.growth_hints = GrowthHints(self.clock)
         self.authorizer = build_authorizer(s, self.acl_store, self.freshness)
         self.coordinator = GroupCoordinator(
@@ -261,6 +260,8 @@ class App:
                 remove_expired_interval_ms=s["transaction.remove.expired.transaction.cleanup.interval.ms"],
                 offsets_topic_partitions=s["offsets.topic.num.partitions"],
             ),
+            data_markers=self.data_markers,
+            offsets_markers=self.coordinator,
             transaction_observer=self.transaction_metrics,
             num_partitions=s["transaction.state.log.num.partitions"],
             append_timeout_ms=s["offsets.commit.timeout.ms"],
@@ -268,6 +269,9 @@ class App:
             serving=self._serving,
         )
         self.transaction_metrics.watch(self.transactions.stats)
+        self.transaction_verifier: TransactionVerifier = self._given_verifier or self.transactions
+        """What lets a transactional Produce in (contract C): the transaction coordinator, unless a test
+        hands in its own."""
 
     def _catalogue(self) -> Catalogue:
         """The topic catalogue: ``topics.json`` alone, the shared table in a cluster."""
