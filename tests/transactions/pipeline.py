@@ -20,6 +20,7 @@ single node needs.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -42,9 +43,12 @@ class PipelineRun:
 
 
 class Pipeline:
-    def __init__(self, bootstrap: str, source: str, sink: str, group: str, transactional_id: str) -> None:
+    def __init__(
+        self, bootstrap: str, source: str, sink: str, group: str, transactional_id: str, partitions: int
+    ) -> None:
         self.bootstrap = bootstrap
         self.source, self.sink = source, sink
+        self.partitions = partitions
         self.transactional_id = transactional_id
         self.run = PipelineRun()
         self.consumer = Consumer(
@@ -54,6 +58,7 @@ class Pipeline:
                 "isolation.level": "read_committed",
                 "enable.auto.commit": False,
                 "auto.offset.reset": "earliest",
+                "session.timeout.ms": 6000,
                 **NO_REBOOTSTRAP,
             }
         )
@@ -84,7 +89,7 @@ class Pipeline:
     ) -> PipelineRun:
         """Process until the group's committed offsets cover ``total`` input records."""
         deadline = time.monotonic() + within_s
-        committed = 0
+        committed = self._committed_or(0)
         interrupted = False
         while committed < total:
             assert time.monotonic() < deadline, f"copied {committed} of {total} in {within_s}s: {self.run}"
@@ -102,11 +107,10 @@ class Pipeline:
                     self.producer.flush(DEADLINE_S)
                     interrupt()
                 self._commit()
-                committed += len(messages)
                 self.run.transactions += 1
             except KafkaException as exc:
                 self._recover(exc)
-                committed = self._committed_total()
+            committed = self._committed_or(committed)
         return self.run
 
     def _commit(self) -> None:
@@ -137,16 +141,49 @@ class Pipeline:
         self.run.aborted += 1
         self._rewind()
 
+    def _committed_or(self, known: int) -> int:
+        try:
+            return self.committed_total()
+        except KafkaException as exc:  # kcoord is down: known again once it is back
+            self.run.errors.append(f"committed offsets unknown: {exc.args[0]}")
+            return known
+
     def _rewind(self) -> None:
         """Back to the group's committed offsets: the aborted batch is processed again."""
         assignment = self.consumer.assignment()
-        for tp in self.consumer.committed(assignment, DEADLINE_S):
+        for attempt in range(10):
+            try:
+                committed = self.consumer.committed(assignment, DEADLINE_S)
+                break
+            except KafkaException as exc:  # kcoord is down: asked again once it is back
+                self.run.errors.append(f"rewind retried: {exc.args[0]}")
+                if attempt == 9:
+                    raise
+        for tp in committed:
             offset = tp.offset if tp.offset >= 0 else OFFSET_BEGINNING
             self.consumer.seek(TopicPartition(tp.topic, tp.partition, offset))
 
-    def _committed_total(self) -> int:
-        committed = self.consumer.committed(self.consumer.assignment(), DEADLINE_S)
+    def committed_total(self) -> int:
+        """Input records the group has committed, over every partition of the source."""
+        partitions = [TopicPartition(self.source, p) for p in range(self.partitions)]
+        committed = self.consumer.committed(partitions, DEADLINE_S)
         return sum(max(tp.offset, 0) for tp in committed)
 
     def close(self) -> None:
         self.consumer.close()
+
+
+def main() -> None:
+    """``python -m tests.transactions.pipeline BOOTSTRAP SOURCE SINK GROUP TXN_ID PARTITIONS TOTAL``:
+    copy until the group has committed TOTAL records (the process a test SIGKILLs and restarts)."""
+    bootstrap, source, sink, group, transactional_id, partitions, total = sys.argv[1:8]
+    pipeline = Pipeline(bootstrap, source, sink, group, transactional_id, int(partitions))
+    try:
+        run = pipeline.copy(int(total), within_s=600)
+    finally:
+        pipeline.close()
+    print(run, flush=True)
+
+
+if __name__ == "__main__":
+    main()
