@@ -79,6 +79,7 @@ from kcoord.cluster.file_catalogue import FileCatalogue
 from kcoord.cluster.growth_hints import GrowthHints
 from kcoord.cluster.identity import Node, read_identity, write_identity
 from kcoord.cluster.leader_epochs import RecordedEpochs
+from kcoord.cluster.marker_routing import RoutingMarkerWriter
 from kcoord.cluster.membership import ClusterMembership, MembershipDirectory
 from kcoord.cluster.mode import ClusterMode
 from kcoord.cluster.producer_id_allocator import ReadyProducerIds
@@ -248,6 +249,7 @@ class App:
         """The transaction coordinator over ``__transaction_state``, its producer ids and its metrics."""
         s = self.settings
         self.transaction_ids = ReadyProducerIds(self.producers.new_producer_id)
+        self.routed_markers = RoutingMarkerWriter(self.data_markers, self._marker_owner)
         self.transaction_metrics = TransactionMetrics(self.metrics.registry)
         self.transactions = TransactionCoordinator(
             self.topics,
@@ -260,7 +262,7 @@ class App:
                 remove_expired_interval_ms=s["transaction.remove.expired.transaction.cleanup.interval.ms"],
                 offsets_topic_partitions=s["offsets.topic.num.partitions"],
             ),
-            data_markers=self.data_markers,
+            data_markers=self.routed_markers,
             offsets_markers=self.coordinator,
             transaction_observer=self.transaction_metrics,
             num_partitions=s["transaction.state.log.num.partitions"],
@@ -272,6 +274,13 @@ class App:
         self.transaction_verifier: TransactionVerifier = self._given_verifier or self.transactions
         """What lets a transactional Produce in (contract C): the transaction coordinator, unless a test
         hands in its own."""
+
+    def _marker_owner(self, topic: str, partition: int) -> tuple[str, int] | None:
+        """Where a transaction marker for ``topic``-``partition`` goes: None for this node."""
+        owner = None if self.membership is None else self.membership.owner_of(topic, partition)
+        if owner is None or owner.node_id == self.node.node_id:
+            return None
+        return owner.host, owner.port
 
     def _catalogue(self) -> Catalogue:
         """The topic catalogue: ``topics.json`` alone, the shared table in a cluster."""
@@ -621,6 +630,7 @@ class App:
             await self.membership.stop()
         await self.transactions.stop()
         await self.transaction_ids.stop()
+        self.routed_markers.close()
         await self.coordinator.stop()
         await self.listener.drain(self.settings["kcoord.shutdown.timeout.ms"] / 1000)
         await self.rebalance_journal.close()

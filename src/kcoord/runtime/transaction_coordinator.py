@@ -295,9 +295,13 @@ class TransactionCoordinator(CoordinatorService):
         NONE when the partition is in the producer's Ongoing transaction; INVALID_TXN_STATE when it
         was not added (what Kafka answers clients of transaction version 1); the producer's error
         (PRODUCER_FENCED, INVALID_PRODUCER_ID_MAPPING, CONCURRENT_TRANSACTIONS) otherwise. While
-        the id's coordinator partition is loading or elsewhere, NOT_ENOUGH_REPLICAS, which the
-        producer retries (Kafka's mapping)."""
+        the id's coordinator partition is loading, NOT_ENOUGH_REPLICAS, which the producer retries
+        (Kafka's mapping). In a cluster, when another node is the id's coordinator, the batch is
+        not verified (NONE): Kafka would ask that node (AddPartitionsToTxn v4, verify only), which
+        kcoord does not do yet."""
         wanted = TopicPartition(topic, partition)
+        if self._owned_only and self._runners.get(self.partition_for(transactional_id)) is None:
+            return ErrorCode.none  # the id's coordinator is another node: not verified (see above)
         try:
             errors: dict[TopicPartition, ErrorCode] = self.read(
                 transactional_id,
