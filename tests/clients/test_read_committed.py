@@ -109,10 +109,10 @@ async def latest(client: AsyncRawClient, isolation_level: int) -> int:
     return int(partition.offset)
 
 
-async def fetch_committed(client: AsyncRawClient) -> Any:
-    body = {
+def fetch_committed_body(fetch_offset: int = 0, max_wait_ms: int = 0) -> dict[str, Any]:
+    return {
         "replica_id": -1,
-        "max_wait": 0,
+        "max_wait": max_wait_ms,
         "min_bytes": 1,
         "max_bytes": 1 << 20,
         "isolation_level": 1,
@@ -124,7 +124,7 @@ async def fetch_committed(client: AsyncRawClient) -> Any:
                 "partitions": [
                     {
                         "partition": 0,
-                        "fetch_offset": 0,
+                        "fetch_offset": fetch_offset,
                         "log_start_offset": -1,
                         "partition_max_bytes": 1 << 20,
                     }
@@ -134,7 +134,10 @@ async def fetch_committed(client: AsyncRawClient) -> Any:
         "forgotten_topics_data": [],
         "rack_id": "",
     }
-    response = await client.call(ApiKey.FETCH, 11, body)
+
+
+async def fetch_committed(client: AsyncRawClient) -> Any:
+    response = await client.call(ApiKey.FETCH, 11, fetch_committed_body())
     return response.responses[0].partitions[0]
 
 
@@ -242,3 +245,20 @@ async def test_restart_mid_transaction_keeps_the_lso(tmp_path: Path) -> None:
         assert await app.data_markers.write_marker(TOPIC, 0, LINGERER, 0, True, 2) == ErrorCode.none
         assert await latest(client, isolation_level=1) == 11
         assert await asyncio.to_thread(consume, port, "read_committed") == [*COMMITTED, b"c0"]
+
+
+async def test_waiting_read_committed_fetch_wakes_on_the_commit(tmp_path: Path) -> None:
+    """A long-polling read_committed Fetch at the LSO answers as soon as the marker moves the LSO."""
+    async with serving(tmp_path, AnsweringVerifier()) as (app, port), connected(port) as client:
+        await create_topic(client)
+        await write_mixed_log(app, client)
+        correlation_id = await client.send(ApiKey.FETCH, 11, fetch_committed_body(9, max_wait_ms=20_000))
+        await asyncio.sleep(0.2)
+        started = time.monotonic()
+        assert await app.data_markers.write_marker(TOPIC, 0, LINGERER, 0, True, 1) == ErrorCode.none
+        response = await client.recv(ApiKey.FETCH, 11, correlation_id, within_s=20)
+        waited = time.monotonic() - started
+        partition = response.responses[0].partitions[0]
+        assert partition.last_stable_offset == 11
+        assert partition.records, "the committed batch came with the answer"
+        assert waited < 5, f"the Fetch waited {waited:.1f}s after the commit"

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -194,6 +194,8 @@ class ProducerStateManager:
         self._partitions: dict[tuple[int, str, int], _PartitionProducer] = {}
         self._gated = gated
         self._transactions: dict[tuple[str, int], PartitionTransactions] = {}
+        self._stable_listeners: dict[tuple[str, int], list[Callable[[int], None]]] = {}
+        """Per partition: told the new high watermark bound each time a transaction there ends."""
         self._open: set[tuple[str, int]] = set()
         """When gated: the partitions whose state is loaded (idempotent batches are accepted)."""
         self._last_sweep = self._clock.now_ms()
@@ -373,6 +375,20 @@ class ProducerStateManager:
         found = self._transactions.get((topic, partition))
         return [] if found is None else found.aborted_between(fetch_offset, upper_bound)
 
+    def watch_stable(self, topic: str, partition: int, listener: Callable[[int], None]) -> Callable[[], None]:
+        """Call ``listener(marker offset)`` each time a transaction on the partition ends (the LSO may
+        move); returns the function that stops it."""
+        listeners = self._stable_listeners.setdefault((topic, partition), [])
+        listeners.append(listener)
+
+        def unregister() -> None:
+            if listener in listeners:
+                listeners.remove(listener)
+            if not listeners and self._stable_listeners.get((topic, partition)) is listeners:
+                del self._stable_listeners[(topic, partition)]
+
+        return unregister
+
     def trim_aborted(self, topic: str, partition: int, log_start_offset: int) -> int:
         """Drop the partition's aborted entries whose marker is below the log start."""
         found = self._transactions.get((topic, partition))
@@ -430,6 +446,8 @@ class ProducerStateManager:
             state.batches.clear()
         state.coordinator_epoch = coordinator_epoch
         state.seen_at = now
+        for listener in list(self._stable_listeners.get((topic, partition), ())):
+            listener(marker_offset)
 
     def describe(self, topic: str, partition: int) -> list[ProducerView]:
         """Every producer with state on ``topic``-``partition`` (DescribeProducers)."""

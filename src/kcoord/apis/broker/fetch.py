@@ -168,7 +168,15 @@ async def handle_fetch(
         # 3. Long poll: sleep until an append to a fetched partition or the deadline.
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max_wait_s
-        with AppendWatch(watched) as watch:
+        stable = []
+        if committed and producers is not None:
+            stable = [
+                functools.partial(producers.watch_stable, topic, p.index)
+                for topic, parts in plan
+                for p in parts
+                if p.log is not None
+            ]
+        with AppendWatch(watched, stable) as watch:
             while await watch.wait(deadline - loop.time()):
                 result = await _read(plan, max_bytes, producers, committed=committed)
                 if result.total_bytes >= min_bytes or result.has_error:
