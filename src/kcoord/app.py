@@ -523,6 +523,11 @@ class App:
             self.growth_hints.topic_grew(event.topic.name)
             self.coordinator.partitions_added(event.topic.name)
         else:
+            if event.change is TopicChange.DELETED:
+                # Its producers' state and open transactions go with its logs (a topic created
+                # again under the name starts with none, its LSO not held by the old ones).
+                for partition in range(event.topic.partitions):
+                    self.producers.drop_partition(event.topic.name, partition)
             self.coordinator.topic_changed(event.topic.name)
 
     def _partition_count(self, topic: str) -> int | None:
