@@ -25,15 +25,28 @@ transactional batches, and batches whose codec is unavailable here, are kept as 
 their keys stay unknown; so that dropping a tombstone can never uncover an older value hidden in
 such a batch, no tombstone after one of them is dropped.
 
+Transactions, after Kafka's cleaner (``LogCleaner.cleanInto`` with its aborted-transaction
+tracking): a first read of the cleanable segments finds every transaction marker (control batch)
+in them. A transactional data batch whose producer's next marker after it is an abort is removed
+whole: an aborted transaction's records never reach anyone once compacted (read_uncommitted
+consumers included, as in Kafka). A transactional batch whose transaction committed, or whose
+marker is not in the cleanable range yet (still open, or its marker in the active segment), is
+kept as it is. Markers are always kept, so no marker ever goes while data of its transaction
+remains (Kafka also removes a marker once its transaction's data is gone and its delete horizon
+has passed; kcoord keeps it: a few bytes per transaction and partition).
+
 Offsets are never renumbered, so a compacted log has gaps: reads return the next batch after a
 removed offset, and segment indexes are rebuilt for the rewritten segments.
 """
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from kcoord.protocol.control_batch import read_control_record
+from kcoord.protocol.plain_batch import CorruptBatchError, iter_plain_records
 from kcoord.protocol.record_batch import BatchHeader, iter_batches
 from kcoord.storage.compaction_records import (
     DELETE_HORIZON_FLAG,
@@ -121,7 +134,10 @@ def clean_segments(
     offset_map: dict[bytes, int] = {}
     for read in readers[plan.first_dirty :]:
         _add_latest_offsets(read(), offset_map)
-    cleaner = _Cleaner(offset_map, now_ms, delete_retention_ms)
+    ends = _TransactionEnds()
+    for read in readers:
+        ends.add_markers(read())
+    cleaner = _Cleaner(offset_map, now_ms, delete_retention_ms, ends)
     swaps: list[Swap] = []
     bytes_before = bytes_after = 0
     try:
@@ -167,11 +183,57 @@ def _add_latest_offsets(data: bytes, offset_map: dict[bytes, int]) -> None:
                 offset_map[record.key] = record.offset
 
 
+@dataclass(slots=True)
+class _TransactionEnds:
+    """Every producer's markers in the cleanable segments: offsets (ascending) and whether each commits."""
+
+    offsets: dict[int, list[int]] = field(default_factory=dict)
+    commits: dict[int, list[bool]] = field(default_factory=dict)
+
+    def add_markers(self, data: bytes) -> None:
+        for pos, header in iter_batches(data):
+            if not header.is_control or header.producer_id < 0:
+                continue
+            committed = _marker_commits(data, pos)
+            if committed is None:
+                continue
+            self.offsets.setdefault(header.producer_id, []).append(header.base_offset)
+            self.commits.setdefault(header.producer_id, []).append(committed)
+
+    def aborted(self, header: BatchHeader) -> bool:
+        """Whether the transactional data batch ``header`` belongs to a transaction whose marker,
+        the producer's first after it, aborts it."""
+        offsets = self.offsets.get(header.producer_id)
+        if not offsets:
+            return False
+        at = bisect.bisect_right(offsets, header.base_offset)
+        return at < len(offsets) and not self.commits[header.producer_id][at]
+
+
+def _marker_commits(data: bytes, pos: int) -> bool | None:
+    """True for a commit marker at ``pos``, False for an abort, None for anything else."""
+    try:
+        for _, key, value in iter_plain_records(data, pos):
+            record = read_control_record(key, value)
+            if record is not None:
+                return record.committed
+    except (CorruptBatchError, NotImplementedError):
+        return None
+    return None
+
+
 class _Cleaner:
     """Takes the dead records out of segments fed to it in offset order."""
 
-    def __init__(self, offset_map: dict[bytes, int], now_ms: int, delete_retention_ms: int) -> None:
+    def __init__(
+        self,
+        offset_map: dict[bytes, int],
+        now_ms: int,
+        delete_retention_ms: int,
+        ends: _TransactionEnds | None = None,
+    ) -> None:
         self.offset_map = offset_map
+        self.ends = ends or _TransactionEnds()
         self.now_ms = now_ms
         self.delete_retention_ms = delete_retention_ms
         self.records_before = 0
@@ -186,6 +248,9 @@ class _Cleaner:
         view = memoryview(data)
         for pos, header in iter_batches(view):
             batch = view[pos : pos + header.size]
+            if header.is_transactional and not header.is_control and self.ends.aborted(header):
+                self.records_before += header.record_count
+                continue
             records = _decodable(batch, header)
             if records is None:
                 self.opaque_seen = self.opaque_seen or not header.is_control
