@@ -5,7 +5,7 @@ The transaction coordinator is another helper's part (issue 17); here a small ve
 for its KIP-890 check, transactional batches go in by raw Produce, and the markers are written by
 the node's own :class:`~kcoord.cluster.transaction_markers.DataMarkerWriter`, as the coordinator
 will write them. The consumers are confluent-kafka's (librdkafka), the reference read_committed
-implementation.
+implementation; aiokafka and kafka-python 3 read the same log.
 """
 
 from __future__ import annotations
@@ -18,7 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiokafka import AIOKafkaConsumer
+from aiokafka.structs import TopicPartition as AioTopicPartition
 from confluent_kafka import Consumer, KafkaError, TopicPartition
+from kafka import KafkaConsumer
+from kafka import TopicPartition as KpTopicPartition
 
 from kcoord.app import App
 from kcoord.protocol.api_keys import ApiKey
@@ -262,3 +266,54 @@ async def test_waiting_read_committed_fetch_wakes_on_the_commit(tmp_path: Path) 
         assert partition.last_stable_offset == 11
         assert partition.records, "the committed batch came with the answer"
         assert waited < 5, f"the Fetch waited {waited:.1f}s after the commit"
+
+
+async def aiokafka_values(port: int, isolation_level: str, end: int) -> list[bytes]:
+    """What aiokafka delivers from offset 0 until its position reaches ``end``."""
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=f"127.0.0.1:{port}", isolation_level=isolation_level, enable_auto_commit=False
+    )
+    await consumer.start()
+    values: list[bytes] = []
+    try:
+        partition = AioTopicPartition(TOPIC, 0)
+        consumer.assign([partition])
+        consumer.seek(partition, 0)
+        async with asyncio.timeout(CONSUME_TIMEOUT_S):
+            while await consumer.position(partition) < end:
+                batches = await consumer.getmany(partition, timeout_ms=200)
+                values.extend(bytes(m.value) for m in batches.get(partition, []) if m.value is not None)
+    finally:
+        await consumer.stop()
+    return values
+
+
+def kafka_python_values(port: int, isolation_level: str, end: int) -> list[bytes]:
+    """What kafka-python 3 delivers from offset 0 until its position reaches ``end``."""
+    consumer = KafkaConsumer(
+        bootstrap_servers=f"127.0.0.1:{port}", isolation_level=isolation_level, enable_auto_commit=False
+    )
+    values: list[bytes] = []
+    try:
+        partition = KpTopicPartition(TOPIC, 0)
+        consumer.assign([partition])
+        consumer.seek(partition, 0)
+        deadline = time.monotonic() + CONSUME_TIMEOUT_S
+        while consumer.position(partition) < end:
+            assert time.monotonic() < deadline, f"position {consumer.position(partition)} never reached {end}"
+            for records in consumer.poll(timeout_ms=200).values():
+                values.extend(r.value for r in records)
+    finally:
+        consumer.close()
+    return values
+
+
+async def test_aiokafka_and_kafka_python_read_committed(tmp_path: Path) -> None:
+    """aiokafka and kafka-python 3 drop the aborted transaction and stop at the LSO under read_committed."""
+    async with serving(tmp_path, AnsweringVerifier()) as (app, port), connected(port) as client:
+        await create_topic(client)
+        await write_mixed_log(app, client)
+        assert await aiokafka_values(port, "read_committed", 9) == COMMITTED
+        assert await aiokafka_values(port, "read_uncommitted", 10) == EVERYTHING
+        assert await asyncio.to_thread(kafka_python_values, port, "read_committed", 9) == COMMITTED
+        assert await asyncio.to_thread(kafka_python_values, port, "read_uncommitted", 10) == EVERYTHING
