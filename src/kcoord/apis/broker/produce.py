@@ -322,6 +322,9 @@ async def _append(
             producers.settle_transaction_start(
                 partition_log.topic, index, header.producer_id, provisional, result.base_offset
             )
+        elif header.is_transactional:
+            # Opened by an earlier batch whose append may have failed since: this one holds it then.
+            producers.begin_transaction(partition_log.topic, index, header.producer_id, result.base_offset)
         return _success(index, result.base_offset, result.log_append_time_ms, result.log_start_offset)
     except KafkaError as exc:
         return _error(index, exc.code, exc.message)
