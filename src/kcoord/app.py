@@ -179,6 +179,7 @@ class App:
             internal_topics=INTERNAL_TOPICS,
         )
         self.producers = self.producer_state.producers
+        self.store.first_unstable = self.producers.first_unstable_offset
         self.data_markers = DataMarkerWriter(self.topics, self.producers, self.clock)
         """Transaction markers to this node's data partitions (issue 17, contract A)."""
         self.transaction_verifier = transaction_verifier

@@ -524,3 +524,20 @@ async def test_aborted_transactions_go_and_markers_stay(engine: Opener) -> None:
                 markers.append(header.base_offset)
             offset = header.next_offset
     assert markers == [3, 4]
+
+
+async def test_compaction_stops_at_the_first_unstable_offset(engine: Opener) -> None:
+    """No segment reaching the oldest open transaction is cleaned; once it ends, they are."""
+    store = await engine()
+    unstable: dict[tuple[str, int], int] = {("t", 0): 0}
+    store.first_unstable = lambda topic, partition: unstable.get((topic, partition))
+    log = await store.create("t", 0)
+    await append_all(log, key_batches(10))
+    assert log.segment_count > 3
+    assert await log.compact(T0_MS) is None
+    unstable[("t", 0)] = segmented(log)._segments[2].base_offset
+    result = await log.compact(T0_MS)
+    assert result is not None and result.segments == 2
+    del unstable[("t", 0)]
+    result = await log.compact(T0_MS)
+    assert result is not None and result.segments > 2

@@ -368,6 +368,11 @@ class ProducerStateManager:
         found = self._transactions.get((topic, partition))
         return high_watermark if found is None else found.last_stable_offset(high_watermark)
 
+    def first_unstable_offset(self, topic: str, partition: int) -> int | None:
+        """The first offset of the partition's oldest open transaction (None: none is open)."""
+        found = self._transactions.get((topic, partition))
+        return None if found is None else found.first_unstable_offset()
+
     def aborted_between(
         self, topic: str, partition: int, fetch_offset: int, upper_bound: int
     ) -> list[AbortedTransaction]:

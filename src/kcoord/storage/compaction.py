@@ -3,9 +3,11 @@
 This is what keeps ``__consumer_offsets`` from growing forever. A pass, after Kafka's LogCleaner:
 
 1. Plan (on the loop, :func:`plan_compaction`): the cleanable segments are the closed ones from
-   the log start, up to the first with writes still pending or, under ``min.compaction.lag.ms``,
-   the first holding a record that recent. The active segment is never cleaned. Those from the
-   first segment the previous pass did not cover are *dirty*; the rest were cleaned before.
+   the log start, up to the first with writes still pending, the first reaching the partition's
+   first unstable offset (its oldest open transaction, as Kafka's cleaner stops at the last
+   stable offset) or, under ``min.compaction.lag.ms``, the first holding a record that recent.
+   The active segment is never cleaned. Those from the first segment the previous pass did not
+   cover are *dirty*; the rest were cleaned before.
 2. Map (in a thread): key -> latest offset over the dirty segments.
 3. Rewrite (in a thread, :func:`clean_segments`): every cleanable segment, the clean part too,
    keeps a record when no later offset holds its key (a key missing from the map was already
@@ -100,12 +102,19 @@ class CleanedLog:
 
 
 def plan_compaction(
-    segments: Sequence[Segment], first_dirty_segment: Segment | None, now_ms: int, min_compaction_lag_ms: int
+    segments: Sequence[Segment],
+    first_dirty_segment: Segment | None,
+    now_ms: int,
+    min_compaction_lag_ms: int,
+    *,
+    first_unstable_offset: int | None = None,
 ) -> CompactionPlan | None:
     """What a pass would clean now, or None when no closed segment is cleanable."""
     count = 0
     for segment in segments[:-1]:
         if segment.size != segment.assigned_size:
+            break
+        if first_unstable_offset is not None and segment.next_offset > first_unstable_offset:
             break
         if min_compaction_lag_ms > 0 and segment.max_timestamp > now_ms - min_compaction_lag_ms:
             break
