@@ -23,11 +23,12 @@ Whole request: ``acks`` outside {0, 1, -1} => INVALID_REQUIRED_ACKS. Transaction
 batch => TRANSACTIONAL_ID_AUTHORIZATION_FAILED, Kafka's answer when the transactional id may not be
 used. With one, a ``transactional_id`` the principal may not WRITE (TransactionalId resource) =>
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED for the whole request, as Kafka; per partition, a
-transactional batch in a request without ``transactional_id`` => INVALID_RECORD, else the
-verifier (KIP-890 part 1, :class:`kcoord.cluster.transaction_markers.TransactionVerifier`) must
-answer NONE (its error is the partition's answer), then the batch goes through the same epoch and
-sequence checks as an idempotent one and opens its producer's transaction on the partition (the
-partition's last stable offset stops there until the marker).
+transactional batch without a producer id, or in a request without ``transactional_id``, =>
+INVALID_RECORD, else the verifier (KIP-890 part 1,
+:class:`kcoord.cluster.transaction_markers.TransactionVerifier`) must answer NONE (its error is
+the partition's answer), then the batch goes through the same epoch and sequence checks as an
+idempotent one and opens its producer's transaction on the partition (the partition's last
+stable offset stops there until the marker).
 
 ``acks=0`` sends no response; if a partition failed the connection is closed instead, so the
 producer notices (Kafka does the same). ``timeout`` is ignored: on one
@@ -236,7 +237,7 @@ async def _verify_all(
     for item in accepted:
         if not item.header.is_transactional:
             continue
-        if transactional_id is None or verifier is None:
+        if transactional_id is None or verifier is None or item.header.producer_id < 0:
             item.refused = ErrorCode.invalid_record
             continue
         partition_log, header = item.partition_log, item.header
