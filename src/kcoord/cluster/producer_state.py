@@ -414,9 +414,13 @@ class ProducerStateManager:
     ) -> None:
         self.transactions(topic, partition).cancel(producer_id, provisional)
 
-    def check_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int) -> None:
+    def check_marker(
+        self, topic: str, partition: int, producer_id: int, producer_epoch: int, coordinator_epoch: int = -1
+    ) -> None:
         """Raise INVALID_PRODUCER_EPOCH for a marker older than the producer's epoch on the partition,
-        NOT_LEADER_OR_FOLLOWER while a gated partition's state is not loaded."""
+        TRANSACTION_COORDINATOR_FENCED for one from an older coordinator epoch than the last marker's
+        (Kafka's ``checkCoordinatorEpoch``), NOT_LEADER_OR_FOLLOWER while a gated partition's state
+        is not loaded."""
         if self._gated and (topic, partition) not in self._open:
             raise KafkaError(
                 ErrorCode.not_leader_or_follower,
@@ -427,6 +431,12 @@ class ProducerStateManager:
             raise KafkaError(
                 ErrorCode.invalid_producer_epoch,
                 f"marker of producer {producer_id} at epoch {producer_epoch}, older than {state.epoch}",
+            )
+        if state is not None and coordinator_epoch < state.coordinator_epoch:
+            raise KafkaError(
+                ErrorCode.transaction_coordinator_fenced,
+                f"marker of producer {producer_id} from coordinator epoch {coordinator_epoch}, "
+                f"older than {state.coordinator_epoch}",
             )
 
     def end_transaction(
