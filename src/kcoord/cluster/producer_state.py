@@ -420,7 +420,12 @@ class ProducerStateManager:
         """Raise INVALID_PRODUCER_EPOCH for a marker older than the producer's epoch on the partition,
         TRANSACTION_COORDINATOR_FENCED for one from an older coordinator epoch than the last marker's
         (Kafka's ``checkCoordinatorEpoch``), NOT_LEADER_OR_FOLLOWER while a gated partition's state
-        is not loaded."""
+        is not loaded.
+
+        Called in the same synchronous step as the marker's append starts: a marker with a newer
+        epoch (the coordinator fencing the producer) fences the older epoch at once, so a batch of
+        the old epoch whose append would start after the marker's (and land after it, outside the
+        transaction the marker ends) is refused as Kafka refuses it under its log lock."""
         if self._gated and (topic, partition) not in self._open:
             raise KafkaError(
                 ErrorCode.not_leader_or_follower,
@@ -438,6 +443,9 @@ class ProducerStateManager:
                 f"marker of producer {producer_id} from coordinator epoch {coordinator_epoch}, "
                 f"older than {state.coordinator_epoch}",
             )
+        if state is not None and producer_epoch > state.epoch:
+            state.epoch, state.last_sequence = producer_epoch, -1
+            state.batches.clear()
 
     def end_transaction(
         self,
