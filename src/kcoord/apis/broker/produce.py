@@ -36,9 +36,10 @@ node the append is the whole acknowledgement, and durability follows the log's f
 
 Ordering: a connection runs one request at a time (:mod:`kcoord.server.connection`), so one
 connection's appends start in request order; each partition's append is started as a task in the
-handler's first synchronous step (after the transaction verifications, awaited together before
-any append of the request starts), and the idempotence check runs in the same step as the
-append's offset assignment. Appends of different partitions of one request run concurrently.
+handler's first synchronous step (for a request with transactional batches, after the transaction
+verifications, awaited together before any append of the request starts), and the idempotence
+check runs in the same step as the append's offset assignment. Appends of different partitions of
+one request run concurrently.
 
 Authorization: Topic WRITE per topic, else TOPIC_AUTHORIZATION_FAILED for its partitions
 (an idempotent producer needs nothing more, as in Kafka 3+).
@@ -119,7 +120,8 @@ async def handle_produce(
     if acks not in _VALID_ACKS:
         raise KafkaError(ErrorCode.invalid_required_acks, f"acks must be 0, 1 or -1, not {acks}")
     transactional_id: str | None = getattr(request, "transactional_id", None)
-    if _has_transactional_batch(request):
+    transactional = _has_transactional_batch(request)
+    if transactional:
         if verifier is None:
             raise KafkaError(
                 ErrorCode.transactional_id_authorization_failed,
@@ -174,27 +176,21 @@ async def handle_produce(
             except KafkaError as exc:
                 answers.append(_error(index, exc.code, exc.message))
                 continue
-            answers.append(_Accepted(partition_log, records, header))
+            if transactional:
+                answers.append(_Accepted(partition_log, records, header))
+            else:
+                answers.append(asyncio.ensure_future(_append(producers, partition_log, records, header)))
         slots.append(answers)
 
-    # 3. Transactional batches: the coordinator must know their partitions (all asked at once).
-    accepted = [a for answers in slots for a in answers if isinstance(a, _Accepted)]
-    if any(a.header.is_transactional for a in accepted):
-        await _verify_all(accepted, transactional_id, verifier)
+    # 3. Transactional batches: the coordinator must know their partitions (all asked at once);
+    # then every append of the request starts, in request order, in one synchronous step.
+    if transactional:
+        await _verify_all(
+            [a for answers in slots for a in answers if isinstance(a, _Accepted)], transactional_id, verifier
+        )
+        _start_accepted(slots, producers)
 
-    # 4. Start the appends, in request order, in one synchronous step.
-    for answers in slots:
-        for at, answer in enumerate(answers):
-            if isinstance(answer, _Accepted):
-                answers[at] = (
-                    _error(answer.partition_log.partition, answer.refused)
-                    if answer.refused != ErrorCode.none
-                    else asyncio.ensure_future(
-                        _append(producers, answer.partition_log, answer.records, answer.header)
-                    )
-                )
-
-    # 5. Wait for the appends; a closing connection does not cancel them.
+    # 4. Wait for the appends; a closing connection does not cancel them.
     pending = [a for answers in slots for a in answers if isinstance(a, asyncio.Task)]
     if pending:
         await asyncio.shield(asyncio.wait(pending))
@@ -264,6 +260,23 @@ async def _verify_all(
             item.refused = ErrorCode.unknown_server_error
         else:
             item.refused = ErrorCode(verdict)
+
+
+def _start_accepted(
+    slots: list[list[PartitionResponse | _Accepted | asyncio.Task[PartitionResponse]]],
+    producers: ProducerStateManager,
+) -> None:
+    """Replace each accepted batch by its append task, or by its refusal."""
+    for answers in slots:
+        for at, answer in enumerate(answers):
+            if not isinstance(answer, _Accepted):
+                continue
+            if answer.refused != ErrorCode.none:
+                answers[at] = _error(answer.partition_log.partition, answer.refused)
+            else:
+                answers[at] = asyncio.ensure_future(
+                    _append(producers, answer.partition_log, answer.records, answer.header)
+                )
 
 
 def _settled(answer: PartitionResponse | _Accepted | asyncio.Task[PartitionResponse]) -> PartitionResponse:
