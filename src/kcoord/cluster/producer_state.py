@@ -366,7 +366,7 @@ class ProducerStateManager:
     def last_stable_offset(self, topic: str, partition: int, high_watermark: int) -> int:
         """The partition's LSO: its oldest open transaction's first offset, else ``high_watermark``."""
         if not self._transactions:
-            return high_watermark  # no partition ever saw a transaction: every Fetch's case
+            return high_watermark  # no partition has seen a transaction (the common case)
         found = self._transactions.get((topic, partition))
         return high_watermark if found is None else found.last_stable_offset(high_watermark)
 
