@@ -148,6 +148,10 @@ class StoredProducer:
     epoch: int
     batches: list[StoredBatch]
     """Oldest first, at most :data:`BATCHES_KEPT`."""
+    last_timestamp: int = -1
+    """The newest batch's max timestamp (DescribeProducers)."""
+    coordinator_epoch: int = -1
+    """The coordinator epoch of the producer's last marker on the partition."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,6 +248,7 @@ class ProducerStateManager:
             if not stored.batches:
                 continue
             state = _PartitionProducer(stored.epoch, stored.batches[-1].last_sequence, now)
+            state.last_timestamp, state.coordinator_epoch = stored.last_timestamp, stored.coordinator_epoch
             for batch in stored.batches:
                 state.batches.append(
                     BatchSlot(
