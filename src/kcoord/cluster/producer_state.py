@@ -368,12 +368,14 @@ class ProducerStateManager:
             found = self._transactions[(topic, partition)] = PartitionTransactions()
         return found
 
-    def last_stable_offset(self, topic: str, partition: int, high_watermark: int) -> int:
+    def last_stable_offset(
+        self, topic: str, partition: int, high_watermark: int, log_start_offset: int = 0
+    ) -> int:
         """The partition's LSO: its oldest open transaction's first offset, else ``high_watermark``."""
         if not self._transactions:
             return high_watermark  # no partition has seen a transaction (the common case)
         found = self._transactions.get((topic, partition))
-        return high_watermark if found is None else found.last_stable_offset(high_watermark)
+        return high_watermark if found is None else found.last_stable_offset(high_watermark, log_start_offset)
 
     def first_unstable_offset(self, topic: str, partition: int) -> int | None:
         """The first offset of the partition's oldest open transaction (None: none is open)."""

@@ -211,7 +211,7 @@ async def _read(
                 answers.append(_error(part.index, ErrorCode.offset_out_of_range, start))
                 has_error = True
                 continue
-            stable = end if producers is None else producers.last_stable_offset(topic, part.index, end)
+            stable = end if producers is None else producers.last_stable_offset(topic, part.index, end, start)
             readable_end = stable if committed else end
             records = b""
             limit = min(part.max_bytes, remaining)
