@@ -541,3 +541,24 @@ async def test_compaction_stops_at_the_first_unstable_offset(engine: Opener) -> 
     del unstable[("t", 0)]
     result = await log.compact(T0_MS)
     assert result is not None and result.segments > 2
+
+
+async def test_committed_transactional_records_are_compacted(engine: Opener) -> None:
+    """A committed transaction's records are superseded by later values like any others; an open
+    transaction's records (no marker yet) are kept whatever follows."""
+    store = await engine()
+    log = await store.create("t", 0)
+    committed = encode_transactional_batch([(b"a", b"txn-a"), (b"b", b"txn-b")], 1, 0, T0_MS)
+    await log.append(committed.data)  # 0-1
+    await log.append(encode_marker_batch(1, 0, True, 0, T0_MS).data)  # 2
+    await log.append(encode_transactional_batch([(b"c", b"open-c")], 2, 0, T0_MS).data)  # 3
+    await append_all(log, [[(b"a", b"plain-a")], [(b"c", b"plain-c")]])  # 4, 5
+    await append_all(log, [[(b"pad", b"x" * 100)]] * 8)
+    assert active_segment_base(log) > 5
+    await log.compact(T0_MS)
+    kept = {offset: value for offset, _, value in await log_records(log)}
+    assert 0 not in kept, "txn-a is superseded by plain-a"
+    assert kept[1] == b"txn-b" and kept[3] == b"open-c"
+    assert kept[4] == b"plain-a" and kept[5] == b"plain-c"
+    rebuilt = parse_header(await log.read_async(1, 1))
+    assert rebuilt.base_offset == 1 and rebuilt.is_transactional and rebuilt.producer_id == 1

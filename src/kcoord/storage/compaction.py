@@ -22,20 +22,22 @@ Batches: a batch whose records all survive (and that needs no new delete horizon
 for byte; one that loses records is rebuilt from the survivors, one batch for one batch (base
 offset = first survivor's, offsets and timestamps kept, producer fields kept, new CRC-32C). A
 compressed batch is decompressed to read its keys (see :mod:`kcoord.storage.compaction_records`)
-and, when it loses records, rebuilt *uncompressed*: the cleaner never re-compresses. Control and
-transactional batches, and batches whose codec is unavailable here, are kept as they are and
-their keys stay unknown; so that dropping a tombstone can never uncover an older value hidden in
-such a batch, no tombstone after one of them is dropped.
+and, when it loses records, rebuilt *uncompressed*: the cleaner never re-compresses. Control
+batches, transactional batches not known to be committed (below), and batches whose codec is
+unavailable here, are kept as they are and their keys stay unknown; so that dropping a tombstone
+can never uncover an older value hidden in such a batch, no tombstone after one of them is dropped.
 
 Transactions, after Kafka's cleaner (``LogCleaner.cleanInto`` with its aborted-transaction
 tracking): a first read of the cleanable segments finds every transaction marker (control batch)
 in them. A transactional data batch whose producer's next marker after it is an abort is removed
 whole: an aborted transaction's records never reach anyone once compacted (read_uncommitted
-consumers included, as in Kafka). A transactional batch whose transaction committed, or whose
-marker is not in the cleanable range yet (still open, or its marker in the active segment), is
-kept as it is. Markers are always kept, so no marker ever goes while data of its transaction
-remains (Kafka also removes a marker once its transaction's data is gone and its delete horizon
-has passed; kcoord keeps it: a few bytes per transaction and partition).
+consumers included, as in Kafka). A transactional batch whose transaction committed is compacted
+like any batch (its records count in the key map, and a rebuilt one keeps its producer fields and
+transactional attribute); one whose marker is not in the cleanable range (its transaction still
+open, or its marker in the active segment) is kept as it is, its keys unknown. Markers are always
+kept, so no marker ever goes while data of its transaction remains (Kafka also removes a marker
+once its transaction's data is gone and its delete horizon has passed; kcoord keeps it: a few
+bytes per transaction and partition).
 
 Offsets are never renumbered, so a compacted log has gaps: reads return the next batch after a
 removed offset, and segment indexes are rebuilt for the rewritten segments.
@@ -140,12 +142,12 @@ def clean_segments(
     discard: Callable[[list[Swap]], None],
 ) -> CleanedLog:
     """Steps 2 and 3 of a pass (blocking: run it in a thread). ``discard`` undoes staging on failure."""
-    offset_map: dict[bytes, int] = {}
-    for read in readers[plan.first_dirty :]:
-        _add_latest_offsets(read(), offset_map)
     ends = _TransactionEnds()
     for read in readers:
         ends.add_markers(read())
+    offset_map: dict[bytes, int] = {}
+    for read in readers[plan.first_dirty :]:
+        _add_latest_offsets(read(), offset_map, ends)
     cleaner = _Cleaner(offset_map, now_ms, delete_retention_ms, ends)
     swaps: list[Swap] = []
     bytes_before = bytes_after = 0
@@ -174,9 +176,12 @@ def clean_segments(
     )
 
 
-def _decodable(batch: memoryview, header: BatchHeader) -> list[CleanableRecord] | None:
-    """The batch's records, or None when the cleaner must keep it as it is."""
-    if header.is_control or header.is_transactional:
+def _decodable(
+    batch: memoryview, header: BatchHeader, ends: _TransactionEnds
+) -> list[CleanableRecord] | None:
+    """The batch's records, or None when the cleaner must keep it as it is (a marker, or data of a
+    transaction not known to be committed)."""
+    if header.is_control or (header.is_transactional and not ends.committed(header)):
         return None
     try:
         return decode_records(batch, header)
@@ -184,10 +189,10 @@ def _decodable(batch: memoryview, header: BatchHeader) -> list[CleanableRecord] 
         return None
 
 
-def _add_latest_offsets(data: bytes, offset_map: dict[bytes, int]) -> None:
+def _add_latest_offsets(data: bytes, offset_map: dict[bytes, int], ends: _TransactionEnds) -> None:
     view = memoryview(data)
     for pos, header in iter_batches(view):
-        for record in _decodable(view[pos : pos + header.size], header) or ():
+        for record in _decodable(view[pos : pos + header.size], header, ends) or ():
             if record.key is not None:
                 offset_map[record.key] = record.offset
 
@@ -212,11 +217,18 @@ class _TransactionEnds:
     def aborted(self, header: BatchHeader) -> bool:
         """Whether the transactional data batch ``header`` belongs to a transaction whose marker,
         the producer's first after it, aborts it."""
+        return self._outcome(header) is False
+
+    def committed(self, header: BatchHeader) -> bool:
+        """Whether that marker commits it."""
+        return self._outcome(header) is True
+
+    def _outcome(self, header: BatchHeader) -> bool | None:
         offsets = self.offsets.get(header.producer_id)
         if not offsets:
-            return False
+            return None
         at = bisect.bisect_right(offsets, header.base_offset)
-        return at < len(offsets) and not self.commits[header.producer_id][at]
+        return self.commits[header.producer_id][at] if at < len(offsets) else None
 
 
 def _marker_commits(data: bytes, pos: int) -> bool | None:
@@ -260,7 +272,7 @@ class _Cleaner:
             if header.is_transactional and not header.is_control and self.ends.aborted(header):
                 self.records_before += header.record_count
                 continue
-            records = _decodable(batch, header)
+            records = _decodable(batch, header, self.ends)
             if records is None:
                 self.opaque_seen = self.opaque_seen or not header.is_control
                 self.records_before += header.record_count
