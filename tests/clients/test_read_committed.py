@@ -25,6 +25,7 @@ from kafka import KafkaConsumer
 from kafka import TopicPartition as KpTopicPartition
 
 from kcoord.app import App
+from kcoord.cluster.producer_snapshots import SNAPSHOT_DIR
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.control_batch import TRANSACTIONAL_ATTRIBUTE
 from kcoord.protocol.errors import ErrorCode
@@ -234,11 +235,18 @@ async def test_refused_verification_appends_nothing(tmp_path: Path) -> None:
         assert await latest(client, isolation_level=0) == 0
 
 
-async def test_restart_mid_transaction_keeps_the_lso(tmp_path: Path) -> None:
-    """After a restart the open transaction still holds the LSO, and its later commit releases it."""
+@pytest.mark.parametrize("snapshots", ["kept", "lost"])
+async def test_restart_mid_transaction_keeps_the_lso(tmp_path: Path, snapshots: str) -> None:
+    """After a restart, from the stop's snapshot or from the log alone, the open transaction still
+    holds the LSO, the abort is still indexed, and the later commit releases the LSO."""
     async with serving(tmp_path, AnsweringVerifier()) as (app, port), connected(port) as client:
         await create_topic(client)
         await write_mixed_log(app, client)
+    saved = list((tmp_path / SNAPSHOT_DIR).glob("*.json"))
+    assert saved, "the stop wrote the partition's snapshot"
+    if snapshots == "lost":
+        for path in saved:
+            path.unlink()
 
     async with serving(tmp_path, AnsweringVerifier()) as (app, port), connected(port) as client:
         assert await latest(client, isolation_level=1) == 9
