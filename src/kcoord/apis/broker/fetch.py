@@ -22,9 +22,10 @@ What kcoord answers:
 - **Transactions:** ``last_stable_offset`` is the partition's LSO (the first offset of its oldest
   open transaction, else the log end; :mod:`kcoord.cluster.partition_transactions`). With
   ``isolation_level`` 1 (read_committed) a partition is read up to its LSO only, in whole batches,
-  and ``aborted_transactions`` lists the aborted transactions overlapping the range returned
-  (their producer id and first offset), from which the consumer drops those producers' records
-  up to each abort marker. Control batches (markers) go out like any batch, as Kafka's do: every
+  and ``aborted_transactions`` lists the aborted transactions overlapping [fetch offset, LSO)
+  (their producer id and first offset; an upper bound past the data returned, as Kafka's segment
+  bound is: clients only act on those they meet), from which the consumer drops those producers'
+  records up to each abort marker. Control batches (markers) go out like any batch, as Kafka's do: every
   client skips them.
 - **Sizes (KIP-74):** partitions are read in request order, each up to
   min(``partition_max_bytes``, what is left of ``max_bytes``), in whole batches; the first
@@ -230,7 +231,7 @@ async def _read(
             if committed and records and producers is not None:
                 aborted = [
                     {"producer_id": a.producer_id, "first_offset": a.first_offset}
-                    for a in producers.aborted_between(topic, part.index, offset, _next_offset(records))
+                    for a in producers.aborted_between(topic, part.index, offset, readable_end)
                 ]
             total += len(records)
             remaining -= len(records)
@@ -256,14 +257,6 @@ def _below(records: bytes, bound: int) -> bytes:
         if header.base_offset >= bound:
             return records[:position]
     return records
-
-
-def _next_offset(records: bytes) -> int:
-    """One past the last offset of the last whole batch of ``records``."""
-    after = -1
-    for _, header in iter_batches(records):
-        after = header.next_offset
-    return after
 
 
 def _error(index: int, code: ErrorCode, log_start_offset: int = -1) -> PartitionResponse:
