@@ -1,5 +1,5 @@
-"""The data partitions' transaction APIs called directly: WriteTxnMarkers' checks and answers, and
-ListOffsets' read_committed lookups against the last stable offset."""
+"""The data partitions' transaction APIs called directly: WriteTxnMarkers' checks and answers,
+ListOffsets' read_committed lookups against the last stable offset, Fetch's aborted list."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from kcoord.apis.broker.fetch import handle_fetch
 from kcoord.apis.broker.list_offsets import handle_list_offsets
 from kcoord.apis.broker.write_txn_markers import handle_write_txn_markers
 from kcoord.cluster.transaction_markers import DataMarkerWriter
@@ -140,3 +141,58 @@ async def test_read_committed_lookups_stop_at_the_lso(app: DataPathApp) -> None:
     assert await lookup(app, T0, isolation_level=1) == (0, T0)
     assert await lookup(app, -3, isolation_level=1) == (-1, -1)
     assert await lookup(app, -2, isolation_level=1) == (0, -1)
+
+
+async def fetch_committed(app: DataPathApp, max_bytes: int) -> Any:
+    body = {
+        "replica_id": -1,
+        "max_wait": 0,
+        "min_bytes": 1,
+        "max_bytes": 1 << 20,
+        "isolation_level": 1,
+        "session_id": 0,
+        "session_epoch": -1,
+        "topics": [
+            {
+                "topic": "t",
+                "partitions": [
+                    {
+                        "partition": 0,
+                        "fetch_offset": 0,
+                        "log_start_offset": -1,
+                        "partition_max_bytes": max_bytes,
+                    }
+                ],
+            }
+        ],
+        "forgotten_topics_data": [],
+        "rack_id": "",
+    }
+    response = await handle_fetch(
+        context(ApiKey.FETCH, 11),
+        request(ApiKey.FETCH, 11, body),
+        topics=app.topics,
+        hints=app.growth_hints,
+        authorizer=app.authorizer,
+        producers=app.producers,
+    )
+    return on_the_wire(ApiKey.FETCH, 11, response).responses[0].partitions[0]
+
+
+async def test_aborted_transactions_are_cut_to_the_data_returned(app: DataPathApp) -> None:
+    """A read_committed answer holding only the first aborted transaction's batch lists only that one."""
+    markers = writer(app)
+    for pid in (PID, PID + 1):
+        app.producers.check_and_record("t", 0, pid, 0, 0, 1)
+        partition_log = app.topics.partition_log("t", 0)
+        assert partition_log is not None
+        app.producers.begin_transaction("t", 0, pid, partition_log.log_end_offset)
+        batch = make_batch(
+            [b"x" * 50], producer_id=pid, producer_epoch=0, base_sequence=0, attributes=TRANSACTIONAL
+        )
+        await partition_log.append(batch)
+        assert await markers.write_marker("t", 0, pid, 0, False, 1) == ErrorCode.none
+    whole = await fetch_committed(app, 1 << 20)
+    assert [(a.producer_id, a.first_offset) for a in whole.aborted_transactions] == [(PID, 0), (PID + 1, 2)]
+    first = await fetch_committed(app, 1)
+    assert [(a.producer_id, a.first_offset) for a in first.aborted_transactions] == [(PID, 0)]

@@ -22,11 +22,12 @@ What kcoord answers:
 - **Transactions:** ``last_stable_offset`` is the partition's LSO (the first offset of its oldest
   open transaction, else the log end; :mod:`kcoord.cluster.partition_transactions`). With
   ``isolation_level`` 1 (read_committed) a partition is read up to its LSO only, in whole batches,
-  and ``aborted_transactions`` lists the aborted transactions overlapping [fetch offset, LSO)
-  (their producer id and first offset; an upper bound past the data returned, as Kafka's segment
-  bound is: clients only act on those they meet), from which the consumer drops those producers'
-  records up to each abort marker. Control batches (markers) go out like any batch, as Kafka's do: every
-  client skips them.
+  and ``aborted_transactions`` lists the aborted transactions overlapping the range read (their
+  producer id and first offset), from which the consumer drops those producers' records up to
+  each abort marker. The range ends at the LSO when one transaction qualifies (a bound past the
+  data returned, as Kafka's segment bound can be: clients act only on those they meet), else at
+  the end of the data returned, so a consumer far behind is not sent every abort up to the LSO.
+  Control batches (markers) go out like any batch, as Kafka's do: every client skips them.
 - **Sizes (KIP-74):** partitions are read in request order, each up to
   min(``partition_max_bytes``, what is left of ``max_bytes``), in whole batches; the first
   partition that has data always gets at least one whole batch, however large. A later
@@ -229,10 +230,7 @@ async def _read(
                     records = b""
             aborted: list[dict[str, int]] = []
             if committed and records and producers is not None:
-                aborted = [
-                    {"producer_id": a.producer_id, "first_offset": a.first_offset}
-                    for a in producers.aborted_between(topic, part.index, offset, readable_end)
-                ]
+                aborted = _aborted_in(producers, topic, part.index, offset, readable_end, records)
             total += len(records)
             remaining -= len(records)
             answers.append(
@@ -257,6 +255,21 @@ def _below(records: bytes, bound: int) -> bytes:
         if header.base_offset >= bound:
             return records[:position]
     return records
+
+
+def _aborted_in(
+    producers: ProducerStateManager, topic: str, partition: int, offset: int, bound: int, records: bytes
+) -> list[dict[str, int]]:
+    """The aborted transactions a read_committed answer carries: those overlapping [offset, LSO),
+    cut to the data returned when there are several (a consumer far behind would otherwise get
+    every abort up to the LSO in each answer)."""
+    found = producers.aborted_between(topic, partition, offset, bound)
+    if len(found) > 1:
+        end = offset
+        for _, header in iter_batches(records):
+            end = header.next_offset
+        found = [a for a in found if a.first_offset < end]
+    return [{"producer_id": a.producer_id, "first_offset": a.first_offset} for a in found]
 
 
 def _error(index: int, code: ErrorCode, log_start_offset: int = -1) -> PartitionResponse:
