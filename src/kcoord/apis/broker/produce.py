@@ -15,8 +15,8 @@ Per partition, in Kafka's order: unknown topic or partition => UNKNOWN_TOPIC_OR_
 auto-creation here; Kafka creates topics on Metadata only); an internal topic =>
 INVALID_TOPIC_EXCEPTION; a batch over ``max.message.bytes`` => MESSAGE_TOO_LARGE; then the header
 and CRC checks of :func:`kcoord.protocol.record_batch.validate_produced` (records are never
-decoded); then the idempotent producer's epoch and sequence
-(:mod:`kcoord.cluster.producer_state`); then the transaction verification; then the append.
+decoded); then, for a transactional batch, the transaction verification; then the idempotent
+producer's epoch and sequence (:mod:`kcoord.cluster.producer_state`); then the append.
 
 Whole request: ``acks`` outside {0, 1, -1} => INVALID_REQUIRED_ACKS. Transactional batches (issue
 17): without a transaction verifier configured (no transaction coordinator), any transactional
@@ -31,8 +31,8 @@ idempotent one and opens its producer's transaction on the partition (the partit
 stable offset stops there until the marker).
 
 ``acks=0`` sends no response; if a partition failed the connection is closed instead, so the
-producer notices (Kafka does the same). ``timeout`` is ignored: on one
-node the append is the whole acknowledgement, and durability follows the log's flush policy.
+producer notices (Kafka does the same). ``timeout`` is ignored: on one node the append is the
+whole acknowledgement, and durability follows the log's flush policy.
 
 Ordering: a connection runs one request at a time (:mod:`kcoord.server.connection`), so one
 connection's appends start in request order; each partition's append is started as a task in the
