@@ -193,6 +193,7 @@ class App:
             internal_topics=INTERNAL_TOPICS,
         )
         self.producers = self.producer_state.producers
+        self.store.first_unstable = self.producers.first_unstable_offset
         self.data_markers = DataMarkerWriter(self.topics, self.producers, self.clock)
         """Transaction markers to this node's data partitions (issue 17, contract A)."""
         self._given_verifier = transaction_verifier
@@ -598,6 +599,11 @@ class App:
             self.growth_hints.topic_grew(event.topic.name)
             self.coordinator.partitions_added(event.topic.name)
         else:
+            if event.change is TopicChange.DELETED:
+                # Its producers' state and open transactions go with its logs (a topic created
+                # again under the name starts with none, its LSO not held by the old ones).
+                for partition in range(event.topic.partitions):
+                    self.producers.drop_partition(event.topic.name, partition)
             self.coordinator.topic_changed(event.topic.name)
 
     def _partition_count(self, topic: str) -> int | None:

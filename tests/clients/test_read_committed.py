@@ -5,7 +5,7 @@ The transaction coordinator is another helper's part (issue 17); here a small ve
 for its KIP-890 check, transactional batches go in by raw Produce, and the markers are written by
 the node's own :class:`~kcoord.cluster.transaction_markers.DataMarkerWriter`, as the coordinator
 will write them. The consumers are confluent-kafka's (librdkafka), the reference read_committed
-implementation.
+implementation; aiokafka and kafka-python 3 read the same log.
 """
 
 from __future__ import annotations
@@ -18,9 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiokafka import AIOKafkaConsumer
+from aiokafka.structs import TopicPartition as AioTopicPartition
 from confluent_kafka import Consumer, KafkaError, TopicPartition
+from kafka import KafkaConsumer
+from kafka import TopicPartition as KpTopicPartition
 
 from kcoord.app import App
+from kcoord.cluster.producer_snapshots import SNAPSHOT_DIR
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.control_batch import TRANSACTIONAL_ATTRIBUTE
 from kcoord.protocol.errors import ErrorCode
@@ -109,10 +114,10 @@ async def latest(client: AsyncRawClient, isolation_level: int) -> int:
     return int(partition.offset)
 
 
-async def fetch_committed(client: AsyncRawClient) -> Any:
-    body = {
+def fetch_committed_body(fetch_offset: int = 0, max_wait_ms: int = 0) -> dict[str, Any]:
+    return {
         "replica_id": -1,
-        "max_wait": 0,
+        "max_wait": max_wait_ms,
         "min_bytes": 1,
         "max_bytes": 1 << 20,
         "isolation_level": 1,
@@ -124,7 +129,7 @@ async def fetch_committed(client: AsyncRawClient) -> Any:
                 "partitions": [
                     {
                         "partition": 0,
-                        "fetch_offset": 0,
+                        "fetch_offset": fetch_offset,
                         "log_start_offset": -1,
                         "partition_max_bytes": 1 << 20,
                     }
@@ -134,7 +139,10 @@ async def fetch_committed(client: AsyncRawClient) -> Any:
         "forgotten_topics_data": [],
         "rack_id": "",
     }
-    response = await client.call(ApiKey.FETCH, 11, body)
+
+
+async def fetch_committed(client: AsyncRawClient) -> Any:
+    response = await client.call(ApiKey.FETCH, 11, fetch_committed_body())
     return response.responses[0].partitions[0]
 
 
@@ -227,11 +235,18 @@ async def test_refused_verification_appends_nothing(tmp_path: Path) -> None:
         assert await latest(client, isolation_level=0) == 0
 
 
-async def test_restart_mid_transaction_keeps_the_lso(tmp_path: Path) -> None:
-    """After a restart the open transaction still holds the LSO, and its later commit releases it."""
+@pytest.mark.parametrize("snapshots", ["kept", "lost"])
+async def test_restart_mid_transaction_keeps_the_lso(tmp_path: Path, snapshots: str) -> None:
+    """After a restart, from the stop's snapshot or from the log alone, the open transaction still
+    holds the LSO, the abort is still indexed, and the later commit releases the LSO."""
     async with serving(tmp_path, AnsweringVerifier()) as (app, port), connected(port) as client:
         await create_topic(client)
         await write_mixed_log(app, client)
+    saved = list((tmp_path / SNAPSHOT_DIR).glob("*.json"))
+    assert saved, "the stop wrote the partition's snapshot"
+    if snapshots == "lost":
+        for path in saved:
+            path.unlink()
 
     async with serving(tmp_path, AnsweringVerifier()) as (app, port), connected(port) as client:
         assert await latest(client, isolation_level=1) == 9
@@ -242,3 +257,71 @@ async def test_restart_mid_transaction_keeps_the_lso(tmp_path: Path) -> None:
         assert await app.data_markers.write_marker(TOPIC, 0, LINGERER, 0, True, 2) == ErrorCode.none
         assert await latest(client, isolation_level=1) == 11
         assert await asyncio.to_thread(consume, port, "read_committed") == [*COMMITTED, b"c0"]
+
+
+async def test_waiting_read_committed_fetch_wakes_on_the_commit(tmp_path: Path) -> None:
+    """A long-polling read_committed Fetch at the LSO answers as soon as the marker moves the LSO."""
+    async with serving(tmp_path, AnsweringVerifier()) as (app, port), connected(port) as client:
+        await create_topic(client)
+        await write_mixed_log(app, client)
+        correlation_id = await client.send(ApiKey.FETCH, 11, fetch_committed_body(9, max_wait_ms=20_000))
+        await asyncio.sleep(0.2)
+        started = time.monotonic()
+        assert await app.data_markers.write_marker(TOPIC, 0, LINGERER, 0, True, 1) == ErrorCode.none
+        response = await client.recv(ApiKey.FETCH, 11, correlation_id, within_s=20)
+        waited = time.monotonic() - started
+        partition = response.responses[0].partitions[0]
+        assert partition.last_stable_offset == 11
+        assert partition.records, "the committed batch came with the answer"
+        assert waited < 5, f"the Fetch waited {waited:.1f}s after the commit"
+
+
+async def aiokafka_values(port: int, isolation_level: str, end: int) -> list[bytes]:
+    """What aiokafka delivers from offset 0 until its position reaches ``end``."""
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=f"127.0.0.1:{port}", isolation_level=isolation_level, enable_auto_commit=False
+    )
+    await consumer.start()
+    values: list[bytes] = []
+    try:
+        partition = AioTopicPartition(TOPIC, 0)
+        consumer.assign([partition])
+        consumer.seek(partition, 0)
+        async with asyncio.timeout(CONSUME_TIMEOUT_S):
+            while await consumer.position(partition) < end:
+                batches = await consumer.getmany(partition, timeout_ms=200)
+                values.extend(bytes(m.value) for m in batches.get(partition, []) if m.value is not None)
+    finally:
+        await consumer.stop()
+    return values
+
+
+def kafka_python_values(port: int, isolation_level: str, end: int) -> list[bytes]:
+    """What kafka-python 3 delivers from offset 0 until its position reaches ``end``."""
+    consumer = KafkaConsumer(
+        bootstrap_servers=f"127.0.0.1:{port}", isolation_level=isolation_level, enable_auto_commit=False
+    )
+    values: list[bytes] = []
+    try:
+        partition = KpTopicPartition(TOPIC, 0)
+        consumer.assign([partition])
+        consumer.seek(partition, 0)
+        deadline = time.monotonic() + CONSUME_TIMEOUT_S
+        while consumer.position(partition) < end:
+            assert time.monotonic() < deadline, f"position {consumer.position(partition)} never reached {end}"
+            for records in consumer.poll(timeout_ms=200).values():
+                values.extend(r.value for r in records)
+    finally:
+        consumer.close()
+    return values
+
+
+async def test_aiokafka_and_kafka_python_read_committed(tmp_path: Path) -> None:
+    """aiokafka and kafka-python 3 drop the aborted transaction and stop at the LSO under read_committed."""
+    async with serving(tmp_path, AnsweringVerifier()) as (app, port), connected(port) as client:
+        await create_topic(client)
+        await write_mixed_log(app, client)
+        assert await aiokafka_values(port, "read_committed", 9) == COMMITTED
+        assert await aiokafka_values(port, "read_uncommitted", 10) == EVERYTHING
+        assert await asyncio.to_thread(kafka_python_values, port, "read_committed", 9) == COMMITTED
+        assert await asyncio.to_thread(kafka_python_values, port, "read_uncommitted", 10) == EVERYTHING

@@ -34,6 +34,13 @@ def test_lso_never_passes_the_high_watermark() -> None:
     assert txns.last_stable_offset(25) == 25
 
 
+def test_lso_is_not_below_the_log_start() -> None:
+    """An open transaction whose first records retention removed holds the LSO at the log start."""
+    txns = PartitionTransactions({1: 3})
+    assert txns.last_stable_offset(20, log_start_offset=8) == 8
+    assert txns.last_stable_offset(20, log_start_offset=2) == 3
+
+
 def test_abort_enters_the_index_and_commit_does_not() -> None:
     """Only an abort of an open transaction is indexed, with the marker's offset as its last offset."""
     txns = PartitionTransactions()

@@ -208,3 +208,24 @@ def test_gated_marker_waits_for_the_state(tmp_path: Path) -> None:
     assert raised.value.code == ErrorCode.not_leader_or_follower
     manager.restore("t", 0, {})
     manager.check_marker("t", 0, 9, 0)
+
+
+def test_marker_from_an_older_coordinator_epoch_is_fenced(tmp_path: Path) -> None:
+    """A marker from a coordinator epoch below the last marker's is TRANSACTION_COORDINATOR_FENCED."""
+    manager = ProducerStateManager(tmp_path)
+    manager.check_and_record("t", 0, 9, 0, 0, 1)
+    manager.end_transaction("t", 0, 9, 0, 5, 1, committed=True)
+    with pytest.raises(KafkaError) as raised:
+        manager.check_marker("t", 0, 9, 0, 4)
+    assert raised.value.code == ErrorCode.transaction_coordinator_fenced
+    manager.check_marker("t", 0, 9, 0, 5)
+
+
+def test_a_fencing_marker_fences_the_old_epoch_before_it_lands(tmp_path: Path) -> None:
+    """A newer-epoch marker whose append has only started already refuses the old epoch's batches."""
+    manager = ProducerStateManager(tmp_path)
+    manager.check_and_record("t", 0, 9, 0, 0, 1)
+    manager.check_marker("t", 0, 9, 1)
+    with pytest.raises(KafkaError) as raised:
+        manager.check_and_record("t", 0, 9, 0, 1, 1)
+    assert raised.value.code == ErrorCode.invalid_producer_epoch

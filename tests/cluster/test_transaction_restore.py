@@ -69,6 +69,7 @@ async def test_log_alone_rebuilds_open_and_aborted(tmp_path: Path) -> None:
     assert producers.aborted_between("t", 0, 0, 11) == [AbortedTransaction(1, 0, 6)]
     (view,) = [v for v in producers.describe("t", 0) if v.producer_id == 1]
     assert view.transaction_start_offset == 8
+    assert (view.last_timestamp, view.coordinator_epoch) == (T0_MS, 3)
     await snapshots.stop()
     await store.close()
 
@@ -95,5 +96,7 @@ async def test_snapshot_keeps_transactions_across_restarts(tmp_path: Path) -> No
 
     store, producers, snapshots = await restored(tmp_path)
     assert producers.last_stable_offset("t", 0, 100) == 7, "producer 3's transaction (offset 7) is open"
+    (view,) = [v for v in producers.describe("t", 0) if v.producer_id == 1]
+    assert (view.last_timestamp, view.coordinator_epoch) == (T0_MS, 3), "kept by the snapshot"
     await snapshots.stop()
     await store.close()

@@ -95,10 +95,12 @@ class PartitionTransactions:
         """The first offset of the oldest open transaction, None when none is open."""
         return min(self.open.values()) if self.open else None
 
-    def last_stable_offset(self, high_watermark: int) -> int:
-        """The LSO: the oldest open transaction's first offset, capped by the high watermark."""
+    def last_stable_offset(self, high_watermark: int, log_start_offset: int = 0) -> int:
+        """The LSO: the oldest open transaction's first offset, capped by the high watermark; not
+        below the log start (retention or DeleteRecords may remove a transaction's first records
+        while it is open: Kafka's ``UnifiedLog`` lifts the first unstable offset to the log start)."""
         first = self.first_unstable_offset()
-        return high_watermark if first is None else min(first, high_watermark)
+        return high_watermark if first is None else min(max(first, log_start_offset), high_watermark)
 
     def aborted_between(self, fetch_offset: int, upper_bound: int) -> list[AbortedTransaction]:
         """Aborted transactions that overlap [``fetch_offset``, ``upper_bound``), as Kafka's

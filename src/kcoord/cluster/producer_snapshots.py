@@ -17,7 +17,8 @@ The same scan rebuilds each partition's transactions (:mod:`kcoord.cluster.parti
 a transactional batch opens its producer's transaction, a control batch (its marker read with
 :func:`~kcoord.cluster.partition_transactions.marker_of_batch`) ends it, and an abort enters the
 aborted index; the snapshot keeps the open transactions and the index (from format 2 on; a
-format-1 snapshot holds none, as it was written before transactional batches were accepted).
+format-1 snapshot holds none, as it was written before transactional batches were accepted), and
+each producer's last timestamp and last marker's coordinator epoch (for DescribeProducers).
 Index entries whose marker fell below the log start (retention, DeleteRecords) are dropped.
 
 A snapshot only bounds the scan at the next start; correctness never depends on it. Its offset
@@ -106,6 +107,7 @@ class PartitionScan:
         )
         if len(known.batches) > BATCHES_KEPT:
             del known.batches[0]
+        known.last_timestamp = header.max_timestamp
         self.changed = True
 
     def _apply_marker(self, header: BatchHeader, data: bytes, position: int) -> None:
@@ -114,8 +116,10 @@ class PartitionScan:
             return
         self.transactions.end(header.producer_id, header.base_offset, marker.committed)
         known = self.producers.get(header.producer_id)
-        if known is not None and header.producer_epoch > known.epoch:
-            known.epoch, known.batches = header.producer_epoch, []
+        if known is not None:
+            if header.producer_epoch > known.epoch:
+                known.epoch, known.batches = header.producer_epoch, []
+            known.coordinator_epoch = marker.coordinator_epoch
         self.changed = True
 
     async def advance(self, partition_log: PartitionLog, max_bytes: int | None) -> bool:
@@ -152,6 +156,8 @@ def encode_snapshot(scan: PartitionScan) -> bytes:
             pid,
             p.epoch,
             [[b.first_sequence, b.last_sequence, b.base_offset, b.log_append_time_ms] for b in p.batches],
+            p.last_timestamp,
+            p.coordinator_epoch,
         ]
         for pid, p in scan.producers.items()
     ]
@@ -171,9 +177,13 @@ def decode_snapshot(data: bytes) -> PartitionScan:
     if not isinstance(document, dict) or document.get("version") not in _READABLE_VERSIONS:
         raise ValueError("unknown snapshot format")
     producers: dict[int, StoredProducer] = {}
-    for pid, epoch, batches in document["producers"]:
+    for pid, epoch, batches, *described in document["producers"]:
+        last_timestamp, coordinator_epoch = described if len(described) == 2 else (-1, -1)
         producers[int(pid)] = StoredProducer(
-            int(epoch), [StoredBatch(int(f), int(s), int(o), int(t)) for f, s, o, t in batches]
+            int(epoch),
+            [StoredBatch(int(f), int(s), int(o), int(t)) for f, s, o, t in batches],
+            int(last_timestamp),
+            int(coordinator_epoch),
         )
     transactions = PartitionTransactions(
         {int(pid): int(first) for pid, first in document.get("open_transactions", [])},

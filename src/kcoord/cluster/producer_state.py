@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -148,6 +148,10 @@ class StoredProducer:
     epoch: int
     batches: list[StoredBatch]
     """Oldest first, at most :data:`BATCHES_KEPT`."""
+    last_timestamp: int = -1
+    """The newest batch's max timestamp (DescribeProducers)."""
+    coordinator_epoch: int = -1
+    """The coordinator epoch of the producer's last marker on the partition."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +198,8 @@ class ProducerStateManager:
         self._partitions: dict[tuple[int, str, int], _PartitionProducer] = {}
         self._gated = gated
         self._transactions: dict[tuple[str, int], PartitionTransactions] = {}
+        self._stable_listeners: dict[tuple[str, int], list[Callable[[int], None]]] = {}
+        """Per partition: told the new high watermark bound each time a transaction there ends."""
         self._open: set[tuple[str, int]] = set()
         """When gated: the partitions whose state is loaded (idempotent batches are accepted)."""
         self._last_sweep = self._clock.now_ms()
@@ -246,6 +252,7 @@ class ProducerStateManager:
             if not stored.batches:
                 continue
             state = _PartitionProducer(stored.epoch, stored.batches[-1].last_sequence, now)
+            state.last_timestamp, state.coordinator_epoch = stored.last_timestamp, stored.coordinator_epoch
             for batch in stored.batches:
                 state.batches.append(
                     BatchSlot(
@@ -365,10 +372,19 @@ class ProducerStateManager:
             found = self._transactions[(topic, partition)] = PartitionTransactions()
         return found
 
-    def last_stable_offset(self, topic: str, partition: int, high_watermark: int) -> int:
+    def last_stable_offset(
+        self, topic: str, partition: int, high_watermark: int, log_start_offset: int = 0
+    ) -> int:
         """The partition's LSO: its oldest open transaction's first offset, else ``high_watermark``."""
+        if not self._transactions:
+            return high_watermark  # no partition has seen a transaction (the common case)
         found = self._transactions.get((topic, partition))
-        return high_watermark if found is None else found.last_stable_offset(high_watermark)
+        return high_watermark if found is None else found.last_stable_offset(high_watermark, log_start_offset)
+
+    def first_unstable_offset(self, topic: str, partition: int) -> int | None:
+        """The first offset of the partition's oldest open transaction (None: none is open)."""
+        found = self._transactions.get((topic, partition))
+        return None if found is None else found.first_unstable_offset()
 
     def aborted_between(
         self, topic: str, partition: int, fetch_offset: int, upper_bound: int
@@ -376,6 +392,20 @@ class ProducerStateManager:
         """The partition's aborted transactions overlapping [``fetch_offset``, ``upper_bound``)."""
         found = self._transactions.get((topic, partition))
         return [] if found is None else found.aborted_between(fetch_offset, upper_bound)
+
+    def watch_stable(self, topic: str, partition: int, listener: Callable[[int], None]) -> Callable[[], None]:
+        """Call ``listener(marker offset)`` each time a transaction on the partition ends (the LSO may
+        move); returns the function that stops it."""
+        listeners = self._stable_listeners.setdefault((topic, partition), [])
+        listeners.append(listener)
+
+        def unregister() -> None:
+            if listener in listeners:
+                listeners.remove(listener)
+            if not listeners and self._stable_listeners.get((topic, partition)) is listeners:
+                del self._stable_listeners[(topic, partition)]
+
+        return unregister
 
     def trim_aborted(self, topic: str, partition: int, log_start_offset: int) -> int:
         """Drop the partition's aborted entries whose marker is below the log start."""
@@ -397,9 +427,18 @@ class ProducerStateManager:
     ) -> None:
         self.transactions(topic, partition).cancel(producer_id, provisional)
 
-    def check_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int) -> None:
+    def check_marker(
+        self, topic: str, partition: int, producer_id: int, producer_epoch: int, coordinator_epoch: int = -1
+    ) -> None:
         """Raise INVALID_PRODUCER_EPOCH for a marker older than the producer's epoch on the partition,
-        NOT_LEADER_OR_FOLLOWER while a gated partition's state is not loaded."""
+        TRANSACTION_COORDINATOR_FENCED for one from an older coordinator epoch than the last marker's
+        (Kafka's ``checkCoordinatorEpoch``), NOT_LEADER_OR_FOLLOWER while a gated partition's state
+        is not loaded.
+
+        Called in the same synchronous step as the marker's append starts: a marker with a newer
+        epoch (the coordinator fencing the producer) fences the older epoch at once, so a batch of
+        the old epoch whose append would start after the marker's (and land after it, outside the
+        transaction the marker ends) is refused as Kafka refuses it under its log lock."""
         if self._gated and (topic, partition) not in self._open:
             raise KafkaError(
                 ErrorCode.not_leader_or_follower,
@@ -411,6 +450,15 @@ class ProducerStateManager:
                 ErrorCode.invalid_producer_epoch,
                 f"marker of producer {producer_id} at epoch {producer_epoch}, older than {state.epoch}",
             )
+        if state is not None and coordinator_epoch < state.coordinator_epoch:
+            raise KafkaError(
+                ErrorCode.transaction_coordinator_fenced,
+                f"marker of producer {producer_id} from coordinator epoch {coordinator_epoch}, "
+                f"older than {state.coordinator_epoch}",
+            )
+        if state is not None and producer_epoch > state.epoch:
+            state.epoch, state.last_sequence = producer_epoch, -1
+            state.batches.clear()
 
     def end_transaction(
         self,
@@ -434,6 +482,8 @@ class ProducerStateManager:
             state.batches.clear()
         state.coordinator_epoch = coordinator_epoch
         state.seen_at = now
+        for listener in list(self._stable_listeners.get((topic, partition), ())):
+            listener(marker_offset)
 
     def describe(self, topic: str, partition: int) -> list[ProducerView]:
         """Every producer with state on ``topic``-``partition`` (DescribeProducers)."""

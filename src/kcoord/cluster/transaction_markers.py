@@ -10,10 +10,11 @@
 
   Answers, as Kafka's ``ReplicaManager.appendRecords`` for markers: NONE, also for a producer with
   no open transaction on the partition (the marker is still written); INVALID_PRODUCER_EPOCH for a
-  marker older than the producer's epoch on the partition; NOT_LEADER_OR_FOLLOWER for a partition
-  another node of the cluster holds (or whose producer state is not loaded yet);
-  UNKNOWN_TOPIC_OR_PARTITION for a partition that does not exist; KAFKA_STORAGE_ERROR when the
-  append failed on the disk or database.
+  marker older than the producer's epoch on the partition; TRANSACTION_COORDINATOR_FENCED for a
+  marker from an older coordinator epoch than the producer's last marker there;
+  NOT_LEADER_OR_FOLLOWER for a partition another node of the cluster holds (or whose producer
+  state is not loaded yet); UNKNOWN_TOPIC_OR_PARTITION for a partition that does not exist;
+  KAFKA_STORAGE_ERROR when the append failed on the disk or database.
 
 - :class:`TransactionVerifier` (contract C, KIP-890 part 1): a transactional Produce batch is
   appended only when the transaction coordinator confirms that its partition was added to the
@@ -72,7 +73,7 @@ class DataMarkerWriter:
         if partition_log is None:
             return self._topics.missing_log_error(topic, partition)
         try:
-            self._producers.check_marker(topic, partition, producer_id, producer_epoch)
+            self._producers.check_marker(topic, partition, producer_id, producer_epoch, coordinator_epoch)
             batch = encode_marker_batch(
                 producer_id, producer_epoch, committed, coordinator_epoch, self._clock.now_ms()
             )

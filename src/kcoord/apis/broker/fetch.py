@@ -22,10 +22,12 @@ What kcoord answers:
 - **Transactions:** ``last_stable_offset`` is the partition's LSO (the first offset of its oldest
   open transaction, else the log end; :mod:`kcoord.cluster.partition_transactions`). With
   ``isolation_level`` 1 (read_committed) a partition is read up to its LSO only, in whole batches,
-  and ``aborted_transactions`` lists the aborted transactions overlapping the range returned
-  (their producer id and first offset), from which the consumer drops those producers' records
-  up to each abort marker. Control batches (markers) go out like any batch, as Kafka's do: every
-  client skips them.
+  and ``aborted_transactions`` lists the aborted transactions overlapping the range read (their
+  producer id and first offset), from which the consumer drops those producers' records up to
+  each abort marker. The range ends at the LSO when one transaction qualifies (a bound past the
+  data returned, as Kafka's segment bound can be: clients act only on those they meet), else at
+  the end of the data returned, so a consumer far behind is not sent every abort up to the LSO.
+  Control batches (markers) go out like any batch, as Kafka's do: every client skips them.
 - **Sizes (KIP-74):** partitions are read in request order, each up to
   min(``partition_max_bytes``, what is left of ``max_bytes``), in whole batches; the first
   partition that has data always gets at least one whole batch, however large. A later
@@ -168,7 +170,15 @@ async def handle_fetch(
         # 3. Long poll: sleep until an append to a fetched partition or the deadline.
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max_wait_s
-        with AppendWatch(watched) as watch:
+        stable = []
+        if committed and producers is not None:
+            stable = [
+                functools.partial(producers.watch_stable, topic, p.index)
+                for topic, parts in plan
+                for p in parts
+                if p.log is not None
+            ]
+        with AppendWatch(watched, stable) as watch:
             while await watch.wait(deadline - loop.time()):
                 result = await _read(plan, max_bytes, producers, committed=committed)
                 if result.total_bytes >= min_bytes or result.has_error:
@@ -203,7 +213,7 @@ async def _read(
                 answers.append(_error(part.index, ErrorCode.offset_out_of_range, start))
                 has_error = True
                 continue
-            stable = end if producers is None else producers.last_stable_offset(topic, part.index, end)
+            stable = end if producers is None else producers.last_stable_offset(topic, part.index, end, start)
             readable_end = stable if committed else end
             records = b""
             limit = min(part.max_bytes, remaining)
@@ -220,10 +230,7 @@ async def _read(
                     records = b""
             aborted: list[dict[str, int]] = []
             if committed and records and producers is not None:
-                aborted = [
-                    {"producer_id": a.producer_id, "first_offset": a.first_offset}
-                    for a in producers.aborted_between(topic, part.index, offset, _next_offset(records))
-                ]
+                aborted = _aborted_in(producers, topic, part.index, offset, readable_end, records)
             total += len(records)
             remaining -= len(records)
             answers.append(
@@ -250,12 +257,19 @@ def _below(records: bytes, bound: int) -> bytes:
     return records
 
 
-def _next_offset(records: bytes) -> int:
-    """One past the last offset of the last whole batch of ``records``."""
-    after = -1
-    for _, header in iter_batches(records):
-        after = header.next_offset
-    return after
+def _aborted_in(
+    producers: ProducerStateManager, topic: str, partition: int, offset: int, bound: int, records: bytes
+) -> list[dict[str, int]]:
+    """The aborted transactions a read_committed answer carries: those overlapping [offset, LSO),
+    cut to the data returned when there are several (a consumer far behind would otherwise get
+    every abort up to the LSO in each answer)."""
+    found = producers.aborted_between(topic, partition, offset, bound)
+    if len(found) > 1:
+        end = offset
+        for _, header in iter_batches(records):
+            end = header.next_offset
+        found = [a for a in found if a.first_offset < end]
+    return [{"producer_id": a.producer_id, "first_offset": a.first_offset} for a in found]
 
 
 def _error(index: int, code: ErrorCode, log_start_offset: int = -1) -> PartitionResponse:

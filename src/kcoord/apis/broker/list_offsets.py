@@ -121,7 +121,9 @@ def _readable_end(
     partition_log = topics.partition_log(topic, partition)
     if partition_log is None:
         return None
-    return producers.last_stable_offset(topic, partition, partition_log.log_end_offset)
+    return producers.last_stable_offset(
+        topic, partition, partition_log.log_end_offset, partition_log.log_start_offset
+    )
 
 
 def _stable_only(answer: dict[str, Any], stable: int | None) -> dict[str, Any]:

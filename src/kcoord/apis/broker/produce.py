@@ -15,29 +15,31 @@ Per partition, in Kafka's order: unknown topic or partition => UNKNOWN_TOPIC_OR_
 auto-creation here; Kafka creates topics on Metadata only); an internal topic =>
 INVALID_TOPIC_EXCEPTION; a batch over ``max.message.bytes`` => MESSAGE_TOO_LARGE; then the header
 and CRC checks of :func:`kcoord.protocol.record_batch.validate_produced` (records are never
-decoded); then the idempotent producer's epoch and sequence
-(:mod:`kcoord.cluster.producer_state`); then the transaction verification; then the append.
+decoded); then, for a transactional batch, the transaction verification; then the idempotent
+producer's epoch and sequence (:mod:`kcoord.cluster.producer_state`); then the append.
 
 Whole request: ``acks`` outside {0, 1, -1} => INVALID_REQUIRED_ACKS. Transactional batches (issue
 17): without a transaction verifier configured (no transaction coordinator), any transactional
 batch => TRANSACTIONAL_ID_AUTHORIZATION_FAILED, Kafka's answer when the transactional id may not be
 used. With one, a ``transactional_id`` the principal may not WRITE (TransactionalId resource) =>
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED for the whole request, as Kafka; per partition, a
-transactional batch in a request without ``transactional_id`` => INVALID_RECORD, else the
-verifier (KIP-890 part 1, :class:`kcoord.cluster.transaction_markers.TransactionVerifier`) must
-answer NONE (its error is the partition's answer), then the batch goes through the same epoch and
-sequence checks as an idempotent one and opens its producer's transaction on the partition (the
-partition's last stable offset stops there until the marker).
+transactional batch without a producer id, or in a request without ``transactional_id``, =>
+INVALID_RECORD, else the verifier (KIP-890 part 1,
+:class:`kcoord.cluster.transaction_markers.TransactionVerifier`) must answer NONE (its error is
+the partition's answer), then the batch goes through the same epoch and sequence checks as an
+idempotent one and opens its producer's transaction on the partition (the partition's last
+stable offset stops there until the marker).
 
 ``acks=0`` sends no response; if a partition failed the connection is closed instead, so the
-producer notices (Kafka does the same). ``timeout`` is ignored: on one
-node the append is the whole acknowledgement, and durability follows the log's flush policy.
+producer notices (Kafka does the same). ``timeout`` is ignored: on one node the append is the
+whole acknowledgement, and durability follows the log's flush policy.
 
 Ordering: a connection runs one request at a time (:mod:`kcoord.server.connection`), so one
 connection's appends start in request order; each partition's append is started as a task in the
-handler's first synchronous step (after the transaction verifications, awaited together before
-any append of the request starts), and the idempotence check runs in the same step as the
-append's offset assignment. Appends of different partitions of one request run concurrently.
+handler's first synchronous step (for a request with transactional batches, after the transaction
+verifications, awaited together before any append of the request starts), and the idempotence
+check runs in the same step as the append's offset assignment. Appends of different partitions of
+one request run concurrently.
 
 Authorization: Topic WRITE per topic, else TOPIC_AUTHORIZATION_FAILED for its partitions
 (an idempotent producer needs nothing more, as in Kafka 3+).
@@ -118,7 +120,8 @@ async def handle_produce(
     if acks not in _VALID_ACKS:
         raise KafkaError(ErrorCode.invalid_required_acks, f"acks must be 0, 1 or -1, not {acks}")
     transactional_id: str | None = getattr(request, "transactional_id", None)
-    if _has_transactional_batch(request):
+    transactional = _has_transactional_batch(request)
+    if transactional:
         if verifier is None:
             raise KafkaError(
                 ErrorCode.transactional_id_authorization_failed,
@@ -173,27 +176,21 @@ async def handle_produce(
             except KafkaError as exc:
                 answers.append(_error(index, exc.code, exc.message))
                 continue
-            answers.append(_Accepted(partition_log, records, header))
+            if transactional:
+                answers.append(_Accepted(partition_log, records, header))
+            else:
+                answers.append(asyncio.ensure_future(_append(producers, partition_log, records, header)))
         slots.append(answers)
 
-    # 3. Transactional batches: the coordinator must know their partitions (all asked at once).
-    accepted = [a for answers in slots for a in answers if isinstance(a, _Accepted)]
-    if any(a.header.is_transactional for a in accepted):
-        await _verify_all(accepted, transactional_id, verifier)
+    # 3. Transactional batches: the coordinator must know their partitions (all asked at once);
+    # then every append of the request starts, in request order, in one synchronous step.
+    if transactional:
+        await _verify_all(
+            [a for answers in slots for a in answers if isinstance(a, _Accepted)], transactional_id, verifier
+        )
+        _start_accepted(slots, producers)
 
-    # 4. Start the appends, in request order, in one synchronous step.
-    for answers in slots:
-        for at, answer in enumerate(answers):
-            if isinstance(answer, _Accepted):
-                answers[at] = (
-                    _error(answer.partition_log.partition, answer.refused)
-                    if answer.refused != ErrorCode.none
-                    else asyncio.ensure_future(
-                        _append(producers, answer.partition_log, answer.records, answer.header)
-                    )
-                )
-
-    # 5. Wait for the appends; a closing connection does not cancel them.
+    # 4. Wait for the appends; a closing connection does not cancel them.
     pending = [a for answers in slots for a in answers if isinstance(a, asyncio.Task)]
     if pending:
         await asyncio.shield(asyncio.wait(pending))
@@ -236,7 +233,7 @@ async def _verify_all(
     for item in accepted:
         if not item.header.is_transactional:
             continue
-        if transactional_id is None or verifier is None:
+        if transactional_id is None or verifier is None or item.header.producer_id < 0:
             item.refused = ErrorCode.invalid_record
             continue
         partition_log, header = item.partition_log, item.header
@@ -263,6 +260,23 @@ async def _verify_all(
             item.refused = ErrorCode.unknown_server_error
         else:
             item.refused = ErrorCode(verdict)
+
+
+def _start_accepted(
+    slots: list[list[PartitionResponse | _Accepted | asyncio.Task[PartitionResponse]]],
+    producers: ProducerStateManager,
+) -> None:
+    """Replace each accepted batch by its append task, or by its refusal."""
+    for answers in slots:
+        for at, answer in enumerate(answers):
+            if not isinstance(answer, _Accepted):
+                continue
+            if answer.refused != ErrorCode.none:
+                answers[at] = _error(answer.partition_log.partition, answer.refused)
+            else:
+                answers[at] = asyncio.ensure_future(
+                    _append(producers, answer.partition_log, answer.records, answer.header)
+                )
 
 
 def _settled(answer: PartitionResponse | _Accepted | asyncio.Task[PartitionResponse]) -> PartitionResponse:
@@ -322,6 +336,9 @@ async def _append(
             producers.settle_transaction_start(
                 partition_log.topic, index, header.producer_id, provisional, result.base_offset
             )
+        elif header.is_transactional:
+            # Opened by an earlier batch whose append may have failed since: this one holds it then.
+            producers.begin_transaction(partition_log.topic, index, header.producer_id, result.base_offset)
         return _success(index, result.base_offset, result.log_append_time_ms, result.log_start_offset)
     except KafkaError as exc:
         return _error(index, exc.code, exc.message)
