@@ -15,6 +15,11 @@ from kio.schema.errors import ErrorCode
 
 from kcoord.app import App
 from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.control_batch import ControlRecord, read_control_record
+from kcoord.protocol.plain_batch import iter_plain_records
+from kcoord.protocol.record_batch import parse_header
+from kcoord.runtime.group_coordinator import OFFSETS_TOPIC
+from kcoord.security.acl import AclBinding, AclOperation, AclPermission, PatternType, ResourceType
 from tests.protocol.in_process import AsyncRawClient, connected, running_app
 from tests.protocol.request_samples import Scene, create_topic, join_and_sync, join_sample, sync_sample
 from tests.support.raw_client import RawClient
@@ -244,3 +249,88 @@ async def test_pending_offsets_survive_sigkill_and_the_marker_after_it_commits_t
             0: (70, ErrorCode.none),
             1: (71, ErrorCode.none),
         }
+
+
+async def test_the_offsets_log_holds_the_producers_batch_and_its_marker_in_order(tmp_path: Path) -> None:
+    """In ``__consumer_offsets`` a TxnOffsetCommit is a transactional batch of its producer, a plain
+    commit after it a plain batch, and the end marker a control batch of the producer holding the
+    commit and the coordinator epoch, in the order they were written."""
+    async with running_app(tmp_path) as (app, port), connected(port) as client:
+        await with_topic(client, app, port)
+        await txn_commit(client, txn_commit_body("logged", {0: 1}, epoch=3))
+        plain = {
+            "name": TOPIC,
+            "partitions": [{"partition_index": 1, "committed_offset": 2, "committed_metadata": ""}],
+        }
+        await client.call(
+            ApiKey.OFFSET_COMMIT,
+            8,
+            {"group_id": "logged", "generation_id_or_member_epoch": -1, "member_id": "", "topics": [plain]},
+        )
+        partition = app.coordinator.partition_for("logged")
+        assert await app.coordinator.write_end_marker(partition, PRODUCER_ID, 3, True, 7) == ErrorCode.none
+        log = app.topics.partition_log(OFFSETS_TOPIC, partition)
+        assert log is not None
+        data = await log.read_async(log.log_start_offset, 1 << 20)
+        batches: list[tuple[bool, bool, int, int]] = []
+        position, markers = 0, []
+        while position < len(data):
+            header = parse_header(data, position)
+            batches.append(
+                (header.is_transactional, header.is_control, header.producer_id, header.producer_epoch)
+            )
+            if header.is_control:
+                markers += [
+                    read_control_record(key, value) for _, key, value in iter_plain_records(data, position)
+                ]
+            position += header.size
+        assert batches[-3:] == [
+            (True, False, PRODUCER_ID, 3),
+            (False, False, -1, -1),
+            (True, True, PRODUCER_ID, 3),
+        ]
+        assert markers == [ControlRecord(committed=True, coordinator_epoch=7)]
+
+
+def allow(kind: ResourceType, name: str, operation: AclOperation) -> AclBinding:
+    return AclBinding(kind, name, PatternType.LITERAL, "User:ANONYMOUS", "*", operation, AclPermission.ALLOW)
+
+
+async def test_acls_transactional_id_write_then_group_read_then_topic_read(tmp_path: Path) -> None:
+    """With the authorizer on, in Kafka's order: no TransactionalId WRITE is
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED, then no Group READ is GROUP_AUTHORIZATION_FAILED (both for
+    every partition, nothing pending), then a topic without READ gets TOPIC_AUTHORIZATION_FAILED while
+    the allowed topic's offset goes pending."""
+    secured = {
+        "authorizer.class.name": "kcoord.security.StandardAuthorizer",
+        "allow.everyone.if.no.acl.found": "false",
+    }
+    async with running_app(tmp_path, **secured) as (app, port), connected(port) as client:
+        await app.authorizer.create(
+            [
+                allow(ResourceType.CLUSTER, "kafka-cluster", AclOperation.ALL),
+                allow(ResourceType.TOPIC, TOPIC, AclOperation.ALL),
+                allow(ResourceType.TOPIC, "secret", AclOperation.CREATE),
+                allow(ResourceType.GROUP, "allowed", AclOperation.READ),
+                allow(ResourceType.TRANSACTIONAL_ID, "copier", AclOperation.WRITE),
+            ]
+        )
+        await with_topic(client, app, port)
+        await create_topic(Scene(client, 0, port, app.node.node_id), "secret")
+        no_txn_id = {**txn_commit_body("allowed", {0: 1}), "transactional_id": "stranger"}
+        assert await txn_commit(client, no_txn_id) == {0: ErrorCode.transactional_id_authorization_failed}
+        assert await txn_commit(client, txn_commit_body("forbidden", {0: 1})) == {
+            0: ErrorCode.group_authorization_failed
+        }
+        both = txn_commit_body("allowed", {0: 1})
+        both["topics"].append({**both["topics"][0], "name": "secret"})
+        answer = await client.call(ApiKey.TXN_OFFSET_COMMIT, 3, both)
+        assert {t.name: [p.error_code for p in t.partitions] for t in answer.topics} == {
+            TOPIC: [ErrorCode.none],
+            "secret": [ErrorCode.topic_authorization_failed],
+        }
+        pending = app.coordinator.read("allowed", lambda shard: shard.offsets.pending.partitions("allowed"))
+        assert pending == [(TOPIC, 0)]
+        assert not app.coordinator.read(
+            "forbidden", lambda shard: shard.offsets.pending.has_group("forbidden")
+        )
