@@ -199,6 +199,8 @@ def test_a_restart_mid_transaction_keeps_the_offsets_pending_and_the_marker_then
     assert h.fetch("g", 0, 1, stable=True) == {0: (10, OK), 1: (11, OK)}
     h.restart()
     assert h.fetch("g", 0, 1, stable=True) == {0: (10, OK), 1: (11, OK)}
+    (settled,) = h.shard.offsets.settled_transactions("g")
+    assert (settled.producer_id, settled.committed, settled.partitions) == (PRODUCER, True, 2)
 
 
 def test_a_restart_after_an_abort_marker_shows_the_offsets_dropped() -> None:

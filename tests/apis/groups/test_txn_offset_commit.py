@@ -8,6 +8,9 @@ process, as the transaction coordinator does (contract B).
 
 from __future__ import annotations
 
+import asyncio
+import json
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -334,3 +337,46 @@ async def test_acls_transactional_id_write_then_group_read_then_topic_read(tmp_p
         assert not app.coordinator.read(
             "forbidden", lambda shard: shard.offsets.pending.has_group("forbidden")
         )
+
+
+async def group_view(app: App, group: str) -> dict[str, Any]:
+    """``/v1/groups/{group}`` from the App's HTTP endpoint."""
+    assert app.http.bound is not None
+    host, port = app.http.bound
+    url = f"http://{host}:{port}/v1/groups/{group}"
+
+    def get() -> dict[str, Any]:
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            body: dict[str, Any] = json.loads(answer.read())
+            return body
+
+    return await asyncio.to_thread(get)
+
+
+async def test_v1_shows_the_open_transaction_holding_offsets_then_its_commit_in_the_history(
+    tmp_path: Path,
+) -> None:
+    """/v1/groups/{group} lists the open transaction (producer, epoch, pending offsets) while it holds
+    the group's offsets, and after the marker lists it no more but shows it in the group's transactions."""
+    async with running_app(tmp_path) as (app, port), connected(port) as client:
+        await with_topic(client, app, port)
+        await txn_commit(client, txn_commit_body("watched", {0: 40, 2: 42}, epoch=2))
+        open_view = await group_view(app, "watched")
+        assert open_view["open_transactions"] == [
+            {
+                "producer_id": PRODUCER_ID,
+                "producer_epoch": 2,
+                "offsets": [
+                    {"topic": TOPIC, "partition": 0, "offset": 40},
+                    {"topic": TOPIC, "partition": 2, "offset": 42},
+                ],
+            }
+        ]
+        assert open_view["offsets"] == [] and open_view["transactions"] == []
+        await end_transaction(app, "watched", committed=True, epoch=2)
+        settled = await group_view(app, "watched")
+        assert settled["open_transactions"] == []
+        assert settled["transactions"] == [
+            {"producer_id": PRODUCER_ID, "producer_epoch": 2, "result": "commit", "partitions": 2}
+        ]
+        assert [(o["partition"], o["committed"]) for o in settled["offsets"]] == [(0, 40), (2, 42)]
