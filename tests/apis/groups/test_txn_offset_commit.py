@@ -22,6 +22,7 @@ from kcoord.protocol.control_batch import ControlRecord, read_control_record
 from kcoord.protocol.plain_batch import iter_plain_records
 from kcoord.protocol.record_batch import parse_header
 from kcoord.runtime.group_coordinator import OFFSETS_TOPIC
+from kcoord.runtime.runner import PartitionState
 from kcoord.security.acl import AclBinding, AclOperation, AclPermission, PatternType, ResourceType
 from tests.protocol.in_process import AsyncRawClient, connected, running_app
 from tests.protocol.request_samples import Scene, create_topic, join_and_sync, join_sample, sync_sample
@@ -380,3 +381,23 @@ async def test_v1_shows_the_open_transaction_holding_offsets_then_its_commit_in_
             {"producer_id": PRODUCER_ID, "producer_epoch": 2, "result": "commit", "partitions": 2}
         ]
         assert [(o["partition"], o["committed"]) for o in settled["offsets"]] == [(0, 40), (2, 42)]
+
+
+async def test_a_loading_partition_answers_load_in_progress_to_the_commit_and_the_marker(
+    tmp_path: Path,
+) -> None:
+    """While the group's offsets partition loads, TxnOffsetCommit answers COORDINATOR_LOAD_IN_PROGRESS on
+    its partitions and write_end_marker returns it (the transaction coordinator retries), nothing written."""
+    async with running_app(tmp_path) as (app, port), connected(port) as client:
+        await with_topic(client, app, port)
+        runner = app.coordinator.runner("loading")
+        end_before = runner.log.log_end_offset
+        runner.state = PartitionState.LOADING
+        try:
+            answer = await txn_commit(client, txn_commit_body("loading", {0: 1}))
+            marker = await end_transaction(app, "loading", committed=True)
+        finally:
+            runner.state = PartitionState.ACTIVE
+        assert answer == {0: ErrorCode.coordinator_load_in_progress}
+        assert marker == ErrorCode.coordinator_load_in_progress
+        assert runner.log.log_end_offset == end_before
