@@ -328,6 +328,21 @@ class PartitionRunner:
         for result in pending.results:
             _release(result)
 
+    def after_writes(self, sink: Sink) -> bool:
+        """Have ``sink`` answered (None) once every batch submitted so far is durable, or failed as they
+        fail; False (and ``sink`` untouched) when nothing is waiting, so the caller need not wait.
+
+        Batches are answered in log order, so riding on the newest one is enough. This is how a
+        read that must see every write before it (OffsetFetch's ``require_stable``, which Kafka
+        serves as a write) waits, without a batch of its own."""
+        newest = self._pending
+        if newest is None and self._in_flight:
+            newest = next(reversed(self._in_flight.values()))
+        if newest is None:
+            return False
+        newest.results.append(CoordinatorResult(responses=[(sink, None)]))
+        return True
+
     def watch(self, sink: Sink) -> None:
         """Remember ``sink`` while its caller awaits it, so a failure of the partition can still answer it.
 

@@ -17,6 +17,8 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kcoord.app import App
+from kcoord.coordinator.offsets import OffsetCommitPartition, OffsetCommitTopic, OffsetFetchTopic
+from kcoord.coordinator.txn_offset_commit import TxnOffsetCommitRequest
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.control_batch import ControlRecord, read_control_record
 from kcoord.protocol.plain_batch import iter_plain_records
@@ -401,3 +403,23 @@ async def test_a_loading_partition_answers_load_in_progress_to_the_commit_and_th
         assert answer == {0: ErrorCode.coordinator_load_in_progress}
         assert marker == ErrorCode.coordinator_load_in_progress
         assert runner.log.log_end_offset == end_before
+
+
+async def test_a_stable_fetch_waits_for_a_transactional_commit_still_being_written(tmp_path: Path) -> None:
+    """A require_stable fetch served while a TxnOffsetCommit's batch is still on its way to the log is
+    answered after it (Kafka serves it as a write): UNSTABLE_OFFSET_COMMIT, where a plain read of that
+    moment would not yet see the pending offset."""
+    async with running_app(tmp_path) as (app, port), connected(port) as client:
+        await with_topic(client, app, port)
+        request = TxnOffsetCommitRequest(
+            "copier", "racing", PRODUCER_ID, 0, [OffsetCommitTopic(TOPIC, [OffsetCommitPartition(0, 9)])]
+        )
+        commit = asyncio.ensure_future(app.groups.commit_transactional_offsets(request))
+        await asyncio.sleep(0)  # the commit's operation ran; its batch is not durable yet
+        asked = [OffsetFetchTopic(TOPIC, [0])]
+        before = app.groups.fetch_offsets("racing", asked, True).topics[0].partitions[0].error_code
+        await app.groups.offsets_settled("racing")
+        after = app.groups.fetch_offsets("racing", asked, True).topics[0].partitions[0].error_code
+        assert (before, after) == (ErrorCode.none, ErrorCode.unstable_offset_commit)
+        assert (await commit).topics[0].partitions[0].error_code == ErrorCode.none
+        assert await fetch(client, "racing", [0], stable=True) == {0: (-1, ErrorCode.unstable_offset_commit)}
