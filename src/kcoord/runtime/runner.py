@@ -328,9 +328,13 @@ class PartitionRunner:
         for result in pending.results:
             _release(result)
 
-    def after_writes(self, sink: Sink) -> bool:
+    def writes_waiting(self) -> bool:
+        """Whether a batch of this partition is collecting results or on its way to the log."""
+        return self._pending is not None or bool(self._in_flight)
+
+    def after_writes(self, sink: Sink) -> None:
         """Have ``sink`` answered (None) once every batch submitted so far is durable, or failed as they
-        fail; False (and ``sink`` untouched) when nothing is waiting, so the caller need not wait.
+        fail (when none is waiting, at once).
 
         Batches are answered in log order, so riding on the newest one is enough. This is how a
         read that must see every write before it (OffsetFetch's ``require_stable``, which Kafka
@@ -339,9 +343,9 @@ class PartitionRunner:
         if newest is None and self._in_flight:
             newest = next(reversed(self._in_flight.values()))
         if newest is None:
-            return False
+            sink.deliver(None)
+            return
         newest.results.append(CoordinatorResult(responses=[(sink, None)]))
-        return True
 
     def watch(self, sink: Sink) -> None:
         """Remember ``sink`` while its caller awaits it, so a failure of the partition can still answer it.

@@ -261,9 +261,10 @@ class CoordinatorService:
         its error is raised). Returns at once when none is waiting."""
         runner = self.runner(key)
         runner.check_active()
-        sink = Sink()
-        if not runner.after_writes(sink):
+        if not runner.writes_waiting():
             return
+        sink = Sink()
+        runner.after_writes(sink)
         runner.watch(sink)
         try:
             await sink
