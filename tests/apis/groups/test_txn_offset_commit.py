@@ -14,9 +14,11 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import pytest
 from kio.schema.errors import ErrorCode
 
 from kcoord.app import App
+from kcoord.cli import main
 from kcoord.coordinator.offsets import OffsetCommitPartition, OffsetCommitTopic, OffsetFetchTopic
 from kcoord.coordinator.txn_offset_commit import TxnOffsetCommitRequest
 from kcoord.protocol.api_keys import ApiKey
@@ -423,3 +425,27 @@ async def test_a_stable_fetch_waits_for_a_transactional_commit_still_being_writt
         assert (before, after) == (ErrorCode.none, ErrorCode.unstable_offset_commit)
         assert (await commit).topics[0].partitions[0].error_code == ErrorCode.none
         assert await fetch(client, "racing", [0], stable=True) == {0: (-1, ErrorCode.unstable_offset_commit)}
+
+
+async def test_groups_history_lists_the_groups_transactions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``kcoord groups history`` prints the open transaction holding the group's offsets, and after its
+    abort marker the ended transaction with its result."""
+    async with running_app(tmp_path) as (app, port), connected(port) as client:
+        await with_topic(client, app, port)
+        await txn_commit(client, txn_commit_body("audited", {1: 8}, epoch=1))
+        assert app.http.bound is not None
+        metrics = "{}:{}".format(*app.http.bound)
+        command = ["groups", "history", "audited", "--metrics", metrics]
+        assert await asyncio.to_thread(main, command) == 0
+        open_lines = [
+            line.split() for line in capsys.readouterr().out.splitlines() if str(PRODUCER_ID) in line
+        ]
+        assert open_lines == [[str(PRODUCER_ID), "1", "open", f"{TOPIC}-1@8"]]
+        await end_transaction(app, "audited", committed=False, epoch=1)
+        assert await asyncio.to_thread(main, command) == 0
+        ended_lines = [
+            line.split() for line in capsys.readouterr().out.splitlines() if str(PRODUCER_ID) in line
+        ]
+        assert ended_lines == [[str(PRODUCER_ID), "1", "abort", "1", "partition(s)"]]
