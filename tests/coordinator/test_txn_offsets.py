@@ -15,6 +15,7 @@ from tests.coordinator.test_shard import DictTimer, subscription
 
 from kcoord.coordinator.classic.config import ClassicGroupConfig
 from kcoord.coordinator.classic.messages import DeleteGroupResult
+from kcoord.coordinator.consumer.messages import ConsumerHeartbeatRequest, ConsumerHeartbeatResponse
 from kcoord.coordinator.offsets import (
     OffsetCommitPartition,
     OffsetCommitResponse,
@@ -56,6 +57,7 @@ class TxnHarness:
             offset_metadata_max_bytes=4096,
             offsets_retention_ms=RETENTION_MS,
             topic_exists=lambda topic, partition: 0 <= partition < TOPICS.get(topic, 0),
+            partition_count=TOPICS.get,
         )
 
     def txn_commit(
@@ -199,6 +201,8 @@ def test_a_restart_mid_transaction_keeps_the_offsets_pending_and_the_marker_then
     assert h.fetch("g", 0, 1, stable=True) == {0: (10, OK), 1: (11, OK)}
     h.restart()
     assert h.fetch("g", 0, 1, stable=True) == {0: (10, OK), 1: (11, OK)}
+    (settled,) = h.shard.offsets.settled_transactions("g")
+    assert (settled.producer_id, settled.committed, settled.partitions) == (PRODUCER, True, 2)
 
 
 def test_a_restart_after_an_abort_marker_shows_the_offsets_dropped() -> None:
@@ -332,3 +336,23 @@ def test_unknown_partitions_are_answered_per_partition() -> None:
     h = TxnHarness()
     assert h.txn_commit("g", {0: 1, 7: 2}) == {0: OK, 7: ErrorCode.unknown_topic_or_partition}
     assert h.shard.offsets.pending.partitions("g") == [("orders", 0)]
+
+
+def test_kip_447_for_a_consumer_group_checks_the_member_and_its_epoch() -> None:
+    """To a KIP-848 consumer group the generation is the member's epoch: the current one commits, an
+    older one is ILLEGAL_GENERATION (not STALE_MEMBER_EPOCH, as Kafka maps it), an unknown member
+    UNKNOWN_MEMBER_ID."""
+    h = TxnHarness()
+    request = ConsumerHeartbeatRequest(
+        group_id="g", member_id="m", member_epoch=0, subscribed_topics=("orders",), owned={}, client_id="c"
+    )
+    beat = h.shard.consumer_heartbeat(request, "beat", h.now)
+    h.shard.on_appended(list(beat.records))
+    answer = dict(beat.responses)["beat"]
+    assert isinstance(answer, ConsumerHeartbeatResponse) and answer.member_epoch > 0
+    epoch = answer.member_epoch
+    assert h.txn_commit("g", {0: 1}, generation=epoch, member="m") == {0: OK}
+    assert h.txn_commit("g", {0: 2}, generation=epoch - 1, member="m") == {0: ErrorCode.illegal_generation}
+    assert h.txn_commit("g", {0: 2}, generation=epoch, member="x") == {0: ErrorCode.unknown_member_id}
+    h.marker(committed=True)
+    assert h.fetch("g", 0) == {0: (1, OK)}

@@ -34,7 +34,7 @@ from kcoord.coordinator.offset_expiry import (
     group_expiry_rule,
     is_offset_expired,
 )
-from kcoord.coordinator.pending_offsets import PendingOffsets
+from kcoord.coordinator.pending_offsets import OpenTransaction, PendingOffsets, SettledTransaction
 from kcoord.coordinator.records import CoordinatorRecord, OffsetCommitKey, OffsetCommitValue
 from kcoord.coordinator.result import CoordinatorResult
 from kcoord.protocol.errors import ErrorCode, KafkaError
@@ -458,7 +458,7 @@ class OffsetManager:
         before = self.committed(key.group, key.topic, key.partition)
         self.pending.add(producer_id, producer_epoch, key.group, key.topic, key.partition, committed, before)
 
-    def end_transaction(self, producer_id: int, committed: bool) -> None:
+    def end_transaction(self, producer_id: int, committed: bool, producer_epoch: int = -1) -> None:
         """The producer's marker: its pending offsets become committed (unless a later commit of the
         partition is already there, as Kafka keeps the most recent), or are dropped on an abort."""
         ended = self.pending.end(producer_id)
@@ -470,7 +470,7 @@ class OffsetManager:
                         continue
                     self._offsets.setdefault(group, {})[(topic, partition)] = pending.committed
                     self.pending.note_materialized(group, topic, partition, pending)
-        self.pending.settled(ended)
+        self.pending.settled(ended, producer_id, producer_epoch, committed)
 
     # ------------------------------------------------------------ reads
 
@@ -534,6 +534,14 @@ class OffsetManager:
     def committed(self, group_id: str, topic: str, partition: int) -> CommittedOffset | None:
         """The full committed entry of one partition, or None."""
         return self._offsets.get(group_id, {}).get((topic, partition))
+
+    def open_transactions(self, group_id: str) -> list[OpenTransaction]:
+        """The open transactions holding pending offsets of the group (for operators)."""
+        return self.pending.open_transactions(group_id)
+
+    def settled_transactions(self, group_id: str) -> list[SettledTransaction]:
+        """The group's last ended transactions, oldest first (for its history)."""
+        return self.pending.settled_transactions(group_id)
 
     def has_offsets(self, group_id: str) -> bool:
         """Whether the group has any committed offset (after expiry, an Empty group without any can go)."""

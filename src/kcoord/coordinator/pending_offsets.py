@@ -19,6 +19,7 @@ sequence says which came first, or a plain commit replayed since (newer: skip).
 
 from __future__ import annotations
 
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -42,6 +43,30 @@ class PendingOffset:
 ProducerOffsets = dict[str, dict[TopicPartition, PendingOffset]]
 """One producer's pending offsets: group id -> (topic, partition) -> offset."""
 
+SETTLED_KEPT = 10
+"""Ended transactions kept per group for its history (soft state: replaying the markers rebuilds it)."""
+SETTLED_GROUPS_KEPT = 10_000
+"""Groups whose ended transactions are kept (the least recently settled dropped first)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SettledTransaction:
+    """A transaction that held offsets of a group and ended: who, how, and how many partitions."""
+
+    producer_id: int
+    producer_epoch: int
+    committed: bool
+    partitions: int
+
+
+@dataclass(frozen=True, slots=True)
+class OpenTransaction:
+    """An open transaction holding pending offsets of a group: its epoch and (topic, partition, offset)s."""
+
+    producer_id: int
+    producer_epoch: int
+    offsets: list[tuple[str, int, int]]
+
 
 class PendingOffsets:
     """The pending transactional offsets of one shard, by producer and by group."""
@@ -52,6 +77,7 @@ class PendingOffsets:
         """group -> partition -> producer ids with a pending offset there (Kafka's openTransactions)."""
         self._epochs: dict[int, int] = {}
         """The epoch of each producer with pending offsets (an older epoch is a fenced producer's)."""
+        self._settled: OrderedDict[str, deque[SettledTransaction]] = OrderedDict()
         self._sequence = 0
         self._materialized: dict[tuple[str, str, int], tuple[CommittedOffset, int]] = {}
         """Pending offsets committed while other transactions of their group stay open: the entry
@@ -113,11 +139,17 @@ class PendingOffsets:
                 del self._open[group]
         return offsets
 
-    def settled(self, ended: ProducerOffsets) -> None:
-        """The offsets :meth:`end` returned are materialized (or dropped): forget what only they needed."""
-        for group in ended:
+    def settled(self, ended: ProducerOffsets, producer_id: int, producer_epoch: int, committed: bool) -> None:
+        """The offsets :meth:`end` returned are materialized (or dropped): forget what only they needed,
+        and keep the transaction in each of its groups' history."""
+        for group, partitions in ended.items():
             if group not in self._open:
                 self._forget_group(group)
+            kept = self._settled.pop(group, None) or deque(maxlen=SETTLED_KEPT)
+            kept.append(SettledTransaction(producer_id, producer_epoch, committed, len(partitions)))
+            self._settled[group] = kept
+        while len(self._settled) > SETTLED_GROUPS_KEPT:
+            self._settled.popitem(last=False)
 
     def written_later(
         self, group: str, topic: str, partition: int, current: CommittedOffset | None, pending: PendingOffset
@@ -164,6 +196,21 @@ class PendingOffsets:
         """Producer ids of the open transactions holding offsets of the group, sorted."""
         return sorted({p for producers in self._open.get(group, {}).values() for p in producers})
 
-    def offsets_of(self, producer_id: int) -> ProducerOffsets:
-        """The producer's pending offsets (read only)."""
-        return self._by_producer.get(producer_id, {})
+    def open_transactions(self, group: str) -> list[OpenTransaction]:
+        """The open transactions holding offsets of the group, by producer id."""
+        return [
+            OpenTransaction(
+                producer_id,
+                self._epochs.get(producer_id, -1),
+                [
+                    (topic, partition, pending.committed.offset)
+                    for (topic, partition), pending in sorted(self._by_producer[producer_id][group].items())
+                ],
+            )
+            for producer_id in self.producers(group)
+            if self._by_producer.get(producer_id, {}).get(group)
+        ]
+
+    def settled_transactions(self, group: str) -> list[SettledTransaction]:
+        """The group's last ended transactions, oldest first."""
+        return list(self._settled.get(group, ()))

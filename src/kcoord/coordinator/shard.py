@@ -125,7 +125,7 @@ class GroupCoordinatorShard:
 
     def replay_end_transaction_marker(self, producer_id: int, producer_epoch: int, committed: bool) -> None:
         """The producer's transaction ended: its pending offsets are committed, or dropped on an abort."""
-        self.offsets.end_transaction(producer_id, committed)
+        self.offsets.end_transaction(producer_id, committed, producer_epoch)
 
     def replay_offset(
         self, group: str, topic: str, partition: int, committed: CommittedOffset | None

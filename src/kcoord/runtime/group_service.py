@@ -141,6 +141,12 @@ class GroupService:
 
         return self._coordinator.read(group_id, fetch)
 
+    async def offsets_settled(self, group_id: str) -> None:
+        """Wait for the writes already under way on the group's partition (OffsetFetch's
+        ``require_stable``, served after them as Kafka serves it as a write): a TxnOffsetCommit
+        still being appended is then pending, and answered UNSTABLE_OFFSET_COMMIT."""
+        await self._coordinator.writes_settled(group_id)
+
     async def delete_offsets(self, group_id: str, topics: list[OffsetDeleteTopic]) -> OffsetDeleteResponse:
         def delete(shard: GroupCoordinatorShard, sink: Sink, now_ms: int) -> CoordinatorResult:
             return shard.delete_offsets(group_id, topics, sink, now_ms)

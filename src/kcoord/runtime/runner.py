@@ -285,18 +285,28 @@ class PartitionRunner:
         return asyncio.get_running_loop().time() + self._append_timeout_s
 
     def _append_own(self, pending: _ProducerBatch, result: CoordinatorResult, batch: EncodedBatch) -> None:
-        """Append one producer batch on its own, in order after the partition's waiting results."""
-        self.append_pending()
+        """Append one producer batch on its own, in order after the partition's waiting results.
+
+        An append that cannot start answers NOT_COORDINATOR (logged), as a failed append does."""
+        try:
+            self.append_pending()
+        except Exception as exc:  # that batch is answered by the timeout sweep, as in AppendRounds
+            self.append_failed_to_start(exc)
         pending.results.append(result)
         pending.epoch = self._epoch
+        try:
+            append: asyncio.Future[Any] | None = self.log.append_soon(batch, self._producer_batch_appended)
+            if append is None:
+                append = asyncio.ensure_future(self.log.append(batch.data))
+                append.add_done_callback(self._producer_batch_appended)
+        except Exception as exc:
+            self.append_failed_to_start(exc)
+            _fail(pending.results, KafkaError(ErrorCode.not_coordinator))
+            return
+        self._in_flight[append] = pending
         self._unanswered[pending] = None
         if self._sweeper is None:
             self._sweeper = asyncio.get_running_loop().call_at(pending.deadline, self._sweep)
-        append: asyncio.Future[Any] | None = self.log.append_soon(batch, self._producer_batch_appended)
-        if append is None:
-            append = asyncio.ensure_future(self.log.append(batch.data))
-            append.add_done_callback(self._producer_batch_appended)
-        self._in_flight[append] = pending
 
     def _producer_batch_appended(self, append: asyncio.Future[Any]) -> None:
         pending = self._in_flight.pop(append)
@@ -317,6 +327,25 @@ class PartitionRunner:
             )
         for result in pending.results:
             _release(result)
+
+    def writes_waiting(self) -> bool:
+        """Whether a batch of this partition is collecting results or on its way to the log."""
+        return self._pending is not None or bool(self._in_flight)
+
+    def after_writes(self, sink: Sink) -> None:
+        """Have ``sink`` answered (None) once every batch submitted so far is durable, or failed as they
+        fail (when none is waiting, at once).
+
+        Batches are answered in log order, so riding on the newest one is enough. This is how a
+        read that must see every write before it (OffsetFetch's ``require_stable``, which Kafka
+        serves as a write) waits, without a batch of its own."""
+        newest = self._pending
+        if newest is None and self._in_flight:
+            newest = next(reversed(self._in_flight.values()))
+        if newest is None:
+            sink.deliver(None)
+            return
+        newest.results.append(CoordinatorResult(responses=[(sink, None)]))
 
     def watch(self, sink: Sink) -> None:
         """Remember ``sink`` while its caller awaits it, so a failure of the partition can still answer it.

@@ -256,6 +256,21 @@ class CoordinatorService:
             return exc.code
         return ErrorCode.none
 
+    async def writes_settled(self, key: str) -> None:
+        """Wait until every write already submitted to the key's partition is durable (or failed:
+        its error is raised). Returns at once when none is waiting."""
+        runner = self.runner(key)
+        runner.check_active()
+        if not runner.writes_waiting():
+            return
+        sink = Sink()
+        runner.after_writes(sink)
+        runner.watch(sink)
+        try:
+            await sink
+        finally:
+            runner.unwatch(sink)
+
     def read(self, key: str, reader: Callable[[Any], T]) -> T:
         """A synchronous look at the key's shard (raises while it is loading)."""
         runner = self.runner(key)
