@@ -18,7 +18,7 @@ def test_list_and_describe_show_an_open_transaction(
     kcoord: KcoordProcess, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """``list`` shows the id Ongoing with its producer id (``--state`` filters), ``describe`` its epoch,
-    timeout and partitions; an unknown id exits 1 with TRANSACTIONAL_ID_NOT_FOUND."""
+    timeout and partitions; an unknown id, or one with no transaction yet, exits 1 with the reason."""
     create_topic(kcoord.bootstrap, "cli-txn", partitions=2)
     producer = transactional_producer(kcoord.bootstrap, "cli-tx", **{"transaction.timeout.ms": 45_000})
     producer.begin_transaction()
@@ -46,3 +46,6 @@ def test_list_and_describe_show_an_open_transaction(
 
     assert main(["transactions", "describe", "nobody", "--bootstrap", kcoord.bootstrap]) == 1
     assert "TRANSACTIONAL_ID_NOT_FOUND" in capsys.readouterr().err
+    transactional_producer(kcoord.bootstrap, "cli-fresh")  # Empty: its start time is Kafka's -1
+    assert main(["transactions", "describe", "cli-fresh", "--bootstrap", kcoord.bootstrap]) == 1
+    assert "no transaction has started yet" in capsys.readouterr().err

@@ -14,6 +14,8 @@ import sys
 import time
 from typing import Any
 
+from kio.serial.errors import SerialError
+
 from kcoord.cli.admin_client import AdminError
 from kcoord.cli.client_config import add_command_config_argument
 from kcoord.cli.groups import client_for, print_table
@@ -82,12 +84,18 @@ def _list(args: argparse.Namespace) -> int:
 
 def _describe(args: argparse.Namespace) -> int:
     with client_for(args) as client:
-        response = client.transaction_coordinator_call(
-            args.transactional_id,
-            ApiKey.DESCRIBE_TRANSACTIONS,
-            DESCRIBE_TRANSACTIONS_V,
-            {"transactional_ids": [args.transactional_id]},
-        )
+        try:
+            response = client.transaction_coordinator_call(
+                args.transactional_id,
+                ApiKey.DESCRIBE_TRANSACTIONS,
+                DESCRIBE_TRANSACTIONS_V,
+                {"transactional_ids": [args.transactional_id]},
+            )
+        except SerialError as exc:  # kio reads no negative timestamp: Kafka's -1 start of an Empty id
+            raise AdminError(
+                f"DescribeTransactions {args.transactional_id}: no transaction has started yet"
+                " (the start time is -1, which this client cannot read)"
+            ) from exc
     (state,) = response.transaction_states
     if int(state.error_code) != 0:
         raise AdminError(f"DescribeTransactions {args.transactional_id}: {error_name(int(state.error_code))}")
