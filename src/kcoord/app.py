@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
@@ -34,6 +35,7 @@ from kcoord.apis.broker import (
     describe_acls,
     describe_cluster,
     describe_configs,
+    describe_producers,
     fetch,
     incremental_alter_configs,
     init_producer_id,
@@ -46,6 +48,7 @@ from kcoord.apis.broker import (
     share_acknowledge,
     share_fetch,
     user_scram_credentials,
+    write_txn_markers,
 )
 from kcoord.apis.broker.config_alteration import ConfigTargets
 from kcoord.apis.broker.creation_limits import CreationLimits, DescriptorBudget
@@ -68,22 +71,33 @@ from kcoord.apis.groups import (
     share_group_describe,
     share_group_heartbeat,
     sync_group,
+    txn_offset_commit,
 )
 from kcoord.apis.groups.common import MemberWatch
+from kcoord.apis.transactions import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
+    describe_transactions,
+    end_txn,
+    list_transactions,
+)
 from kcoord.cluster.broker_configs import BrokerConfigs
 from kcoord.cluster.catalogue import Catalogue
 from kcoord.cluster.file_catalogue import FileCatalogue
 from kcoord.cluster.growth_hints import GrowthHints
 from kcoord.cluster.identity import Node, read_identity, write_identity
 from kcoord.cluster.leader_epochs import RecordedEpochs
+from kcoord.cluster.marker_routing import RoutingMarkerWriter
 from kcoord.cluster.membership import ClusterMembership, MembershipDirectory, PartitionHost
 from kcoord.cluster.mode import ClusterMode
+from kcoord.cluster.producer_id_allocator import ReadyProducerIds
 from kcoord.cluster.producer_keeper import ProducerStateKeeper
 from kcoord.cluster.shared_catalogue import SharedCatalogue
 from kcoord.cluster.shared_state import SharedStatePoller, adopt_files
 from kcoord.cluster.topic_configs import log_config_for
 from kcoord.cluster.topic_manager import TopicChange, TopicEvent, TopicManager
 from kcoord.cluster.topic_names import INTERNAL_TOPICS
+from kcoord.cluster.transaction_markers import DataMarkerWriter, TransactionVerifier
 from kcoord.config import Settings
 from kcoord.coordinator.classic.config import ClassicGroupConfig
 from kcoord.coordinator.consumer.config import ConsumerGroupConfig
@@ -91,6 +105,7 @@ from kcoord.coordinator.consumer.persistence import TopicIds
 from kcoord.coordinator.shard import GroupCoordinatorShard
 from kcoord.coordinator.share.config import ShareGroupConfig
 from kcoord.coordinator.share.state_records import SHARE_STATE_TOPIC
+from kcoord.coordinator.transactions import TransactionConfig
 from kcoord.observability.auth_metrics import AuthMetrics
 from kcoord.observability.cache_metrics import watch_storage_cache
 from kcoord.observability.endpoint import build_endpoint
@@ -99,6 +114,7 @@ from kcoord.observability.group_views import ShareLookups, share_partition_rows
 from kcoord.observability.http_security import http_security
 from kcoord.observability.metrics import KcoordMetrics
 from kcoord.observability.share_metrics import ShareMetrics
+from kcoord.observability.transaction_metrics import TransactionMetrics
 from kcoord.protocol.registry import ApiRegistry, ApiSpec
 from kcoord.runtime.group_config_store import GroupConfigStore, group_configs_file
 from kcoord.runtime.group_coordinator import GroupCoordinator
@@ -106,6 +122,7 @@ from kcoord.runtime.group_service import GroupService
 from kcoord.runtime.rebalance_journal import JOURNAL_FILE, JournalingObserver, RebalanceJournal
 from kcoord.runtime.share_coordinator import ShareCoordinator, ShareStateTopicOf, new_state_shard
 from kcoord.runtime.share_partition_leader import SharePartitionLeader
+from kcoord.runtime.transaction_coordinator import TransactionCoordinator
 from kcoord.security.acl_store import AclStore, acl_file
 from kcoord.security.authorizer import AclAuthorizer, build_authorizer
 from kcoord.security.credentials import CredentialStore, credentials_file
@@ -139,7 +156,13 @@ class App:
     log is opened until :meth:`start`.
     """
 
-    def __init__(self, settings: Settings, *, store_url: str | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        store_url: str | None = None,
+        transaction_verifier: TransactionVerifier | None = None,
+    ) -> None:
         s = self.settings = settings
         self.clock = SystemClock()
         self.data_dir = Path(s["log.dirs"]).resolve()
@@ -184,6 +207,10 @@ class App:
             internal_topics=INTERNAL_TOPICS,
         )
         self.producers = self.producer_state.producers
+        self.store.first_unstable = self.producers.first_unstable_offset
+        self.data_markers = DataMarkerWriter(self.topics, self.producers, self.clock)
+        """Transaction markers to this node's data partitions (issue 17, contract A)."""
+        self._given_verifier = transaction_verifier
         self.growth_hints = GrowthHints(self.clock)
         self.authorizer = build_authorizer(s, self.acl_store, self.freshness)
         self.share_config = share_group_config(s)
@@ -199,6 +226,7 @@ class App:
             owned_only=self.cluster.enabled,
             serving=self._serving,
         )
+        self._transaction_coordinator()
         self.membership: ClusterMembership | None = None
         self.leader_epochs = RecordedEpochs()
         """Set at start when ``kcoord.cluster.enable``: this node's lease and owned partitions."""
@@ -284,6 +312,43 @@ class App:
         info = self.topics.get_by_id(topic_id)
         return None if info is None else self.topics.partition_log(info.name, partition)
 
+    def _transaction_coordinator(self) -> None:
+        """The transaction coordinator over ``__transaction_state``, its producer ids and its metrics."""
+        s = self.settings
+        self.transaction_ids = ReadyProducerIds(self.producers.new_producer_id)
+        self.routed_markers = RoutingMarkerWriter(self.data_markers, self._marker_owner)
+        self.transaction_metrics = TransactionMetrics(self.metrics.registry)
+        self.transactions = TransactionCoordinator(
+            self.topics,
+            self.clock,
+            self.transaction_ids,
+            TransactionConfig(
+                max_timeout_ms=s["transaction.max.timeout.ms"],
+                id_expiration_ms=s["transactional.id.expiration.ms"],
+                abort_timed_out_interval_ms=s["transaction.abort.timed.out.transaction.cleanup.interval.ms"],
+                remove_expired_interval_ms=s["transaction.remove.expired.transaction.cleanup.interval.ms"],
+                offsets_topic_partitions=s["offsets.topic.num.partitions"],
+            ),
+            data_markers=self.routed_markers,
+            offsets_markers=self.coordinator,
+            transaction_observer=self.transaction_metrics,
+            num_partitions=s["transaction.state.log.num.partitions"],
+            append_timeout_ms=s["offsets.commit.timeout.ms"],
+            owned_only=self.cluster.enabled,
+            serving=self._serving,
+        )
+        self.transaction_metrics.watch(self.transactions.stats)
+        self.transaction_verifier: TransactionVerifier = self._given_verifier or self.transactions
+        """What lets a transactional Produce in (contract C): the transaction coordinator, unless a test
+        hands in its own."""
+
+    def _marker_owner(self, topic: str, partition: int) -> tuple[str, int] | None:
+        """Where a transaction marker for ``topic``-``partition`` goes: None for this node."""
+        owner = None if self.membership is None else self.membership.owner_of(topic, partition)
+        if owner is None or owner.node_id == self.node.node_id:
+            return None
+        return owner.host, owner.port
+
     def _catalogue(self) -> Catalogue:
         """The topic catalogue: ``topics.json`` alone, the shared table in a cluster."""
         if self.cluster.store is None:
@@ -362,11 +427,13 @@ class App:
                 creation=self.creation_limits,
                 authorizer=auth,
             ),
-            produce.api(topics, self.producers, authorizer=auth),
-            fetch.api(topics, self.growth_hints, authorizer=auth),
-            list_offsets.api(topics, authorizer=auth),
+            produce.api(topics, self.producers, authorizer=auth, verifier=self.transaction_verifier),
+            fetch.api(topics, self.growth_hints, authorizer=auth, producers=self.producers),
+            list_offsets.api(topics, authorizer=auth, producers=self.producers),
+            write_txn_markers.api(self.data_markers, authorizer=auth),
+            describe_producers.api(topics, self.producers, authorizer=auth),
             offset_for_leader_epoch.api(topics, self.leader_epochs, authorizer=auth),
-            init_producer_id.api(self.producers, authorizer=auth),
+            init_producer_id.api(self.producers, authorizer=auth, transactions=self.transactions),
             create_topics.api(topics, s, node.node_id, self.creation_limits, authorizer=auth),
             create_partitions.api(topics, node.node_id, self.creation_limits, authorizer=auth),
             delete_topics.api(topics, enabled=s["delete.topic.enable"], authorizer=auth),
@@ -395,10 +462,16 @@ class App:
             leave_group.api(groups, authorizer=auth),
             offset_commit.api(groups, authorizer=auth),
             offset_fetch.api(groups, authorizer=auth),
+            txn_offset_commit.api(groups, authorizer=auth),
             offset_delete.api(groups, authorizer=auth),
             list_groups.api(groups, authorizer=auth),
             describe_groups.api(groups, authorizer=auth),
             delete_groups.api(groups, authorizer=auth),
+            add_partitions_to_txn.api(self.transactions, topics.get, authorizer=auth),
+            add_offsets_to_txn.api(self.transactions, authorizer=auth),
+            end_txn.api(self.transactions, authorizer=auth),
+            describe_transactions.api(self.transactions, authorizer=auth),
+            list_transactions.api(self.transactions, authorizer=auth),
         ]
         if "consumer" in s["group.coordinator.rebalance.protocols"]:
             specs += [
@@ -485,6 +558,7 @@ class App:
         self.freshness.succeeded()
         await self.rebalance_journal.load()
         await self.coordinator.start()
+        await self._start_transactions()
         if not self.cluster.enabled:
             self.share_leader.start()
         self.topics.add_listener(self._on_topic_event)
@@ -509,14 +583,25 @@ class App:
         self.started.set()
         return bound
 
+    async def _start_transactions(self) -> None:
+        """Transactions place a group's offsets by the offsets topic's real partition count."""
+        config = self.transactions.config
+        self.transactions.config = dataclasses.replace(
+            config, offsets_topic_partitions=self.coordinator.num_partitions
+        )
+        self.transaction_ids.start()
+        await self.transactions.start()
+
     async def _join_cluster(self) -> None:
         """Take the cluster's id, register with a lease, and claim this node's share of the groups."""
         store = self.cluster.shared_store
         ownership = Ownership(store.pool)
         cluster_id = await ownership.cluster_id(self.node.cluster_id)
         coordinator, topics, producer_state = self.coordinator, self.topics, self.producer_state
+        transactions = self.transactions
         hosted_by: dict[str, PartitionHost] = {
             coordinator.kind.topic: coordinator,
+            transactions.kind.topic: transactions,
             SHARE_STATE_TOPIC: self.share_state,
         }
         self.membership = ClusterMembership(
@@ -533,7 +618,11 @@ class App:
         )
         self.leader_epochs.ownership = ownership
         self.node.joined(
-            cluster_id, MembershipDirectory(self.membership, {coordinator.kind.key_type: coordinator})
+            cluster_id,
+            MembershipDirectory(
+                self.membership,
+                {coordinator.kind.key_type: coordinator, transactions.kind.key_type: transactions},
+            ),
         )
         await self.membership.start()
 
@@ -602,6 +691,11 @@ class App:
             self.growth_hints.topic_grew(event.topic.name)
             self.coordinator.partitions_added(event.topic.name)
         else:
+            if event.change is TopicChange.DELETED:
+                # Its producers' state and open transactions go with its logs (a topic created
+                # again under the name starts with none, its LSO not held by the old ones).
+                for partition in range(event.topic.partitions):
+                    self.producers.drop_partition(event.topic.name, partition)
             self.coordinator.topic_changed(event.topic.name)
 
     def _partition_count(self, topic: str) -> int | None:
@@ -632,6 +726,9 @@ class App:
             await self.shared_state.stop()
         if self.membership is not None:
             await self.membership.stop()
+        await self.transactions.stop()
+        await self.transaction_ids.stop()
+        self.routed_markers.close()
         await self.coordinator.stop()
         await self.share_leader.stop()
         await self.share_state.stop()

@@ -36,8 +36,8 @@ async def test_file_and_shared_catalogues_adopt_uncatalogued_logs_alike(
     postgres_cluster: PostgresCluster, tmp_path: Path
 ) -> None:
     """Logs without a catalogue entry become the same topics (partitions, internal flag, and
-    kcoord's configs for the offsets topic, segment size included) whether ``topics.json`` or the
-    shared table adopts them."""
+    kcoord's configs for the offsets and transaction state topics, segment size included) whether
+    ``topics.json`` or the shared table adopts them."""
     settings = make_settings(offsets_topic_segment_bytes=1048576)
     memory = MemoryLogStore(LogConfig())
     await memory.open()
@@ -63,7 +63,7 @@ async def test_file_and_shared_catalogues_adopt_uncatalogued_logs_alike(
 
     expected = [
         ("__consumer_offsets", 2, {"cleanup.policy": "compact", "segment.bytes": "1048576"}, True),
-        ("__transaction_state", 1, {}, True),
+        ("__transaction_state", 1, {"cleanup.policy": "compact", "segment.bytes": "104857600"}, True),
         ("solo", 3, {}, False),
     ]
     assert _adopted(alone.topics()) == expected

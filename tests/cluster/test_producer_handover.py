@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from kcoord.cluster.partition_transactions import AbortedTransaction
 from kcoord.cluster.producer_handover import ProducerHandover
 from kcoord.cluster.producer_state import ProducerStateManager
 from kcoord.protocol.errors import ErrorCode, KafkaError
@@ -20,6 +21,7 @@ from kcoord.storage.postgres.producer_ids import PostgresIdReservations
 from kcoord.storage.postgres.producer_snapshots import PostgresProducerSnapshots
 
 from .test_producer_snapshots import PID, batch
+from .test_transaction_restore import marker, txn_batch
 
 LEASE_MS = 60_000
 
@@ -125,3 +127,33 @@ async def test_an_unreadable_snapshot_means_a_full_scan(
     producers = clustered(one, tmp_path)
     await ProducerHandover(producers, PostgresProducerSnapshots(one.pool)).acquire("t", 0, log)
     assert await producers.check_and_record("t", 0, PID, 0, 0, 5).original() == (stored.base_offset, -1)
+
+
+async def test_open_transactions_and_aborts_follow_the_partition(
+    two_nodes: tuple[PostgresLogStore, PostgresLogStore], tmp_path: Path
+) -> None:
+    """Node 1 snapshots mid-way through transactional writes and loses the partition; node 2 rebuilds
+    the open transaction (its LSO) and the aborted index from the snapshot row and the log tail."""
+    one, two = two_nodes
+    ownership, node_two = Ownership(one.pool), Ownership(two.pool)
+    assert await ownership.register(1, "127.0.0.1", 9001, LEASE_MS)
+    assert await node_two.register(2, "127.0.0.1", 9002, LEASE_MS)
+    await one.create("t", 0)
+    producers_one = clustered(one, tmp_path / "one")
+    handover_one = ProducerHandover(producers_one, PostgresProducerSnapshots(one.pool))
+    log_one = await one.reopen("t", 0, await ownership.claim(1, "t", 0) or -1)
+    await handover_one.acquire("t", 0, log_one)
+    await log_one.append(txn_batch(1, 0))  # 0-2, aborted below
+    await log_one.append(txn_batch(2, 0))  # 3-5, still open at the handover
+    assert await handover_one.snapshot_all() == 1
+    await log_one.append(marker(1, committed=False))  # 6
+    await ownership.release(1, "t", 0)
+    handover_one.release("t", 0)
+
+    epoch_two = await node_two.claim(2, "t", 0)
+    assert epoch_two is not None
+    producers_two = clustered(two, tmp_path / "two")
+    handover_two = ProducerHandover(producers_two, PostgresProducerSnapshots(two.pool))
+    await handover_two.acquire("t", 0, await two.reopen("t", 0, epoch_two))
+    assert producers_two.last_stable_offset("t", 0, 7) == 3
+    assert producers_two.aborted_between("t", 0, 0, 7) == [AbortedTransaction(1, 0, 6)]

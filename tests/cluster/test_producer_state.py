@@ -163,3 +163,69 @@ async def test_a_producer_unseen_for_the_expiration_time_is_forgotten(tmp_path: 
     await manager.init_producer()
     assert manager.producer_count() == 1
     manager.check_and_record("t", 0, 1, 0, 40, 1).complete(10, -1)
+
+
+def test_transaction_opens_and_marker_ends_it(tmp_path: Path) -> None:
+    """A transactional batch holds the LSO at its offset until the marker; an abort enters the index."""
+    manager = ProducerStateManager(tmp_path)
+    manager.check_and_record("t", 0, 9, 0, 0, 2, 1234)
+    assert manager.begin_transaction("t", 0, 9, 5)
+    manager.settle_transaction_start("t", 0, 9, 5, 6)
+    assert manager.last_stable_offset("t", 0, 8) == 6
+    assert manager.last_stable_offset("t", 1, 8) == 8, "other partitions are not held back"
+    (view,) = manager.describe("t", 0)
+    assert (view.producer_id, view.epoch, view.last_sequence, view.last_timestamp) == (9, 0, 1, 1234)
+    assert view.transaction_start_offset == 6
+    manager.end_transaction("t", 0, 9, 0, 4, 8, committed=False)
+    assert manager.last_stable_offset("t", 0, 9) == 9
+    assert [
+        (a.producer_id, a.first_offset, a.last_offset) for a in manager.aborted_between("t", 0, 0, 9)
+    ] == [(9, 6, 8)]
+    (view,) = manager.describe("t", 0)
+    assert (view.coordinator_epoch, view.transaction_start_offset) == (4, -1)
+
+
+def test_marker_epoch_rules(tmp_path: Path) -> None:
+    """An older marker epoch is INVALID_PRODUCER_EPOCH; a newer one becomes the epoch, sequences restart."""
+    manager = ProducerStateManager(tmp_path)
+    manager.check_and_record("t", 0, 9, 2, 0, 3)
+    with pytest.raises(KafkaError) as raised:
+        manager.check_marker("t", 0, 9, 1)
+    assert raised.value.code == ErrorCode.invalid_producer_epoch
+    manager.check_marker("t", 0, 9, 3)
+    manager.end_transaction("t", 0, 9, 3, 0, 3, committed=False)
+    with pytest.raises(KafkaError) as stale:
+        manager.check_and_record("t", 0, 9, 2, 3, 1)
+    assert stale.value.code == ErrorCode.invalid_producer_epoch
+    manager.check_and_record("t", 0, 9, 3, 0, 1)
+
+
+def test_gated_marker_waits_for_the_state(tmp_path: Path) -> None:
+    """In a cluster a marker for a partition whose state is not loaded is NOT_LEADER_OR_FOLLOWER."""
+    manager = ProducerStateManager(tmp_path, gated=True)
+    with pytest.raises(KafkaError) as raised:
+        manager.check_marker("t", 0, 9, 0)
+    assert raised.value.code == ErrorCode.not_leader_or_follower
+    manager.restore("t", 0, {})
+    manager.check_marker("t", 0, 9, 0)
+
+
+def test_marker_from_an_older_coordinator_epoch_is_fenced(tmp_path: Path) -> None:
+    """A marker from a coordinator epoch below the last marker's is TRANSACTION_COORDINATOR_FENCED."""
+    manager = ProducerStateManager(tmp_path)
+    manager.check_and_record("t", 0, 9, 0, 0, 1)
+    manager.end_transaction("t", 0, 9, 0, 5, 1, committed=True)
+    with pytest.raises(KafkaError) as raised:
+        manager.check_marker("t", 0, 9, 0, 4)
+    assert raised.value.code == ErrorCode.transaction_coordinator_fenced
+    manager.check_marker("t", 0, 9, 0, 5)
+
+
+def test_a_fencing_marker_fences_the_old_epoch_before_it_lands(tmp_path: Path) -> None:
+    """A newer-epoch marker whose append has only started already refuses the old epoch's batches."""
+    manager = ProducerStateManager(tmp_path)
+    manager.check_and_record("t", 0, 9, 0, 0, 1)
+    manager.check_marker("t", 0, 9, 1)
+    with pytest.raises(KafkaError) as raised:
+        manager.check_and_record("t", 0, 9, 0, 1, 1)
+    assert raised.value.code == ErrorCode.invalid_producer_epoch

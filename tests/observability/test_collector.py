@@ -10,6 +10,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from kcoord.coordinator.classic.manager import ClassicGroupManager
 from kcoord.coordinator.consumer.config import ConsumerGroupConfig
 from kcoord.coordinator.consumer.manager import ConsumerGroupManager
+from kcoord.coordinator.pending_offsets import OpenTransaction, SettledTransaction
 from kcoord.coordinator.share.config import ShareGroupConfig
 from kcoord.coordinator.share.manager import ShareGroupManager
 from kcoord.observability.collector import GroupCollector
@@ -29,6 +30,12 @@ class FakeOffsets:
 
     def all_groups_with_offsets(self) -> list[str]:
         return sorted(self.committed)
+
+    def open_transactions(self, group_id: str) -> list[OpenTransaction]:
+        return []
+
+    def settled_transactions(self, group_id: str) -> list[SettledTransaction]:
+        return []
 
 
 def _no_consumer_groups() -> ConsumerGroupManager:

@@ -58,6 +58,8 @@ class Scene:
     generation: int = -1
     topic_id: uuid.UUID | None = None
     """The scene's topic's id, where a setup looked it up (share group APIs name topics by id)."""
+    producer_id: int = -1
+    producer_epoch: int = -1
 
 
 Sample = Callable[[Scene], dict[str, Any]]
@@ -858,6 +860,73 @@ def share_acknowledge_sample(scene: Scene) -> dict[str, Any]:
     }
 
 
+MARKER_PRODUCER_ID = 4242
+
+
+def write_txn_markers_sample(scene: Scene) -> dict[str, Any]:
+    """An abort marker of one producer for partition 0 of the scene's topic."""
+    marker = {
+        "producer_id": MARKER_PRODUCER_ID,
+        "producer_epoch": 3,
+        "transaction_result": False,
+        "topics": [{"name": scene.topic, "partition_indexes": [0]}],
+        "coordinator_epoch": 7,
+    }
+    return {"markers": [marker]}
+
+
+async def check_write_txn_markers(scene: Scene, response: Any) -> None:
+    (marker,) = response.markers
+    assert marker.producer_id == MARKER_PRODUCER_ID
+    assert [(p.partition_index, p.error_code) for p in marker.topics[0].partitions] == [(0, ErrorCode.none)]
+    latest = await scene.client.call(ApiKey.LIST_OFFSETS, 1, list_offsets_sample(scene))
+    assert latest.topics[0].partitions[0].offset == 2, "the marker took the offset after the record"
+
+
+async def write_one_marker(scene: Scene) -> None:
+    """The scene's topic, holding one record and an abort marker of :data:`MARKER_PRODUCER_ID`."""
+    await create_topic_with_one_record(scene)
+    response = await scene.client.call(ApiKey.WRITE_TXN_MARKERS, 1, write_txn_markers_sample(scene))
+    assert response.markers[0].topics[0].partitions[0].error_code == ErrorCode.none
+
+
+def describe_producers_sample(scene: Scene) -> dict[str, Any]:
+    return {"topics": [{"name": scene.topic, "partition_indexes": [0]}]}
+
+
+async def check_describe_producers(scene: Scene, response: Any) -> None:
+    (partition,) = response.topics[0].partitions
+    assert partition.error_code == ErrorCode.none
+    states = {p.producer_id: (p.producer_epoch, p.coordinator_epoch) for p in partition.active_producers}
+    assert states[MARKER_PRODUCER_ID] == (3, 7)
+
+
+def txn_offset_commit_sample(scene: Scene) -> dict[str, Any]:
+    """A simple group's offset committed inside producer 7000's transaction (KIP-447 fields from v3)."""
+    return {
+        "transactional_id": f"txn-{scene.group}",
+        "group_id": scene.group,
+        "producer_id": 7000,
+        "producer_epoch": 0,
+        "generation_id": -1,
+        "member_id": "",
+        "group_instance_id": None,
+        "topics": [
+            {
+                "name": scene.topic,
+                "partitions": [
+                    {
+                        "partition_index": 0,
+                        "committed_offset": 77,
+                        "committed_leader_epoch": COMMITTED_EPOCH,
+                        "committed_metadata": "in a transaction",
+                    }
+                ],
+            }
+        ],
+    }
+
+
 async def check_share_acknowledge(scene: Scene, response: Any) -> None:
     assert response.error_code == ErrorCode.none
     assert [p.error_code for t in response.responses for p in t.partitions] == [ErrorCode.none]
@@ -912,6 +981,14 @@ async def check_delete_share_offsets(scene: Scene, response: Any) -> None:
     assert [t.error_code for t in response.responses] == [ErrorCode.none]
 
 
+async def check_txn_offset_commit(scene: Scene, response: Any) -> None:
+    """Accepted, and pending: a require_stable OffsetFetch v8 answers UNSTABLE_OFFSET_COMMIT, no offset."""
+    assert response.topics[0].partitions[0].error_code == ErrorCode.none
+    fetched = await scene.client.call(ApiKey.OFFSET_FETCH, 8, offset_fetch_sample(scene))
+    partition = fetched.groups[0].topics[0].partitions[0]
+    assert (partition.error_code, partition.committed_offset) == (ErrorCode.unstable_offset_commit, -1)
+
+
 CASES: dict[int, Case] = {
     ApiKey.PRODUCE: Case(produce_sample, check_produce, create_topic),
     ApiKey.FETCH: Case(fetch_sample, check_fetch, create_topic_with_one_record),
@@ -919,6 +996,7 @@ CASES: dict[int, Case] = {
     ApiKey.METADATA: Case(metadata_sample, check_metadata, create_topic),
     ApiKey.OFFSET_COMMIT: Case(commit_sample, check_offset_commit, create_topic),
     ApiKey.OFFSET_FETCH: Case(offset_fetch_sample, check_offset_fetch, commit_offset),
+    ApiKey.TXN_OFFSET_COMMIT: Case(txn_offset_commit_sample, check_txn_offset_commit, create_topic),
     ApiKey.FIND_COORDINATOR: Case(find_coordinator_sample, check_find_coordinator),
     ApiKey.JOIN_GROUP: Case(join_sample, check_join_group),
     ApiKey.HEARTBEAT: Case(heartbeat_sample, check_error_none, join_and_sync),
@@ -934,6 +1012,10 @@ CASES: dict[int, Case] = {
         offset_for_leader_epoch_sample, check_offset_for_leader_epoch, create_topic_with_one_record
     ),
     ApiKey.INIT_PRODUCER_ID: Case(init_producer_id_sample, check_init_producer_id),
+    ApiKey.WRITE_TXN_MARKERS: Case(
+        write_txn_markers_sample, check_write_txn_markers, create_topic_with_one_record
+    ),
+    ApiKey.DESCRIBE_PRODUCERS: Case(describe_producers_sample, check_describe_producers, write_one_marker),
     ApiKey.DESCRIBE_CONFIGS: Case(describe_configs_sample, check_describe_configs, create_topic),
     ApiKey.CREATE_PARTITIONS: Case(create_partitions_sample, check_create_partitions, create_topic),
     ApiKey.DELETE_GROUPS: Case(delete_groups_sample, check_delete_groups, commit_offset),
@@ -971,6 +1053,10 @@ CASES: dict[int, Case] = {
     ),
 }
 """API key -> its round-trip case; every key ApiVersions advertises must have one."""
+
+from tests.protocol.transaction_samples import TRANSACTION_CASES  # noqa: E402 (it builds on the above)
+
+CASES.update(TRANSACTION_CASES)
 
 WITHOUT_KIO_SCHEMA = {(ApiKey.PRODUCE, 0), (ApiKey.PRODUCE, 1), (ApiKey.PRODUCE, 2)}
 """Advertised versions kio has no schema for: kcoord closes the connection (Produce v0-2, magic 0/1)."""

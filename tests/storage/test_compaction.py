@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from kio.records.readers import read_batch
 from structlog.testing import capture_logs
 
+from kcoord.protocol.control_batch import encode_marker_batch, encode_transactional_batch
 from kcoord.protocol.record_batch import iter_batches, parse_header
 from kcoord.storage import LogConfig, LogStore, PartitionLog, open_store
 from kcoord.storage.compaction_records import DELETE_HORIZON_FLAG, decode_records
@@ -495,3 +496,69 @@ def _engine_url(engine_name: str, request: pytest.FixtureRequest, tmp_path: Path
     if key not in _urls:
         _urls[key] = request.getfixturevalue("postgres_cluster").create_database()
     return _urls[key]
+
+
+async def test_aborted_transactions_go_and_markers_stay(engine: Opener) -> None:
+    """Compaction drops an aborted transaction's batches, keeps committed and open ones and every marker."""
+    store = await engine()
+    log = await store.create("t", 0)
+    aborted = encode_transactional_batch([(b"a", b"aborted-1"), (b"b", b"aborted-2")], 1, 0, T0_MS)
+    committed = encode_transactional_batch([(b"c", b"committed")], 2, 0, T0_MS)
+    await log.append(aborted.data)  # 0-1
+    await log.append(committed.data)  # 2
+    await log.append(encode_marker_batch(1, 0, False, 0, T0_MS).data)  # 3
+    await log.append(encode_marker_batch(2, 0, True, 0, T0_MS).data)  # 4
+    await log.append(encode_transactional_batch([(b"d", b"open")], 3, 0, T0_MS).data)  # 5
+    await append_all(log, [[(b"pad", b"x" * 100)]] * 8)
+    assert active_segment_base(log) > 5
+    await log.compact(T0_MS)
+    kept = {offset: value for offset, _, value in await log_records(log)}
+    assert 0 not in kept and 1 not in kept, "the aborted records are gone"
+    assert kept[2] == b"committed" and kept[5] == b"open"
+    markers = []
+    offset = 0
+    while offset < log.log_end_offset:
+        data = await log.read_async(offset, 1 << 20)
+        for _, header in iter_batches(data):
+            if header.is_control:
+                markers.append(header.base_offset)
+            offset = header.next_offset
+    assert markers == [3, 4]
+
+
+async def test_compaction_stops_at_the_first_unstable_offset(engine: Opener) -> None:
+    """No segment reaching the oldest open transaction is cleaned; once it ends, they are."""
+    store = await engine()
+    unstable: dict[tuple[str, int], int] = {("t", 0): 0}
+    store.first_unstable = lambda topic, partition: unstable.get((topic, partition))
+    log = await store.create("t", 0)
+    await append_all(log, key_batches(10))
+    assert log.segment_count > 3
+    assert await log.compact(T0_MS) is None
+    unstable[("t", 0)] = segmented(log)._segments[2].base_offset
+    result = await log.compact(T0_MS)
+    assert result is not None and result.segments == 2
+    del unstable[("t", 0)]
+    result = await log.compact(T0_MS)
+    assert result is not None and result.segments > 2
+
+
+async def test_committed_transactional_records_are_compacted(engine: Opener) -> None:
+    """A committed transaction's records are superseded by later values like any others; an open
+    transaction's records (no marker yet) are kept whatever follows."""
+    store = await engine()
+    log = await store.create("t", 0)
+    committed = encode_transactional_batch([(b"a", b"txn-a"), (b"b", b"txn-b")], 1, 0, T0_MS)
+    await log.append(committed.data)  # 0-1
+    await log.append(encode_marker_batch(1, 0, True, 0, T0_MS).data)  # 2
+    await log.append(encode_transactional_batch([(b"c", b"open-c")], 2, 0, T0_MS).data)  # 3
+    await append_all(log, [[(b"a", b"plain-a")], [(b"c", b"plain-c")]])  # 4, 5
+    await append_all(log, [[(b"pad", b"x" * 100)]] * 8)
+    assert active_segment_base(log) > 5
+    await log.compact(T0_MS)
+    kept = {offset: value for offset, _, value in await log_records(log)}
+    assert 0 not in kept, "txn-a is superseded by plain-a"
+    assert kept[1] == b"txn-b" and kept[3] == b"open-c"
+    assert kept[4] == b"plain-a" and kept[5] == b"plain-c"
+    rebuilt = parse_header(await log.read_async(1, 1))
+    assert rebuilt.base_offset == 1 and rebuilt.is_transactional and rebuilt.producer_id == 1

@@ -439,9 +439,15 @@ class AdminClient:
             removed.extend(result.matching_acls)
         return removed
 
-    def _coordinator(self, group_id: str) -> _Connection:
+    def transaction_coordinator_call(
+        self, transactional_id: str, api_key: int, version: int, body: dict[str, Any]
+    ) -> Any:
+        """One request to the transactional id's coordinator (FindCoordinator key type 1)."""
+        return self._coordinator(transactional_id, key_type=1).call(api_key, version, body)
+
+    def _coordinator(self, group_id: str, key_type: int = 0) -> _Connection:
         response = self._bootstrap.call(
-            ApiKey.FIND_COORDINATOR, FIND_COORDINATOR_V, {"key": group_id, "key_type": 0}
+            ApiKey.FIND_COORDINATOR, FIND_COORDINATOR_V, {"key": group_id, "key_type": key_type}
         )
         if int(response.error_code) != 0:
             raise AdminError(f"FindCoordinator {group_id}: {error_name(int(response.error_code))}")

@@ -284,6 +284,7 @@ def _history(args: argparse.Namespace) -> int:
                 for i, b in enumerate(history, 1)
             ],
         )
+        _print_transactions(view)
         return 0
     print(
         f"Group {view['group']}: {view['state']}, generation {view['generation']}, "
@@ -319,7 +320,30 @@ def _history(args: argparse.Namespace) -> int:
     print_table(headers, rows)
     for i, r in enumerate(history, 1):
         print(f"#{i} reason: {r['reason']}" + "".join(f"\n   client: {c}" for c in r["client_reasons"]))
+    _print_transactions(view)
     return 0
+
+
+def _print_transactions(view: dict[str, Any]) -> None:
+    """The group's transactional commits: the open transactions holding its offsets, then the last ended."""
+    open_now, ended = view.get("open_transactions", []), view.get("transactions", [])
+    if not open_now and not ended:
+        return
+    print("\nTransactions holding or committing the group's offsets:")
+    rows = [
+        [
+            str(t["producer_id"]),
+            str(t["producer_epoch"]),
+            "open",
+            ", ".join(f"{o['topic']}-{o['partition']}@{o['offset']}" for o in t["offsets"]),
+        ]
+        for t in open_now
+    ]
+    rows += [
+        [str(t["producer_id"]), str(t["producer_epoch"]), t["result"], f"{t['partitions']} partition(s)"]
+        for t in ended
+    ]
+    print_table(["PRODUCER", "EPOCH", "STATE", "OFFSETS"], rows)
 
 
 def _shown(value: Any) -> str:

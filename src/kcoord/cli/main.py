@@ -13,6 +13,7 @@ from kcoord.cli import acls as cli_acls
 from kcoord.cli import cluster as cli_cluster
 from kcoord.cli import groups as cli_groups
 from kcoord.cli import topics as cli_topics
+from kcoord.cli import transactions as cli_transactions
 from kcoord.cli import users as cli_users
 from kcoord.cli.client_config import ClientConfigError
 from kcoord.cli.startup import serve
@@ -44,6 +45,7 @@ def _parser() -> argparse.ArgumentParser:
     cli_users.add_commands(commands)
     cli_acls.add_commands(commands)
     cli_cluster.add_commands(commands)
+    cli_transactions.add_commands(commands)
     return parser
 
 
@@ -131,6 +133,7 @@ _CLIENT_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "users": cli_users.run,
     "acls": cli_acls.run,
     "cluster": cli_cluster.run,
+    "transactions": cli_transactions.run,
 }
 """The commands that act as clients (of a server or of a data directory), by name."""
 

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from kcoord.cluster.topic_names import CONSUMER_OFFSETS, INTERNAL_TOPICS
+from kcoord.cluster.topic_names import CONSUMER_OFFSETS, INTERNAL_TOPICS, TRANSACTION_STATE
 from kcoord.config import Settings
 from kcoord.storage.api import TopicInfo
 
@@ -57,8 +57,14 @@ AdoptionRule = Callable[[str, int], TopicInfo]
 
 
 def internal_topic_configs(name: str, settings: Settings) -> dict[str, str]:
-    """The overrides kcoord gives its internal topic ``name`` (the offsets topic is compacted, with
-    ``offsets.topic.segment.bytes`` segments); none for any other name."""
+    """The overrides kcoord gives its internal topic ``name`` (the offsets and transaction state
+    topics are compacted, with ``offsets.topic.segment.bytes`` and
+    ``transaction.state.log.segment.bytes`` segments); none for any other name."""
+    if name == TRANSACTION_STATE:
+        return {
+            "cleanup.policy": "compact",
+            "segment.bytes": str(settings["transaction.state.log.segment.bytes"]),
+        }
     if name != CONSUMER_OFFSETS:
         return {}
     return {"cleanup.policy": "compact", "segment.bytes": str(settings["offsets.topic.segment.bytes"])}

@@ -6,6 +6,11 @@ one listener per watched log, all setting the same event, so a waiting Fetch wak
 produce to any fetched partition and otherwise sleeps until its deadline: no polling loop, and
 nothing runs for a Fetch while it waits. Leaving the ``with`` block unregisters the listeners,
 also when the Fetch is cancelled because its connection closed.
+
+A read_committed Fetch also watches its partitions' last stable offsets (``also``: functions that
+register a listener and return its unregistration, such as
+:meth:`kcoord.cluster.producer_state.ProducerStateManager.watch_stable`): a transaction's marker
+is readable before the LSO moves past it, so the append alone would wake the Fetch too early.
 """
 
 from __future__ import annotations
@@ -14,20 +19,26 @@ import asyncio
 from collections.abc import Callable, Iterable
 from types import TracebackType
 
-from kcoord.storage.api import PartitionLog
+from kcoord.storage.api import AppendListener, PartitionLog
 
-__all__ = ["AppendWatch"]
+__all__ = ["AppendWatch", "ListenerRegistration"]
+
+ListenerRegistration = Callable[[AppendListener], Callable[[], None]]
+"""Registers a listener somewhere and returns the function that unregisters it."""
 
 
 class AppendWatch:
-    def __init__(self, logs: Iterable[PartitionLog]) -> None:
+    def __init__(self, logs: Iterable[PartitionLog], also: Iterable[ListenerRegistration] = ()) -> None:
         self._logs = list(logs)
+        self._also = list(also)
         self._appended = asyncio.Event()
         self._unregister: list[Callable[[], None]] = []
 
     def __enter__(self) -> AppendWatch:
         for partition_log in self._logs:
             self._unregister.append(partition_log.add_append_listener(self._on_append))
+        for register in self._also:
+            self._unregister.append(register(self._on_append))
         return self
 
     def __exit__(

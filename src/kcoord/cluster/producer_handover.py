@@ -14,6 +14,9 @@ as a Kafka broker becoming leader has it from its replica of the log:
    write is a no-op), so the next owner scans only a short tail;
 3. on release, fencing or step-down, drop the state: it is the next owner's now.
 
+The partition's open transactions and aborted index come with the same scan, so the last stable
+offset and read_committed Fetch are right on the new owner from the first request it serves.
+
 A retry of a batch the previous owner stored (but whose answer the producer never saw) is thus
 recognised as a duplicate and answered with its original offset, and sequence gaps are still
 refused. A missing or unreadable snapshot only makes the scan longer: correctness never depends on
@@ -117,7 +120,7 @@ class ProducerHandover:
             log.warning("producer_state.load_failed", topic=topic, partition=partition, error=str(exc))
             return
         scan.changed = scan.offset != from_offset  # the next pass stores the tail it scanned
-        self._producers.restore(topic, partition, scan.producers)
+        self._producers.restore(topic, partition, scan.producers, scan.transactions)
         self._served[(topic, partition)] = _Served(partition_log, scan)
         log.info(
             "producer_state.loaded",
@@ -159,6 +162,7 @@ class ProducerHandover:
         written = 0
         for key, served in list(self._served.items()):
             scan, partition_log = served.scan, served.partition_log
+            self._producers.trim_aborted(key[0], key[1], partition_log.log_start_offset)
             try:
                 await scan.advance(partition_log, SCAN_BYTES_PER_PASS)
             except KafkaError:

@@ -13,6 +13,14 @@ sequence and offsets. So kcoord *derives* that state by scanning batch headers:
   in a worker thread (:mod:`kcoord.storage.atomic_file`): the event loop never waits for the disk;
 - at a clean stop, every scan runs to the log end and every snapshot is written.
 
+The same scan rebuilds each partition's transactions (:mod:`kcoord.cluster.partition_transactions`):
+a transactional batch opens its producer's transaction, a control batch (its marker read with
+:func:`~kcoord.cluster.partition_transactions.marker_of_batch`) ends it, and an abort enters the
+aborted index; the snapshot keeps the open transactions and the index (from format 2 on; a
+format-1 snapshot holds none, as it was written before transactional batches were accepted), and
+each producer's last timestamp and last marker's coordinator epoch (for DescribeProducers).
+Index entries whose marker fell below the log start (retention, DeleteRecords) are dropped.
+
 A snapshot only bounds the scan at the next start; correctness never depends on it. Its offset
 is checked against the log: a snapshot past the log end (the log lost its tail) is ignored and the
 partition is scanned from its start. Batches the scan meets at or below a producer's newest known
@@ -33,6 +41,7 @@ from typing import Any
 import structlog
 
 from kcoord.cluster.loop_slices import LoopSlices
+from kcoord.cluster.partition_transactions import AbortedTransaction, PartitionTransactions, marker_of_batch
 from kcoord.cluster.producer_state import BATCHES_KEPT, ProducerStateManager, StoredBatch, StoredProducer
 from kcoord.protocol.errors import KafkaError
 from kcoord.protocol.record_batch import BatchHeader, iter_batches
@@ -49,22 +58,41 @@ SNAPSHOT_INTERVAL_S = 5.0
 SCAN_BYTES_PER_PASS = 8 << 20
 _READ_BYTES = 1 << 20
 _SEQUENCE_MODULUS = 1 << 31
-_FORMAT_VERSION = 1
+_FORMAT_VERSION = 2
+_READABLE_VERSIONS = (1, 2)
 
 
 class PartitionScan:
     """The producer state a partition's log holds below ``offset``."""
 
-    def __init__(self, offset: int = 0, producers: dict[int, StoredProducer] | None = None) -> None:
+    def __init__(
+        self,
+        offset: int = 0,
+        producers: dict[int, StoredProducer] | None = None,
+        transactions: PartitionTransactions | None = None,
+    ) -> None:
         self.offset = offset
         self.producers: dict[int, StoredProducer] = producers or {}
+        self.transactions = transactions or PartitionTransactions()
         self.changed = False
 
-    def apply(self, header: BatchHeader) -> None:
-        """Take one batch into the state (a batch without a producer id changes nothing)."""
+    def apply(self, header: BatchHeader, data: bytes = b"", position: int = 0) -> None:
+        """Take one batch into the state (a batch without a producer id changes nothing);
+        ``data`` holds the batch at ``position``, read for a control batch's marker."""
         producer_id = header.producer_id
-        if producer_id < 0 or header.base_sequence < 0:
+        if producer_id < 0:
             return
+        if header.is_control:
+            self._apply_marker(header, data, position)
+            return
+        if header.base_sequence < 0:
+            return
+        if header.is_transactional:
+            known_epoch = self.producers[producer_id].epoch if producer_id in self.producers else -1
+            if header.producer_epoch >= known_epoch and self.transactions.begin(
+                producer_id, header.base_offset
+            ):
+                self.changed = True
         known = self.producers.get(producer_id)
         if known is not None:
             if known.batches and header.base_offset <= known.batches[-1].base_offset:
@@ -81,6 +109,19 @@ class PartitionScan:
         )
         if len(known.batches) > BATCHES_KEPT:
             del known.batches[0]
+        known.last_timestamp = header.max_timestamp
+        self.changed = True
+
+    def _apply_marker(self, header: BatchHeader, data: bytes, position: int) -> None:
+        marker = marker_of_batch(data, position) if data else None
+        if marker is None:
+            return
+        self.transactions.end(header.producer_id, header.base_offset, marker.committed)
+        known = self.producers.get(header.producer_id)
+        if known is not None:
+            if header.producer_epoch > known.epoch:
+                known.epoch, known.batches = header.producer_epoch, []
+            known.coordinator_epoch = marker.coordinator_epoch
         self.changed = True
 
     async def advance(self, partition_log: PartitionLog, max_bytes: int | None) -> bool:
@@ -90,13 +131,18 @@ class PartitionScan:
         """
         if self.offset > partition_log.log_end_offset:
             self.offset, self.producers, self.changed = 0, {}, True
+            self.transactions = PartitionTransactions()
+        if self.transactions.trim_before(partition_log.log_start_offset):
+            self.changed = True
         offset = max(self.offset, partition_log.log_start_offset)
         read = 0
         while offset < partition_log.log_end_offset and (max_bytes is None or read < max_bytes):
             data = await partition_log.read_async(offset, _READ_BYTES)
             after = offset
-            for _, header in iter_batches(data):
-                self.apply(header)
+            for position, header in iter_batches(data):
+                if header.next_offset <= offset:
+                    continue  # already taken (the read began inside this batch)
+                self.apply(header, data, position)
                 after = header.next_offset
             if after <= offset:
                 break
@@ -112,23 +158,40 @@ def encode_snapshot(scan: PartitionScan) -> bytes:
             pid,
             p.epoch,
             [[b.first_sequence, b.last_sequence, b.base_offset, b.log_append_time_ms] for b in p.batches],
+            p.last_timestamp,
+            p.coordinator_epoch,
         ]
         for pid, p in scan.producers.items()
     ]
-    return json.dumps({"version": _FORMAT_VERSION, "offset": scan.offset, "producers": producers}).encode()
+    document = {
+        "version": _FORMAT_VERSION,
+        "offset": scan.offset,
+        "producers": producers,
+        "open_transactions": [[pid, first] for pid, first in scan.transactions.open.items()],
+        "aborted": [[a.producer_id, a.first_offset, a.last_offset] for a in scan.transactions.aborted],
+    }
+    return json.dumps(document).encode()
 
 
 def decode_snapshot(data: bytes) -> PartitionScan:
     """The scan a snapshot holds; ValueError when it is not a snapshot this version wrote."""
     document: Any = json.loads(data)
-    if not isinstance(document, dict) or document.get("version") != _FORMAT_VERSION:
+    if not isinstance(document, dict) or document.get("version") not in _READABLE_VERSIONS:
         raise ValueError("unknown snapshot format")
     producers: dict[int, StoredProducer] = {}
-    for pid, epoch, batches in document["producers"]:
+    for pid, epoch, batches, *described in document["producers"]:
+        last_timestamp, coordinator_epoch = described if len(described) == 2 else (-1, -1)
         producers[int(pid)] = StoredProducer(
-            int(epoch), [StoredBatch(int(f), int(s), int(o), int(t)) for f, s, o, t in batches]
+            int(epoch),
+            [StoredBatch(int(f), int(s), int(o), int(t)) for f, s, o, t in batches],
+            int(last_timestamp),
+            int(coordinator_epoch),
         )
-    return PartitionScan(int(document["offset"]), producers)
+    transactions = PartitionTransactions(
+        {int(pid): int(first) for pid, first in document.get("open_transactions", [])},
+        [AbortedTransaction(int(p), int(f), int(last)) for p, f, last in document.get("aborted", [])],
+    )
+    return PartitionScan(int(document["offset"]), producers, transactions)
 
 
 def resumable(
@@ -194,7 +257,7 @@ class ProducerSnapshots:
             scan = resumable(saved.get(f"{topic}-{partition}"), topic, partition, partition_log)
             await scan.advance(partition_log, None)
             self._scans[(topic, partition)] = scan
-            self._producers.restore(topic, partition, scan.producers)
+            self._producers.restore(topic, partition, scan.producers, scan.transactions)
             restored += len(scan.producers)
             await asyncio.sleep(0)
         for name in set(saved) - {f"{topic}-{partition}" for topic, partition in self._scans}:
@@ -221,6 +284,7 @@ class ProducerSnapshots:
             key = (topic, partition)
             live.add(key)
             scan = self._scans.setdefault(key, PartitionScan())
+            self._producers.trim_aborted(topic, partition, partition_log.log_start_offset)
             try:
                 await scan.advance(partition_log, max_bytes)
             except KafkaError:

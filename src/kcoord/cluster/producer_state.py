@@ -33,6 +33,12 @@ produce requests of the same partition cannot interleave between check and offse
 The base offset is filled in when the append returns; a duplicate of a batch still being
 appended waits for it.
 
+Transactions (:mod:`kcoord.cluster.partition_transactions`): a transactional batch opens its
+producer's transaction on the partition (:meth:`begin_transaction`, in the same synchronous step as
+the sequence check), a marker ends it (:meth:`end_transaction`); the partition's last stable offset
+and aborted index follow. A marker's epoch older than the producer's on that partition is refused
+(INVALID_PRODUCER_EPOCH); a newer one (the coordinator fencing the producer) becomes its epoch.
+
 State of a producer id not seen for :data:`PRODUCER_EXPIRATION_MS` (Kafka's
 ``producer.id.expiration.ms`` default) is dropped, checked at most once a minute.
 """
@@ -41,10 +47,11 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kcoord.cluster.partition_transactions import AbortedTransaction, PartitionTransactions
 from kcoord.cluster.producer_ids import (
     ID_BLOCK_FILE,
     ID_BLOCK_SIZE,
@@ -63,6 +70,7 @@ __all__ = [
     "PRODUCER_EXPIRATION_MS",
     "BatchSlot",
     "ProducerStateManager",
+    "ProducerView",
     "StoredBatch",
     "StoredProducer",
 ]
@@ -140,6 +148,23 @@ class StoredProducer:
     epoch: int
     batches: list[StoredBatch]
     """Oldest first, at most :data:`BATCHES_KEPT`."""
+    last_timestamp: int = -1
+    """The newest batch's max timestamp (DescribeProducers)."""
+    coordinator_epoch: int = -1
+    """The coordinator epoch of the producer's last marker on the partition."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerView:
+    """One producer's state on one partition, as DescribeProducers answers it."""
+
+    producer_id: int
+    epoch: int
+    last_sequence: int
+    last_timestamp: int
+    coordinator_epoch: int
+    transaction_start_offset: int
+    """-1 when no transaction of this producer is open on the partition."""
 
 
 @dataclass(slots=True, eq=False)
@@ -150,6 +175,8 @@ class _PartitionProducer:
     last_sequence: int
     seen_at: int
     batches: deque[BatchSlot] = field(default_factory=lambda: deque(maxlen=BATCHES_KEPT))
+    last_timestamp: int = -1
+    coordinator_epoch: int = -1
 
 
 class ProducerStateManager:
@@ -170,6 +197,9 @@ class ProducerStateManager:
         """Producer id -> (current epoch, when issued) for ids issued since this start."""
         self._partitions: dict[tuple[int, str, int], _PartitionProducer] = {}
         self._gated = gated
+        self._transactions: dict[tuple[str, int], PartitionTransactions] = {}
+        self._stable_listeners: dict[tuple[str, int], list[Callable[[int], None]]] = {}
+        """Per partition: told the new high watermark bound each time a transaction there ends."""
         self._open: set[tuple[str, int]] = set()
         """When gated: the partitions whose state is loaded (idempotent batches are accepted)."""
         self._last_sweep = self._clock.now_ms()
@@ -177,6 +207,10 @@ class ProducerStateManager:
     def reserve_ids_from(self, reservations: IdReservations) -> None:
         """Take the next blocks of producer ids from ``reservations`` (a cluster's database)."""
         self._ids = ProducerIdBlocks(reservations, self._ids.block_size)
+
+    async def new_producer_id(self) -> int:
+        """A producer id never handed out before (the transaction coordinator's ids come from here too)."""
+        return await self._ids.next_id()
 
     # InitProducerId
 
@@ -200,7 +234,13 @@ class ProducerStateManager:
         self._epochs[new_id] = (0, self._clock.now_ms())
         return new_id, 0
 
-    def restore(self, topic: str, partition: int, producers: Mapping[int, StoredProducer]) -> None:
+    def restore(
+        self,
+        topic: str,
+        partition: int,
+        producers: Mapping[int, StoredProducer],
+        transactions: PartitionTransactions | None = None,
+    ) -> None:
         """Load the state the log holds for ``topic``-``partition`` (at start, before any Produce, or
         when this node of a cluster takes the partition over) and open it to idempotent batches.
 
@@ -212,6 +252,7 @@ class ProducerStateManager:
             if not stored.batches:
                 continue
             state = _PartitionProducer(stored.epoch, stored.batches[-1].last_sequence, now)
+            state.last_timestamp, state.coordinator_epoch = stored.last_timestamp, stored.coordinator_epoch
             for batch in stored.batches:
                 state.batches.append(
                     BatchSlot(
@@ -225,6 +266,8 @@ class ProducerStateManager:
             known = self._epochs.get(producer_id)
             if known is None or known[0] < stored.epoch:
                 self._epochs[producer_id] = (stored.epoch, now)
+        if transactions is not None:
+            self._transactions[(topic, partition)] = transactions.copy()
         self._open.add((topic, partition))
 
     def drop_partition(self, topic: str, partition: int) -> int:
@@ -232,6 +275,7 @@ class ProducerStateManager:
         when gated, its idempotent batches are refused until a :meth:`restore`. Returns how many
         producers' state went."""
         self._open.discard((topic, partition))
+        self._transactions.pop((topic, partition), None)
         doomed = [key for key in self._partitions if key[1] == topic and key[2] == partition]
         for key in doomed:
             del self._partitions[key]
@@ -251,6 +295,7 @@ class ProducerStateManager:
         producer_epoch: int,
         first_sequence: int,
         record_count: int,
+        max_timestamp: int = -1,
     ) -> BatchSlot:
         """Check one idempotent batch and record it; see the module docstring for the rules.
 
@@ -295,6 +340,7 @@ class ProducerStateManager:
                 )
         state.last_sequence = last_sequence
         state.seen_at = now
+        state.last_timestamp = max_timestamp
         slot = BatchSlot(first_sequence, last_sequence)
         state.batches.append(slot)
         return slot
@@ -317,13 +363,160 @@ class ProducerStateManager:
         else:
             state.batches.remove(slot)
 
+    # Transactions
+
+    def transactions(self, topic: str, partition: int) -> PartitionTransactions:
+        """The open transactions and aborted index of ``topic``-``partition`` (created empty)."""
+        found = self._transactions.get((topic, partition))
+        if found is None:
+            found = self._transactions[(topic, partition)] = PartitionTransactions()
+        return found
+
+    def last_stable_offset(
+        self, topic: str, partition: int, high_watermark: int, log_start_offset: int = 0
+    ) -> int:
+        """The partition's LSO: its oldest open transaction's first offset, else ``high_watermark``."""
+        if not self._transactions:
+            return high_watermark  # no partition has seen a transaction (the common case)
+        found = self._transactions.get((topic, partition))
+        return high_watermark if found is None else found.last_stable_offset(high_watermark, log_start_offset)
+
+    def first_unstable_offset(self, topic: str, partition: int) -> int | None:
+        """The first offset of the partition's oldest open transaction (None: none is open)."""
+        found = self._transactions.get((topic, partition))
+        return None if found is None else found.first_unstable_offset()
+
+    def aborted_between(
+        self, topic: str, partition: int, fetch_offset: int, upper_bound: int
+    ) -> list[AbortedTransaction]:
+        """The partition's aborted transactions overlapping [``fetch_offset``, ``upper_bound``)."""
+        found = self._transactions.get((topic, partition))
+        return [] if found is None else found.aborted_between(fetch_offset, upper_bound)
+
+    def watch_stable(self, topic: str, partition: int, listener: Callable[[int], None]) -> Callable[[], None]:
+        """Call ``listener(marker offset)`` each time a transaction on the partition ends (the LSO may
+        move); returns the function that stops it."""
+        listeners = self._stable_listeners.setdefault((topic, partition), [])
+        listeners.append(listener)
+
+        def unregister() -> None:
+            if listener in listeners:
+                listeners.remove(listener)
+            if not listeners and self._stable_listeners.get((topic, partition)) is listeners:
+                del self._stable_listeners[(topic, partition)]
+
+        return unregister
+
+    def trim_aborted(self, topic: str, partition: int, log_start_offset: int) -> int:
+        """Drop the partition's aborted entries whose marker is below the log start."""
+        found = self._transactions.get((topic, partition))
+        return 0 if found is None else found.trim_before(log_start_offset)
+
+    def begin_transaction(self, topic: str, partition: int, producer_id: int, log_end_offset: int) -> bool:
+        """A transactional batch whose append starts now (``log_end_offset``: the partition's end,
+        a lower bound of its offset); True when it opened the producer's transaction."""
+        return self.transactions(topic, partition).begin(producer_id, log_end_offset)
+
+    def settle_transaction_start(
+        self, topic: str, partition: int, producer_id: int, provisional: int, base_offset: int
+    ) -> None:
+        self.transactions(topic, partition).settle_first(producer_id, provisional, base_offset)
+
+    def cancel_transaction_start(
+        self, topic: str, partition: int, producer_id: int, provisional: int
+    ) -> None:
+        self.transactions(topic, partition).cancel(producer_id, provisional)
+
+    def check_marker(
+        self, topic: str, partition: int, producer_id: int, producer_epoch: int, coordinator_epoch: int = -1
+    ) -> None:
+        """Raise INVALID_PRODUCER_EPOCH for a marker older than the producer's epoch on the partition,
+        TRANSACTION_COORDINATOR_FENCED for one from an older coordinator epoch than the last marker's
+        (Kafka's ``checkCoordinatorEpoch``), NOT_LEADER_OR_FOLLOWER while a gated partition's state
+        is not loaded.
+
+        Called in the same synchronous step as the marker's append starts: a marker with a newer
+        epoch (the coordinator fencing the producer) fences the older epoch at once, so a batch of
+        the old epoch whose append would start after the marker's (and land after it, outside the
+        transaction the marker ends) is refused as Kafka refuses it under its log lock."""
+        if self._gated and (topic, partition) not in self._open:
+            raise KafkaError(
+                ErrorCode.not_leader_or_follower,
+                f"{topic}-{partition}: the producers' state is not loaded on this node yet",
+            )
+        state = self._partitions.get((producer_id, topic, partition))
+        if state is not None and producer_epoch < state.epoch:
+            raise KafkaError(
+                ErrorCode.invalid_producer_epoch,
+                f"marker of producer {producer_id} at epoch {producer_epoch}, older than {state.epoch}",
+            )
+        if state is not None and coordinator_epoch < state.coordinator_epoch:
+            raise KafkaError(
+                ErrorCode.transaction_coordinator_fenced,
+                f"marker of producer {producer_id} from coordinator epoch {coordinator_epoch}, "
+                f"older than {state.coordinator_epoch}",
+            )
+        if state is not None and producer_epoch > state.epoch:
+            state.epoch, state.last_sequence = producer_epoch, -1
+            state.batches.clear()
+
+    def end_transaction(
+        self,
+        topic: str,
+        partition: int,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        marker_offset: int,
+        committed: bool,
+    ) -> None:
+        """The marker at ``marker_offset`` is in the log: the producer's transaction there ends."""
+        self.transactions(topic, partition).end(producer_id, marker_offset, committed)
+        key = (producer_id, topic, partition)
+        now = self._clock.now_ms()
+        state = self._partitions.get(key)
+        if state is None:
+            state = self._partitions[key] = _PartitionProducer(producer_epoch, -1, now)
+        elif producer_epoch > state.epoch:
+            state.epoch, state.last_sequence = producer_epoch, -1
+            state.batches.clear()
+        state.coordinator_epoch = coordinator_epoch
+        state.seen_at = now
+        for listener in list(self._stable_listeners.get((topic, partition), ())):
+            listener(marker_offset)
+
+    def describe(self, topic: str, partition: int) -> list[ProducerView]:
+        """Every producer with state on ``topic``-``partition`` (DescribeProducers)."""
+        found = self._transactions.get((topic, partition))
+        open_transactions = found.open if found is not None else {}
+        return [
+            ProducerView(
+                pid,
+                state.epoch,
+                state.last_sequence,
+                state.last_timestamp,
+                state.coordinator_epoch,
+                open_transactions.get(pid, -1),
+            )
+            for (pid, t, p), state in sorted(self._partitions.items(), key=lambda item: item[0])
+            if t == topic and p == partition
+        ]
+
     def _maybe_sweep(self, now: int) -> None:
         if now - self._last_sweep < _SWEEP_INTERVAL_MS:
             return
         self._last_sweep = now
         horizon = now - PRODUCER_EXPIRATION_MS
-        self._partitions = {k: s for k, s in self._partitions.items() if s.seen_at >= horizon}
+        self._partitions = {
+            k: s
+            for k, s in self._partitions.items()
+            if s.seen_at >= horizon or self._has_open_transaction(k[0], k[1], k[2])
+        }
         self._epochs = {pid: e for pid, e in self._epochs.items() if e[1] >= horizon}
+
+    def _has_open_transaction(self, producer_id: int, topic: str, partition: int) -> bool:
+        found = self._transactions.get((topic, partition))
+        return found is not None and producer_id in found.open
 
     def producer_count(self) -> int:
         """Producer ids with state on at least one partition (for metrics and tests)."""

@@ -239,21 +239,27 @@ class TopicManager:
         """Create ``__consumer_offsets`` (compacted, ``offsets.topic.segment.bytes`` segments) if
         missing; return its partition count, which an existing topic keeps whatever ``partitions``
         says (groups are placed by it, so it never changes)."""
-        existing = self._topics.get(CONSUMER_OFFSETS)
+        return await self.ensure_internal_topic(CONSUMER_OFFSETS, partitions)
+
+    async def ensure_internal_topic(self, name: str, partitions: int) -> int:
+        """Create the coordinator topic ``name`` (``__consumer_offsets``, ``__transaction_state``)
+        with kcoord's configs for it if missing; return its partition count (an existing topic keeps
+        its own: keys are placed by it)."""
+        existing = self._topics.get(name)
         if existing is not None:
             return existing.partitions
         try:
             info = await self.create(
-                CONSUMER_OFFSETS,
+                name,
                 partitions,
                 self._settings["offsets.topic.replication.factor"],
-                internal_topic_configs(CONSUMER_OFFSETS, self._settings),
+                internal_topic_configs(name, self._settings),
                 internal=True,
             )
         except KafkaError as exc:
             if exc.code != ErrorCode.topic_already_exists:
                 raise
-            info = self._topics[CONSUMER_OFFSETS]
+            info = self._topics[name]
         return info.partitions
 
     async def create(

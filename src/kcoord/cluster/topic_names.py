@@ -14,6 +14,7 @@ __all__ = [
     "CONSUMER_OFFSETS",
     "INTERNAL_TOPICS",
     "MAX_NAME_LENGTH",
+    "TRANSACTION_STATE",
     "check_topic_name",
     "topic_name_problem",
 ]
@@ -21,7 +22,10 @@ __all__ = [
 CONSUMER_OFFSETS = "__consumer_offsets"
 """The group coordinator's log; created by the coordinator, never by clients."""
 
-INTERNAL_TOPICS = frozenset({CONSUMER_OFFSETS, "__transaction_state", "__share_group_state"})
+TRANSACTION_STATE = "__transaction_state"
+"""The transaction coordinator's log; created by the coordinator, never by clients."""
+
+INTERNAL_TOPICS = frozenset({CONSUMER_OFFSETS, TRANSACTION_STATE, "__share_group_state"})
 """Names only kcoord itself may create or delete."""
 
 MAX_NAME_LENGTH = 249

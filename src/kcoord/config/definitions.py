@@ -283,6 +283,37 @@ DEFINITIONS: tuple[Definition, ...] = (
     Definition("offsets.retention.check.interval.ms", 600000, _int(1), "How often offsets expire."),
     Definition("offsets.commit.timeout.ms", 5000, _int(1), "Longest wait for an offsets-log append."),
     Definition("offset.metadata.max.bytes", 4096, _int(0), "Largest commit metadata string."),
+    # transaction coordinator (__transaction_state)
+    Definition(
+        "transaction.state.log.num.partitions", 50, _int(1, 1000), "Partitions of __transaction_state."
+    ),
+    Definition(
+        "transaction.state.log.segment.bytes", 104857600, _int(14), "Segment size of __transaction_state."
+    ),
+    Definition(
+        "transaction.max.timeout.ms",
+        900000,
+        _int(1),
+        "Longest transaction.timeout.ms a producer may ask for.",
+    ),
+    Definition(
+        "transactional.id.expiration.ms",
+        604800000,
+        _int(1),
+        "An idle transactional id is removed after this.",
+    ),
+    Definition(
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+        10000,
+        _int(1),
+        "How often transactions past their timeout are aborted.",
+    ),
+    Definition(
+        "transaction.remove.expired.transaction.cleanup.interval.ms",
+        3600000,
+        _int(1),
+        "How often expired transactional ids are removed.",
+    ),
     Definition("group.min.session.timeout.ms", 6000, _int(1), "Smallest session timeout a member may ask."),
     Definition("group.max.session.timeout.ms", 1800000, _int(1), "Largest session timeout a member may ask."),
     Definition("group.initial.rebalance.delay.ms", 3000, _int(0), "Wait for more members of a new group."),

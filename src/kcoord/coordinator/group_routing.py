@@ -21,6 +21,10 @@ from kcoord.coordinator.consumer.manager import CONSUMER_PROTOCOL_TYPE, Consumer
 from kcoord.coordinator.result import CoordinatorResult
 from kcoord.protocol.errors import ErrorCode, KafkaError
 
+TXN_COMMIT_AS_VERSION = 0
+"""The OffsetCommit version whose rules TxnOffsetCommit follows: a missing group or a stale epoch
+is ILLEGAL_GENERATION (never v9's GROUP_ID_NOT_FOUND or STALE_MEMBER_EPOCH), as in Kafka."""
+
 
 class GroupKind(Protocol):
     """One kind of group as the shard and the offsets see it, whatever protocol its members speak."""
@@ -30,6 +34,11 @@ class GroupKind(Protocol):
     def validate_offset_commit(
         self, group_id: str, member_id: str, instance: str | None, epoch: int, version: int, now_ms: int
     ) -> None: ...
+
+    def validate_transactional_commit(
+        self, group_id: str, member_id: str, instance: str | None, generation: int, now_ms: int
+    ) -> None:
+        """TxnOffsetCommit's KIP-447 checks (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, ILLEGAL_GENERATION)."""
 
     def group_state(self, group_id: str) -> str | None: ...
 
@@ -70,6 +79,14 @@ class ClassicKind:
         self.heartbeat_code = classic.heartbeat_code
         self.member_disconnected = classic.member_disconnected
 
+    def validate_transactional_commit(
+        self, group_id: str, member_id: str, instance: str | None, generation: int, now_ms: int
+    ) -> None:
+        """A missing group is created as a simple group for generation -1, else ILLEGAL_GENERATION."""
+        self._classic.validate_offset_commit(
+            group_id, member_id, instance, generation, TXN_COMMIT_AS_VERSION, now_ms, is_transactional=True
+        )
+
     def group_state(self, group_id: str) -> str | None:
         state = self._classic.group_state(group_id)
         return None if state is None else str(state)
@@ -96,6 +113,12 @@ class ConsumerKind:
     ) -> None:
         """A consumer group's commit: the member and its epoch (no instance id or time involved)."""
         self._consumer.validate_offset_commit(group_id, member_id, epoch, version)
+
+    def validate_transactional_commit(
+        self, group_id: str, member_id: str, instance: str | None, generation: int, now_ms: int
+    ) -> None:
+        """The member and its epoch; a wrong epoch is ILLEGAL_GENERATION (as OffsetCommit before v9)."""
+        self._consumer.validate_offset_commit(group_id, member_id, generation, TXN_COMMIT_AS_VERSION)
 
     def group_state(self, group_id: str) -> str | None:
         described = self._consumer.describe(group_id)
@@ -160,6 +183,12 @@ class GroupsView:
     ) -> None:
         kind = self._kinds.kind_of(group_id)
         kind.validate_offset_commit(group_id, member_id, instance, epoch, version, now_ms)
+
+    def validate_transactional_commit(
+        self, group_id: str, member_id: str, instance: str | None, generation: int, now_ms: int
+    ) -> None:
+        kind = self._kinds.kind_of(group_id)
+        kind.validate_transactional_commit(group_id, member_id, instance, generation, now_ms)
 
     def group_state(self, group_id: str) -> str | None:
         return self._kinds.kind_of(group_id).group_state(group_id)

@@ -11,8 +11,10 @@ its records are durable and replayed, and the response is released at the same m
 Group membership is not this module's business. Everything it needs to know about groups comes
 through :class:`GroupView`, which the group state machines (classic, and later KIP-848) implement.
 
-Transactional offsets (TxnOffsetCommit) are not supported, so nothing is ever pending and
-``require_stable`` fetches are answered from committed offsets like any other fetch.
+Transactional offsets (TxnOffsetCommit) are replayed into :class:`PendingOffsets` under their
+producer id and become committed offsets at the producer's commit marker (dropped at an abort);
+until then ``fetch`` does not see them and a ``require_stable`` fetch answers
+UNSTABLE_OFFSET_COMMIT for their partitions. The plain commit path does no extra work for them.
 
 The request and response dataclasses below are version-neutral: the per-API edge modules map
 each wire version onto them (fields a version lacks take the defaults given here).
@@ -32,6 +34,7 @@ from kcoord.coordinator.offset_expiry import (
     group_expiry_rule,
     is_offset_expired,
 )
+from kcoord.coordinator.pending_offsets import OpenTransaction, PendingOffsets, SettledTransaction
 from kcoord.coordinator.records import CoordinatorRecord, OffsetCommitKey, OffsetCommitValue
 from kcoord.coordinator.result import CoordinatorResult
 from kcoord.protocol.errors import ErrorCode, KafkaError
@@ -232,6 +235,7 @@ class OffsetManager:
     def __init__(self, metadata_max_chars: int = OFFSET_METADATA_MAX_CHARS) -> None:
         self._metadata_max_chars = metadata_max_chars
         self._offsets: dict[str, dict[TopicPartition, CommittedOffset]] = {}
+        self.pending = PendingOffsets()
 
     # ------------------------------------------------------------ writes (return records)
 
@@ -346,6 +350,7 @@ class OffsetManager:
                     _tombstone(group_id, topic.name, partition)
                     for partition in topic.partition_indexes
                     if (topic.name, partition) in group_offsets
+                    or self.pending.has_partition(group_id, topic.name, partition)
                 )
             topic_results.append(
                 OffsetDeleteTopicResult(
@@ -357,8 +362,12 @@ class OffsetManager:
         return result
 
     def delete_group_offsets(self, group_id: str) -> list[CoordinatorRecord]:
-        """Tombstones for every offset of a group that DeleteGroups removes (already validated)."""
-        return [_tombstone(group_id, topic, partition) for topic, partition in self._sorted_keys(group_id)]
+        """Tombstones for every offset of a group that DeleteGroups removes (already validated), and
+        for each partition only a pending transactional offset holds (its tombstone drops it, as Kafka)."""
+        committed = self._sorted_keys(group_id)
+        known = set(committed)
+        pending = [key for key in self.pending.partitions(group_id) if key not in known]
+        return [_tombstone(group_id, topic, partition) for topic, partition in [*committed, *pending]]
 
     def expire(self, now_ms: int, retention_ms: int, groups: GroupView) -> list[CoordinatorRecord]:
         """Tombstones for every offset past ``offsets.retention.minutes`` (see :mod:`offset_expiry`)."""
@@ -376,7 +385,7 @@ class OffsetManager:
             for (topic, partition), committed in sorted(group_offsets.items()):
                 if topic not in subscribed:
                     subscribed[topic] = groups.is_subscribed(group_id, topic)
-                if subscribed[topic]:
+                if subscribed[topic] or self.pending.has_partition(group_id, topic, partition):
                     continue
                 if is_offset_expired(
                     rule,
@@ -419,6 +428,8 @@ class OffsetManager:
         sparing the record objects that a profile of the load showed costing more than the rest.
         """
         if committed is None:
+            if self.pending:
+                self.pending.drop_partition(group, topic, partition)
             group_offsets = self._offsets.get(group)
             if group_offsets is None:
                 return
@@ -427,6 +438,40 @@ class OffsetManager:
                 del self._offsets[group]
             return
         self._offsets.setdefault(group, {})[(topic, partition)] = committed
+
+    def replay_transactional(self, record: CoordinatorRecord, producer_id: int, producer_epoch: int) -> None:
+        """An OffsetCommit record of ``producer_id``'s transaction: pending until the producer's marker.
+
+        A tombstone in a transactional batch (Kafka never writes one) deletes as any tombstone does."""
+        key, value = record.key, record.value
+        if not isinstance(key, OffsetCommitKey):
+            return
+        if not isinstance(value, OffsetCommitValue):
+            self.replay(record)
+            return
+        committed = CommittedOffset(
+            offset=value.offset,
+            leader_epoch=value.leader_epoch,
+            metadata=value.metadata,
+            commit_timestamp_ms=value.commit_timestamp,
+            expire_timestamp_ms=value.expire_timestamp,
+        )
+        before = self.committed(key.group, key.topic, key.partition)
+        self.pending.add(producer_id, producer_epoch, key.group, key.topic, key.partition, committed, before)
+
+    def end_transaction(self, producer_id: int, committed: bool, producer_epoch: int = -1) -> None:
+        """The producer's marker: its pending offsets become committed (unless a later commit of the
+        partition is already there, as Kafka keeps the most recent), or are dropped on an abort."""
+        ended = self.pending.end(producer_id)
+        if committed:
+            for group, partitions in ended.items():
+                for (topic, partition), pending in partitions.items():
+                    current = self.committed(group, topic, partition)
+                    if self.pending.written_later(group, topic, partition, current, pending):
+                        continue
+                    self._offsets.setdefault(group, {})[(topic, partition)] = pending.committed
+                    self.pending.note_materialized(group, topic, partition, pending)
+        self.pending.settled(ended, producer_id, producer_epoch, committed)
 
     # ------------------------------------------------------------ reads
 
@@ -439,10 +484,13 @@ class OffsetManager:
         """Handle OffsetFetch for one group; ``topics=None`` asks for all of its offsets.
 
         An unknown group or partition is not an error: it answers offset -1, epoch -1 and
-        metadata "". With no transactional offsets there is never an UNSTABLE_OFFSET_COMMIT,
-        so ``require_stable`` changes nothing.
+        metadata "". With ``require_stable``, a partition a transaction holds a pending offset for
+        answers UNSTABLE_OFFSET_COMMIT (offset -1), per partition as Kafka does; an all-topics
+        fetch lists the partitions with a committed offset, as Kafka's does.
         """
         group_offsets = self._offsets.get(group_id, {})
+        if require_stable and self.pending.has_group(group_id):
+            return self._fetch_stable(group_id, topics)
         if topics is None:
             by_topic: dict[str, list[OffsetFetchPartitionResult]] = {}
             for topic, partition in self._sorted_keys(group_id):
@@ -466,6 +514,20 @@ class OffsetManager:
             ],
         )
 
+    def _fetch_stable(self, group_id: str, topics: list[OffsetFetchTopic] | None) -> OffsetFetchResponse:
+        """:meth:`fetch` for a group with pending transactional offsets and ``require_stable``."""
+        fetched = self.fetch(group_id, topics)
+        for topic in fetched.topics:
+            topic.partitions = [
+                OffsetFetchPartitionResult(
+                    p.partition_index, NO_OFFSET, NO_LEADER_EPOCH, "", ErrorCode.unstable_offset_commit
+                )
+                if self.pending.has_partition(group_id, topic.name, p.partition_index)
+                else p
+                for p in topic.partitions
+            ]
+        return fetched
+
     def group_offsets(self, group_id: str) -> dict[TopicPartition, int]:
         """The committed offset of each topic-partition of a group (empty when it has none)."""
         return {tp: committed.offset for tp, committed in self._offsets.get(group_id, {}).items()}
@@ -473,6 +535,14 @@ class OffsetManager:
     def committed(self, group_id: str, topic: str, partition: int) -> CommittedOffset | None:
         """The full committed entry of one partition, or None."""
         return self._offsets.get(group_id, {}).get((topic, partition))
+
+    def open_transactions(self, group_id: str) -> list[OpenTransaction]:
+        """The open transactions holding pending offsets of the group (for operators)."""
+        return self.pending.open_transactions(group_id)
+
+    def settled_transactions(self, group_id: str) -> list[SettledTransaction]:
+        """The group's last ended transactions, oldest first (for its history)."""
+        return self.pending.settled_transactions(group_id)
 
     def has_offsets(self, group_id: str) -> bool:
         """Whether the group has any committed offset (after expiry, an Empty group without any can go)."""

@@ -61,6 +61,7 @@ from kcoord.coordinator.share.group_records import ShareGroupRecord
 from kcoord.coordinator.share.kind import ShareKind
 from kcoord.coordinator.share.manager import ShareGroupManager
 from kcoord.coordinator.share.messages import DescribedShareGroup, ShareGroupChange, ShareHeartbeatRequest
+from kcoord.coordinator.txn_offset_commit import TxnOffsetCommitRequest, commit_transactional
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.timer.api import Timer
 
@@ -114,6 +115,7 @@ class GroupCoordinatorShard:
         self._conversions = conversion_events(observer)
         self._past_rebalances = past_rebalances
         self.offsets = OffsetManager(offset_metadata_max_bytes)
+        self._offset_metadata_max_bytes = offset_metadata_max_bytes
         self._offsets_retention_ms = offsets_retention_ms
         self._topic_exists = topic_exists
 
@@ -122,10 +124,13 @@ class GroupCoordinatorShard:
     def replay(
         self, record: CoordinatorRecord, offset: int = -1, producer_id: int = -1, producer_epoch: int = -1
     ) -> None:
-        """One record of the log. Where it sits and which producer wrote it do not matter to groups
-        until transactional offset commits exist."""
+        """One record of the log. An offset commit of a producer's batch (TxnOffsetCommit) is pending
+        until that producer's marker; where a record sits does not matter to groups."""
         if isinstance(record.key, OffsetCommitKey):
-            self.offsets.replay(record)
+            if producer_id >= 0:
+                self.offsets.replay_transactional(record, producer_id, producer_epoch)
+            else:
+                self.offsets.replay(record)
         elif isinstance(record, ShareGroupRecord):
             self.share.replay(record)
         elif isinstance(record.key, CONSUMER_GROUP_KEYS):
@@ -134,7 +139,8 @@ class GroupCoordinatorShard:
             self.classic.replay(record)
 
     def replay_end_transaction_marker(self, producer_id: int, producer_epoch: int, committed: bool) -> None:
-        """No transactional offset commits yet, so no pending offsets for a marker to settle."""
+        """The producer's transaction ended: its pending offsets are committed, or dropped on an abort."""
+        self.offsets.end_transaction(producer_id, committed, producer_epoch)
 
     def replay_offset(
         self, group: str, topic: str, partition: int, committed: CommittedOffset | None
@@ -148,7 +154,7 @@ class GroupCoordinatorShard:
                 self.offsets.replay(record)
 
     def on_loaded(self, now_ms: int) -> CoordinatorResult:
-        for group_id in self.offsets.all_groups_with_offsets():
+        for group_id in sorted({*self.offsets.all_groups_with_offsets(), *self.offsets.pending.groups()}):
             if not self._kinds.exists(group_id):
                 self.classic.ensure_simple_group(group_id, now_ms)
         if self._past_rebalances is not None:
@@ -339,6 +345,20 @@ class GroupCoordinatorShard:
     def commit_offsets(self, request: OffsetCommitRequest, sink: Any, now_ms: int) -> CoordinatorResult:
         return self.offsets.commit(request, sink, now_ms, self._groups, self._topic_exists)
 
+    def commit_transactional_offsets(
+        self, request: TxnOffsetCommitRequest, sink: Any, now_ms: int
+    ) -> CoordinatorResult:
+        """TxnOffsetCommit: records the runtime writes as a transactional batch of the request's producer."""
+        return commit_transactional(
+            self.offsets,
+            request,
+            sink,
+            now_ms,
+            self._groups,
+            self._topic_exists,
+            self._offset_metadata_max_bytes,
+        )
+
     def delete_offsets(
         self, group_id: str, topics: list[OffsetDeleteTopic], sink: Any, now_ms: int
     ) -> CoordinatorResult:
@@ -362,7 +382,8 @@ class GroupCoordinatorShard:
         records = self.offsets.expire(now_ms, self._offsets_retention_ms, self._groups)
         expiring = Counter(r.key.group for r in records if isinstance(r.key, OffsetCommitKey))
         for group_id, count in expiring.items():
-            if count >= len(self.offsets.group_offsets(group_id)):
+            held = self.offsets.pending.has_group(group_id)  # open transactions keep the group (Kafka)
+            if count >= len(self.offsets.group_offsets(group_id)) and not held:
                 records.extend(self.classic.maybe_delete_empty_group(group_id))
         return CoordinatorResult(records=records)
 

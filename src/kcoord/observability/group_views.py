@@ -4,7 +4,9 @@ Classic groups show their generation and rebalance history; consumer (KIP-848) g
 group and assignment epochs and each member's epoch, assignment and target assignment (their
 epoch bumps are not kept as history yet); share (KIP-932) groups show their epochs, each member's
 assignment (a partition may be assigned to several members) and, for each share partition this node
-leads, its start offset, in-flight window and record counts by state, and lag.
+leads, its start offset, in-flight window and record counts by state, and lag. Classic and consumer
+groups show the open transactions holding offsets of the group (TxnOffsetCommit, pending until the
+marker) and the group's last ended transactions.
 
 They read the shards' in-memory state synchronously on the event loop (the shards' own thread),
 so a view is a consistent snapshot. Durations in a rebalance record are milliseconds; a phase
@@ -28,6 +30,7 @@ from kcoord.coordinator.classic.consumer_protocol import (
 from kcoord.coordinator.classic.history import RebalanceRecord
 from kcoord.coordinator.classic.messages import DescribedGroup, ListedGroup
 from kcoord.coordinator.consumer.messages import DescribedConsumerGroup
+from kcoord.coordinator.pending_offsets import OpenTransaction, SettledTransaction
 from kcoord.coordinator.record_fields import TopicPartitions
 from kcoord.coordinator.share.messages import DescribedShareGroup
 from kcoord.coordinator.share.partition_state import SharePartitionView
@@ -97,6 +100,10 @@ class OffsetsView(Protocol):
     def group_offsets(self, group_id: str) -> dict[tuple[str, int], int]: ...
 
     def all_groups_with_offsets(self) -> list[str]: ...
+
+    def open_transactions(self, group_id: str) -> list[OpenTransaction]: ...
+
+    def settled_transactions(self, group_id: str) -> list[SettledTransaction]: ...
 
 
 class ConsumerView(Protocol):
@@ -294,6 +301,7 @@ def _describe_consumer(
             for m in group.members
         ],
         "offsets": _offsets(shard, group.group_id, log_end_offset),
+        **_transactions(shard, group.group_id),
         "rebalances": len(group.history),
         "history": [
             {
@@ -324,6 +332,30 @@ def _offsets(shard: ShardView, group_id: str, log_end_offset: LogEndOffset) -> l
     return offsets
 
 
+def _transactions(shard: ShardView, group_id: str) -> dict[str, Any]:
+    """The open transactions holding the group's offsets (pending until their marker), and the
+    group's last ended transactions (its transactional commits and aborts)."""
+    return {
+        "open_transactions": [
+            {
+                "producer_id": txn.producer_id,
+                "producer_epoch": txn.producer_epoch,
+                "offsets": [{"topic": t, "partition": p, "offset": o} for t, p, o in txn.offsets],
+            }
+            for txn in shard.offsets.open_transactions(group_id)
+        ],
+        "transactions": [
+            {
+                "producer_id": txn.producer_id,
+                "producer_epoch": txn.producer_epoch,
+                "result": "commit" if txn.committed else "abort",
+                "partitions": txn.partitions,
+            }
+            for txn in shard.offsets.settled_transactions(group_id)
+        ],
+    }
+
+
 def _describe(shard: ShardView, group_id: str, log_end_offset: LogEndOffset) -> dict[str, Any]:
     (described,) = shard.classic.describe_groups([group_id], DESCRIBE_VERSION)
     members = [
@@ -346,6 +378,7 @@ def _describe(shard: ShardView, group_id: str, log_end_offset: LogEndOffset) -> 
         "generation": shard.classic.generation_id(group_id),
         "members": members,
         "offsets": offsets,
+        **_transactions(shard, group_id),
         "rebalances": len(history),
         "history": [rebalance_view(record) for record in history],
     }

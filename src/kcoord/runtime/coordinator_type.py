@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from kcoord.coordinator.result import CoordinatorResult
 from kcoord.protocol.plain_batch import EncodedBatch
 
-__all__ = ["CoordinatorShard", "CoordinatorType", "FastReplay", "RecordSerde"]
+__all__ = ["CoordinatorShard", "CoordinatorType", "FastReplay", "RecordSerde", "TransactionalRecordSerde"]
 
 FastReplay = Callable[[bytes, "bytes | None"], bool]
 """``(key, value) -> handled``: a serde's shortcut that replays a record without building it."""
@@ -64,6 +64,17 @@ class RecordSerde(Protocol):
 
     def fast_replay(self, shard: Any) -> FastReplay | None:
         """A shortcut for the commonest records at load, bound to ``shard`` (None: no shortcut)."""
+
+
+@runtime_checkable
+class TransactionalRecordSerde(RecordSerde, Protocol):
+    """A serde whose coordinator also writes records of a producer's transaction (the group
+    coordinator's TxnOffsetCommit)."""
+
+    def encode_transactional_batch(
+        self, records: list[Any], producer_id: int, producer_epoch: int, now_ms: int
+    ) -> EncodedBatch:
+        """One transactional batch of ``producer_id`` holding ``records``."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,7 @@ from kcoord.coordinator.record_codec import (
 from kcoord.coordinator.records import CoordinatorRecord
 from kcoord.coordinator.result import CoordinatorResult
 from kcoord.coordinator.share.group_records import ShareGroupRecord
+from kcoord.protocol.control_batch import encode_transactional_batch
 from kcoord.protocol.plain_batch import EncodedBatch, encode_for_log
 from kcoord.runtime.coordinator_type import CoordinatorType, FastReplay
 from kcoord.runtime.runner import Shard
@@ -50,6 +51,15 @@ class GroupRecordSerde:
 
     def encode_batch(self, records: list[CoordinatorRecord], now_ms: int) -> EncodedBatch:
         return encode_for_log([(_encoded_key(r.key), encode_value(r.value)) for r in records], now_ms)
+
+    def encode_transactional_batch(
+        self, records: list[CoordinatorRecord], producer_id: int, producer_epoch: int, now_ms: int
+    ) -> EncodedBatch:
+        """TxnOffsetCommit's records: a transactional batch of the producer, pending until its marker."""
+        entries: list[tuple[bytes | None, bytes | None]] = [
+            (_encoded_key(r.key), encode_value(r.value)) for r in records
+        ]
+        return encode_transactional_batch(entries, producer_id, producer_epoch, now_ms)
 
     def decode(self, key: bytes, value: bytes | None) -> CoordinatorRecord | ShareGroupRecord | None:
         return decode_record(key, value)

@@ -47,6 +47,7 @@ from kcoord.coordinator.share.messages import (
     ShareHeartbeatRequest,
     ShareHeartbeatResponse,
 )
+from kcoord.coordinator.txn_offset_commit import TxnOffsetCommitRequest
 from kcoord.protocol.errors import KafkaError
 from kcoord.runtime.group_coordinator import GroupCoordinator
 from kcoord.runtime.runner import Sink
@@ -163,6 +164,17 @@ class GroupService:
         response: OffsetCommitResponse = await self._coordinator.write(request.group_id, commit)
         return response
 
+    async def commit_transactional_offsets(self, request: TxnOffsetCommitRequest) -> OffsetCommitResponse:
+        """TxnOffsetCommit: written as a transactional batch of the request's producer."""
+
+        def commit(shard: GroupCoordinatorShard, sink: Sink, now_ms: int) -> CoordinatorResult:
+            return shard.commit_transactional_offsets(request, sink, now_ms)
+
+        response: OffsetCommitResponse = await self._coordinator.write_transactional(
+            request.group_id, commit, request.producer_id, request.producer_epoch
+        )
+        return response
+
     def fetch_offsets(
         self,
         group_id: str,
@@ -174,6 +186,12 @@ class GroupService:
             return shard.fetch_offsets(group_id, topics, require_stable, member)
 
         return self._coordinator.read(group_id, fetch)
+
+    async def offsets_settled(self, group_id: str) -> None:
+        """Wait for the writes already under way on the group's partition (OffsetFetch's
+        ``require_stable``, served after them as Kafka serves it as a write): a TxnOffsetCommit
+        still being appended is then pending, and answered UNSTABLE_OFFSET_COMMIT."""
+        await self._coordinator.writes_settled(group_id)
 
     async def delete_offsets(self, group_id: str, topics: list[OffsetDeleteTopic]) -> OffsetDeleteResponse:
         def delete(shard: GroupCoordinatorShard, sink: Sink, now_ms: int) -> CoordinatorResult:

@@ -25,6 +25,7 @@ from typing import Any
 
 from kio.records.readers import read_batch
 
+from kcoord.protocol.control_batch import read_control_record
 from kcoord.protocol.plain_batch import CorruptBatchError, iter_plain_records
 from kcoord.protocol.record_batch import parse_header
 from kcoord.runtime.coordinator_type import CoordinatorShard, RecordSerde
@@ -35,8 +36,6 @@ __all__ = ["LoadStats", "replay_log"]
 YIELD_EVERY = 2000
 PROGRESS_EVERY_S = 2.0
 READ_CHUNK = 1 << 20
-_COMMIT_MARKER = 1
-"""A control record's type: 0 aborts the producer's transaction, 1 commits it."""
 
 
 @dataclass(slots=True)
@@ -57,7 +56,7 @@ async def replay_log(
     offset = partition_log.log_start_offset
     end = partition_log.log_end_offset
     since_yield = 0
-    fast_replay = serde.fast_replay(shard)
+    fast_replay = serde.fast_replay(shard)  # plain records only: a producer's batch goes through replay
     while offset < end:
         chunk = await partition_log.read_async(offset, READ_CHUNK)
         if not chunk:
@@ -76,10 +75,11 @@ async def replay_log(
             if header.is_control:
                 _replay_markers(shard, header.producer_id, header.producer_epoch, records)
                 records = []
+            shortcut = fast_replay if header.producer_id < 0 else None
             for record_offset, key, value in records:
                 if key is None:
                     stats.skipped += 1
-                elif fast_replay is not None and fast_replay(key, value):
+                elif shortcut is not None and shortcut(key, value):
                     stats.records += 1
                 else:
                     _replay_one(shard, serde, stats, key, value, record_offset, header, log)
@@ -129,11 +129,11 @@ async def _truncate(
 def _replay_markers(
     shard: CoordinatorShard, producer_id: int, producer_epoch: int, records: Iterable[tuple[int, Any, Any]]
 ) -> None:
-    """A control batch: each record's key is (version, type) as two int16s; type 1 commits."""
-    for _, key, _ in records:
-        if key is not None and len(key) >= 4:
-            committed = int.from_bytes(key[2:4], "big", signed=True) == _COMMIT_MARKER
-            shard.replay_end_transaction_marker(producer_id, producer_epoch, committed)
+    """A control batch: each marker it holds ends the producer's transaction (unknown types are skipped)."""
+    for _, key, value in records:
+        marker = read_control_record(key, value)
+        if marker is not None:
+            shard.replay_end_transaction_marker(producer_id, producer_epoch, marker.committed)
 
 
 def _replay_one(

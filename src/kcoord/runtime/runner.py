@@ -15,7 +15,11 @@ The contract with a shard, after Kafka's ``CoordinatorRuntime``:
   batch's producer id and epoch; markers through ``replay_end_transaction_marker``), the same path a restart
   or a failover (a cluster node claiming the partition) takes; until it finishes the partition
   answers COORDINATOR_LOAD_IN_PROGRESS;
-- timers only enqueue an operation on the partition that owns them.
+- timers only enqueue an operation on the partition that owns them;
+- an operation of a producer's transaction (:meth:`PartitionRunner.run_transactional`) and a
+  transaction's end marker (:meth:`PartitionRunner.write_marker`) each go to the log as a batch of
+  their own with the producer's id and epoch, in order with the partition's other appends, and are
+  replayed with the producer once durable, as loading replays them.
 """
 
 from __future__ import annotations
@@ -29,8 +33,10 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from kcoord.coordinator.result import CoordinatorResult
+from kcoord.protocol.control_batch import encode_marker_batch
 from kcoord.protocol.errors import KafkaError
-from kcoord.runtime.coordinator_type import CoordinatorShard, RecordSerde
+from kcoord.protocol.plain_batch import EncodedBatch
+from kcoord.runtime.coordinator_type import CoordinatorShard, RecordSerde, TransactionalRecordSerde
 from kcoord.runtime.loading import LoadStats, replay_log
 from kcoord.runtime.observer import NO_OBSERVER, RuntimeObserver
 from kcoord.storage.api import PartitionLog
@@ -106,6 +112,19 @@ class _Pending:
         """``loop.time()`` by which the batch must be durable (``offsets.commit.timeout.ms``)."""
         self.epoch = 0
         """The runner's epoch when the batch went to the log (a later failure makes it stale)."""
+
+
+class _ProducerBatch(_Pending):
+    """One producer's transactional records, or its end marker: a batch of its own, with its producer."""
+
+    __slots__ = ("marker", "producer_epoch", "producer_id")
+
+    def __init__(self, deadline: float, producer_id: int, producer_epoch: int, marker: bool | None) -> None:
+        super().__init__(deadline)
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.marker = marker
+        """None for transactional records; True (commit) or False (abort) for an end marker."""
 
 
 class AppendRounds:
@@ -210,6 +229,123 @@ class PartitionRunner:
         if self.state is not PartitionState.ACTIVE:
             self.check_active()
         self.submit(operation(self.shard, sink, self.clock.now_ms()))
+
+    def run_transactional(
+        self,
+        operation: Callable[[Any, Sink, int], CoordinatorResult],
+        sink: Sink,
+        producer_id: int,
+        producer_epoch: int,
+    ) -> None:
+        """:meth:`run_with` for an operation of a producer's transaction (TxnOffsetCommit).
+
+        Its records go to the log as one transactional batch of the producer, after whatever this
+        partition has waiting; once durable each is replayed with the producer
+        (``shard.replay(record, -1, producer_id, producer_epoch)``: pending until its marker), then
+        the responses are released. The operation's records must be ones whose state changes on
+        replay only. The plain path (:meth:`run_with`) is untouched by this.
+        """
+        if self.state is not PartitionState.ACTIVE:
+            self.check_active()
+        serde = self.serde
+        if not isinstance(serde, TransactionalRecordSerde):
+            raise KafkaError(
+                ErrorCode.unknown_server_error, "this coordinator writes no transactional records"
+            )
+        now_ms = self.clock.now_ms()
+        result = operation(self.shard, sink, now_ms)
+        if not result.records:
+            _release(result)
+            return
+        try:
+            batch = serde.encode_transactional_batch(result.records, producer_id, producer_epoch, now_ms)
+        except Exception as exc:
+            self._log.error("offsets_log.record_encoding_failed", error=repr(exc), exc_info=exc)
+            _fail([result], KafkaError(ErrorCode.unknown_server_error))
+            self._epoch += 1
+            self._start_reload()
+            return
+        self._append_own(_ProducerBatch(self._deadline(), producer_id, producer_epoch, None), result, batch)
+
+    def write_marker(
+        self, sink: Sink, producer_id: int, producer_epoch: int, committed: bool, coordinator_epoch: int
+    ) -> None:
+        """Append the producer's end marker (a control batch) after whatever this partition has waiting;
+        once durable it goes to ``shard.replay_end_transaction_marker`` and ``sink`` gets NONE."""
+        self.check_active()
+        batch = encode_marker_batch(
+            producer_id, producer_epoch, committed, coordinator_epoch, self.clock.now_ms()
+        )
+        answer = CoordinatorResult(responses=[(sink, ErrorCode.none)])
+        self._append_own(
+            _ProducerBatch(self._deadline(), producer_id, producer_epoch, committed), answer, batch
+        )
+
+    def _deadline(self) -> float:
+        return asyncio.get_running_loop().time() + self._append_timeout_s
+
+    def _append_own(self, pending: _ProducerBatch, result: CoordinatorResult, batch: EncodedBatch) -> None:
+        """Append one producer batch on its own, in order after the partition's waiting results.
+
+        An append that cannot start answers NOT_COORDINATOR (logged), as a failed append does."""
+        try:
+            self.append_pending()
+        except Exception as exc:  # that batch is answered by the timeout sweep, as in AppendRounds
+            self.append_failed_to_start(exc)
+        pending.results.append(result)
+        pending.epoch = self._epoch
+        try:
+            append: asyncio.Future[Any] | None = self.log.append_soon(batch, self._producer_batch_appended)
+            if append is None:
+                append = asyncio.ensure_future(self.log.append(batch.data))
+                append.add_done_callback(self._producer_batch_appended)
+        except Exception as exc:
+            self.append_failed_to_start(exc)
+            _fail(pending.results, KafkaError(ErrorCode.not_coordinator))
+            return
+        self._in_flight[append] = pending
+        self._unanswered[pending] = None
+        if self._sweeper is None:
+            self._sweeper = asyncio.get_running_loop().call_at(pending.deadline, self._sweep)
+
+    def _producer_batch_appended(self, append: asyncio.Future[Any]) -> None:
+        pending = self._in_flight.pop(append)
+        assert isinstance(pending, _ProducerBatch)
+        epoch = pending.epoch
+        self._unanswered.pop(pending, None)
+        error = append.exception() if not append.cancelled() else asyncio.CancelledError()
+        if error is not None or epoch != self._epoch:
+            self._append_failed(pending, error, epoch)
+            return
+        if pending.marker is None:
+            for result in pending.results:
+                for record in result.records:
+                    self.shard.replay(record, -1, pending.producer_id, pending.producer_epoch)
+        else:
+            self.shard.replay_end_transaction_marker(
+                pending.producer_id, pending.producer_epoch, pending.marker
+            )
+        for result in pending.results:
+            _release(result)
+
+    def writes_waiting(self) -> bool:
+        """Whether a batch of this partition is collecting results or on its way to the log."""
+        return self._pending is not None or bool(self._in_flight)
+
+    def after_writes(self, sink: Sink) -> None:
+        """Have ``sink`` answered (None) once every batch submitted so far is durable, or failed as they
+        fail (when none is waiting, at once).
+
+        Batches are answered in log order, so riding on the newest one is enough. This is how a
+        read that must see every write before it (OffsetFetch's ``require_stable``, which Kafka
+        serves as a write) waits, without a batch of its own."""
+        newest = self._pending
+        if newest is None and self._in_flight:
+            newest = next(reversed(self._in_flight.values()))
+        if newest is None:
+            sink.deliver(None)
+            return
+        newest.results.append(CoordinatorResult(responses=[(sink, None)]))
 
     def watch(self, sink: Sink) -> None:
         """Remember ``sink`` while its caller awaits it, so a failure of the partition can still answer it.
@@ -322,6 +458,10 @@ class PartitionRunner:
                 self.shard.on_appended(result.records)
                 _release(result)
             return
+        self._append_failed(pending, error, epoch)
+
+    def _append_failed(self, pending: _Pending, error: BaseException | None, epoch: int) -> None:
+        """A batch failed, or an earlier one did (stale epoch): NOT_COORDINATOR, and a reload if first."""
         _fail(pending.results, KafkaError(ErrorCode.not_coordinator))
         if error is None or epoch != self._epoch:
             return  # an earlier batch failed: the reload replays whatever of this one is durable

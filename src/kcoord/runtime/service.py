@@ -216,6 +216,61 @@ class CoordinatorService:
         finally:
             runner.unwatch(sink)
 
+    async def write_transactional(
+        self, key: str, operation: Operation, producer_id: int, producer_epoch: int
+    ) -> Any:
+        """:meth:`write` for an operation of a producer's transaction: its records are appended as one
+        transactional batch of the producer (pending for the shard until the producer's marker)."""
+        runner = self.runner(key)
+        sink = Sink()
+        runner.run_transactional(operation, sink, producer_id, producer_epoch)
+        runner.watch(sink)
+        try:
+            return await sink
+        finally:
+            runner.unwatch(sink)
+
+    async def write_end_marker(
+        self, partition: int, producer_id: int, producer_epoch: int, committed: bool, coordinator_epoch: int
+    ) -> ErrorCode:
+        """Append a transaction's end marker to ``partition`` and apply it to the shard (contract B).
+
+        Serial with the partition's other operations (after whatever it has waiting); answered once
+        the marker is durable and the shard has committed (or dropped) the producer's pending records.
+        NOT_COORDINATOR when this node does not hold the partition; COORDINATOR_LOAD_IN_PROGRESS
+        while it loads; REQUEST_TIMED_OUT or NOT_COORDINATOR when the append does not complete (the
+        transaction coordinator retries: a marker written twice is harmless).
+        """
+        runner = self._runners.get(partition)
+        if runner is None or not self._serving():
+            return ErrorCode.not_coordinator
+        sink = Sink()
+        try:
+            runner.write_marker(sink, producer_id, producer_epoch, committed, coordinator_epoch)
+            runner.watch(sink)
+            try:
+                await sink
+            finally:
+                runner.unwatch(sink)
+        except KafkaError as exc:
+            return exc.code
+        return ErrorCode.none
+
+    async def writes_settled(self, key: str) -> None:
+        """Wait until every write already submitted to the key's partition is durable (or failed:
+        its error is raised). Returns at once when none is waiting."""
+        runner = self.runner(key)
+        runner.check_active()
+        if not runner.writes_waiting():
+            return
+        sink = Sink()
+        runner.after_writes(sink)
+        runner.watch(sink)
+        try:
+            await sink
+        finally:
+            runner.unwatch(sink)
+
     def read(self, key: str, reader: Callable[[Any], T]) -> T:
         """A synchronous look at the key's shard (raises while it is loading)."""
         runner = self.runner(key)

@@ -21,6 +21,7 @@ __all__ = [
     "AppendResult",
     "CleanupPolicy",
     "CompactionResult",
+    "FirstUnstableOffset",
     "LogConfig",
     "LogStore",
     "PartitionLog",
@@ -34,6 +35,11 @@ CleanupPolicy = Literal["delete", "compact", "compact,delete", "delete,compact"]
 
 AppendListener = Callable[[int], None]
 """Called with the new log end offset each time appended data becomes readable."""
+
+FirstUnstableOffset = Callable[[str, int], int | None]
+"""(topic, partition) -> the first offset of the partition's oldest open transaction, or None: the
+log cleaner leaves every segment reaching that offset alone, as Kafka's cleaner stops at the last
+stable offset. Set on a store by the composition root (the producer state knows it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,6 +231,9 @@ class LogStore(Protocol):
 
     timings: StorageTimings | None
     """Told of append and fsync latencies of every log; set before ``open()``."""
+
+    first_unstable: FirstUnstableOffset | None
+    """Where each log's cleaner stops (its oldest open transaction); set before ``open()``."""
 
     async def open(self) -> None:
         """Load (and recover) the logs already stored; start background retention and the cleaner."""

@@ -3,9 +3,11 @@
 This is what keeps ``__consumer_offsets`` from growing forever. A pass, after Kafka's LogCleaner:
 
 1. Plan (on the loop, :func:`plan_compaction`): the cleanable segments are the closed ones from
-   the log start, up to the first with writes still pending or, under ``min.compaction.lag.ms``,
-   the first holding a record that recent. The active segment is never cleaned. Those from the
-   first segment the previous pass did not cover are *dirty*; the rest were cleaned before.
+   the log start, up to the first with writes still pending, the first reaching the partition's
+   first unstable offset (its oldest open transaction, as Kafka's cleaner stops at the last
+   stable offset) or, under ``min.compaction.lag.ms``, the first holding a record that recent.
+   The active segment is never cleaned. Those from the first segment the previous pass did not
+   cover are *dirty*; the rest were cleaned before.
 2. Map (in a thread): key -> latest offset over the dirty segments.
 3. Rewrite (in a thread, :func:`clean_segments`): every cleanable segment, the clean part too,
    keeps a record when no later offset holds its key (a key missing from the map was already
@@ -20,10 +22,22 @@ Batches: a batch whose records all survive (and that needs no new delete horizon
 for byte; one that loses records is rebuilt from the survivors, one batch for one batch (base
 offset = first survivor's, offsets and timestamps kept, producer fields kept, new CRC-32C). A
 compressed batch is decompressed to read its keys (see :mod:`kcoord.storage.compaction_records`)
-and, when it loses records, rebuilt *uncompressed*: the cleaner never re-compresses. Control and
-transactional batches, and batches whose codec is unavailable here, are kept as they are and
-their keys stay unknown; so that dropping a tombstone can never uncover an older value hidden in
-such a batch, no tombstone after one of them is dropped.
+and, when it loses records, rebuilt *uncompressed*: the cleaner never re-compresses. Control
+batches, transactional batches not known to be committed (below), and batches whose codec is
+unavailable here, are kept as they are and their keys stay unknown; so that dropping a tombstone
+can never uncover an older value hidden in such a batch, no tombstone after one of them is dropped.
+
+Transactions, after Kafka's cleaner (``LogCleaner.cleanInto`` with its aborted-transaction
+tracking): a first read of the cleanable segments finds every transaction marker (control batch)
+in them. A transactional data batch whose producer's next marker after it is an abort is removed
+whole: an aborted transaction's records never reach anyone once compacted (read_uncommitted
+consumers included, as in Kafka). A transactional batch whose transaction committed is compacted
+like any batch (its records count in the key map, and a rebuilt one keeps its producer fields and
+transactional attribute); one whose marker is not in the cleanable range (its transaction still
+open, or its marker in the active segment) is kept as it is, its keys unknown. Markers are always
+kept, so no marker ever goes while data of its transaction remains (Kafka also removes a marker
+once its transaction's data is gone and its delete horizon has passed; kcoord keeps it: a few
+bytes per transaction and partition).
 
 Offsets are never renumbered, so a compacted log has gaps: reads return the next batch after a
 removed offset, and segment indexes are rebuilt for the rewritten segments.
@@ -31,9 +45,12 @@ removed offset, and segment indexes are rebuilt for the rewritten segments.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from kcoord.protocol.control_batch import read_control_record
+from kcoord.protocol.plain_batch import CorruptBatchError, iter_plain_records
 from kcoord.protocol.record_batch import BatchHeader, iter_batches
 from kcoord.storage.compaction_records import (
     DELETE_HORIZON_FLAG,
@@ -87,12 +104,19 @@ class CleanedLog:
 
 
 def plan_compaction(
-    segments: Sequence[Segment], first_dirty_segment: Segment | None, now_ms: int, min_compaction_lag_ms: int
+    segments: Sequence[Segment],
+    first_dirty_segment: Segment | None,
+    now_ms: int,
+    min_compaction_lag_ms: int,
+    *,
+    first_unstable_offset: int | None = None,
 ) -> CompactionPlan | None:
     """What a pass would clean now, or None when no closed segment is cleanable."""
     count = 0
     for segment in segments[:-1]:
         if segment.size != segment.assigned_size:
+            break
+        if first_unstable_offset is not None and segment.next_offset > first_unstable_offset:
             break
         if min_compaction_lag_ms > 0 and segment.max_timestamp > now_ms - min_compaction_lag_ms:
             break
@@ -118,10 +142,13 @@ def clean_segments(
     discard: Callable[[list[Swap]], None],
 ) -> CleanedLog:
     """Steps 2 and 3 of a pass (blocking: run it in a thread). ``discard`` undoes staging on failure."""
+    ends = _TransactionEnds()
+    for read in readers:
+        ends.add_markers(read())
     offset_map: dict[bytes, int] = {}
     for read in readers[plan.first_dirty :]:
-        _add_latest_offsets(read(), offset_map)
-    cleaner = _Cleaner(offset_map, now_ms, delete_retention_ms)
+        _add_latest_offsets(read(), offset_map, ends)
+    cleaner = _Cleaner(offset_map, now_ms, delete_retention_ms, ends)
     swaps: list[Swap] = []
     bytes_before = bytes_after = 0
     try:
@@ -149,9 +176,12 @@ def clean_segments(
     )
 
 
-def _decodable(batch: memoryview, header: BatchHeader) -> list[CleanableRecord] | None:
-    """The batch's records, or None when the cleaner must keep it as it is."""
-    if header.is_control or header.is_transactional:
+def _decodable(
+    batch: memoryview, header: BatchHeader, ends: _TransactionEnds
+) -> list[CleanableRecord] | None:
+    """The batch's records, or None when the cleaner must keep it as it is (a marker, or data of a
+    transaction not known to be committed)."""
+    if header.is_control or (header.is_transactional and not ends.committed(header)):
         return None
     try:
         return decode_records(batch, header)
@@ -159,19 +189,72 @@ def _decodable(batch: memoryview, header: BatchHeader) -> list[CleanableRecord] 
         return None
 
 
-def _add_latest_offsets(data: bytes, offset_map: dict[bytes, int]) -> None:
+def _add_latest_offsets(data: bytes, offset_map: dict[bytes, int], ends: _TransactionEnds) -> None:
     view = memoryview(data)
     for pos, header in iter_batches(view):
-        for record in _decodable(view[pos : pos + header.size], header) or ():
+        for record in _decodable(view[pos : pos + header.size], header, ends) or ():
             if record.key is not None:
                 offset_map[record.key] = record.offset
+
+
+@dataclass(slots=True)
+class _TransactionEnds:
+    """Every producer's markers in the cleanable segments: offsets (ascending) and whether each commits."""
+
+    offsets: dict[int, list[int]] = field(default_factory=dict)
+    commits: dict[int, list[bool]] = field(default_factory=dict)
+
+    def add_markers(self, data: bytes) -> None:
+        for pos, header in iter_batches(data):
+            if not header.is_control or header.producer_id < 0:
+                continue
+            committed = _marker_commits(data, pos)
+            if committed is None:
+                continue
+            self.offsets.setdefault(header.producer_id, []).append(header.base_offset)
+            self.commits.setdefault(header.producer_id, []).append(committed)
+
+    def aborted(self, header: BatchHeader) -> bool:
+        """Whether the transactional data batch ``header`` belongs to a transaction whose marker,
+        the producer's first after it, aborts it."""
+        return self._outcome(header) is False
+
+    def committed(self, header: BatchHeader) -> bool:
+        """Whether that marker commits it."""
+        return self._outcome(header) is True
+
+    def _outcome(self, header: BatchHeader) -> bool | None:
+        offsets = self.offsets.get(header.producer_id)
+        if not offsets:
+            return None
+        at = bisect.bisect_right(offsets, header.base_offset)
+        return self.commits[header.producer_id][at] if at < len(offsets) else None
+
+
+def _marker_commits(data: bytes, pos: int) -> bool | None:
+    """True for a commit marker at ``pos``, False for an abort, None for anything else."""
+    try:
+        for _, key, value in iter_plain_records(data, pos):
+            record = read_control_record(key, value)
+            if record is not None:
+                return record.committed
+    except (CorruptBatchError, NotImplementedError):
+        return None
+    return None
 
 
 class _Cleaner:
     """Takes the dead records out of segments fed to it in offset order."""
 
-    def __init__(self, offset_map: dict[bytes, int], now_ms: int, delete_retention_ms: int) -> None:
+    def __init__(
+        self,
+        offset_map: dict[bytes, int],
+        now_ms: int,
+        delete_retention_ms: int,
+        ends: _TransactionEnds | None = None,
+    ) -> None:
         self.offset_map = offset_map
+        self.ends = ends or _TransactionEnds()
         self.now_ms = now_ms
         self.delete_retention_ms = delete_retention_ms
         self.records_before = 0
@@ -186,7 +269,10 @@ class _Cleaner:
         view = memoryview(data)
         for pos, header in iter_batches(view):
             batch = view[pos : pos + header.size]
-            records = _decodable(batch, header)
+            if header.is_transactional and not header.is_control and self.ends.aborted(header):
+                self.records_before += header.record_count
+                continue
+            records = _decodable(batch, header, self.ends)
             if records is None:
                 self.opaque_seen = self.opaque_seen or not header.is_control
                 self.records_before += header.record_count

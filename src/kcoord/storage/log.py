@@ -22,7 +22,14 @@ import structlog
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.protocol.plain_batch import EncodedBatch
 from kcoord.protocol.record_batch import parse_header, prepare_for_append
-from kcoord.storage.api import AppendListener, AppendResult, CompactionResult, LogConfig, StorageTimings
+from kcoord.storage.api import (
+    AppendListener,
+    AppendResult,
+    CompactionResult,
+    FirstUnstableOffset,
+    LogConfig,
+    StorageTimings,
+)
 from kcoord.storage.compaction import (
     CleanedLog,
     CompactionPlan,
@@ -64,6 +71,8 @@ class SegmentedLog(ABC):
         self._segments = segments
         self.timings: StorageTimings | None = None
         """Set by the store; told of every append's latency (and, by engines that fsync, flushes)."""
+        self.first_unstable: FirstUnstableOffset | None = None
+        """Set by the store; compaction never reaches the partition's first unstable offset."""
         self._next_offset = segments[-1].next_offset
         self._log_start_offset = min(max(segments[0].base_offset, log_start_offset or 0), self._next_offset)
         self._end_offset = self._next_offset
@@ -465,8 +474,13 @@ class SegmentedLog(ABC):
         )
 
     def _compaction_plan(self, now_ms: int) -> CompactionPlan | None:
+        unstable = None if self.first_unstable is None else self.first_unstable(self._topic, self._partition)
         return plan_compaction(
-            self._segments, self._first_dirty_segment, now_ms, self._config.min_compaction_lag_ms
+            self._segments,
+            self._first_dirty_segment,
+            now_ms,
+            self._config.min_compaction_lag_ms,
+            first_unstable_offset=unstable,
         )
 
     async def compact(self, now_ms: int) -> CompactionResult | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Generic, NotRequired, TypedDict, TypeVar
 
-from kcoord.storage.api import LogConfig, PartitionLog, StorageTimings
+from kcoord.storage.api import FirstUnstableOffset, LogConfig, PartitionLog, StorageTimings
 from kcoord.storage.log import SegmentedLog
 from kcoord.storage.retention import RetentionLoop
 from kcoord.timer.api import Clock
@@ -38,6 +38,8 @@ class StoreBase(Generic[L]):
         self._default_config = default_config or LogConfig()
         self.timings: StorageTimings | None = None
         """Given to every log this store opens or creates."""
+        self.first_unstable: FirstUnstableOffset | None = None
+        """Given to every log this store opens or creates: where its cleaner must stop."""
         self._clock: Clock = clock or SystemClock()
         self._logs: dict[tuple[str, int], L] = {}
         self._retention = RetentionLoop(self.enforce_retention, retention_check_interval_ms)
@@ -64,6 +66,7 @@ class StoreBase(Generic[L]):
     def _adopt(self, log: L) -> L:
         """Register a log this store opened or created."""
         log.timings = self.timings
+        log.first_unstable = self.first_unstable
         self._logs[(log.topic, log.partition)] = log
         return log
 

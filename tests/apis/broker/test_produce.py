@@ -15,6 +15,7 @@ from kcoord.cluster.topic_names import CONSUMER_OFFSETS
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.protocol.registry import ApiRegistry
+from kcoord.security.acl import AclOperation, ResourceType
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import ConnectionInfo
 from kcoord.server.router import CloseConnectionError, Router
@@ -147,7 +148,7 @@ async def test_invalid_acks_fails_the_whole_request(app: DataPathApp) -> None:
 
 
 async def test_transactional_batch_is_refused(app: DataPathApp) -> None:
-    """A transactional batch fails the request (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); nothing is written."""
+    """Without a verifier a transactional batch fails the request (TRANSACTIONAL_ID_AUTHORIZATION_FAILED)."""
     batch = make_batch([b"a"], producer_id=1, producer_epoch=0, base_sequence=0, attributes=TRANSACTIONAL)
     with pytest.raises(KafkaError) as raised:
         await produce(app, ("t", 0, batch), txn="tx-1")
@@ -246,3 +247,86 @@ async def test_pipelined_requests_append_in_request_order(app: DataPathApp) -> N
     offsets = [answers(r)[("t", 0)]["base_offset"] for r in results]
     assert offsets == [0, 2, 4, 6, 8]
     assert all(answers(r)[("t", 1)]["error_code"] == ErrorCode.none for r in results)
+
+
+class _FixedVerifier:
+    """The transaction coordinator's KIP-890 answer, fixed, with the questions asked kept."""
+
+    def __init__(self, answer: ErrorCode = ErrorCode.none) -> None:
+        self.answer = answer
+        self.asked: list[tuple[str, int, int, str, int]] = []
+
+    async def verify(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, topic: str, partition: int
+    ) -> ErrorCode:
+        self.asked.append((transactional_id, producer_id, producer_epoch, topic, partition))
+        return self.answer
+
+
+class _NoTransactionalIds(Authorizer):
+    """Allows everything but any operation on a TransactionalId."""
+
+    enabled = True
+
+    def authorize(
+        self, principal: Any, host: str, operation: AclOperation, resource_type: ResourceType, name: str
+    ) -> bool:
+        return resource_type != ResourceType.TRANSACTIONAL_ID
+
+
+async def produce_verified(
+    app: DataPathApp, verifier: _FixedVerifier, *parts: tuple[str, int, bytes | None], **kw: Any
+) -> Any:
+    ctx = context(ApiKey.PRODUCE, 9)
+    req = request(ApiKey.PRODUCE, 9, produce_body(*parts, **kw))
+    return await handle_produce(
+        ctx, req, topics=app.topics, producers=app.producers, authorizer=app.authorizer, verifier=verifier
+    )
+
+
+def txn_batch(value: bytes, base_sequence: int = 0) -> bytes:
+    return make_batch(
+        [value], producer_id=1, producer_epoch=0, base_sequence=base_sequence, attributes=TRANSACTIONAL
+    )
+
+
+async def test_verified_transactional_batch_opens_the_transaction(app: DataPathApp) -> None:
+    """A batch the verifier accepts is appended and holds the partition's LSO at its offset."""
+    verifier = _FixedVerifier()
+    await produce(app, ("t", 0, make_batch([b"plain"])))
+    answer = answers(await produce_verified(app, verifier, ("t", 0, txn_batch(b"a")), txn="tx-1"))
+    assert answer[("t", 0)]["error_code"] == ErrorCode.none
+    assert answer[("t", 0)]["base_offset"] == 1
+    assert verifier.asked == [("tx-1", 1, 0, "t", 0)]
+    assert app.producers.last_stable_offset("t", 0, 2) == 1
+
+
+async def test_refused_transactional_batch_is_not_appended(app: DataPathApp) -> None:
+    """The verifier's error is the partition's answer; other partitions of the request go on."""
+    verifier = _FixedVerifier(ErrorCode.invalid_txn_state)
+    answer = answers(
+        await produce_verified(
+            app, verifier, ("t", 0, txn_batch(b"a")), ("t", 1, make_batch([b"b"])), txn="tx-1"
+        )
+    )
+    assert answer[("t", 0)]["error_code"] == ErrorCode.invalid_txn_state
+    assert answer[("t", 1)]["error_code"] == ErrorCode.none
+    assert app.topics.partition_log("t", 0).log_end_offset == 0  # type: ignore[union-attr]
+    assert app.producers.last_stable_offset("t", 0, 0) == 0
+
+
+async def test_transactional_batch_without_transactional_id_is_invalid(app: DataPathApp) -> None:
+    """A transactional batch in a Produce without transactional_id is INVALID_RECORD, not verified."""
+    verifier = _FixedVerifier()
+    answer = answers(await produce_verified(app, verifier, ("t", 0, txn_batch(b"a"))))
+    assert answer[("t", 0)]["error_code"] == ErrorCode.invalid_record
+    assert verifier.asked == []
+
+
+async def test_transactional_id_write_is_authorized(app: DataPathApp) -> None:
+    """Without TransactionalId WRITE the whole request is TRANSACTIONAL_ID_AUTHORIZATION_FAILED."""
+    app.authorizer = _NoTransactionalIds()
+    with pytest.raises(KafkaError) as raised:
+        await produce_verified(app, _FixedVerifier(), ("t", 0, txn_batch(b"a")), txn="tx-1")
+    assert raised.value.code == ErrorCode.transactional_id_authorization_failed
+    assert app.topics.partition_log("t", 0).log_end_offset == 0  # type: ignore[union-attr]

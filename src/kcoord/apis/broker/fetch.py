@@ -18,9 +18,16 @@
 What kcoord answers:
 
 - **No fetch sessions:** ``session_id`` is always 0, which tells clients to send full fetches;
-  ``forgotten_topics_data`` is ignored. ``rack_id`` and ``isolation_level`` are accepted;
-  there are no transactions, so the last stable offset is the log end and no transaction was
-  aborted.
+  ``forgotten_topics_data`` is ignored. ``rack_id`` is accepted.
+- **Transactions:** ``last_stable_offset`` is the partition's LSO (the first offset of its oldest
+  open transaction, else the log end; :mod:`kcoord.cluster.partition_transactions`). With
+  ``isolation_level`` 1 (read_committed) a partition is read up to its LSO only, in whole batches,
+  and ``aborted_transactions`` lists the aborted transactions overlapping the range read (their
+  producer id and first offset), from which the consumer drops those producers' records up to
+  each abort marker. The range ends at the LSO when one transaction qualifies (a bound past the
+  data returned, as Kafka's segment bound can be: clients act only on those they meet), else at
+  the end of the data returned, so a consumer far behind is not sent every abort up to the LSO.
+  Control batches (markers) go out like any batch, as Kafka's do: every client skips them.
 - **Sizes (KIP-74):** partitions are read in request order, each up to
   min(``partition_max_bytes``, what is left of ``max_bytes``), in whole batches; the first
   partition that has data always gets at least one whole batch, however large. A later
@@ -48,15 +55,19 @@ from kcoord.apis.access import Op, may_topic
 from kcoord.cluster.fetch_waiters import AppendWatch
 from kcoord.cluster.growth_hints import GrowthHints
 from kcoord.cluster.leader_epochs import NO_EPOCH, led_log
+from kcoord.cluster.producer_state import ProducerStateManager
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.protocol.record_batch import iter_batches
 from kcoord.protocol.registry import ApiSpec
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 from kcoord.storage.api import PartitionLog
 
 PartitionResponse = dict[str, Any]
+
+READ_COMMITTED = 1
 
 
 def fetch_error(request: Any, code: ErrorCode) -> dict[str, Any]:
@@ -88,13 +99,27 @@ class _ReadResult:
     has_error: bool
 
 
-def api(topics: TopicManager, hints: GrowthHints, *, authorizer: Authorizer) -> ApiSpec:
-    handler = functools.partial(handle_fetch, topics=topics, hints=hints, authorizer=authorizer)
+def api(
+    topics: TopicManager,
+    hints: GrowthHints,
+    *,
+    authorizer: Authorizer,
+    producers: ProducerStateManager | None = None,
+) -> ApiSpec:
+    handler = functools.partial(
+        handle_fetch, topics=topics, hints=hints, authorizer=authorizer, producers=producers
+    )
     return ApiSpec(ApiKey.FETCH, "Fetch", 4, 12, handler, fetch_error)
 
 
 async def handle_fetch(
-    ctx: RequestContext, request: Any, *, topics: TopicManager, hints: GrowthHints, authorizer: Authorizer
+    ctx: RequestContext,
+    request: Any,
+    *,
+    topics: TopicManager,
+    hints: GrowthHints,
+    authorizer: Authorizer,
+    producers: ProducerStateManager | None = None,
 ) -> dict[str, Any]:
     # 1. Whole-request checks.
     if int(request.replica_id) >= 0:
@@ -136,23 +161,38 @@ async def handle_fetch(
     max_bytes = int(request.max_bytes)
     min_bytes = int(request.min_bytes)
     max_wait_s = request.max_wait.total_seconds()
+    committed = int(getattr(request, "isolation_level", 0)) == READ_COMMITTED
 
     # 2. Read what is there; answer at once when it is enough.
-    result = await _read(plan, max_bytes)
+    result = await _read(plan, max_bytes, producers, committed=committed)
     watched = [p.log for _, parts in plan for p in parts if p.log is not None]
     if max_wait_s > 0 and result.total_bytes < min_bytes and not result.has_error and watched:
         # 3. Long poll: sleep until an append to a fetched partition or the deadline.
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max_wait_s
-        with AppendWatch(watched) as watch:
+        stable = []
+        if committed and producers is not None:
+            stable = [
+                functools.partial(producers.watch_stable, topic, p.index)
+                for topic, parts in plan
+                for p in parts
+                if p.log is not None
+            ]
+        with AppendWatch(watched, stable) as watch:
             while await watch.wait(deadline - loop.time()):
-                result = await _read(plan, max_bytes)
+                result = await _read(plan, max_bytes, producers, committed=committed)
                 if result.total_bytes >= min_bytes or result.has_error:
                     break
     return {"error_code": ErrorCode.none, "session_id": 0, "responses": hinted + result.responses}
 
 
-async def _read(plan: list[tuple[str, list[_PartitionFetch]]], max_bytes: int) -> _ReadResult:
+async def _read(
+    plan: list[tuple[str, list[_PartitionFetch]]],
+    max_bytes: int,
+    producers: ProducerStateManager | None,
+    *,
+    committed: bool,
+) -> _ReadResult:
     """One pass over every partition of the request under the size rules of the module docstring."""
     remaining = max_bytes
     total = 0
@@ -173,17 +213,24 @@ async def _read(plan: list[tuple[str, list[_PartitionFetch]]], max_bytes: int) -
                 answers.append(_error(part.index, ErrorCode.offset_out_of_range, start))
                 has_error = True
                 continue
+            stable = end if producers is None else producers.last_stable_offset(topic, part.index, end, start)
+            readable_end = stable if committed else end
             records = b""
             limit = min(part.max_bytes, remaining)
-            if offset < end and (limit > 0 or total == 0):
+            if offset < readable_end and (limit > 0 or total == 0):
                 try:
                     records = await partition_log.read_async(offset, max(limit, 1))
                 except KafkaError as exc:
                     answers.append(_error(part.index, exc.code, start))
                     has_error = True
                     continue
+                if committed and readable_end < end:
+                    records = _below(records, readable_end)
                 if total > 0 and len(records) > limit:
                     records = b""
+            aborted: list[dict[str, int]] = []
+            if committed and records and producers is not None:
+                aborted = _aborted_in(producers, topic, part.index, offset, readable_end, records)
             total += len(records)
             remaining -= len(records)
             answers.append(
@@ -191,15 +238,38 @@ async def _read(plan: list[tuple[str, list[_PartitionFetch]]], max_bytes: int) -
                     "partition_index": part.index,
                     "error_code": ErrorCode.none,
                     "high_watermark": end,
-                    "last_stable_offset": end,
+                    "last_stable_offset": stable,
                     "log_start_offset": start,
-                    "aborted_transactions": [],
+                    "aborted_transactions": aborted,
                     "preferred_read_replica": -1,
                     "records": records,
                 }
             )
         responses.append({"topic": topic, "partitions": answers})
     return _ReadResult(responses, total, has_error)
+
+
+def _below(records: bytes, bound: int) -> bytes:
+    """The whole batches of ``records`` that start below ``bound``."""
+    for position, header in iter_batches(records):
+        if header.base_offset >= bound:
+            return records[:position]
+    return records
+
+
+def _aborted_in(
+    producers: ProducerStateManager, topic: str, partition: int, offset: int, bound: int, records: bytes
+) -> list[dict[str, int]]:
+    """The aborted transactions a read_committed answer carries: those overlapping [offset, LSO),
+    cut to the data returned when there are several (a consumer far behind would otherwise get
+    every abort up to the LSO in each answer)."""
+    found = producers.aborted_between(topic, partition, offset, bound)
+    if len(found) > 1:
+        end = offset
+        for _, header in iter_batches(records):
+            end = header.next_offset
+        found = [a for a in found if a.first_offset < end]
+    return [{"producer_id": a.producer_id, "first_offset": a.first_offset} for a in found]
 
 
 def _error(index: int, code: ErrorCode, log_start_offset: int = -1) -> PartitionResponse:

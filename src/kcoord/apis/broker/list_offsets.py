@@ -10,8 +10,13 @@
 - v8+ (-4 earliest local, tiered storage) are not served. v0 (old-style offset lists) neither:
   every client in use sends v1 or later.
 
+Isolation (v2+): READ_COMMITTED reads up to the partition's last stable offset (the first offset of
+its oldest open transaction, :mod:`kcoord.cluster.partition_transactions`): -1 answers the LSO, and
+a lookup by timestamp (or -3) whose answer is at or past the LSO answers -1, as Kafka's
+``fetchOffsetForTimestamp`` does. READ_UNCOMMITTED reads up to the log end.
+
 Special timestamps: -2 => the log start offset (which DeleteRecords moves), -1 => the log end
-offset (the last stable offset too: kcoord has no transactions), both with timestamp -1; -3 =>
+offset (the LSO under READ_COMMITTED), both with timestamp -1; -3 =>
 the first record holding the largest timestamp. Any other value => the first record at or after
 the log start whose timestamp is >= it, as Kafka answers: the log's time index finds the batch,
 and only that batch is decoded (:mod:`kcoord.storage.record_search`); a batch whose codec is not
@@ -35,6 +40,7 @@ from typing import Any
 from kcoord.apis.access import Op, may_topic
 from kcoord.apis.error_answers import each_partition
 from kcoord.cluster.leader_epochs import NO_EPOCH, led_log
+from kcoord.cluster.producer_state import ProducerStateManager
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
@@ -48,21 +54,32 @@ from kcoord.storage.record_search import FoundRecord, first_record_at_or_after, 
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
+READ_COMMITTED = 1
 
 
 def list_offsets_error(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {"topics": each_partition(request.topics, lambda index: _answer(index, code))}
 
 
-def api(topics: TopicManager, *, authorizer: Authorizer) -> ApiSpec:
-    handler = functools.partial(handle_list_offsets, topics=topics, authorizer=authorizer)
+def api(
+    topics: TopicManager, *, authorizer: Authorizer, producers: ProducerStateManager | None = None
+) -> ApiSpec:
+    handler = functools.partial(
+        handle_list_offsets, topics=topics, authorizer=authorizer, producers=producers
+    )
     return ApiSpec(ApiKey.LIST_OFFSETS, "ListOffsets", 1, 7, handler, list_offsets_error)
 
 
 async def handle_list_offsets(
-    ctx: RequestContext, request: Any, *, topics: TopicManager, authorizer: Authorizer
+    ctx: RequestContext,
+    request: Any,
+    *,
+    topics: TopicManager,
+    authorizer: Authorizer,
+    producers: ProducerStateManager | None = None,
 ) -> dict[str, Any]:
     """Topic DESCRIBE per topic, else TOPIC_AUTHORIZATION_FAILED for its partitions."""
+    committed = int(getattr(request, "isolation_level", 0)) == READ_COMMITTED
     return {
         "topics": [
             {
@@ -70,10 +87,13 @@ async def handle_list_offsets(
                 "partitions": [
                     _answer(int(p.partition_index), ErrorCode.topic_authorization_failed)
                     if not may_topic(ctx, authorizer, Op.DESCRIBE, t.name)
-                    else await _lookup(
-                        int(p.partition_index),
-                        int(p.timestamp),
-                        *led_log(topics, t.name, int(p.partition_index), _current_epoch(p)),
+                    else _stable_only(
+                        await _lookup(
+                            int(p.partition_index),
+                            int(p.timestamp),
+                            *led_log(topics, t.name, int(p.partition_index), _current_epoch(p)),
+                        ),
+                        _readable_end(topics, producers, t.name, int(p.partition_index), committed=committed),
                     )
                     for p in t.partitions
                 ],
@@ -81,6 +101,34 @@ async def handle_list_offsets(
             for t in request.topics
         ]
     }
+
+
+def _readable_end(
+    topics: TopicManager,
+    producers: ProducerStateManager | None,
+    topic: str,
+    partition: int,
+    *,
+    committed: bool,
+) -> int | None:
+    """The LSO of a partition this node holds when reading committed data; None otherwise."""
+    if not committed or producers is None:
+        return None
+    partition_log = topics.partition_log(topic, partition)
+    if partition_log is None:
+        return None
+    return producers.last_stable_offset(
+        topic, partition, partition_log.log_end_offset, partition_log.log_start_offset
+    )
+
+
+def _stable_only(answer: dict[str, Any], stable: int | None) -> dict[str, Any]:
+    """``answer`` seen by a read_committed client: the log end is the LSO; past it, nothing."""
+    if stable is None or answer["error_code"] != ErrorCode.none or answer["offset"] < stable:
+        return answer
+    if answer["timestamp"] == -1 and answer["offset"] >= 0:
+        return {**answer, "offset": stable}
+    return _answer(answer["partition_index"], ErrorCode.none)
 
 
 def _current_epoch(partition: Any) -> int:

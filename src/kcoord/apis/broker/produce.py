@@ -15,19 +15,31 @@ Per partition, in Kafka's order: unknown topic or partition => UNKNOWN_TOPIC_OR_
 auto-creation here; Kafka creates topics on Metadata only); an internal topic =>
 INVALID_TOPIC_EXCEPTION; a batch over ``max.message.bytes`` => MESSAGE_TOO_LARGE; then the header
 and CRC checks of :func:`kcoord.protocol.record_batch.validate_produced` (records are never
-decoded); then the idempotent producer's epoch and sequence
-(:mod:`kcoord.cluster.producer_state`); then the append.
+decoded); then, for a transactional batch, the transaction verification; then the idempotent
+producer's epoch and sequence (:mod:`kcoord.cluster.producer_state`); then the append.
 
-Whole request: ``acks`` outside {0, 1, -1} => INVALID_REQUIRED_ACKS; any transactional batch =>
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED (Kafka's answer when the transactional id may not be used;
-kcoord has no transactions). ``acks=0`` sends no response; if a partition failed the connection
-is closed instead, so the producer notices (Kafka does the same). ``timeout`` is ignored: on one
-node the append is the whole acknowledgement, and durability follows the log's flush policy.
+Whole request: ``acks`` outside {0, 1, -1} => INVALID_REQUIRED_ACKS. Transactional batches (issue
+17): without a transaction verifier configured (no transaction coordinator), any transactional
+batch => TRANSACTIONAL_ID_AUTHORIZATION_FAILED, Kafka's answer when the transactional id may not be
+used. With one, a ``transactional_id`` the principal may not WRITE (TransactionalId resource) =>
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED for the whole request, as Kafka; per partition, a
+transactional batch without a producer id, or in a request without ``transactional_id``, =>
+INVALID_RECORD, else the verifier (KIP-890 part 1,
+:class:`kcoord.cluster.transaction_markers.TransactionVerifier`) must answer NONE (its error is
+the partition's answer), then the batch goes through the same epoch and sequence checks as an
+idempotent one and opens its producer's transaction on the partition (the partition's last
+stable offset stops there until the marker).
+
+``acks=0`` sends no response; if a partition failed the connection is closed instead, so the
+producer notices (Kafka does the same). ``timeout`` is ignored: on one node the append is the
+whole acknowledgement, and durability follows the log's flush policy.
 
 Ordering: a connection runs one request at a time (:mod:`kcoord.server.connection`), so one
 connection's appends start in request order; each partition's append is started as a task in the
-handler's first (synchronous) step, and the idempotence check runs in the same step as the
-append's offset assignment. Appends of different partitions of one request run concurrently.
+handler's first synchronous step (for a request with transactional batches, after the transaction
+verifications, awaited together before any append of the request starts), and the idempotence
+check runs in the same step as the append's offset assignment. Appends of different partitions of
+one request run concurrently.
 
 Authorization: Topic WRITE per topic, else TOPIC_AUTHORIZATION_FAILED for its partitions
 (an idempotent producer needs nothing more, as in Kafka 3+).
@@ -38,18 +50,21 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Awaitable
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
 
-from kcoord.apis.access import Op, may_topic
+from kcoord.apis.access import Op, may, may_topic
 from kcoord.cluster.producer_state import BatchSlot, ProducerStateManager
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.cluster.topic_names import INTERNAL_TOPICS
+from kcoord.cluster.transaction_markers import TransactionVerifier
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.protocol.record_batch import BatchHeader, validate_produced
 from kcoord.protocol.registry import ApiSpec
+from kcoord.security.acl import ResourceType
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 from kcoord.server.router import CloseConnectionError
@@ -78,8 +93,16 @@ def produce_error(request: Any, code: ErrorCode) -> dict[str, Any]:
     }
 
 
-def api(topics: TopicManager, producers: ProducerStateManager, *, authorizer: Authorizer) -> ApiSpec:
-    handler = functools.partial(handle_produce, topics=topics, producers=producers, authorizer=authorizer)
+def api(
+    topics: TopicManager,
+    producers: ProducerStateManager,
+    *,
+    authorizer: Authorizer,
+    verifier: TransactionVerifier | None = None,
+) -> ApiSpec:
+    handler = functools.partial(
+        handle_produce, topics=topics, producers=producers, authorizer=authorizer, verifier=verifier
+    )
     return ApiSpec(ApiKey.PRODUCE, "Produce", 0, 9, handler, produce_error)
 
 
@@ -90,26 +113,38 @@ async def handle_produce(
     topics: TopicManager,
     producers: ProducerStateManager,
     authorizer: Authorizer,
+    verifier: TransactionVerifier | None = None,
 ) -> dict[str, Any] | None:
     # 1. Whole-request checks.
     acks = int(request.acks)
     if acks not in _VALID_ACKS:
         raise KafkaError(ErrorCode.invalid_required_acks, f"acks must be 0, 1 or -1, not {acks}")
-    if _has_transactional_batch(request):
-        raise KafkaError(
-            ErrorCode.transactional_id_authorization_failed, "kcoord does not support transactions"
-        )
+    transactional_id: str | None = getattr(request, "transactional_id", None)
+    transactional = _has_transactional_batch(request)
+    if transactional:
+        if verifier is None:
+            raise KafkaError(
+                ErrorCode.transactional_id_authorization_failed,
+                "transactions are not enabled on this node",
+            )
+        if transactional_id is not None and not may(
+            ctx, authorizer, Op.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
+        ):
+            raise KafkaError(
+                ErrorCode.transactional_id_authorization_failed,
+                f"TransactionalId WRITE on {transactional_id!r} is not authorized.",
+            )
 
-    # 2. Per partition: an immediate answer, or an append started now (request order).
+    # 2. Per partition: an immediate answer, or an append to start.
     api_version = ctx.api_version
-    slots: list[list[PartitionResponse | asyncio.Task[PartitionResponse]]] = []
+    slots: list[list[PartitionResponse | _Accepted | asyncio.Task[PartitionResponse]]] = []
     for topic in request.topic_data:
         name = topic.name
         writable = may_topic(ctx, authorizer, Op.WRITE, name)
         info = topics.get(name)
         max_bytes = topics.max_message_bytes(info) if info is not None else 0
         internal = info is not None and (info.internal or name in INTERNAL_TOPICS)
-        answers: list[PartitionResponse | asyncio.Task[PartitionResponse]] = []
+        answers: list[PartitionResponse | _Accepted | asyncio.Task[PartitionResponse]] = []
         for part in topic.partition_data:
             index = int(part.index)
             if not writable:
@@ -141,17 +176,28 @@ async def handle_produce(
             except KafkaError as exc:
                 answers.append(_error(index, exc.code, exc.message))
                 continue
-            answers.append(asyncio.ensure_future(_append(producers, partition_log, records, header)))
+            if transactional:
+                answers.append(_Accepted(partition_log, records, header))
+            else:
+                answers.append(asyncio.ensure_future(_append(producers, partition_log, records, header)))
         slots.append(answers)
 
-    # 3. Wait for the appends; a closing connection does not cancel them.
+    # 3. Transactional batches: the coordinator must know their partitions (all asked at once);
+    # then every append of the request starts, in request order, in one synchronous step.
+    if transactional:
+        await _verify_all(
+            [a for answers in slots for a in answers if isinstance(a, _Accepted)], transactional_id, verifier
+        )
+        _start_accepted(slots, producers)
+
+    # 4. Wait for the appends; a closing connection does not cancel them.
     pending = [a for answers in slots for a in answers if isinstance(a, asyncio.Task)]
     if pending:
         await asyncio.shield(asyncio.wait(pending))
     responses = [
         {
             "name": topic.name,
-            "partition_responses": [a.result() if isinstance(a, asyncio.Task) else a for a in answers],
+            "partition_responses": [_settled(a) for a in answers],
         }
         for topic, answers in zip(request.topic_data, slots, strict=True)
     ]
@@ -166,6 +212,79 @@ async def handle_produce(
             raise CloseConnectionError(f"acks=0 produce failed ({', '.join(failed)})")
         return None
     return {"responses": responses}
+
+
+@dataclass(slots=True, eq=False)
+class _Accepted:
+    """A partition's batch that passed the checks and waits for its append to start."""
+
+    partition_log: PartitionLog
+    records: bytes
+    header: BatchHeader
+    refused: ErrorCode = ErrorCode.none
+    """Set when the transaction verification refused it."""
+
+
+async def _verify_all(
+    accepted: list[_Accepted], transactional_id: str | None, verifier: TransactionVerifier | None
+) -> None:
+    """Ask the verifier about every transactional batch; a refusal is kept on the batch."""
+    checks: list[tuple[_Accepted, Awaitable[ErrorCode]]] = []
+    for item in accepted:
+        if not item.header.is_transactional:
+            continue
+        if transactional_id is None or verifier is None or item.header.producer_id < 0:
+            item.refused = ErrorCode.invalid_record
+            continue
+        partition_log, header = item.partition_log, item.header
+        checks.append(
+            (
+                item,
+                verifier.verify(
+                    transactional_id,
+                    header.producer_id,
+                    header.producer_epoch,
+                    partition_log.topic,
+                    partition_log.partition,
+                ),
+            )
+        )
+    if not checks:
+        return
+    verdicts = await asyncio.gather(*(check for _, check in checks), return_exceptions=True)
+    for (item, _), verdict in zip(checks, verdicts, strict=True):
+        if isinstance(verdict, KafkaError):
+            item.refused = verdict.code
+        elif isinstance(verdict, BaseException):
+            log.error("produce.verification_failed", topic=item.partition_log.topic, error=repr(verdict))
+            item.refused = ErrorCode.unknown_server_error
+        else:
+            item.refused = ErrorCode(verdict)
+
+
+def _start_accepted(
+    slots: list[list[PartitionResponse | _Accepted | asyncio.Task[PartitionResponse]]],
+    producers: ProducerStateManager,
+) -> None:
+    """Replace each accepted batch by its append task, or by its refusal."""
+    for answers in slots:
+        for at, answer in enumerate(answers):
+            if not isinstance(answer, _Accepted):
+                continue
+            if answer.refused != ErrorCode.none:
+                answers[at] = _error(answer.partition_log.partition, answer.refused)
+            else:
+                answers[at] = asyncio.ensure_future(
+                    _append(producers, answer.partition_log, answer.records, answer.header)
+                )
+
+
+def _settled(answer: PartitionResponse | _Accepted | asyncio.Task[PartitionResponse]) -> PartitionResponse:
+    if isinstance(answer, asyncio.Task):
+        return answer.result()
+    if isinstance(answer, _Accepted):
+        raise AssertionError("every accepted batch was started")
+    return answer
 
 
 async def _append(
@@ -183,6 +302,7 @@ async def _append(
                 header.producer_epoch,
                 header.base_sequence,
                 header.record_count,
+                header.max_timestamp,
             )
             if slot.duplicate:
                 base_offset, append_time = await slot.original()
@@ -195,15 +315,30 @@ async def _append(
                     base_offset=base_offset,
                 )
                 return _success(index, base_offset, append_time, partition_log.log_start_offset)
+        provisional = partition_log.log_end_offset
+        opened = header.is_transactional and producers.begin_transaction(
+            partition_log.topic, index, header.producer_id, provisional
+        )
         appending: Awaitable[Any] = partition_log.append(records)
         try:
             result = await appending
         except BaseException as exc:
             if slot is not None:
                 producers.forget(partition_log.topic, index, header.producer_id, slot, exc)
+            if opened:
+                producers.cancel_transaction_start(
+                    partition_log.topic, index, header.producer_id, provisional
+                )
             raise
         if slot is not None:
             slot.complete(result.base_offset, result.log_append_time_ms)
+        if opened:
+            producers.settle_transaction_start(
+                partition_log.topic, index, header.producer_id, provisional, result.base_offset
+            )
+        elif header.is_transactional:
+            # Opened by an earlier batch whose append may have failed since: this one holds it then.
+            producers.begin_transaction(partition_log.topic, index, header.producer_id, result.base_offset)
         return _success(index, result.base_offset, result.log_append_time_ms, result.log_start_offset)
     except KafkaError as exc:
         return _error(index, exc.code, exc.message)

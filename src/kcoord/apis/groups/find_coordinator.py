@@ -8,12 +8,14 @@
 - v5/v6: new error semantics only (v6: share-group keys, type 2); layout as v4.
 
 On one node every group's coordinator is this node; its partition of ``__consumer_offsets`` is
-``partition_for(group_id)``. In a cluster the coordinator is that partition's owner among the live
+``partition_for(group_id)``. A transactional id (key type 1) is placed the same way on
+``__transaction_state``. In a cluster the coordinator is that partition's owner among the live
 nodes; while it has none (a failover in progress) the answer is COORDINATOR_NOT_AVAILABLE, which
-clients retry. Transaction and share coordinators are not served: those keys get
-INVALID_REQUEST, a fatal answer, rather than a retriable one that would make a client spin.
+clients retry. Share coordinators (key type 2) are not served: those keys get INVALID_REQUEST, a
+fatal answer, rather than a retriable one that would make a client spin.
 
-Authorization: Group DESCRIBE per key, else GROUP_AUTHORIZATION_FAILED.
+Authorization: Group DESCRIBE per group key, else GROUP_AUTHORIZATION_FAILED; TransactionalId
+DESCRIBE per transactional key, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -23,22 +25,28 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kcoord.apis.access import Op, may_group
+from kcoord.apis.access import Op, may, may_group
 from kcoord.cluster.identity import Node
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.registry import ApiSpec
+from kcoord.security.acl import ResourceType
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
 _GROUP_KEY = 0
+_TRANSACTION_KEY = 1
+_SERVED = {_GROUP_KEY: "group id", _TRANSACTION_KEY: "transactional id"}
 
 
 def _answer(node: Node, key: str, key_type: int, authorized: bool, listener_name: str) -> dict[str, Any]:
     host, port = node.address_for(listener_name)
-    if key_type != _GROUP_KEY:
-        error, message = ErrorCode.invalid_request, "kcoord coordinates groups only"
+    if key_type not in _SERVED:
+        error, message = ErrorCode.invalid_request, "kcoord coordinates groups and transactions only"
     elif not key:
-        error, message = ErrorCode.invalid_request, "empty group id"
+        error, message = ErrorCode.invalid_request, f"empty {_SERVED[key_type]}"
+    elif not authorized and key_type == _TRANSACTION_KEY:
+        error = ErrorCode.transactional_id_authorization_failed
+        message = f"TransactionalId DESCRIBE on {key!r} is not authorized."
     elif not authorized:
         error, message = ErrorCode.group_authorization_failed, f"Group DESCRIBE on {key!r} is not authorized."
     else:
@@ -87,9 +95,11 @@ async def handle_find_coordinator(
     key_type = int(getattr(request, "key_type", _GROUP_KEY))
 
     def answer(key: str) -> dict[str, Any]:
-        return _answer(
-            node, key, key_type, may_group(ctx, authorizer, Op.DESCRIBE, key), ctx.connection.listener_name
-        )
+        if key_type == _TRANSACTION_KEY:
+            authorized = may(ctx, authorizer, Op.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key)
+        else:
+            authorized = may_group(ctx, authorizer, Op.DESCRIBE, key)
+        return _answer(node, key, key_type, authorized, ctx.connection.listener_name)
 
     if ctx.api_version >= 4:
         return {"coordinators": [answer(key) for key in request.coordinator_keys]}

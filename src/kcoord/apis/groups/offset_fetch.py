@@ -5,7 +5,9 @@
 - v3: throttle time.
 - v5: ``committed_leader_epoch`` per partition.
 - v6: flexible.
-- v7: ``require_stable`` (no transactional offsets here, so always stable).
+- v7: ``require_stable``: a partition a transaction holds a pending offset for (TxnOffsetCommit,
+  until its marker) answers UNSTABLE_OFFSET_COMMIT (offset -1); such a fetch is answered after the
+  writes already under way on the group's partition are durable, as Kafka serves it as a write.
 - v8: several groups per request: ``groups[]`` in and out, an error per group.
 - v9: per group ``member_id`` and ``member_epoch`` (KIP-848): for a consumer group a member that
   gives them must exist (UNKNOWN_MEMBER_ID) with its current epoch (STALE_MEMBER_EPOCH), the
@@ -154,12 +156,16 @@ async def handle_offset_fetch(
             topics = _topics(group.topics)
             member = (getattr(group, "member_id", None), int(getattr(group, "member_epoch", -1)))
             try:
+                if stable:
+                    await groups.offsets_settled(group.group_id)
                 answers.append(_fetch_one(ctx, groups, authorizer, group.group_id, topics, stable, member))
             except KafkaError as exc:
                 answers.append(_group_error(group.group_id, exc.code))
         return _encoded(ctx.api_version, answers, {"groups": answers})
     topics = _topics(request.topics)
     try:
+        if stable:
+            await groups.offsets_settled(request.group_id)
         response = _fetch_one(ctx, groups, authorizer, request.group_id, topics, stable)
     except KafkaError as exc:
         response = _group_error(request.group_id, exc.code)

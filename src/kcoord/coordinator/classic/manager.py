@@ -237,6 +237,8 @@ class ClassicGroupManager:
         admin.validate_existing_group_commit(
             group, member_id, group_instance_id, generation_id, is_transactional
         )
+        if is_transactional:
+            return  # a transactional commit does not keep the member's session (Kafka's rule)
         member = group.members.get(member_id)
         if member is not None and group.is_in(STABLE, PREPARING):
             self._rebalancer.schedule_session(group, member, step)

@@ -34,6 +34,12 @@ class ShareKind:
     ) -> None:
         raise KafkaError(ErrorCode.group_id_not_found, f"Group {group_id} is a share group.")
 
+    def validate_transactional_commit(
+        self, group_id: str, member_id: str, instance: str | None, generation: int, now_ms: int
+    ) -> None:
+        """A share group keeps no committed offsets, inside a transaction or not (as OffsetCommit)."""
+        raise KafkaError(ErrorCode.group_id_not_found, f"Group {group_id} is a share group.")
+
     def group_state(self, group_id: str) -> str | None:
         group = self._manager.group(group_id)
         return None if group is None else group.state

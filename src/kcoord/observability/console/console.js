@@ -129,6 +129,24 @@ function renderSharePartitions(group) {
   }
 }
 
+function renderTransactions(group) {
+  const body = document.querySelector("#transactions-table tbody");
+  body.replaceChildren();
+  for (const txn of group.open_transactions || []) {
+    const pending = txn.offsets.map((o) => `${o.topic}-${o.partition} @ ${o.offset}`).join(", ");
+    body.append(el("tr", { "data-producer": txn.producer_id },
+      el("td", { class: "num" }, txn.producer_id),
+      el("td", { class: "num" }, txn.producer_epoch),
+      el("td", {}, pending)));
+  }
+  if (!(group.open_transactions || []).length) {
+    const settled = group.transactions || [];
+    const last = settled[settled.length - 1];
+    const text = last ? `none open; last: producer ${last.producer_id} ${last.result}` : "none";
+    body.append(el("tr", {}, el("td", { colSpan: 3, class: "empty" }, text)));
+  }
+}
+
 function niceStep(max) {
   const raw = max / 5;
   const power = Math.pow(10, Math.floor(Math.log10(raw)));
@@ -244,6 +262,7 @@ function renderDetail(group) {
   renderMembers(group);
   renderOffsets(group);
   renderSharePartitions(group);
+  renderTransactions(group);
 }
 
 async function refresh() {

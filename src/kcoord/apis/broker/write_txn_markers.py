@@ -1,0 +1,84 @@
+"""WriteTxnMarkers (key 27), versions 1-2: a transaction coordinator's markers for this node's partitions.
+
+- v0: not served (kio has no schema for it; Kafka 2.4+ coordinators send v1).
+- v1: flexible.
+- v2: ``transaction_version`` per marker (KIP-890 part 2, the marker's transaction version);
+  accepted and not needed: kcoord does not advertise ``transaction.version`` 2.
+
+Sent by the node that coordinates a transactional id to the node holding a data partition of the
+transaction (in a cluster), never by clients. Each marker is written to each of its partitions by
+:class:`kcoord.cluster.transaction_markers.DataMarkerWriter` (durable before the answer), which
+answers per partition as its docstring says. Markers of one request are written one after another,
+in request order, as Kafka's ``handleWriteTxnMarkersRequest`` appends them.
+
+Authorization: Cluster CLUSTER_ACTION, as Kafka: without it every partition is answered
+CLUSTER_AUTHORIZATION_FAILED.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from kcoord.apis.access import Op, may_cluster
+from kcoord.cluster.transaction_markers import DataMarkerWriter
+from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.errors import ErrorCode
+from kcoord.protocol.registry import ApiSpec
+from kcoord.security.authorizer import Authorizer
+from kcoord.server.context import RequestContext
+
+__all__ = ["api", "handle_write_txn_markers"]
+
+
+def write_txn_markers_error(request: Any, code: ErrorCode) -> dict[str, Any]:
+    """Every partition of every marker answered with ``code``."""
+    return {
+        "markers": [
+            {
+                "producer_id": marker.producer_id,
+                "topics": [
+                    {
+                        "name": topic.name,
+                        "partitions": [
+                            {"partition_index": int(index), "error_code": code}
+                            for index in topic.partition_indexes
+                        ],
+                    }
+                    for topic in marker.topics
+                ],
+            }
+            for marker in request.markers
+        ]
+    }
+
+
+def api(writer: DataMarkerWriter, *, authorizer: Authorizer) -> ApiSpec:
+    handler = functools.partial(handle_write_txn_markers, writer=writer, authorizer=authorizer)
+    return ApiSpec(ApiKey.WRITE_TXN_MARKERS, "WriteTxnMarkers", 1, 2, handler, write_txn_markers_error)
+
+
+async def handle_write_txn_markers(
+    ctx: RequestContext, request: Any, *, writer: DataMarkerWriter, authorizer: Authorizer
+) -> dict[str, Any]:
+    if not may_cluster(ctx, authorizer, Op.CLUSTER_ACTION):
+        return write_txn_markers_error(request, ErrorCode.cluster_authorization_failed)
+    results = []
+    for marker in request.markers:
+        producer_id = int(marker.producer_id)
+        topics = []
+        for topic in marker.topics:
+            partitions = []
+            for index in topic.partition_indexes:
+                code = await writer.write_marker(
+                    topic.name,
+                    int(index),
+                    producer_id,
+                    int(marker.producer_epoch),
+                    bool(marker.transaction_result),
+                    int(marker.coordinator_epoch),
+                )
+                partitions.append({"partition_index": int(index), "error_code": code})
+            topics.append({"name": topic.name, "partitions": partitions})
+        results.append({"producer_id": producer_id, "topics": topics})
+    return {"markers": results}

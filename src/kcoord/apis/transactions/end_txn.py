@@ -1,0 +1,59 @@
+"""EndTxn (key 26), versions 0-4: a producer commits or aborts its transaction.
+
+- v0: transactional id, producer id and epoch, committed -> error.
+- v1: no change (a throttled response is sent before throttling).
+- v2: PRODUCER_FENCED may be answered (KIP-588; older versions get INVALID_PRODUCER_EPOCH).
+- v3: flexible.
+- v4: TRANSACTION_ABORTABLE may be answered (KIP-890; kcoord does not answer it).
+
+v5 (KIP-890 part 2: the epoch bumped by every EndTxn) is not served, and ``transaction.version``
+is not advertised, so clients stay on the protocol of transaction version 1.
+
+The answer is released once the decision (PrepareCommit/PrepareAbort) is durable in
+``__transaction_state``; the markers are written after it, as Kafka does.
+
+Authorization: TransactionalId WRITE, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from kcoord.apis.access import Op
+from kcoord.apis.transactions.common import require_transactional_id
+from kcoord.coordinator.transactions import EndTxnRequest, fenced_error_for
+from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.protocol.registry import ApiSpec
+from kcoord.runtime.transaction_coordinator import TransactionCoordinator
+from kcoord.security.authorizer import Authorizer
+from kcoord.server.context import RequestContext
+
+
+def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
+    return {"error_code": code}
+
+
+def api(transactions: TransactionCoordinator, *, authorizer: Authorizer) -> ApiSpec:
+    handler = functools.partial(handle_end_txn, transactions=transactions, authorizer=authorizer)
+    return ApiSpec(ApiKey.END_TXN, "EndTxn", 0, 4, handler, _error_response)
+
+
+async def handle_end_txn(
+    ctx: RequestContext, request: Any, *, transactions: TransactionCoordinator, authorizer: Authorizer
+) -> dict[str, Any]:
+    require_transactional_id(ctx, authorizer, Op.WRITE, request.transactional_id)
+    try:
+        response = await transactions.end_txn(
+            EndTxnRequest(
+                request.transactional_id,
+                int(request.producer_id),
+                int(request.producer_epoch),
+                bool(request.committed),
+            )
+        )
+        error = response.error
+    except KafkaError as exc:
+        error = exc.code
+    return {"error_code": fenced_error_for("EndTxn", ctx.api_version, error)}

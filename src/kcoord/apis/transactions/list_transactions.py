@@ -1,0 +1,53 @@
+"""ListTransactions (key 66), versions 0-1: operators list the transactional ids this node holds.
+
+- v0: state filters and producer id filters -> the ids (with producer id and state) and the
+  filters that name no state.
+- v1: ``duration_filter``: only transactions running longer than this many milliseconds.
+
+Each node lists the ids of the ``__transaction_state`` partitions it holds (admin clients ask
+every broker). While some of them still load the answer carries COORDINATOR_LOAD_IN_PROGRESS.
+
+Authorization: the ids the principal may DESCRIBE (TransactionalId), as Kafka filters them.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from kcoord.apis.access import Op
+from kcoord.apis.transactions.common import may_transactional_id
+from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.errors import ErrorCode
+from kcoord.protocol.registry import ApiSpec
+from kcoord.runtime.transaction_coordinator import TransactionCoordinator
+from kcoord.security.authorizer import Authorizer
+from kcoord.server.context import RequestContext
+
+
+def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
+    return {"error_code": code, "unknown_state_filters": [], "transaction_states": []}
+
+
+def api(transactions: TransactionCoordinator, *, authorizer: Authorizer) -> ApiSpec:
+    handler = functools.partial(handle_list_transactions, transactions=transactions, authorizer=authorizer)
+    return ApiSpec(ApiKey.LIST_TRANSACTIONS, "ListTransactions", 0, 1, handler, _error_response)
+
+
+async def handle_list_transactions(
+    ctx: RequestContext, request: Any, *, transactions: TransactionCoordinator, authorizer: Authorizer
+) -> dict[str, Any]:
+    error, listed = transactions.list_transactions(
+        frozenset(request.state_filters),
+        frozenset(int(p) for p in request.producer_id_filters),
+        int(getattr(request, "duration_filter", -1)),
+    )
+    return {
+        "error_code": error,
+        "unknown_state_filters": list(listed.unknown_state_filters),
+        "transaction_states": [
+            {"transactional_id": tid, "producer_id": producer_id, "transaction_state": state}
+            for tid, producer_id, state in listed.transactions
+            if may_transactional_id(ctx, authorizer, Op.DESCRIBE, tid)
+        ],
+    }

@@ -1,0 +1,127 @@
+"""TxnOffsetCommit in the group's shard: the checks and the records of a transactional offset commit.
+
+Kafka's ``OffsetMetadataManager.commitTransactionalOffset``. The records are ordinary
+OffsetCommit records; the runtime writes them as one transactional batch of the producer
+(:meth:`~kcoord.runtime.service.CoordinatorService.write_transactional`), and replaying that batch
+files them as pending offsets (:mod:`kcoord.coordinator.pending_offsets`) until the producer's
+marker. The checks, in order:
+
+1. a partition the broker does not host gets UNKNOWN_TOPIC_OR_PARTITION (Kafka's broker checks
+   this before the coordinator);
+2. a producer epoch older than the one this shard holds pending offsets for is a fenced producer's:
+   INVALID_PRODUCER_EPOCH for every partition, nothing written;
+3. KIP-447, against the group: a missing group is created as a simple group when the generation
+   is -1, else ILLEGAL_GENERATION; an existing one checks the member id (UNKNOWN_MEMBER_ID), the
+   group instance id (FENCED_INSTANCE_ID) and the generation (ILLEGAL_GENERATION) when given.
+   The error goes on every remaining partition and nothing is written;
+4. metadata longer than ``offset.metadata.max.bytes`` gets OFFSET_METADATA_TOO_LARGE;
+5. every other partition becomes one OffsetCommit record (no expiry of its own: the broker's
+   retention applies, as OffsetCommit v5+).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from kcoord.coordinator.offset_expiry import NO_EXPIRE_TIMESTAMP
+from kcoord.coordinator.offsets import (
+    OffsetCommitPartitionResult,
+    OffsetCommitResponse,
+    OffsetCommitTopic,
+    OffsetCommitTopicResult,
+    OffsetManager,
+)
+from kcoord.coordinator.records import CoordinatorRecord, OffsetCommitKey, OffsetCommitValue
+from kcoord.coordinator.result import CoordinatorResult
+from kcoord.protocol.errors import ErrorCode, KafkaError
+
+__all__ = ["TransactionalGroupView", "TxnOffsetCommitRequest", "commit_transactional"]
+
+
+@dataclass(slots=True)
+class TxnOffsetCommitRequest:
+    """One TxnOffsetCommit, any version (v0-2 carry no member: generation -1, member "")."""
+
+    transactional_id: str
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    topics: list[OffsetCommitTopic]
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
+
+
+class TransactionalGroupView(Protocol):
+    """What a transactional commit asks of the groups (the shard's ``GroupsView``)."""
+
+    def validate_transactional_commit(
+        self, group_id: str, member_id: str, instance: str | None, generation: int, now_ms: int
+    ) -> None: ...
+
+
+def commit_transactional(
+    offsets: OffsetManager,
+    request: TxnOffsetCommitRequest,
+    sink: Any,
+    now_ms: int,
+    groups: TransactionalGroupView,
+    topic_exists: Callable[[str, int], bool],
+    metadata_max_chars: int,
+) -> CoordinatorResult:
+    """The records of a TxnOffsetCommit (to be written for its producer) and the response they release."""
+    result = CoordinatorResult()
+    errors: dict[tuple[int, int], ErrorCode] = {}
+    # 1. Partitions this broker does not host.
+    for t, topic in enumerate(request.topics):
+        for p, partition in enumerate(topic.partitions):
+            if not topic_exists(topic.name, partition.partition_index):
+                errors[(t, p)] = ErrorCode.unknown_topic_or_partition
+    group_error: ErrorCode | None = None
+    if len(errors) < sum(len(topic.partitions) for topic in request.topics):
+        # 2. A fenced producer.
+        known_epoch = offsets.pending.epoch_of(request.producer_id)
+        if known_epoch is not None and request.producer_epoch < known_epoch:
+            group_error = ErrorCode.invalid_producer_epoch
+        else:
+            # 3. KIP-447: the group, member, instance and generation.
+            try:
+                groups.validate_transactional_commit(
+                    request.group_id,
+                    request.member_id,
+                    request.group_instance_id,
+                    request.generation_id,
+                    now_ms,
+                )
+            except KafkaError as error:
+                group_error = error.code
+    topic_results: list[OffsetCommitTopicResult] = []
+    for t, topic in enumerate(request.topics):
+        partition_results: list[OffsetCommitPartitionResult] = []
+        for p, partition in enumerate(topic.partitions):
+            code = errors.get((t, p), group_error)
+            metadata = partition.committed_metadata or ""
+            # 4. Metadata size (Java's String.length(): UTF-16 code units).
+            if code is None and len(metadata.encode("utf-16-le")) // 2 > metadata_max_chars:
+                code = ErrorCode.offset_metadata_too_large
+            # 5. The record.
+            if code is None:
+                code = ErrorCode.none
+                result.records.append(
+                    CoordinatorRecord(
+                        OffsetCommitKey(request.group_id, topic.name, partition.partition_index),
+                        OffsetCommitValue(
+                            offset=partition.committed_offset,
+                            leader_epoch=partition.committed_leader_epoch,
+                            metadata=metadata,
+                            commit_timestamp=now_ms,
+                            expire_timestamp=NO_EXPIRE_TIMESTAMP,
+                        ),
+                    )
+                )
+            partition_results.append(OffsetCommitPartitionResult(partition.partition_index, code))
+        topic_results.append(OffsetCommitTopicResult(topic.name, partition_results))
+    result.respond(sink, OffsetCommitResponse(topic_results))
+    return result
