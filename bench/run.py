@@ -26,6 +26,7 @@ from server import running_kcoord
 
 SECTIONS = (
     "produce_fetch",
+    "transactions",
     "group_formation",
     "consumer_protocol",
     "heartbeat_load",
