@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import dataclasses
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -44,16 +45,21 @@ from kcoord.apis.broker import (
     produce,
     sasl_authenticate,
     sasl_handshake,
+    share_acknowledge,
+    share_fetch,
     user_scram_credentials,
     write_txn_markers,
 )
 from kcoord.apis.broker.config_alteration import ConfigTargets
 from kcoord.apis.broker.creation_limits import CreationLimits, DescriptorBudget
 from kcoord.apis.groups import (
+    alter_share_group_offsets,
     consumer_group_describe,
     consumer_group_heartbeat,
     delete_groups,
+    delete_share_group_offsets,
     describe_groups,
+    describe_share_group_offsets,
     find_coordinator,
     heartbeat,
     join_group,
@@ -62,6 +68,8 @@ from kcoord.apis.groups import (
     offset_commit,
     offset_delete,
     offset_fetch,
+    share_group_describe,
+    share_group_heartbeat,
     sync_group,
     txn_offset_commit,
 )
@@ -94,6 +102,8 @@ from kcoord.coordinator.classic.config import ClassicGroupConfig
 from kcoord.coordinator.consumer.config import ConsumerGroupConfig
 from kcoord.coordinator.consumer.persistence import TopicIds
 from kcoord.coordinator.shard import GroupCoordinatorShard
+from kcoord.coordinator.share.config import ShareGroupConfig
+from kcoord.coordinator.share.state_records import SHARE_STATE_TOPIC
 from kcoord.coordinator.transactions import TransactionConfig
 from kcoord.observability.auth_metrics import AuthMetrics
 from kcoord.observability.cache_metrics import watch_storage_cache
@@ -101,12 +111,15 @@ from kcoord.observability.endpoint import build_endpoint
 from kcoord.observability.group_events import GroupEventObserver
 from kcoord.observability.http_security import http_security
 from kcoord.observability.metrics import KcoordMetrics
+from kcoord.observability.share_metrics import ShareMetrics
 from kcoord.observability.transaction_metrics import TransactionMetrics
 from kcoord.protocol.registry import ApiRegistry, ApiSpec
 from kcoord.runtime.group_config_store import GroupConfigStore, group_configs_file
 from kcoord.runtime.group_coordinator import GroupCoordinator
 from kcoord.runtime.group_service import GroupService
 from kcoord.runtime.rebalance_journal import JOURNAL_FILE, JournalingObserver, RebalanceJournal
+from kcoord.runtime.share_coordinator import ShareCoordinator, ShareStateTopicOf, new_state_shard
+from kcoord.runtime.share_partition_leader import SharePartitionLeader
 from kcoord.runtime.transaction_coordinator import TransactionCoordinator
 from kcoord.security.acl_store import AclStore, acl_file
 from kcoord.security.authorizer import AclAuthorizer, build_authorizer
@@ -118,6 +131,7 @@ from kcoord.server.listener_set import ListenerSet, advertised_addresses
 from kcoord.server.memory_pool import MemoryPool
 from kcoord.server.router import Router
 from kcoord.storage import open_store
+from kcoord.storage.api import PartitionLog
 from kcoord.storage.documents import FileDocument, Freshness, StateDocument
 from kcoord.storage.holding import DataDirLock
 from kcoord.storage.postgres import PostgresLogStore
@@ -197,6 +211,8 @@ class App:
         self._given_verifier = transaction_verifier
         self.growth_hints = GrowthHints(self.clock)
         self.authorizer = build_authorizer(s, self.acl_store, self.freshness)
+        self.share_config = share_group_config(s)
+        self._share_state()
         self.coordinator = GroupCoordinator(
             self.topics,
             self.clock,
@@ -212,7 +228,9 @@ class App:
         self.membership: ClusterMembership | None = None
         self.leader_epochs = RecordedEpochs()
         """Set at start when ``kcoord.cluster.enable``: this node's lease and owned partitions."""
-        self.groups = GroupService(self.coordinator)
+        self.groups = GroupService(
+            self.coordinator, groups_deleted=None if self.cluster.enabled else self.share_leader.delete_groups
+        )
         self.creation_limits = CreationLimits(
             rate=s["controller.mutation.rate"],
             auto_create_rate=s["kcoord.auto.create.rate"],
@@ -272,6 +290,45 @@ class App:
         self.transaction_verifier: TransactionVerifier = self._given_verifier or self.transactions
         """What lets a transactional Produce in (contract C): the transaction coordinator, unless a test
         hands in its own."""
+
+    def _share_state(self) -> None:
+        """The share coordinator over ``__share_group_state`` and the share partitions this node leads
+        (single node: in a cluster, share partitions do not move with their owners yet, so the
+        share fetch APIs are not offered there)."""
+        s, topics = self.settings, self.topics
+        share_metrics = ShareMetrics(self.metrics.registry)
+
+        def state_partitions() -> int | None:
+            info = topics.get(SHARE_STATE_TOPIC)
+            return None if info is None else info.partitions
+
+        async def create_state_topic(partitions: int, configs: Mapping[str, str]) -> None:
+            await topics.create(SHARE_STATE_TOPIC, partitions, -1, configs, internal=True)
+
+        self.share_state = ShareCoordinator(
+            ShareStateTopicOf(topics, state_partitions, create_state_topic),
+            self.clock,
+            new_state_shard(self.share_config),
+            num_partitions=s["share.coordinator.state.topic.num.partitions"],
+            append_timeout_ms=s["offsets.commit.timeout.ms"],
+        )
+        self.share_leader = SharePartitionLeader(
+            self.share_config,
+            self.share_state,
+            self._log_by_topic_id,
+            self.clock,
+            max_sessions=s["group.share.max.share.sessions"],
+            auto_offset_reset=self.group_configs.overrides.share_auto_offset_reset,
+            on_loaded=lambda group_id, topic_id, partition: self.groups.share_partition_initialized(
+                group_id, topic_id, partition
+            ),
+            observer=share_metrics,
+        )
+        share_metrics.watch(lambda: len(self.share_leader.sessions), self.share_leader.partition_count)
+
+    def _log_by_topic_id(self, topic_id: uuid.UUID, partition: int) -> PartitionLog | None:
+        info = self.topics.get_by_id(topic_id)
+        return None if info is None else self.topics.partition_log(info.name, partition)
 
     def _catalogue(self) -> Catalogue:
         """The topic catalogue: ``topics.json`` alone, the shared table in a cluster."""
@@ -393,6 +450,18 @@ class App:
                 consumer_group_heartbeat.api(groups, topics, members, authorizer=auth),
                 consumer_group_describe.api(groups, topics, authorizer=auth),
             ]
+        specs += [
+            share_group_heartbeat.api(groups, authorizer=auth),
+            share_group_describe.api(groups, topics, authorizer=auth),
+        ]
+        if not self.cluster.enabled:
+            specs += [
+                share_fetch.api(self.share_leader, self._topic_name, node.node_id, authorizer=auth),
+                share_acknowledge.api(self.share_leader, self._topic_name, node.node_id, authorizer=auth),
+                describe_share_group_offsets.api(groups, self.share_leader, topics, authorizer=auth),
+                alter_share_group_offsets.api(groups, self.share_leader, topics, authorizer=auth),
+                delete_share_group_offsets.api(groups, self.share_leader, topics, authorizer=auth),
+            ]
         for spec in specs:
             self.registry.add(spec)
 
@@ -462,6 +531,8 @@ class App:
         await self.rebalance_journal.load()
         await self.coordinator.start()
         await self._start_transactions()
+        if not self.cluster.enabled:
+            self.share_leader.start()
         self.topics.add_listener(self._on_topic_event)
         all_bound = await self.listener.start()
         bound = next(iter(all_bound.values()))
@@ -582,6 +653,7 @@ class App:
             topic_ids=TopicIds(self._topic_id, self._topic_name),
             topic_names=self._subscribable_topics,
             group_overrides=self.group_configs.overrides,
+            share_config=self.share_config,
         )
 
     def _on_topic_event(self, event: TopicEvent) -> None:
@@ -622,6 +694,8 @@ class App:
         await self.transactions.stop()
         await self.transaction_ids.stop()
         await self.coordinator.stop()
+        await self.share_leader.stop()
+        await self.share_state.stop()
         await self.listener.drain(self.settings["kcoord.shutdown.timeout.ms"] / 1000)
         await self.rebalance_journal.close()
         await self.producer_state.stop()
@@ -630,3 +704,17 @@ class App:
         self.credentials.close()
         self.data_lock.release()
         log.info("kcoord.stopped")
+
+
+def share_group_config(s: Settings) -> ShareGroupConfig:
+    """The share groups' settings (``group.share.*``, ``share.coordinator.*``)."""
+    return ShareGroupConfig(
+        session_timeout_ms=s["group.share.session.timeout.ms"],
+        heartbeat_interval_ms=s["group.share.heartbeat.interval.ms"],
+        max_size=s["group.share.max.size"],
+        record_lock_duration_ms=s["group.share.record.lock.duration.ms"],
+        delivery_count_limit=s["group.share.delivery.count.limit"],
+        partition_max_record_locks=s["group.share.partition.max.record.locks"],
+        snapshot_update_records_per_snapshot=s["share.coordinator.snapshot.update.records.per.snapshot"],
+        state_topic_num_partitions=s["share.coordinator.state.topic.num.partitions"],
+    )

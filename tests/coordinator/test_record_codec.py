@@ -24,6 +24,11 @@ from kcoord.coordinator.records import (
     OffsetCommitKey,
     OffsetCommitValue,
 )
+from kcoord.coordinator.share.group_records import (
+    ShareGroupMetadataKey,
+    ShareGroupMetadataValue,
+    ShareGroupRecord,
+)
 
 TS = 1_700_000_000_000
 TS_HEX = "0000018bcfe56800"
@@ -182,12 +187,20 @@ def test_tombstones_round_trip() -> None:
     assert decode_record(encode_key(GROUP_KEY), None) == CoordinatorRecord(key=GROUP_KEY, value=None)
 
 
-@pytest.mark.parametrize("record_type", [9, 15, 16, 100])
+@pytest.mark.parametrize("record_type", [9, 16, 17, 100])
 def test_unknown_record_types_are_skipped(record_type: int) -> None:
-    """Share and streams group records decode to None, with or without a value."""
+    """Key 9 (no longer written) and streams group records decode to None, with or without a value."""
     key = record_type.to_bytes(2, "big") + b"\x00\x02g1"
     assert decode_record(key, b"\x00\x00\x01") is None
     assert decode_record(key, None) is None
+
+
+def test_share_group_records_round_trip_through_the_offsets_codec() -> None:
+    """Share group records (key types 10-15) are written and read back by the offsets log's codec."""
+    key = ShareGroupMetadataKey("sg")
+    value = ShareGroupMetadataValue(3, -42)
+    assert decode_record(encode_key(key), encode_value(value)) == ShareGroupRecord(key, value)
+    assert decode_record(encode_key(key), None) == ShareGroupRecord(key, None)
 
 
 @pytest.mark.parametrize(

@@ -23,12 +23,20 @@ from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
 from tests.support.raw_client import RawClient
 from tests.support.server import KcoordProcess
+from tests.support.share_consumers import (
+    create_topic,
+    new_consumer,
+    produce_numbers,
+    start_members,
+    wait_for,
+)
 
 pytestmark = pytest.mark.clients
 
 SETTINGS = {"group.consumer.heartbeat.interval.ms": "500", "group.consumer.session.timeout.ms": "6000"}
 SESSION = "consumer.session.timeout.ms"
 HEARTBEAT = "consumer.heartbeat.interval.ms"
+SHARE_RESET = "share.auto.offset.reset"
 
 
 @pytest.fixture
@@ -90,10 +98,12 @@ def test_one_group_is_tuned_and_keeps_its_configs_across_a_restart(server: Kcoor
     assert _describe(server, "tuned") == {
         HEARTBEAT: ("1500", ConfigSource.GROUP_CONFIG.value),
         SESSION: ("9000", ConfigSource.GROUP_CONFIG.value),
+        SHARE_RESET: ("latest", ConfigSource.DEFAULT_CONFIG.value),
     }
     assert _describe(server, "untouched") == {
         HEARTBEAT: ("500", ConfigSource.STATIC_BROKER_CONFIG.value),
         SESSION: ("6000", ConfigSource.STATIC_BROKER_CONFIG.value),
+        SHARE_RESET: ("latest", ConfigSource.DEFAULT_CONFIG.value),
     }
     assert _heartbeat_interval(server, "tuned") == 1500
     assert _heartbeat_interval(server, "untouched") == 500
@@ -106,6 +116,24 @@ def test_one_group_is_tuned_and_keeps_its_configs_across_a_restart(server: Kcoor
     _alter(server, "tuned", {HEARTBEAT: None})
     assert _describe(server, "tuned")[HEARTBEAT] == ("500", ConfigSource.STATIC_BROKER_CONFIG.value)
     assert _heartbeat_interval(server, "tuned") == 500
+
+
+def test_share_auto_offset_reset_is_a_group_config_a_share_group_starts_by(server: KcoordProcess) -> None:
+    """share.auto.offset.reset=earliest (Kafka's text group config) is kept and described; a share
+    group with it reads what was produced before its first fetch; any other value is INVALID_CONFIG."""
+    _alter(server, "from-start", {SHARE_RESET: "earliest"})
+    assert _describe(server, "from-start")[SHARE_RESET] == ("earliest", ConfigSource.GROUP_CONFIG.value)
+    with pytest.raises(KafkaException) as raised:
+        _alter(server, "from-start", {SHARE_RESET: "sometime"})
+    assert raised.value.args[0].code() == KafkaError.INVALID_CONFIG
+    create_topic(server.bootstrap, "backlog")
+    produce_numbers(server.bootstrap, "backlog", 5)
+    (member,) = start_members(1, lambda: new_consumer(server.bootstrap, "from-start", "backlog"))
+    try:
+        wait_for(lambda: len(member.delivered) >= 5, 30, "the backlog delivered")
+    finally:
+        member.close()
+    assert sorted(member.delivered) == [0, 1, 2, 3, 4]
 
 
 def test_invalid_values_are_refused_and_change_nothing(server: KcoordProcess) -> None:

@@ -58,6 +58,8 @@ class Scene:
     generation: int = -1
     producer_id: int = -1
     producer_epoch: int = -1
+    topic_id: uuid.UUID | None = None
+    """The scene's topic's id, where a setup looked it up (share group APIs name topics by id)."""
 
 
 Sample = Callable[[Scene], dict[str, Any]]
@@ -817,6 +819,176 @@ async def check_txn_offset_commit(scene: Scene, response: Any) -> None:
     assert (partition.error_code, partition.committed_offset) == (ErrorCode.unstable_offset_commit, -1)
 
 
+# -- share groups (KIP-932)
+
+SHARE_MEMBER = "share-member-1"
+
+
+def share_heartbeat_sample(scene: Scene) -> dict[str, Any]:
+    """A share group join: epoch 0, a client-made member id, one subscribed topic."""
+    return {
+        "group_id": scene.group,
+        "member_id": SHARE_MEMBER,
+        "member_epoch": 0,
+        "subscribed_topic_names": [scene.topic],
+    }
+
+
+async def check_share_heartbeat(scene: Scene, response: Any) -> None:
+    assert response.error_code == ErrorCode.none
+    assert response.member_epoch > 0
+    assert [list(tp.partitions) for tp in response.assignment.topic_partitions] == [[0]]
+
+
+async def share_group_join(scene: Scene) -> None:
+    """The scene's topic and a share group with one member (ShareGroupHeartbeat v1)."""
+    await create_topic(scene)
+    joined = await scene.client.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, share_heartbeat_sample(scene))
+    assert joined.error_code == ErrorCode.none
+
+
+async def check_share_group_describe(scene: Scene, response: Any) -> None:
+    group, missing = response.groups
+    assert (group.error_code, group.group_state, group.assignor_name) == (ErrorCode.none, "Stable", "simple")
+    (member,) = group.members
+    assert [(tp.topic_name, list(tp.partitions)) for tp in member.assignment.topic_partitions] == [
+        (scene.topic, [0])
+    ]
+    assert missing.error_code == ErrorCode.group_id_not_found
+
+
+async def share_backlog(scene: Scene) -> None:
+    """The scene's topic with one record, its id in the scene, and the scene's share group reading
+    from the earliest offset (group config ``share.auto.offset.reset``)."""
+    await create_topic_with_one_record(scene)
+    config = {"name": "share.auto.offset.reset", "config_operation": 0, "value": "earliest"}
+    altered = await scene.client.call(
+        ApiKey.INCREMENTAL_ALTER_CONFIGS,
+        1,
+        {
+            "resources": [{"resource_type": 32, "resource_name": scene.group, "configs": [config]}],
+            "validate_only": False,
+        },
+    )
+    assert altered.responses[0].error_code == ErrorCode.none
+    metadata = await scene.client.call(
+        ApiKey.METADATA,
+        12,
+        {
+            "topics": [{"name": scene.topic, "topic_id": None}],
+            "allow_auto_topic_creation": False,
+            "include_topic_authorized_operations": False,
+        },
+    )
+    scene.topic_id = metadata.topics[0].topic_id
+
+
+def share_fetch_sample(scene: Scene, epoch: int = 0) -> dict[str, Any]:
+    return {
+        "group_id": scene.group,
+        "member_id": SHARE_MEMBER,
+        "share_session_epoch": epoch,
+        "max_wait": 0,
+        "min_bytes": 1,
+        "max_bytes": 1 << 20,
+        "max_records": 500,
+        "batch_size": 500,
+        "topics": [
+            {
+                "topic_id": scene.topic_id,
+                "partitions": [{"partition_index": 0, "acknowledgement_batches": []}],
+            }
+        ],
+        "forgotten_topics_data": [],
+    }
+
+
+async def check_share_fetch(scene: Scene, response: Any) -> None:
+    assert response.error_code == ErrorCode.none
+    (partition,) = response.responses[0].partitions
+    assert partition.error_code == ErrorCode.none and partition.records
+    assert [(a.first_offset, a.last_offset, a.delivery_count) for a in partition.acquired_records] == [
+        (0, 0, 1)
+    ]
+
+
+async def share_fetch_one(scene: Scene) -> None:
+    """The record of :func:`share_backlog`, acquired by the scene's share member (ShareFetch v1)."""
+    await share_backlog(scene)
+    fetched = await scene.client.call(ApiKey.SHARE_FETCH, 1, share_fetch_sample(scene))
+    await check_share_fetch(scene, fetched)
+
+
+def share_acknowledge_sample(scene: Scene) -> dict[str, Any]:
+    """The first request after the session's opening fetch (epoch 1) accepts offset 0."""
+    batch = {"first_offset": 0, "last_offset": 0, "acknowledge_types": [1]}
+    return {
+        "group_id": scene.group,
+        "member_id": SHARE_MEMBER,
+        "share_session_epoch": 1,
+        "topics": [
+            {
+                "topic_id": scene.topic_id,
+                "partitions": [{"partition_index": 0, "acknowledgement_batches": [batch]}],
+            }
+        ],
+    }
+
+
+async def check_share_acknowledge(scene: Scene, response: Any) -> None:
+    assert response.error_code == ErrorCode.none
+    assert [p.error_code for t in response.responses for p in t.partitions] == [ErrorCode.none]
+
+
+async def share_group_consumed_one(scene: Scene) -> None:
+    """:func:`share_fetch_one` and its acknowledgement, then the member leaves: an empty share group
+    whose partition starts at offset 1."""
+    await share_fetch_one(scene)
+    acked = await scene.client.call(ApiKey.SHARE_ACKNOWLEDGE, 1, share_acknowledge_sample(scene))
+    await check_share_acknowledge(scene, acked)
+    joined = await scene.client.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, share_heartbeat_sample(scene))
+    assert joined.error_code == ErrorCode.none
+    left = await scene.client.call(
+        ApiKey.SHARE_GROUP_HEARTBEAT, 1, {**share_heartbeat_sample(scene), "member_epoch": -1}
+    )
+    assert left.error_code == ErrorCode.none
+
+
+def describe_share_offsets_sample(scene: Scene) -> dict[str, Any]:
+    return {"groups": [{"group_id": scene.group, "topics": [{"topic_name": scene.topic, "partitions": [0]}]}]}
+
+
+async def check_describe_share_offsets(scene: Scene, response: Any) -> None:
+    (group,) = response.groups
+    assert group.error_code == ErrorCode.none
+    (partition,) = group.topics[0].partitions
+    assert (partition.error_code, partition.start_offset) == (ErrorCode.none, 1)
+    if scene.version >= 1:
+        assert partition.lag == 0
+
+
+def alter_share_offsets_sample(scene: Scene) -> dict[str, Any]:
+    """Back to offset 0 (reset to earliest)."""
+    return {
+        "group_id": scene.group,
+        "topics": [{"topic_name": scene.topic, "partitions": [{"partition_index": 0, "start_offset": 0}]}],
+    }
+
+
+async def check_alter_share_offsets(scene: Scene, response: Any) -> None:
+    assert response.error_code == ErrorCode.none
+    assert [p.error_code for t in response.responses for p in t.partitions] == [ErrorCode.none]
+
+
+def delete_share_offsets_sample(scene: Scene) -> dict[str, Any]:
+    return {"group_id": scene.group, "topics": [{"topic_name": scene.topic}]}
+
+
+async def check_delete_share_offsets(scene: Scene, response: Any) -> None:
+    assert response.error_code == ErrorCode.none
+    assert [t.error_code for t in response.responses] == [ErrorCode.none]
+
+
 CASES: dict[int, Case] = {
     ApiKey.PRODUCE: Case(produce_sample, check_produce, create_topic),
     ApiKey.FETCH: Case(fetch_sample, check_fetch, create_topic_with_one_record),
@@ -863,6 +1035,21 @@ CASES: dict[int, Case] = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: Case(incremental_alter_configs_sample, check_incremental_alter_configs),
     ApiKey.CONSUMER_GROUP_DESCRIBE: Case(
         consumer_group_describe_sample, check_consumer_group_describe, consumer_group_join
+    ),
+    ApiKey.SHARE_GROUP_HEARTBEAT: Case(share_heartbeat_sample, check_share_heartbeat, create_topic),
+    ApiKey.SHARE_GROUP_DESCRIBE: Case(
+        consumer_group_describe_sample, check_share_group_describe, share_group_join
+    ),
+    ApiKey.SHARE_FETCH: Case(share_fetch_sample, check_share_fetch, share_backlog),
+    ApiKey.SHARE_ACKNOWLEDGE: Case(share_acknowledge_sample, check_share_acknowledge, share_fetch_one),
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: Case(
+        describe_share_offsets_sample, check_describe_share_offsets, share_group_consumed_one
+    ),
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: Case(
+        alter_share_offsets_sample, check_alter_share_offsets, share_group_consumed_one
+    ),
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: Case(
+        delete_share_offsets_sample, check_delete_share_offsets, share_group_consumed_one
     ),
 }
 """API key -> its round-trip case; every key ApiVersions advertises must have one."""

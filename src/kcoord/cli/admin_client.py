@@ -35,6 +35,8 @@ FIND_COORDINATOR_V = 3
 LIST_GROUPS_V = 4
 DESCRIBE_GROUPS_V = 5
 CONSUMER_GROUP_DESCRIBE_V = 1  # v1 adds member_type: which members of a migrating group are classic
+SHARE_GROUP_DESCRIBE_V = 1
+DESCRIBE_SHARE_GROUP_OFFSETS_V = 1  # v1 adds lag
 OFFSET_FETCH_V = 7
 OFFSET_COMMIT_V = 8
 DELETE_GROUPS_V = 2
@@ -196,6 +198,11 @@ class AdminClient:
             self._max_versions = {int(k.api_key): int(k.max_version) for k in self.api_versions().api_keys}
         return min(wanted, self._max_versions.get(int(api_key), wanted))
 
+    def serves(self, api_key: int) -> bool:
+        """Whether the server advertises ``api_key`` at all."""
+        self.version_for(api_key, 0)
+        return self._max_versions is not None and int(api_key) in self._max_versions
+
     def list_groups(self) -> list[tuple[str, str, str]]:
         """(group id, protocol type, state) of every group, sorted."""
         response = self._bootstrap.call(ApiKey.LIST_GROUPS, LIST_GROUPS_V, {"states_filter": []})
@@ -228,6 +235,40 @@ class AdminClient:
         if code != 0:
             raise AdminError(f"ConsumerGroupDescribe {group_id}: {error_name(code)}")
         return group
+
+    def describe_share_group(self, group_id: str) -> Any | None:
+        """The share group (ShareGroupDescribe), or None when the id is not one (or the server has none)."""
+        if not self.serves(ApiKey.SHARE_GROUP_DESCRIBE):
+            return None
+        response = self._coordinator(group_id).call(
+            ApiKey.SHARE_GROUP_DESCRIBE,
+            SHARE_GROUP_DESCRIBE_V,
+            {"group_ids": [group_id], "include_authorized_operations": False},
+        )
+        (group,) = response.groups
+        code = int(group.error_code)
+        if code == int(ErrorCode.group_id_not_found):
+            return None
+        if code != 0:
+            raise AdminError(f"ShareGroupDescribe {group_id}: {error_name(code)}")
+        return group
+
+    def share_group_offsets(self, group_id: str) -> list[tuple[str, int, int, int]]:
+        """(topic, partition, start offset, lag) of every share partition the group has state for."""
+        response = self._coordinator(group_id).call(
+            ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
+            self.version_for(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, DESCRIBE_SHARE_GROUP_OFFSETS_V),
+            {"groups": [{"group_id": group_id, "topics": None}]},
+        )
+        (group,) = response.groups
+        if int(group.error_code) != 0:
+            raise AdminError(f"DescribeShareGroupOffsets {group_id}: {error_name(int(group.error_code))}")
+        return sorted(
+            (str(t.topic_name), int(p.partition_index), int(p.start_offset), int(getattr(p, "lag", -1)))
+            for t in group.topics
+            for p in t.partitions
+            if int(p.error_code) == 0
+        )
 
     def group_offsets(self, group_id: str) -> GroupOffsets:
         """Committed offsets of every partition the group committed, with their log end offsets."""

@@ -29,6 +29,7 @@ from kcoord.cli.consumer_groups import (
 )
 from kcoord.cli.http_endpoint import get_json, url_for
 from kcoord.cli.partition_rows import PARTITION_HEADERS, partition_rows
+from kcoord.cli.share_groups import print_share_group
 from kcoord.config import parse_host_port
 from kcoord.observability.group_views import decode_member_assignment
 
@@ -177,6 +178,9 @@ def _describe(args: argparse.Namespace) -> int:
             missing = sorted(set(assigned_partitions(consumer_group)) - set(offsets.log_end))
             log_end = {**client.log_end_offsets(missing), **offsets.log_end}
             return _print_consumer_group(args, consumer_group, offsets.committed, log_end)
+        share_group = client.describe_share_group(args.group)
+        if share_group is not None:
+            return print_share_group(args, share_group, client.share_group_offsets(args.group), print_table)
         group = client.describe_group(args.group)
         offsets = client.group_offsets(args.group)
         if str(group.group_state) == "Dead" and not group.members and not offsets.committed:

@@ -25,7 +25,7 @@ CONSUMER_OFFSETS = "__consumer_offsets"
 TRANSACTION_STATE = "__transaction_state"
 """The transaction coordinator's log; created by the coordinator, never by clients."""
 
-INTERNAL_TOPICS = frozenset({CONSUMER_OFFSETS, TRANSACTION_STATE})
+INTERNAL_TOPICS = frozenset({CONSUMER_OFFSETS, TRANSACTION_STATE, "__share_group_state"})
 """Names only kcoord itself may create or delete."""
 
 MAX_NAME_LENGTH = 249

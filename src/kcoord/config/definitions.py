@@ -340,6 +340,29 @@ DEFINITIONS: tuple[Definition, ...] = (
         "Online migration: upgrade (a classic group becomes a consumer group when a consumer-protocol"
         " member joins), downgrade (back when its last consumer-protocol member leaves), both, or none.",
     ),
+    # share groups (KIP-932), Kafka 4.2's names and defaults
+    Definition("group.share.session.timeout.ms", 45000, _int(1), "Session timeout of share group members."),
+    Definition("group.share.heartbeat.interval.ms", 5000, _int(1), "Heartbeat interval of share groups."),
+    Definition("group.share.max.size", 200, _int(1), "Most members a share group may have."),
+    Definition(
+        "group.share.record.lock.duration.ms", 30000, _int(1000), "How long an acquired record stays locked."
+    ),
+    Definition(
+        "group.share.delivery.count.limit", 5, _int(2, 10), "Deliveries of a record before it is archived."
+    ),
+    Definition(
+        "group.share.partition.max.record.locks", 2000, _int(100), "In-flight records per share partition."
+    ),
+    Definition("group.share.max.share.sessions", 2000, _int(1), "Share sessions open on this node at once."),
+    Definition(
+        "share.coordinator.state.topic.num.partitions", 50, _int(1), "Partitions of __share_group_state."
+    ),
+    Definition(
+        "share.coordinator.snapshot.update.records.per.snapshot",
+        500,
+        _int(0),
+        "ShareUpdate records of a share partition between two ShareSnapshots.",
+    ),
     # authorization
     Definition(
         "authorizer.class.name",

@@ -1,12 +1,13 @@
-"""Classic and consumer groups share one group id namespace; this is what routes between them.
+"""Classic, consumer and share groups share one group id namespace; this is what routes between them.
 
 Each kind of group is a :class:`GroupKind`; :class:`GroupKinds` holds them in order and answers
 which kind a group id belongs to (the first that has it, else the classic kind, which creates groups
 on a JoinGroup or an offset commit). Everything that only needs "the group's kind" goes through it:
 the offsets' view of a group (:class:`GroupsView`), classic heartbeats, disconnect hints,
-DescribeGroups and DeleteGroups. Adding a kind (share groups) is one more :class:`GroupKind` in
-the list. The online migration between the two kinds (:mod:`kcoord.coordinator.migration`) stays
-explicit in the shard: it is about those two kinds in particular.
+DescribeGroups and DeleteGroups. Adding a kind is one more :class:`GroupKind` in the list, as share
+groups are (:class:`~kcoord.coordinator.share.kind.ShareKind`). The online migration between the
+classic and consumer kinds (:mod:`kcoord.coordinator.migration`) stays explicit in the shard: it
+is about those two kinds in particular.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from kcoord.coordinator.classic.manager import ClassicGroupManager
 from kcoord.coordinator.classic.messages import DescribedGroup, HeartbeatRequest
 from kcoord.coordinator.consumer.classic_members import ClassicMemberRequests
 from kcoord.coordinator.consumer.manager import CONSUMER_PROTOCOL_TYPE, ConsumerGroupManager
-from kcoord.coordinator.records import CoordinatorRecord
 from kcoord.coordinator.result import CoordinatorResult
 from kcoord.protocol.errors import ErrorCode, KafkaError
 
@@ -61,7 +61,7 @@ class GroupKind(Protocol):
     def describe_group(self, group_id: str, api_version: int) -> DescribedGroup:
         """DescribeGroups' answer for a group of this kind."""
 
-    def delete_group(self, group_id: str) -> list[CoordinatorRecord]:
+    def delete_group(self, group_id: str) -> CoordinatorResult:
         """DeleteGroups: the group's tombstones; raises KafkaError (nothing changed) when refused."""
 
 
@@ -94,9 +94,9 @@ class ClassicKind:
     def describe_group(self, group_id: str, api_version: int) -> DescribedGroup:
         return self._classic.describe_groups([group_id], api_version)[0]
 
-    def delete_group(self, group_id: str) -> list[CoordinatorRecord]:
+    def delete_group(self, group_id: str) -> CoordinatorResult:
         self._classic.validate_delete_group(group_id)
-        return self._classic.delete_group(group_id)
+        return CoordinatorResult(records=self._classic.delete_group(group_id))
 
 
 class ConsumerKind:
@@ -150,8 +150,8 @@ class ConsumerKind:
         error = ErrorCode.group_id_not_found if api_version >= 6 else ErrorCode.none
         return DescribedGroup(group_id, error, "Dead", "", "")
 
-    def delete_group(self, group_id: str) -> list[CoordinatorRecord]:
-        return self._consumer.delete_group(group_id).records
+    def delete_group(self, group_id: str) -> CoordinatorResult:
+        return self._consumer.delete_group(group_id)
 
 
 class GroupKinds:

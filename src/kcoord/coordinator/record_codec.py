@@ -20,7 +20,8 @@ GroupMetadataValue v0..v4   protocolType, generation i32, protocol?, leader?,
 Keys are never flexible. Flexible values use compact (unsigned-varint, length + 1) strings,
 bytes and arrays, and end every struct with tagged fields, which are skipped when read. KIP-848
 consumer group records (key types 3-8) are laid out by
-:mod:`kcoord.coordinator.consumer_record_codec`. Other key types (share and streams groups)
+:mod:`kcoord.coordinator.consumer_record_codec`, share group records (key types 10-15) by
+:mod:`kcoord.coordinator.share.group_records`. Other key types (streams groups)
 decode to None so replay can skip them. Anything malformed raises :class:`RecordDecodeError`
 naming the field and offset.
 """
@@ -48,6 +49,14 @@ from kcoord.coordinator.records import (
     OffsetCommitValue,
     RecordKey,
     RecordValue,
+)
+from kcoord.coordinator.share.group_records import (
+    ShareGroupKey,
+    ShareGroupRecord,
+    ShareGroupValue,
+    decode_share_group_record,
+    encode_share_group_key,
+    encode_share_group_value,
 )
 
 __all__ = [
@@ -154,7 +163,7 @@ def decode_offset_commit_fields(key: bytes, value: bytes | None) -> OffsetCommit
     return group, topic, partition, fields
 
 
-def decode_record(key: bytes, value: bytes | None) -> CoordinatorRecord | None:
+def decode_record(key: bytes, value: bytes | None) -> CoordinatorRecord | ShareGroupRecord | None:
     """Decode one offsets-log record; None for record types kcoord does not know."""
     fast = decode_offset_commit_fields(key, value)
     if fast is not None:
@@ -163,7 +172,7 @@ def decode_record(key: bytes, value: bytes | None) -> CoordinatorRecord | None:
         return CoordinatorRecord(fast_key, None if fields is None else OffsetCommitValue(*fields))
     decoded_key = decode_key(key)
     if decoded_key is None:
-        return None
+        return decode_share_group_record(key, value)
     if value is None:
         return CoordinatorRecord(key=decoded_key, value=None)
     return CoordinatorRecord(key=decoded_key, value=decode_value(decoded_key, value))
@@ -243,8 +252,10 @@ def _decode_member(reader: _Reader, version: int, flexible: bool) -> MemberMetad
     )
 
 
-def encode_key(key: RecordKey) -> bytes:
+def encode_key(key: RecordKey | ShareGroupKey) -> bytes:
     """Kafka's bytes for a record key (OffsetCommit keys are written as type 1)."""
+    if isinstance(key, ShareGroupKey):
+        return encode_share_group_key(key)
     if isinstance(key, OffsetCommitKey):
         writer = _Writer("OffsetCommitKey")
         writer.int16(OFFSET_COMMIT_KEY, "type")
@@ -261,7 +272,7 @@ def encode_key(key: RecordKey) -> bytes:
     return writer.getvalue()
 
 
-def encode_value(value: RecordValue | None, *, version: int | None = None) -> bytes | None:
+def encode_value(value: RecordValue | ShareGroupValue | None, *, version: int | None = None) -> bytes | None:
     """Kafka's bytes for a record value; None (a tombstone) stays None.
 
     Without ``version`` this writes what Kafka writes: OffsetCommitValue v3 (v1 when an expiry
@@ -270,6 +281,8 @@ def encode_value(value: RecordValue | None, *, version: int | None = None) -> by
     """
     if value is None:
         return None
+    if isinstance(value, ShareGroupValue):
+        return encode_share_group_value(value)
     if isinstance(value, OffsetCommitValue):
         if version is None:
             with_expiry = value.expire_timestamp != -1

@@ -1,4 +1,4 @@
-"""One partition of ``__consumer_offsets``: its classic and consumer groups and their committed offsets.
+"""One partition of ``__consumer_offsets``: its classic, consumer and share groups and committed offsets.
 
 The shard is pure: every method takes the time and returns a :class:`CoordinatorResult`. It
 routes records to the state machine they belong to: offset records are applied once durable
@@ -8,6 +8,7 @@ because the classic groups change their in-memory state as they go, as in Kafka.
 
 from __future__ import annotations
 
+import uuid
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
@@ -55,6 +56,11 @@ from kcoord.coordinator.offsets import (
 )
 from kcoord.coordinator.records import CONSUMER_GROUP_KEYS, CoordinatorRecord, OffsetCommitKey
 from kcoord.coordinator.result import CoordinatorResult
+from kcoord.coordinator.share.config import ShareGroupConfig
+from kcoord.coordinator.share.group_records import ShareGroupRecord
+from kcoord.coordinator.share.kind import ShareKind
+from kcoord.coordinator.share.manager import ShareGroupManager
+from kcoord.coordinator.share.messages import DescribedShareGroup, ShareGroupChange, ShareHeartbeatRequest
 from kcoord.coordinator.txn_offset_commit import TxnOffsetCommitRequest, commit_transactional
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.timer.api import Timer
@@ -84,6 +90,7 @@ class GroupCoordinatorShard:
         topic_names: Callable[[], Iterable[str]] = tuple,
         past_rebalances: PastRebalances | None = None,
         group_overrides: GroupConfigOverrides | None = None,
+        share_config: ShareGroupConfig | None = None,
     ) -> None:
         self.classic = ClassicGroupManager(timer, classic_config, observer)
         self.consumer = ConsumerGroupManager(
@@ -95,8 +102,14 @@ class GroupCoordinatorShard:
             overrides=group_overrides,
         )
         self._classic_members = ClassicMemberRequests(self.consumer)
+        self._topic_ids = topic_ids
+        self._partition_count = partition_count or _no_topics
+        self.share = ShareGroupManager(share_config or ShareGroupConfig(), timer, self._share_topic)
+        self._share_kind = ShareKind(self.share)
         self._kinds = GroupKinds(
-            ConsumerKind(self.consumer, self._classic_members), default=ClassicKind(self.classic)
+            ConsumerKind(self.consumer, self._classic_members),
+            self._share_kind,
+            default=ClassicKind(self.classic),
         )
         self._groups = GroupsView(self._kinds)
         self._conversions = conversion_events(observer)
@@ -118,6 +131,8 @@ class GroupCoordinatorShard:
                 self.offsets.replay_transactional(record, producer_id, producer_epoch)
             else:
                 self.offsets.replay(record)
+        elif isinstance(record, ShareGroupRecord):
+            self.share.replay(record)
         elif isinstance(record.key, CONSUMER_GROUP_KEYS):
             self.consumer.replay(record.key, record.value)
         else:
@@ -145,9 +160,13 @@ class GroupCoordinatorShard:
         if self._past_rebalances is not None:
             self.classic.restore_history(self._past_rebalances)
         self.consumer.on_loaded(now_ms)
+        self.share.on_loaded(now_ms)
         return self.classic.on_loaded(now_ms)
 
     def on_timer(self, key: str, now_ms: int) -> CoordinatorResult:
+        share_change = self.share.on_timer(key, now_ms)
+        if share_change is not None:
+            return share_change
         change = self.consumer.on_timer(key, now_ms)
         if change is not None:
             self._downgrade_where_due(change, now_ms)
@@ -168,6 +187,10 @@ class GroupCoordinatorShard:
         self, request: JoinGroupRequest, sink: Any, now_ms: int, connection_id: int | None = None
     ) -> CoordinatorResult:
         result = CoordinatorResult()
+        if self.share.has_group(request.group_id):
+            raise KafkaError(
+                ErrorCode.inconsistent_group_protocol, f"Group {request.group_id} is a share group."
+            )
         if self._serves_classic_members(request.group_id):
             if self.consumer.groups[request.group_id].members:
                 change = self._classic_members.join(request, sink, now_ms)
@@ -238,6 +261,8 @@ class GroupCoordinatorShard:
         may downgrade the group (:meth:`_downgrade_where_due`)."""
         result = CoordinatorResult()
         self.consumer.validate(request)
+        if self.share.has_group(request.group_id):
+            raise KafkaError(ErrorCode.group_id_not_found, f"Group {request.group_id} is a share group.")
         if self.classic.has_group(request.group_id):
             self._upgrade(request, result, now_ms)
         change = self.consumer.heartbeat(request, sink, now_ms, connection_id)
@@ -288,6 +313,29 @@ class GroupCoordinatorShard:
 
     def describe_consumer_group(self, group_id: str) -> DescribedConsumerGroup | None:
         return self.consumer.describe(group_id)
+
+    # -- share groups (KIP-932)
+
+    def share_heartbeat(self, request: ShareHeartbeatRequest, sink: Any, now_ms: int) -> ShareGroupChange:
+        """A group of that id that is not a share group refuses it: GROUP_ID_NOT_FOUND, as Kafka."""
+        if self.consumer.has_group(request.group_id) or self.classic.has_group(request.group_id):
+            raise KafkaError(ErrorCode.group_id_not_found, f"Group {request.group_id} is not a share group.")
+        return self.share.heartbeat(sink, request, now_ms)
+
+    def share_partition_initialized(
+        self, group_id: str, topic_id: uuid.UUID, partition: int
+    ) -> CoordinatorResult:
+        """The share partition has durable state now: the group records it as initialized."""
+        return self.share.initialized(group_id, {topic_id: (partition,)})
+
+    def describe_share_groups(self, group_ids: list[str]) -> list[DescribedShareGroup]:
+        """ShareGroupDescribe; a group of another kind is GROUP_ID_NOT_FOUND, as a missing one (Kafka)."""
+        return self.share.describe(group_ids)
+
+    def _share_topic(self, name: str) -> tuple[uuid.UUID, int] | None:
+        count = self._partition_count(name)
+        topic_id = None if self._topic_ids is None else self._topic_ids.id_of(name)
+        return None if count is None or topic_id is None else (topic_id, count)
 
     def is_classic_group(self, group_id: str) -> bool:
         return self.classic.has_group(group_id)
@@ -346,7 +394,8 @@ class GroupCoordinatorShard:
             ListedGroup(group_id, CONSUMER_PROTOCOL_TYPE, state, group_type="consumer")
             for group_id, state in self.consumer.listed(states_filter)
         ]
-        return self.classic.list_groups(states_filter) + consumer
+        share = self._share_kind.listed_groups(tuple(states_filter or ()))
+        return self.classic.list_groups(states_filter) + consumer + share
 
     def describe_group(self, group_id: str, api_version: int) -> DescribedGroup:
         return self._kinds.kind_of(group_id).describe_group(group_id, api_version)
@@ -362,7 +411,7 @@ class GroupCoordinatorShard:
                 answers.append(DeleteGroupResult(group_id, exc.code))
                 continue
             result.records.extend(self.offsets.delete_group_offsets(group_id))
-            result.records.extend(deleted)
+            result.extend(deleted)
             answers.append(DeleteGroupResult(group_id, ErrorCode.none))
         result.respond(sink, answers)
         return result

@@ -19,7 +19,12 @@ from typing import Any
 
 import structlog
 
-from kcoord.coordinator.consumer.group_configs import GROUP_CONFIG_NAMES, GroupConfigOverrides
+from kcoord.coordinator.consumer.group_configs import (
+    GROUP_CONFIG_NAMES,
+    ConfigValue,
+    GroupConfigOverrides,
+    stored_value,
+)
 from kcoord.storage.data_files import parse_document
 from kcoord.storage.documents import FileDocument, StateDocument
 
@@ -30,7 +35,7 @@ log = structlog.get_logger(__name__)
 GROUP_CONFIGS_FILE = "group-configs.json"
 _FORMAT_VERSION = 1
 
-Groups = dict[str, dict[str, int]]
+Groups = dict[str, dict[str, ConfigValue]]
 
 
 def group_configs_file(data_dir: Path) -> FileDocument:
@@ -46,12 +51,14 @@ def _parse(document: Any) -> Groups:
     if document.get("version") != _FORMAT_VERSION:
         raise ValueError(f"unknown group configs format {document.get('version')!r}")
     return {
-        str(group): {name: int(value) for name, value in configs.items() if name in GROUP_CONFIG_NAMES}
+        str(group): {
+            name: stored_value(name, value) for name, value in configs.items() if name in GROUP_CONFIG_NAMES
+        }
         for group, configs in document["groups"].items()
     }
 
 
-def _encode(groups: Mapping[str, Mapping[str, int]]) -> dict[str, Any]:
+def _encode(groups: Mapping[str, Mapping[str, ConfigValue]]) -> dict[str, Any]:
     return {"version": _FORMAT_VERSION, "groups": {g: dict(c) for g, c in sorted(groups.items())}}
 
 
@@ -78,14 +85,14 @@ class GroupConfigStore:
             log.info("group_configs.refreshed", groups=len(self.overrides.by_group))
 
     async def alter(
-        self, group_id: str, change: Callable[[Mapping[str, int]], Mapping[str, int]]
-    ) -> dict[str, int]:
+        self, group_id: str, change: Callable[[Mapping[str, ConfigValue]], Mapping[str, ConfigValue]]
+    ) -> dict[str, ConfigValue]:
         """Replace one group's overrides with ``change`` of them as stored now (in a cluster: as the
         database holds them, so another node's alteration meanwhile is kept), durably, then in
         memory; the overrides it made (none: the group is forgotten). An exception from ``change``
         leaves everything as it was."""
         location = self._document.location
-        made: dict[str, int] = {}
+        made: dict[str, ConfigValue] = {}
 
         def on_document(document: Any) -> Any:
             groups = _decode(document, location)

@@ -28,6 +28,7 @@ from kcoord.coordinator.record_codec import (
 )
 from kcoord.coordinator.records import CoordinatorRecord
 from kcoord.coordinator.result import CoordinatorResult
+from kcoord.coordinator.share.group_records import ShareGroupRecord
 from kcoord.protocol.control_batch import encode_transactional_batch
 from kcoord.protocol.plain_batch import EncodedBatch, encode_for_log
 from kcoord.runtime.coordinator_type import CoordinatorType, FastReplay
@@ -60,7 +61,7 @@ class GroupRecordSerde:
         ]
         return encode_transactional_batch(entries, producer_id, producer_epoch, now_ms)
 
-    def decode(self, key: bytes, value: bytes | None) -> CoordinatorRecord | None:
+    def decode(self, key: bytes, value: bytes | None) -> CoordinatorRecord | ShareGroupRecord | None:
         return decode_record(key, value)
 
     def fast_replay(self, shard: Any) -> FastReplay | None:

@@ -8,8 +8,9 @@ the current state) and returns the core's response type. The runtime underneath
 
 from __future__ import annotations
 
+import uuid
 from collections import defaultdict
-from collections.abc import Collection
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
@@ -41,6 +42,11 @@ from kcoord.coordinator.offsets import (
 )
 from kcoord.coordinator.result import CoordinatorResult
 from kcoord.coordinator.shard import GroupCoordinatorShard
+from kcoord.coordinator.share.messages import (
+    DescribedShareGroup,
+    ShareHeartbeatRequest,
+    ShareHeartbeatResponse,
+)
 from kcoord.coordinator.txn_offset_commit import TxnOffsetCommitRequest
 from kcoord.protocol.errors import KafkaError
 from kcoord.runtime.group_coordinator import GroupCoordinator
@@ -56,8 +62,15 @@ class GroupListing:
 
 
 class GroupService:
-    def __init__(self, coordinator: GroupCoordinator) -> None:
+    def __init__(
+        self,
+        coordinator: GroupCoordinator,
+        groups_deleted: Callable[[list[str]], Awaitable[None]] | None = None,
+    ) -> None:
+        """``groups_deleted``: after DeleteGroups, with the ids it deleted (the share coordinator
+        deletes their share-partition state)."""
         self._coordinator = coordinator
+        self._groups_deleted = groups_deleted
 
     # -- membership
 
@@ -106,6 +119,39 @@ class GroupService:
 
         def describe(shard: GroupCoordinatorShard) -> tuple[DescribedConsumerGroup | None, bool]:
             return shard.describe_consumer_group(group_id), shard.is_classic_group(group_id)
+
+        return self._coordinator.read(group_id, describe)
+
+    # -- share groups (KIP-932)
+
+    async def share_heartbeat(self, request: ShareHeartbeatRequest) -> ShareHeartbeatResponse:
+        def beat(shard: GroupCoordinatorShard, sink: Sink, now_ms: int) -> CoordinatorResult:
+            return shard.share_heartbeat(request, sink, now_ms)
+
+        response: ShareHeartbeatResponse = await self._coordinator.write(request.group_id, beat)
+        return response
+
+    async def share_partition_initialized(self, group_id: str, topic_id: uuid.UUID, partition: int) -> None:
+        """Record in the group's ShareGroupStatePartitionMetadata that the partition has state."""
+
+        def record(shard: GroupCoordinatorShard, sink: Sink, now_ms: int) -> CoordinatorResult:
+            result = shard.share_partition_initialized(group_id, topic_id, partition)
+            result.respond(sink, None)
+            return result
+
+        await self._coordinator.write(group_id, record)
+
+    def share_group_partitions(self, group_id: str) -> dict[uuid.UUID, tuple[int, ...]]:
+        """The share partitions the group records as having state (ShareGroupStatePartitionMetadata)."""
+
+        def read(shard: GroupCoordinatorShard) -> dict[uuid.UUID, tuple[int, ...]]:
+            return shard.share.initialized_partitions(group_id)
+
+        return self._coordinator.read(group_id, read)
+
+    def describe_share_group(self, group_id: str) -> DescribedShareGroup:
+        def describe(shard: GroupCoordinatorShard) -> DescribedShareGroup:
+            return shard.describe_share_groups([group_id])[0]
 
         return self._coordinator.read(group_id, describe)
 
@@ -180,4 +226,7 @@ class GroupService:
                 results.extend(DeleteGroupResult(group_id, exc.code) for group_id in batch)
                 continue
             results.extend(answers)
+        deleted = [r.group_id for r in results if r.error_code == ErrorCode.none]
+        if deleted and self._groups_deleted is not None:
+            await self._groups_deleted(deleted)
         return results

@@ -69,4 +69,4 @@ def test_classic_apis_see_a_share_group_as_not_theirs() -> None:
         kind.delete_group("sg")
     assert busy.value.code == ErrorCode.non_empty_group
     manager.heartbeat(None, ShareHeartbeatRequest("sg", "m1", -1), 0)
-    assert len(kind.delete_group("sg")) == 3 and not kind.has_group("sg")
+    assert len(kind.delete_group("sg").records) == 3 and not kind.has_group("sg")

@@ -42,7 +42,7 @@ from kcoord.cluster.topic_configs import DELETE, SET, altered_topic_configs
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.config import Settings
 from kcoord.config.dynamic import DynamicConfigError, altered_broker_configs
-from kcoord.coordinator.consumer.group_configs import GroupConfigError, altered
+from kcoord.coordinator.consumer.group_configs import ConfigValue, GroupConfigError, altered
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.runtime.group_config_store import GroupConfigStore
 from kcoord.security.authorizer import Authorizer
@@ -154,7 +154,7 @@ async def _alter_group(
     store = targets.groups
     defaults = group_config_defaults(targets.settings)
 
-    def change(stored: Mapping[str, int]) -> Mapping[str, int]:
+    def change(stored: Mapping[str, ConfigValue]) -> Mapping[str, ConfigValue]:
         steps = list(operations({name: str(value) for name, value in stored.items()}))
         return altered(stored, steps, defaults)
 

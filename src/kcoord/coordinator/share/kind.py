@@ -15,7 +15,6 @@ offsets (their progress is the share-partition state) and speak neither classic 
 from __future__ import annotations
 
 from kcoord.coordinator.classic.messages import DescribedGroup, HeartbeatRequest, ListedGroup
-from kcoord.coordinator.records import CoordinatorRecord
 from kcoord.coordinator.result import CoordinatorResult
 from kcoord.coordinator.share.manager import SHARE_PROTOCOL_TYPE, ShareGroupManager
 from kcoord.protocol.errors import ErrorCode, KafkaError
@@ -33,6 +32,12 @@ class ShareKind:
     def validate_offset_commit(
         self, group_id: str, member_id: str, instance: str | None, epoch: int, version: int, now_ms: int
     ) -> None:
+        raise KafkaError(ErrorCode.group_id_not_found, f"Group {group_id} is a share group.")
+
+    def validate_transactional_commit(
+        self, group_id: str, member_id: str, instance: str | None, generation: int, now_ms: int
+    ) -> None:
+        """A share group keeps no committed offsets, inside a transaction or not (as OffsetCommit)."""
         raise KafkaError(ErrorCode.group_id_not_found, f"Group {group_id} is a share group.")
 
     def group_state(self, group_id: str) -> str | None:
@@ -65,9 +70,9 @@ class ShareKind:
         error = ErrorCode.group_id_not_found if api_version >= 6 else ErrorCode.none
         return DescribedGroup(group_id, error, "Dead", "", "")
 
-    def delete_group(self, group_id: str) -> list[CoordinatorRecord]:
-        records: list[CoordinatorRecord] = self._manager.delete_group(group_id).records
-        return records
+    def delete_group(self, group_id: str) -> CoordinatorResult:
+        """The change names the group's share state, which the share coordinator deletes."""
+        return self._manager.delete_group(group_id)
 
     def listed_groups(self, states: tuple[str, ...] = ()) -> list[ListedGroup]:
         """ListGroups v5+: each share group with type "share" (protocol type "share")."""

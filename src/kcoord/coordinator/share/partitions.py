@@ -52,6 +52,9 @@ class ShareGroupPartitions:
         self._partitions: dict[tuple[str, uuid.UUID, int], SharePartition] = {}
         self._state_epochs: dict[tuple[str, uuid.UUID, int], int] = {}
 
+    def count(self) -> int:
+        return len(self._partitions)
+
     def get(self, group_id: str, tp: TopicIdPartition) -> SharePartition | None:
         return self._partitions.get((group_id, *tp))
 

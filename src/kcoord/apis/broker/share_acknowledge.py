@@ -1,0 +1,87 @@
+"""ShareAcknowledge (key 79), versions 1-2: acknowledgements of a share group member, without a fetch.
+
+- v0 was Kafka 4.0's early-access version and is not served.
+- v1: the share session epoch (0 may not open a session: INVALID_SHARE_SESSION_EPOCH; -1 closes
+  it once the acknowledgements are settled, releasing what the member still holds) and per
+  partition its acknowledgement batches (1 accept, 2 release, 3 reject, 0 a gap).
+- v2: ``is_renew_ack`` and ``acquisition_lock_timeout`` in the answer; a renew acknowledgement
+  (type 4) is INVALID_REQUEST in kcoord.
+
+Each partition's answer goes out once its new state is durable in ``__share_group_state``: an
+acknowledged record is never delivered again, even after a crash.
+
+Authorization, as Kafka 4.2: Group READ on the share group (else GROUP_AUTHORIZATION_FAILED for the
+whole request), Topic READ per topic (else TOPIC_AUTHORIZATION_FAILED for its partitions).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from kcoord.apis.access import Op, require_group
+from kcoord.apis.broker.share_partitions_common import (
+    TopicNameOf,
+    acknowledgements,
+    by_topic,
+    current_leader,
+    readable,
+)
+from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.protocol.registry import ApiSpec
+from kcoord.runtime.share_partition_leader import SharePartitionLeader, TopicIdPartition
+from kcoord.security.authorizer import Authorizer
+from kcoord.server.context import RequestContext
+
+
+def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
+    return {"error_code": code, "acquisition_lock_timeout": 0, "responses": [], "node_endpoints": []}
+
+
+def api(
+    leader: SharePartitionLeader, name_of: TopicNameOf, node_id: int, *, authorizer: Authorizer
+) -> ApiSpec:
+    handler = functools.partial(
+        handle_share_acknowledge, leader=leader, name_of=name_of, node_id=node_id, authorizer=authorizer
+    )
+    return ApiSpec(ApiKey.SHARE_ACKNOWLEDGE, "ShareAcknowledge", 1, 2, handler, _error_response)
+
+
+async def handle_share_acknowledge(
+    ctx: RequestContext,
+    request: Any,
+    *,
+    leader: SharePartitionLeader,
+    name_of: TopicNameOf,
+    node_id: int,
+    authorizer: Authorizer,
+) -> dict[str, Any]:
+    group_id, member_id = request.group_id or "", request.member_id or ""
+    if not group_id or not member_id:
+        raise KafkaError(ErrorCode.invalid_request, "GroupId and MemberId must not be empty.")
+    require_group(ctx, authorizer, Op.READ, group_id)
+    session = leader.sessions.acknowledge(group_id, member_id, int(request.share_session_epoch))
+    answers: dict[TopicIdPartition, dict[str, Any]] = {}
+    for topic in request.topics:
+        refused = readable(ctx, authorizer, name_of, topic.topic_id)
+        for p in topic.partitions:
+            tp = (topic.topic_id, int(p.partition_index))
+            code = refused
+            if code == ErrorCode.none:
+                code = await leader.acknowledge(group_id, member_id, tp, acknowledgements(p))
+            answers[tp] = {
+                "partition_index": tp[1],
+                "error_code": code,
+                "error_message": None,
+                "current_leader": current_leader(node_id),
+            }
+    if session is None:
+        leader.release_member(group_id, member_id)
+    return {
+        "throttle_time": 0,
+        "error_code": ErrorCode.none,
+        "acquisition_lock_timeout": leader.config.record_lock_duration_ms,
+        "responses": by_topic(answers),
+        "node_endpoints": [],
+    }

@@ -1,0 +1,204 @@
+"""ShareFetch (key 78), versions 1-2: a share group member's fetch, with its acknowledgements.
+
+- v0 was Kafka 4.0's early-access version and is not served.
+- v1: share sessions (``share_session_epoch``: 0 opens, -1 closes, else the next epoch), the topics
+  to add and forget, ``max_records`` and ``batch_size``; acknowledgements of earlier deliveries ride
+  on the fetch; the answer carries the records and, per partition, the acquired offset runs with
+  their delivery count, plus the acquisition lock timeout.
+- v2: ``share_acquire_mode`` and ``is_renew_ack`` (KIP-1222's renew). kcoord acquires in the
+  batch-optimised mode either way and answers a renew acknowledgement (type 4) INVALID_REQUEST.
+
+What kcoord answers:
+
+1. The session first (INVALID_SHARE_SESSION_EPOCH, SHARE_SESSION_NOT_FOUND,
+   SHARE_SESSION_LIMIT_REACHED as top-level errors), then the acknowledgements, each partition's
+   answered once durable (``acknowledge_error_code``); the final fetch (-1) only acknowledges and
+   releases what the member still holds.
+2. Every partition of the session is fetched: whole batches from its first Available offset, up to
+   ``max_bytes`` and ``max_records`` over the request, under locks of
+   ``group.share.record.lock.duration.ms``.
+3. A session lives as long as the connection that opened it: when it closes, the member's acquired
+   records are released (Kafka 4.1+).
+4. Long poll: with nothing acquired and no partition in error, the fetch waits up to ``max_wait_ms``
+   for an append to one of its partitions or a record that becomes available again.
+
+Authorization, as Kafka 4.2: Group READ on the share group (else GROUP_AUTHORIZATION_FAILED for the
+whole request), Topic READ per topic (else TOPIC_AUTHORIZATION_FAILED for its partitions).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from typing import Any
+
+from kcoord.apis.access import Op, require_group
+from kcoord.apis.broker.share_partitions_common import (
+    TopicNameOf,
+    acknowledgements,
+    by_topic,
+    current_leader,
+    readable,
+)
+from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.protocol.registry import ApiSpec
+from kcoord.runtime.share_partition_leader import SharePartitionLeader, TopicIdPartition
+from kcoord.security.authorizer import Authorizer
+from kcoord.server.context import RequestContext
+from kcoord.storage.api import PartitionLog
+
+
+def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
+    return {"error_code": code, "acquisition_lock_timeout": 0, "responses": [], "node_endpoints": []}
+
+
+def api(
+    leader: SharePartitionLeader, name_of: TopicNameOf, node_id: int, *, authorizer: Authorizer
+) -> ApiSpec:
+    handler = functools.partial(
+        handle_share_fetch, leader=leader, name_of=name_of, node_id=node_id, authorizer=authorizer
+    )
+    return ApiSpec(ApiKey.SHARE_FETCH, "ShareFetch", 1, 2, handler, _error_response)
+
+
+async def handle_share_fetch(
+    ctx: RequestContext,
+    request: Any,
+    *,
+    leader: SharePartitionLeader,
+    name_of: TopicNameOf,
+    node_id: int,
+    authorizer: Authorizer,
+) -> dict[str, Any]:
+    group_id, member_id = request.group_id or "", request.member_id or ""
+    if not group_id or not member_id:
+        raise KafkaError(ErrorCode.invalid_request, "GroupId and MemberId must not be empty.")
+    require_group(ctx, authorizer, Op.READ, group_id)
+    answers: dict[TopicIdPartition, dict[str, Any]] = {}
+
+    # 1. Which partitions: refused ones are answered, the others join the session.
+    added: list[TopicIdPartition] = []
+    for topic in request.topics:
+        refused = readable(ctx, authorizer, name_of, topic.topic_id)
+        for p in topic.partitions:
+            tp = (topic.topic_id, int(p.partition_index))
+            if refused != ErrorCode.none:
+                answers[tp] = _answer(tp[1], node_id, error=refused)
+            else:
+                added.append(tp)
+    forgotten = [(t.topic_id, int(p)) for t in request.forgotten_topics_data for p in t.partitions]
+    epoch = int(request.share_session_epoch)
+    session = leader.sessions.fetch(group_id, member_id, epoch, added, forgotten)
+    if epoch == 0 and session is not None:
+        opened = session
+        ctx.connection.on_close(lambda: leader.connection_closed(group_id, member_id, opened))
+
+    # 2. Acknowledgements, each answered once durable.
+    for topic in request.topics:
+        for p in topic.partitions:
+            tp = (topic.topic_id, int(p.partition_index))
+            if tp in answers or not p.acknowledgement_batches:
+                continue
+            code = await leader.acknowledge(group_id, member_id, tp, acknowledgements(p))
+            answers[tp] = _answer(tp[1], node_id, ack_error=code)
+    if session is None:
+        leader.release_member(group_id, member_id)
+        return _response(leader, answers)
+
+    # 3. Fetch every partition of the session; wait when nothing was acquired.
+    fetched = sorted(session.partitions, key=lambda tp: (str(tp[0]), tp[1]))
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + request.max_wait.total_seconds()
+    logs = [log for tp in fetched if (log := _log_or_none(leader, tp)) is not None]
+    with leader.watch(logs) as woken:
+        while True:
+            woken.clear()
+            got = await _fetch(leader, group_id, member_id, fetched, request, node_id, answers)
+            failed = any(a["error_code"] != ErrorCode.none for a in answers.values())
+            remaining = deadline - loop.time()
+            if got or failed or remaining <= 0:
+                break
+            try:
+                async with asyncio.timeout(remaining):
+                    await woken.wait()
+            except TimeoutError:
+                break
+    return _response(leader, answers)
+
+
+async def _fetch(
+    leader: SharePartitionLeader,
+    group_id: str,
+    member_id: str,
+    fetched: list[TopicIdPartition],
+    request: Any,
+    node_id: int,
+    answers: dict[TopicIdPartition, dict[str, Any]],
+) -> bool:
+    """One pass over the session's partitions; True when anything was acquired."""
+    records_left = (
+        int(request.max_records) if int(request.max_records) > 0 else leader.config.partition_max_record_locks
+    )
+    bytes_left = max(int(request.max_bytes), 1)
+    got = False
+    for tp in fetched:
+        answer = answers.get(tp) or _answer(tp[1], node_id)
+        answers[tp] = answer
+        if answer["error_code"] != ErrorCode.none or records_left <= 0 or bytes_left <= 0:
+            continue
+        try:
+            await leader.ensure_loaded(group_id, tp)
+            data, acquired = await leader.acquire(group_id, member_id, tp, records_left, bytes_left)
+        except KafkaError as exc:
+            answer["error_code"] = exc.code
+            answer["error_message"] = exc.message
+            continue
+        if acquired:
+            got = True
+            answer["records"] = data
+            answer["acquired_records"] = [
+                {
+                    "first_offset": a.first_offset,
+                    "last_offset": a.last_offset,
+                    "delivery_count": a.delivery_count,
+                }
+                for a in acquired
+            ]
+            records_left -= sum(a.last_offset - a.first_offset + 1 for a in acquired)
+            bytes_left -= len(data)
+    return got
+
+
+def _log_or_none(leader: SharePartitionLeader, tp: TopicIdPartition) -> PartitionLog | None:
+    try:
+        return leader.log_of(tp)
+    except KafkaError:
+        return None
+
+
+def _answer(
+    partition: int, node_id: int, *, error: ErrorCode = ErrorCode.none, ack_error: ErrorCode = ErrorCode.none
+) -> dict[str, Any]:
+    return {
+        "partition_index": partition,
+        "error_code": error,
+        "error_message": None,
+        "acknowledge_error_code": ack_error,
+        "acknowledge_error_message": None,
+        "current_leader": current_leader(node_id),
+        "records": b"",
+        "acquired_records": [],
+    }
+
+
+def _response(
+    leader: SharePartitionLeader, answers: dict[TopicIdPartition, dict[str, Any]]
+) -> dict[str, Any]:
+    return {
+        "throttle_time": 0,
+        "error_code": ErrorCode.none,
+        "acquisition_lock_timeout": leader.config.record_lock_duration_ms,
+        "responses": by_topic(answers),
+        "node_endpoints": [],
+    }

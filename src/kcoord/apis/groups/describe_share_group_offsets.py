@@ -1,0 +1,132 @@
+"""DescribeShareGroupOffsets (key 90), versions 0-1: where each share partition of a share group starts.
+
+- v0: per group, per topic partition: the start offset (the first offset whose delivery is not
+  complete; -1 when the partition has no state) and the leader epoch of the last state write.
+- v1: ``lag``: records from the start offset to the log end whose delivery is not complete.
+
+Without topics, every partition the group has state for is described. A group id that is not a
+share group is GROUP_ID_NOT_FOUND; an unknown topic UNKNOWN_TOPIC_OR_PARTITION per partition.
+
+Authorization, as Kafka 4.2: Group DESCRIBE (else GROUP_AUTHORIZATION_FAILED for the group), Topic
+DESCRIBE per topic (else TOPIC_AUTHORIZATION_FAILED for its partitions).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from kcoord.apis.access import Op, may_group, may_topic
+from kcoord.apis.groups.share_group_offsets import share_group_error, topic_of
+from kcoord.cluster.topic_manager import TopicManager
+from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.errors import ErrorCode
+from kcoord.protocol.registry import ApiSpec
+from kcoord.runtime.group_service import GroupService
+from kcoord.runtime.share_partition_leader import SharePartitionLeader
+from kcoord.security.authorizer import Authorizer
+from kcoord.server.context import RequestContext
+
+
+def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
+    return {"groups": [_failed(g.group_id, code) for g in request.groups]}
+
+
+def api(
+    groups: GroupService, leader: SharePartitionLeader, topics: TopicManager, *, authorizer: Authorizer
+) -> ApiSpec:
+    handler = functools.partial(
+        handle_describe_share_group_offsets,
+        groups=groups,
+        leader=leader,
+        topics=topics,
+        authorizer=authorizer,
+    )
+    return ApiSpec(
+        ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, "DescribeShareGroupOffsets", 0, 1, handler, _error_response
+    )
+
+
+async def handle_describe_share_group_offsets(
+    ctx: RequestContext,
+    request: Any,
+    *,
+    groups: GroupService,
+    leader: SharePartitionLeader,
+    topics: TopicManager,
+    authorizer: Authorizer,
+) -> dict[str, Any]:
+    answers = []
+    for group in request.groups:
+        group_id = group.group_id
+        if not may_group(ctx, authorizer, Op.DESCRIBE, group_id):
+            answers.append(_failed(group_id, ErrorCode.group_authorization_failed))
+            continue
+        code = share_group_error(groups, group_id, empty=False)
+        if code != ErrorCode.none:
+            answers.append(_failed(group_id, code))
+            continue
+        asked = _asked(group, groups, leader, topics)
+        described = [
+            await _topic(ctx, authorizer, leader, topics, group_id, name, partitions)
+            for name, partitions in sorted(asked.items())
+        ]
+        answers.append({"group_id": group_id, "topics": described, "error_code": ErrorCode.none})
+    return {"throttle_time": 0, "groups": answers}
+
+
+def _asked(
+    group: Any, groups: GroupService, leader: SharePartitionLeader, topics: TopicManager
+) -> dict[str, list[int]]:
+    """Topic name -> partitions: the request's, or every partition the group has state for."""
+    if group.topics is not None:
+        return {t.topic_name: [int(p) for p in t.partitions] for t in group.topics}
+    found: dict[str, set[int]] = {}
+    known = dict(groups.share_group_partitions(group.group_id))
+    for topic_id, partition in leader.led_partitions(group.group_id):
+        known[topic_id] = (*known.get(topic_id, ()), partition)
+    for topic_id, partitions in known.items():
+        info = topics.get_by_id(topic_id)
+        if info is not None:
+            found.setdefault(info.name, set()).update(partitions)
+    return {name: sorted(partitions) for name, partitions in found.items()}
+
+
+async def _topic(
+    ctx: RequestContext,
+    authorizer: Authorizer,
+    leader: SharePartitionLeader,
+    topics: TopicManager,
+    group_id: str,
+    name: str,
+    partitions: list[int],
+) -> dict[str, Any]:
+    info = topic_of(topics, name)
+    refused = None
+    if not may_topic(ctx, authorizer, Op.DESCRIBE, name):
+        refused = ErrorCode.topic_authorization_failed
+    elif info is None:
+        refused = ErrorCode.unknown_topic_or_partition
+    answers = []
+    for partition in partitions:
+        if refused is not None or info is None or not 0 <= partition < info.partitions:
+            answers.append(_partition(partition, -1, -1, -1, refused or ErrorCode.unknown_topic_or_partition))
+            continue
+        start, epoch, lag = await leader.describe_offset(group_id, (info.topic_id, partition))
+        answers.append(_partition(partition, start, epoch, lag, ErrorCode.none))
+    return {"topic_name": name, "topic_id": None if info is None else info.topic_id, "partitions": answers}
+
+
+def _partition(index: int, start: int, epoch: int, lag: int, code: ErrorCode) -> dict[str, Any]:
+    return {
+        "partition_index": index,
+        "start_offset": start,
+        "leader_epoch": epoch,
+        "lag": lag,
+        "error_code": code,
+        "error_message": None,
+    }
+
+
+def _failed(group_id: str, code: ErrorCode) -> dict[str, Any]:
+    return {"group_id": group_id, "topics": [], "error_code": code, "error_message": None}

@@ -1,0 +1,52 @@
+"""Share group metrics (KIP-932): records acquired, acknowledged by type, locks that expired, and
+the share sessions and share partitions this node holds."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+_ACKNOWLEDGE_TYPES = {0: "gap", 1: "accept", 2: "release", 3: "reject"}
+
+
+class ShareMetrics:
+    """What the share partitions' leader reports to (its ``ShareObserver``), as Prometheus metrics."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._registry = registry
+        self.acquired_records = Counter(
+            "kcoord_share_records_acquired",
+            "Records handed out by ShareFetch under a lock.",
+            registry=registry,
+        )
+        self.acknowledged_records = Counter(
+            "kcoord_share_records_acknowledged",
+            "Records acknowledged durably by share consumers, by acknowledge type.",
+            ["type"],
+            registry=registry,
+        )
+        self.expired_locks = Counter(
+            "kcoord_share_lock_expirations",
+            "Acquired records whose lock (group.share.record.lock.duration.ms) ran out.",
+            registry=registry,
+        )
+
+    def acquired(self, records: int) -> None:
+        self.acquired_records.inc(records)
+
+    def acknowledged(self, acknowledge_type: int, records: int) -> None:
+        self.acknowledged_records.labels(_ACKNOWLEDGE_TYPES.get(acknowledge_type, "other")).inc(records)
+
+    def locks_expired(self, records: int) -> None:
+        self.expired_locks.inc(records)
+
+    def watch(self, sessions: Callable[[], float], partitions: Callable[[], float]) -> None:
+        Gauge(
+            "kcoord_share_sessions", "Open share sessions on this node.", registry=self._registry
+        ).set_function(sessions)
+        Gauge(
+            "kcoord_share_partitions",
+            "Share partitions (share group, topic partition) this node leads.",
+            registry=self._registry,
+        ).set_function(partitions)

@@ -1,0 +1,211 @@
+"""The share coordinator's wiring on the generic runtime: ``__share_group_state`` (key type 2).
+
+Kafka's share coordinator keeps the durable state of every share partition (its start offset and
+the delivery state and count of its in-flight records) as ShareSnapshot and ShareUpdate records in
+``__share_group_state``; a share partition's state lives on partition
+``partition_for("group:topicId:partition")`` of it. The topic is made and loaded on the first
+share fetch. kcoord runs it as the runtime's third
+coordinator type, with the pure :class:`~kcoord.coordinator.share.state_shard.ShareStateShard` as
+its shard and :class:`~kcoord.coordinator.share.state_records.ShareStateSerde` as its serde: one
+serial runner per partition, answers released once the records are durable, state rebuilt by
+replay at load. Kafka's internal RPCs (Read/WriteShareGroupState) are the typed methods of
+:class:`ShareCoordinator`, called in process by the share partitions' leader.
+
+The topic is ``cleanup.policy=delete`` with no retention, as Kafka creates it (updates are deltas
+over their snapshot, so compaction would lose them); Kafka prunes what a newer snapshot made
+redundant with DeleteRecords, which kcoord does not do yet: the topic grows by one snapshot every
+``share.coordinator.snapshot.update.records.per.snapshot`` updates of a share partition.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from kcoord.coordinator.result import CoordinatorResult
+from kcoord.coordinator.share.config import ShareGroupConfig
+from kcoord.coordinator.share.partitions import StateWrite
+from kcoord.coordinator.share.state_records import (
+    SHARE_STATE_TOPIC,
+    ShareStateKey,
+    ShareStateSerde,
+    state_partition_for,
+)
+from kcoord.coordinator.share.state_shard import ShareStateShard, StoredShareState
+from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.runtime.coordinator_type import CoordinatorType
+from kcoord.runtime.runner import Shard, Sink
+from kcoord.runtime.service import CoordinatorService
+from kcoord.storage.api import PartitionLog
+from kcoord.timer.api import Clock, Timer
+
+__all__ = ["SHARE_COORDINATOR", "SHARE_KEY_TYPE", "ShareCoordinator", "ShareStateTopicOf"]
+
+SHARE_KEY_TYPE = 2
+STATE_TOPIC_CONFIGS = {"cleanup.policy": "delete", "retention.ms": "-1", "retention.bytes": "-1"}
+
+SHARE_COORDINATOR = CoordinatorType(
+    name="share",
+    topic=SHARE_STATE_TOPIC,
+    key_type=SHARE_KEY_TYPE,
+    partition_for=state_partition_for,
+    serde=ShareStateSerde(),
+)
+
+
+class TopicCatalogue(Protocol):
+    """What the share coordinator needs of the topic catalogue."""
+
+    def partition_log(self, name: str, partition: int) -> PartitionLog | None: ...
+
+
+class ShareStateTopicOf:
+    """``__share_group_state`` as the generic service sees a coordinator's topic: created (internal)
+    by ``create`` when missing, else kept with the partition count it has."""
+
+    def __init__(
+        self,
+        topics: TopicCatalogue,
+        existing_partitions: Callable[[], int | None],
+        create: Callable[[int, Mapping[str, str]], Any],
+    ) -> None:
+        self._topics = topics
+        self._existing = existing_partitions
+        self._create = create
+
+    async def ensure_topic(self, partitions: int) -> int:
+        existing = self._existing()
+        if existing is not None:
+            return existing
+        try:
+            await self._create(partitions, STATE_TOPIC_CONFIGS)
+        except KafkaError as exc:
+            if exc.code != ErrorCode.topic_already_exists:
+                raise
+        return self._existing() or partitions
+
+    def partition_log(self, partition: int) -> PartitionLog | None:
+        return self._topics.partition_log(SHARE_STATE_TOPIC, partition)
+
+    def exists(self) -> bool:
+        return self._existing() is not None
+
+
+class ShareCoordinator(CoordinatorService):
+    """The share coordinator: the generic service over ``__share_group_state``, with Kafka's state
+    RPCs as typed in-process calls."""
+
+    def __init__(
+        self,
+        topic: ShareStateTopicOf,
+        clock: Clock,
+        shard_factory: Callable[[int, Timer], Shard],
+        **options: Any,
+    ) -> None:
+        """``options``: :class:`CoordinatorService`'s (``num_partitions``, ``append_timeout_ms``,
+        ``observer``, ``owned_only``, ``serving``)."""
+        super().__init__(SHARE_COORDINATOR, topic, clock, shard_factory, **options)
+        self._state_topic = topic
+        self._started: asyncio.Future[None] | None = None
+
+    async def ensure_started(self) -> None:
+        """Start on first use (as Kafka creates ``__share_group_state`` when share groups are first
+        used, so a node that never sees one has no such topic) and wait until every partition loaded."""
+        if self._started is None:
+            self._started = asyncio.ensure_future(self._start_and_load())
+        await asyncio.shield(self._started)
+
+    async def _start_and_load(self) -> None:
+        await self.start()
+        await self.loaded.wait()
+
+    async def stop(self) -> None:
+        if self._started is not None:
+            self._started.cancel()
+            await super().stop()
+
+    def read_state(self, key: ShareStateKey) -> StoredShareState | None:
+        """ReadShareGroupState: the stored state of one share partition (raises while loading)."""
+
+        def read(shard: ShareStateShard) -> StoredShareState | None:
+            return shard.read_state(key.group_id, key.topic_id, key.partition)
+
+        return self.read(key.coordinator_key, read)
+
+    async def write_state(self, write: StateWrite, leader_epoch: int = -1) -> ErrorCode:
+        """WriteShareGroupState: answered once the ShareUpdate or ShareSnapshot is durable."""
+
+        def operation(shard: ShareStateShard, sink: Sink, now_ms: int) -> CoordinatorResult:
+            return shard.write_state(
+                sink,
+                write.key,
+                state_epoch=write.state_epoch,
+                leader_epoch=leader_epoch,
+                start_offset=write.start_offset,
+                batches=write.batches,
+                now_ms=now_ms,
+                delivery_complete_count=write.delivery_complete_count,
+            )
+
+        code: ErrorCode = await self.write(write.key.coordinator_key, operation)
+        return code
+
+    async def initialize_state(self, key: ShareStateKey, start_offset: int) -> ErrorCode:
+        """InitializeShareGroupState at the next state epoch: the share partition starts at
+        ``start_offset`` with nothing in flight (AlterShareGroupOffsets)."""
+        await self.ensure_started()
+        stored = self.read_state(key)
+        state_epoch = 0 if stored is None else stored.state_epoch + 1
+
+        def operation(shard: ShareStateShard, sink: Sink, now_ms: int) -> CoordinatorResult:
+            return shard.initialize_state(sink, key, state_epoch, start_offset, now_ms)
+
+        code: ErrorCode = await self.write(key.coordinator_key, operation)
+        return code
+
+    async def stored_state(self, key: ShareStateKey) -> StoredShareState | None:
+        """:meth:`read_state` once the coordinator runs; None when ``__share_group_state`` does not exist."""
+        if not self._state_topic.exists():
+            return None
+        await self.ensure_started()
+        return self.read_state(key)
+
+    async def delete_states(self, keys: list[ShareStateKey]) -> None:
+        """DeleteShareGroupState for ``keys`` (tombstones, durable when this returns)."""
+        if not self._state_topic.exists():
+            return
+        await self.ensure_started()
+        for key in keys:
+
+            def delete(
+                shard: ShareStateShard, sink: Sink, now_ms: int, key: ShareStateKey = key
+            ) -> CoordinatorResult:
+                return shard.delete_state(sink, key)
+
+            await self.write(key.coordinator_key, delete)
+
+    async def delete_group_states(self, group_ids: list[str]) -> None:
+        """DeleteShareGroupState for every share partition of the groups (tombstones, durable when
+        this returns); nothing to do when ``__share_group_state`` does not exist."""
+        if not self._state_topic.exists():
+            return
+        await self.ensure_started()
+        wanted = set(group_ids)
+        keys = [
+            ShareStateKey(group_id, topic_id, partition)
+            for shard in self.active_shards()
+            for group_id, topic_id, partition in shard.share_partitions()
+            if group_id in wanted
+        ]
+        await self.delete_states(keys)
+
+
+def new_state_shard(config: ShareGroupConfig) -> Callable[[int, Timer], Shard]:
+    """The shard factory of ``__share_group_state`` partitions."""
+
+    def factory(partition: int, timer: Timer) -> Shard:
+        shard: Shard = ShareStateShard(partition, config)
+        return shard
+
+    return factory
