@@ -29,13 +29,13 @@ import argparse
 import os
 import statistics
 import time
-import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 
+import server_metrics
 import wire
 from group_formation import metrics_address
 from report import Measurement
@@ -43,7 +43,6 @@ from server import BenchServer
 
 DESCRIPTION = "consume-transform-produce with confluent-kafka: transactional vs plain, EndTxn p99"
 TIMEOUT_S = 60.0
-ENDTXN_SERIES = 'kcoord_request_duration_seconds_bucket{api="EndTxn",le="'
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -209,23 +208,7 @@ def _fill(bootstrap: str, topic: str, partitions: int, records: int, value_bytes
 
 def endtxn_buckets(metrics: str) -> dict[float, float]:
     """The server's cumulative EndTxn latency buckets (upper bound s -> requests), empty before any."""
-    with urllib.request.urlopen(f"http://{metrics}/metrics", timeout=10) as reply:
-        text = reply.read().decode()
-    buckets: dict[float, float] = {}
-    for line in text.splitlines():
-        if line.startswith(ENDTXN_SERIES):
-            bound, _, count = line[len(ENDTXN_SERIES) :].partition('"} ')
-            buckets[float(bound)] = float(count)
-    return buckets
-
-
-def bucket_quantile(before: dict[float, float], after: dict[float, float], q: float) -> float:
-    """Upper bound (s) of the bucket holding quantile ``q`` of the requests between two scrapes."""
-    counts = sorted((bound, after[bound] - before.get(bound, 0.0)) for bound in after)
-    if not counts or counts[-1][1] <= 0:
-        return float("nan")
-    wanted = q * counts[-1][1]
-    return next(bound for bound, count in counts if count >= wanted)
+    return server_metrics.request_buckets(server_metrics.scrape(metrics), "EndTxn")
 
 
 def quantile(values: Sequence[float], q: float) -> float:
@@ -265,7 +248,9 @@ def run(server: BenchServer, options: argparse.Namespace) -> list[Measurement]:
                         size, records, options.transactions_seconds
                     )
                     if transactional:
-                        server_p99[size].append(bucket_quantile(before, endtxn_buckets(metrics), 0.99))
+                        server_p99[size].append(
+                            server_metrics.bucket_quantile(before, endtxn_buckets(metrics), 0.99)
+                        )
                     results[(size, transactional)].append(copied)
                     print(
                         f"  pair {pair + 1}, {size}/txn {'transactional' if transactional else 'plain'}: "

@@ -244,3 +244,24 @@ def test_transactions_section_compares_the_transactional_loop_with_the_plain_one
         assert f"{size}/txn EndTxn p99 (commit_transaction)" in out
         assert f"{size}/txn EndTxn p99, server histogram bucket" in out
     assert "nan" not in out
+
+
+@pytest.mark.clients
+def test_share_groups_section_compares_share_consumers_with_a_classic_group() -> None:
+    """The share-groups section acknowledges every record with each consumer count and the classic group."""
+    out = run_section(
+        "share_groups",
+        "--share-groups-records",
+        "300",
+        "--share-groups-consumers",
+        "1",
+        "2",
+        "--share-groups-classic-partitions",
+        "2",
+    )
+    for label in ("1 share consumer, 1 partition", "2 share consumers, 1 partition"):
+        assert f"{label}: acknowledged" in out
+        assert f"{label}: commit_sync (ShareAcknowledge) p99" in out
+        assert f"{label}: ShareAcknowledge p99, server bucket" in out
+    assert "classic group, 2 consumers, 2 partitions: acknowledged" in out
+    assert "nan" not in out
