@@ -46,7 +46,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--share-groups-consumers", type=int, nargs="+", default=[1, 4, 16], help="share consumers (1 4 16)"
     )
-    group.add_argument("--share-groups-records", type=int, default=20_000, help="records per measurement")
+    group.add_argument(
+        "--share-groups-records", type=int, default=100_000, help="records per measurement (100000)"
+    )
     group.add_argument(
         "--share-groups-classic-partitions", type=int, default=16, help="classic group's partitions (16)"
     )
