@@ -37,3 +37,9 @@ def sample(text: str, name: str) -> float:
         if line.startswith(name + " "):
             return float(line.split()[-1])
     return 0.0
+
+
+def requests(text: str, api: str) -> float:
+    """Requests of one API answered so far, every version and error code together."""
+    series = f'kcoord_requests_total{{api="{api}",'
+    return sum(float(line.split()[-1]) for line in text.splitlines() if line.startswith(series))

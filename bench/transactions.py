@@ -20,7 +20,10 @@ time goes (``consume()``, begin+produce+``flush()``, ``send_offsets_to_transacti
 the p99 of ``commit_transaction`` timed by the client (after ``flush()`` it is the EndTxn round
 trip; the plain loop's synchronous ``commit()`` is shown beside it) per run and pooled over the
 runs; and the p99 of EndTxn as the server's ``kcoord_request_duration_seconds`` histogram has it
-(the upper bound of its bucket), from ``/metrics`` before and after each transactional measurement.
+(the upper bound of its bucket), from ``/metrics`` before and after each transactional measurement,
+with the AddPartitionsToTxn requests per transaction (above 1 where librdkafka registered the
+partitions in several requests or retried one answered CONCURRENT_TRANSACTIONS, which it does
+after 20 ms while the previous transaction's markers are still being written).
 """
 
 from __future__ import annotations
@@ -206,9 +209,23 @@ def _fill(bootstrap: str, topic: str, partitions: int, records: int, value_bytes
         raise TimeoutError("the input topic was not filled in time")
 
 
-def endtxn_buckets(metrics: str) -> dict[float, float]:
-    """The server's cumulative EndTxn latency buckets (upper bound s -> requests), empty before any."""
-    return server_metrics.request_buckets(server_metrics.scrape(metrics), "EndTxn")
+@dataclass(frozen=True)
+class ServerView:
+    """What the server's /metrics say of one transactional measurement."""
+
+    endtxn_p99_s: float
+    add_partitions_requests: float
+
+
+def server_view(before: str, after: str) -> ServerView:
+    buckets = server_metrics.request_buckets
+    return ServerView(
+        endtxn_p99_s=server_metrics.bucket_quantile(
+            buckets(before, "EndTxn"), buckets(after, "EndTxn"), 0.99
+        ),
+        add_partitions_requests=server_metrics.requests(after, "AddPartitionsToTxn")
+        - server_metrics.requests(before, "AddPartitionsToTxn"),
+    )
 
 
 def quantile(values: Sequence[float], q: float) -> float:
@@ -239,18 +256,16 @@ def run(server: BenchServer, options: argparse.Namespace) -> list[Measurement]:
         for (size, _), pipeline in pipelines.items():
             pipeline.copy(size, size, TIMEOUT_S)  # warm-up: group formed, connections and producer id ready
         results: dict[tuple[int, bool], list[Copied]] = {key: [] for key in pipelines}
-        server_p99: dict[int, list[float]] = {size: [] for size in sizes}
+        views: dict[int, list[ServerView]] = {size: [] for size in sizes}
         for pair in range(pairs):
             for size in sizes:
                 for transactional in (True, False) if pair % 2 == 0 else (False, True):
-                    before = endtxn_buckets(metrics) if transactional else {}
+                    before = server_metrics.scrape(metrics) if transactional else ""
                     copied = pipelines[(size, transactional)].copy(
                         size, records, options.transactions_seconds
                     )
                     if transactional:
-                        server_p99[size].append(
-                            server_metrics.bucket_quantile(before, endtxn_buckets(metrics), 0.99)
-                        )
+                        views[size].append(server_view(before, server_metrics.scrape(metrics)))
                     results[(size, transactional)].append(copied)
                     print(
                         f"  pair {pair + 1}, {size}/txn {'transactional' if transactional else 'plain'}: "
@@ -260,13 +275,22 @@ def run(server: BenchServer, options: argparse.Namespace) -> list[Measurement]:
                     )
         for size in sizes:
             measurements += _size_measurements(size, results[(size, True)], results[(size, False)])
-            measurements.append(
+            txn_runs = results[(size, True)]
+            measurements += [
                 Measurement(
                     f"{size}/txn EndTxn p99, server histogram bucket",
                     "ms",
-                    tuple(s * 1000 for s in server_p99[size]),
-                )
-            )
+                    tuple(v.endtxn_p99_s * 1000 for v in views[size]),
+                ),
+                Measurement(
+                    f"{size}/txn AddPartitionsToTxn requests per transaction",
+                    "requests",
+                    tuple(
+                        v.add_partitions_requests / c.batches
+                        for v, c in zip(views[size], txn_runs, strict=True)
+                    ),
+                ),
+            ]
     finally:
         for pipeline in pipelines.values():
             pipeline.close()

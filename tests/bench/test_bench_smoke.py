@@ -243,6 +243,7 @@ def test_transactions_section_compares_the_transactional_loop_with_the_plain_one
         assert f"{size}/txn records/s transactional / plain" in out
         assert f"{size}/txn EndTxn p99 (commit_transaction)" in out
         assert f"{size}/txn EndTxn p99, server histogram bucket" in out
+        assert f"{size}/txn AddPartitionsToTxn requests per transaction" in out
     assert "nan" not in out
 
 
