@@ -26,6 +26,8 @@ from server import running_kcoord
 
 SECTIONS = (
     "produce_fetch",
+    "transactions",
+    "share_groups",
     "group_formation",
     "consumer_protocol",
     "heartbeat_load",

@@ -232,3 +232,37 @@ def test_members_scale_section_holds_members_and_reports_latency_and_memory() ->
     assert "heartbeat p99 ms" in out
     assert "RSS per member KiB" in out
     assert "formation s" in out
+
+
+@pytest.mark.clients
+def test_transactions_section_compares_the_transactional_loop_with_the_plain_one() -> None:
+    """The transactions section copies with and without transactions, prints rates, ratio and EndTxn p99."""
+    out = run_section("transactions", "--transactions-records", "200", "--transactions-sizes", "20", "100")
+    for size in (20, 100):
+        assert f"{size}/txn transactional" in out and f"{size}/txn plain" in out
+        assert f"{size}/txn records/s transactional / plain" in out
+        assert f"{size}/txn EndTxn p99 (commit_transaction)" in out
+        assert f"{size}/txn EndTxn p99, server histogram bucket" in out
+        assert f"{size}/txn AddPartitionsToTxn requests per transaction" in out
+    assert "nan" not in out
+
+
+@pytest.mark.clients
+def test_share_groups_section_compares_share_consumers_with_a_classic_group() -> None:
+    """The share-groups section acknowledges every record with each consumer count and the classic group."""
+    out = run_section(
+        "share_groups",
+        "--share-groups-records",
+        "300",
+        "--share-groups-consumers",
+        "1",
+        "2",
+        "--share-groups-classic-partitions",
+        "2",
+    )
+    for label in ("1 share consumer, 1 partition", "2 share consumers, 1 partition"):
+        assert f"{label}: acknowledged" in out
+        assert f"{label}: commit_sync (ShareAcknowledge) p99" in out
+        assert f"{label}: ShareAcknowledge p99, server bucket" in out
+    assert "classic group, 2 consumers, 2 partitions: acknowledged" in out
+    assert "nan" not in out
