@@ -17,7 +17,7 @@ until then ``fetch`` does not see them and a ``require_stable`` fetch answers
 UNSTABLE_OFFSET_COMMIT for their partitions. The plain commit path does no extra work for them.
 
 The request and response shapes live in :mod:`kcoord.coordinator.offset_messages`; this module
-re-exports them.
+re-exports those that other modules import from here.
 """
 
 from __future__ import annotations
@@ -53,11 +53,8 @@ from kcoord.coordinator.offset_messages import (
     OffsetFetchResponse,
     OffsetFetchTopic,
     OffsetFetchTopicResult,
-    PartitionErrorResult,
-    TopicErrorResults,
     TopicExists,
     TopicPartition,
-    TopicPartitionIndexes,
 )
 from kcoord.coordinator.pending_offsets import OpenTransaction, PendingOffsets, SettledTransaction
 from kcoord.coordinator.records import CoordinatorRecord, OffsetCommitKey, OffsetCommitValue
@@ -67,8 +64,6 @@ from kcoord.protocol.errors import ErrorCode, KafkaError
 __all__ = [
     "DEFAULT_RETENTION_TIME_MS",
     "NO_LEADER_EPOCH",
-    "NO_OFFSET",
-    "OFFSET_METADATA_MAX_CHARS",
     "CommittedOffset",
     "GroupView",
     "OffsetCommitPartition",
@@ -86,11 +81,6 @@ __all__ = [
     "OffsetFetchTopic",
     "OffsetFetchTopicResult",
     "OffsetManager",
-    "PartitionErrorResult",
-    "TopicErrorResults",
-    "TopicExists",
-    "TopicPartition",
-    "TopicPartitionIndexes",
     "commit_records",
     "unknown_partitions",
 ]
