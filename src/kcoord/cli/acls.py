@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
-from kcoord.cli.admin_client import AdminClient, AdminError
+from kcoord.cli.admin_client import AdminClient
 from kcoord.cli.client_config import add_command_config_argument
-from kcoord.cli.groups import client_for
+from kcoord.cli.groups import DEFAULT_BOOTSTRAP, client_for, reports_admin_errors
 from kcoord.security.acl import (
     CLUSTER_NAME,
     WILDCARD,
@@ -29,9 +28,6 @@ from kcoord.security.acl import (
     PatternType,
     ResourceType,
 )
-
-DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
-EXIT_FAILED = 1
 
 
 def add_commands(commands: Any) -> None:
@@ -72,20 +68,17 @@ def operation(text: str) -> AclOperation:
     raise argparse.ArgumentTypeError(f"unknown operation {text!r}")
 
 
+@reports_admin_errors
 def run(args: argparse.Namespace) -> int:
-    try:
-        with client_for(args) as client:
-            if args.acls_command == "list":
-                return _list(client, args)
-            if args.acls_command == "add":
-                client.create_acls(_bindings(args))
-                return 0
-            removed = client.delete_acls([_exact_filter(b) for b in _bindings(args)])
-            print(f"removed {len(removed)} ACL(s)")
+    with client_for(args) as client:
+        if args.acls_command == "list":
+            return _list(client, args)
+        if args.acls_command == "add":
+            client.create_acls(_bindings(args))
             return 0
-    except AdminError as exc:
-        print(f"kcoord: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+        removed = client.delete_acls([_exact_filter(b) for b in _bindings(args)])
+        print(f"removed {len(removed)} ACL(s)")
+        return 0
 
 
 def _resource(args: argparse.Namespace) -> tuple[ResourceType, str | None]:

@@ -9,12 +9,13 @@ ApiVersions round trip succeeds, 1 otherwise (the container HEALTHCHECK uses it)
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, ParamSpec
 from urllib.parse import quote
 
 from kcoord.cli import reset_offsets
@@ -36,6 +37,22 @@ from kcoord.observability.group_views import decode_member_assignment
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 DEFAULT_METRICS = "127.0.0.1:9644"
 EXIT_FAILED = 1
+
+_P = ParamSpec("_P")
+
+
+def reports_admin_errors(command: Callable[_P, int]) -> Callable[_P, int]:
+    """A command whose :class:`AdminError` ends it with ``kcoord: <reason>`` on stderr and exit status 1."""
+
+    @functools.wraps(command)
+    def reporting(*args: _P.args, **kwargs: _P.kwargs) -> int:
+        try:
+            return command(*args, **kwargs)
+        except AdminError as exc:
+            print(f"kcoord: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+
+    return reporting
 
 
 def add_commands(commands: Any) -> None:
@@ -73,22 +90,19 @@ def add_commands(commands: Any) -> None:
     add_command_config_argument(health)
 
 
+@reports_admin_errors
 def run(args: argparse.Namespace) -> int:
-    try:
-        if args.command == "health":
-            return _health(args)
-        if args.groups_command == "list":
-            return _list(args)
-        if args.groups_command == "describe":
-            return _describe(args)
-        if args.groups_command == "delete":
-            return _delete(args)
-        if args.groups_command == "reset-offsets":
-            return _reset_offsets(args)
-        return _history(args)
-    except AdminError as exc:
-        print(f"kcoord: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+    if args.command == "health":
+        return _health(args)
+    if args.groups_command == "list":
+        return _list(args)
+    if args.groups_command == "describe":
+        return _describe(args)
+    if args.groups_command == "delete":
+        return _delete(args)
+    if args.groups_command == "reset-offsets":
+        return _reset_offsets(args)
+    return _history(args)
 
 
 def _address(value: str, default_port: int) -> tuple[str, int]:

@@ -14,7 +14,7 @@ from typing import Any
 from kcoord.cli import console_client, console_io
 from kcoord.cli.admin_client import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, AdminClient, AdminError
 from kcoord.cli.client_config import add_command_config_argument
-from kcoord.cli.groups import DEFAULT_BOOTSTRAP, EXIT_FAILED, client_for, print_table
+from kcoord.cli.groups import DEFAULT_BOOTSTRAP, client_for, print_table, reports_admin_errors
 
 INTERNAL_PREFIX = "__"
 
@@ -64,19 +64,16 @@ def _console_command(commands: Any, name: str, help_text: str) -> Any:
     )
 
 
+@reports_admin_errors
 def run(args: argparse.Namespace) -> int:
-    try:
-        with client_for(args, timeout_s=60.0) as client:
-            if args.command == "produce":
-                console_io.produce(args, client, sys.stdin)
-                return 0
-            if args.command == "consume":
-                console_io.consume(args, client, sys.stdout)
-                return 0
-            return _TOPIC_COMMANDS[args.topics_command](args, client)
-    except AdminError as exc:
-        print(f"kcoord: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+    with client_for(args, timeout_s=60.0) as client:
+        if args.command == "produce":
+            console_io.produce(args, client, sys.stdin)
+            return 0
+        if args.command == "consume":
+            console_io.consume(args, client, sys.stdout)
+            return 0
+        return _TOPIC_COMMANDS[args.topics_command](args, client)
 
 
 def _create(args: argparse.Namespace, client: AdminClient) -> int:

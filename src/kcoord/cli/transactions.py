@@ -18,12 +18,10 @@ from kio.serial.errors import SerialError
 
 from kcoord.cli.admin_client import AdminError
 from kcoord.cli.client_config import add_command_config_argument
-from kcoord.cli.groups import client_for, print_table
+from kcoord.cli.groups import DEFAULT_BOOTSTRAP, client_for, print_table, reports_admin_errors
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import error_name
 
-DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
-EXIT_FAILED = 1
 LIST_TRANSACTIONS_V = 1
 DESCRIBE_TRANSACTIONS_V = 0
 
@@ -51,14 +49,11 @@ def add_commands(commands: Any) -> None:
         add_command_config_argument(parser)
 
 
+@reports_admin_errors
 def run(args: argparse.Namespace) -> int:
-    try:
-        if args.transactions_command == "list":
-            return _list(args)
-        return _describe(args)
-    except AdminError as exc:
-        print(f"kcoord: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+    if args.transactions_command == "list":
+        return _list(args)
+    return _describe(args)
 
 
 def _list(args: argparse.Namespace) -> int:

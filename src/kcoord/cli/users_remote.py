@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import argparse
 import secrets
-import sys
 from collections.abc import Callable
 from typing import Any
 
 from kcoord.cli.admin_client import AdminClient, AdminError
 from kcoord.cli.client_config import add_command_config_argument
-from kcoord.cli.groups import client_for
+from kcoord.cli.groups import client_for, reports_admin_errors
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import error_name
 from kcoord.security.scram import ScramMechanism
@@ -27,7 +26,6 @@ from kcoord.security.scram import ScramMechanism
 DESCRIBE_V = 0
 ALTER_V = 0
 SALT_BYTES = 32
-EXIT_FAILED = 1
 
 
 def add_arguments(*parsers: argparse.ArgumentParser) -> None:
@@ -41,29 +39,26 @@ def add_arguments(*parsers: argparse.ArgumentParser) -> None:
         add_command_config_argument(parser)
 
 
+@reports_admin_errors
 def run(args: argparse.Namespace, read_password: Callable[[argparse.Namespace], str]) -> int:
     """One users command against ``--bootstrap``; errors print ``kcoord: ...`` and exit 1."""
     named = getattr(args, "mechanism", None)
     mechanisms = [m for m in ScramMechanism if named is None or m.sasl_name in named]
-    try:
-        with client_for(args) as client:
-            if args.users_command == "list":
-                for user, credentials in describe(client):
-                    shown = ", ".join(f"{m.sasl_name} ({i})" for m, i in credentials)
-                    print(f"{user}\t{shown}")
-                return 0
-            if args.users_command == "add":
-                password = read_password(args)
-                if not password:
-                    raise AdminError("empty password")
-                upsert(client, args.name, mechanisms, password, args.iterations)
-                print(f"{args.name}: {', '.join(m.sasl_name for m in mechanisms)}")
-                return 0
-            delete(client, args.name, None if named is None else mechanisms)
+    with client_for(args) as client:
+        if args.users_command == "list":
+            for user, credentials in describe(client):
+                shown = ", ".join(f"{m.sasl_name} ({i})" for m, i in credentials)
+                print(f"{user}\t{shown}")
             return 0
-    except AdminError as exc:
-        print(f"kcoord: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+        if args.users_command == "add":
+            password = read_password(args)
+            if not password:
+                raise AdminError("empty password")
+            upsert(client, args.name, mechanisms, password, args.iterations)
+            print(f"{args.name}: {', '.join(m.sasl_name for m in mechanisms)}")
+            return 0
+        delete(client, args.name, None if named is None else mechanisms)
+        return 0
 
 
 def describe(

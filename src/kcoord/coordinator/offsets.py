@@ -16,15 +16,13 @@ producer id and become committed offsets at the producer's commit marker (droppe
 until then ``fetch`` does not see them and a ``require_stable`` fetch answers
 UNSTABLE_OFFSET_COMMIT for their partitions. The plain commit path does no extra work for them.
 
-The request and response dataclasses below are version-neutral: the per-API edge modules map
-each wire version onto them (fields a version lacks take the defaults given here).
+The request and response shapes live in :mod:`kcoord.coordinator.offset_messages`; this module
+re-exports those that other modules import from here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from kcoord.coordinator.offset_expiry import (
     CONSUMER_PROTOCOL_TYPE,
@@ -34,190 +32,58 @@ from kcoord.coordinator.offset_expiry import (
     group_expiry_rule,
     is_offset_expired,
 )
+from kcoord.coordinator.offset_messages import (
+    DEFAULT_RETENTION_TIME_MS,
+    NO_LEADER_EPOCH,
+    NO_OFFSET,
+    OFFSET_METADATA_MAX_CHARS,
+    CommittedOffset,
+    GroupView,
+    OffsetCommitPartition,
+    OffsetCommitPartitionResult,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitTopic,
+    OffsetCommitTopicResult,
+    OffsetDeletePartitionResult,
+    OffsetDeleteResponse,
+    OffsetDeleteTopic,
+    OffsetDeleteTopicResult,
+    OffsetFetchPartitionResult,
+    OffsetFetchResponse,
+    OffsetFetchTopic,
+    OffsetFetchTopicResult,
+    TopicExists,
+    TopicPartition,
+)
 from kcoord.coordinator.pending_offsets import OpenTransaction, PendingOffsets, SettledTransaction
 from kcoord.coordinator.records import CoordinatorRecord, OffsetCommitKey, OffsetCommitValue
 from kcoord.coordinator.result import CoordinatorResult
 from kcoord.protocol.errors import ErrorCode, KafkaError
 
-DEFAULT_RETENTION_TIME_MS = -1
-"""OffsetCommit v2-v4 ``retention_time_ms`` meaning "use the broker's retention"."""
-
-OFFSET_METADATA_MAX_CHARS = 4096
-"""``offset.metadata.max.bytes`` default. Kafka compares it with ``String.length()``, i.e. UTF-16
-code units, despite the name."""
-
-NO_OFFSET = -1
-NO_LEADER_EPOCH = -1
-
-
-class GroupView(Protocol):
-    """What the offset manager asks of the group state machines of the same shard.
-
-    ``group_state`` names use Kafka's spelling ("Empty", "PreparingRebalance",
-    "CompletingRebalance", "Stable", "Dead"); None means the group does not exist.
-    """
-
-    def validate_offset_commit(
-        self,
-        group_id: str,
-        member_id: str,
-        group_instance_id: str | None,
-        generation_id: int,
-        api_version: int,
-        now_ms: int,
-    ) -> None:
-        """Checks 2-7 of PROTOCOL.md §2.8; raises ``KafkaError`` to reject the whole commit.
-
-        Accepting a commit from an unknown group with generation < 0 creates a simple group;
-        an accepted commit from a member of a Stable or PreparingRebalance classic group
-        also moves that member's session deadline.
-        """
-
-    def group_state(self, group_id: str) -> str | None:
-        """The group's state name, or None when the group does not exist."""
-
-    def protocol_type(self, group_id: str) -> str | None:
-        """The group's protocol type ("consumer", "connect", ...); None for simple or missing groups."""
-
-    def is_subscribed(self, group_id: str, topic: str) -> bool:
-        """Whether any member of the group currently subscribes to ``topic``."""
-
-    def empty_since_ms(self, group_id: str) -> int | None:
-        """When the group last became Empty; None when it is not Empty or the time is unknown."""
-
-    def is_simple_or_missing(self, group_id: str) -> bool:
-        """True for a group without a protocol type (offsets only) or no group at all."""
-
-
-TopicExists = Callable[[str, int], bool]
-"""``topic_exists(topic, partition)``: whether the broker hosts that topic-partition."""
-
-
-# ---------------------------------------------------------------- shapes the messages share
-
-
-@dataclass(slots=True)
-class TopicPartitionIndexes:
-    """A topic and some of its partitions, as OffsetFetch and OffsetDelete name them."""
-
-    name: str
-    partition_indexes: list[int]
-
-
-@dataclass(slots=True)
-class PartitionErrorResult:
-    """A partition's answer that is only an error code (OffsetCommit, OffsetDelete)."""
-
-    partition_index: int
-    error_code: ErrorCode
-
-
-@dataclass(slots=True)
-class TopicErrorResults:
-    name: str
-    partitions: list[PartitionErrorResult]
-
-
-# ---------------------------------------------------------------- OffsetCommit messages
-
-
-@dataclass(slots=True)
-class OffsetCommitPartition:
-    partition_index: int
-    committed_offset: int
-    committed_leader_epoch: int = NO_LEADER_EPOCH
-    committed_metadata: str | None = ""
-
-
-@dataclass(slots=True)
-class OffsetCommitTopic:
-    name: str
-    partitions: list[OffsetCommitPartition]
-
-
-@dataclass(slots=True)
-class OffsetCommitRequest:
-    """One OffsetCommit, any version. From v9 ``generation_id_or_member_epoch`` is a member epoch."""
-
-    group_id: str
-    generation_id_or_member_epoch: int
-    member_id: str
-    topics: list[OffsetCommitTopic]
-    api_version: int
-    group_instance_id: str | None = None
-    retention_time_ms: int = DEFAULT_RETENTION_TIME_MS
-
-
-OffsetCommitPartitionResult = PartitionErrorResult
-OffsetCommitTopicResult = TopicErrorResults
-
-
-@dataclass(slots=True)
-class OffsetCommitResponse:
-    topics: list[OffsetCommitTopicResult]
-
-
-# ---------------------------------------------------------------- OffsetFetch messages
-
-
-OffsetFetchTopic = TopicPartitionIndexes
-
-
-@dataclass(slots=True)
-class OffsetFetchPartitionResult:
-    partition_index: int
-    committed_offset: int
-    committed_leader_epoch: int
-    metadata: str
-    error_code: ErrorCode = ErrorCode.none
-
-
-@dataclass(slots=True)
-class OffsetFetchTopicResult:
-    name: str
-    partitions: list[OffsetFetchPartitionResult]
-
-
-@dataclass(slots=True)
-class OffsetFetchResponse:
-    """One group's answer. ``error_code`` is the group-level error (v2+ top level, v8+ per group)."""
-
-    group_id: str
-    topics: list[OffsetFetchTopicResult]
-    error_code: ErrorCode = ErrorCode.none
-
-
-# ---------------------------------------------------------------- OffsetDelete messages
-
-
-OffsetDeleteTopic = TopicPartitionIndexes
-OffsetDeletePartitionResult = PartitionErrorResult
-OffsetDeleteTopicResult = TopicErrorResults
-
-
-@dataclass(slots=True)
-class OffsetDeleteResponse:
-    """A group-level ``error_code`` comes with no topics, as in Kafka."""
-
-    error_code: ErrorCode
-    topics: list[OffsetDeleteTopicResult] = field(default_factory=list)
-
-
-# ---------------------------------------------------------------- state
-
-
-@dataclass(slots=True)
-class CommittedOffset:
-    """One partition's committed position, as replayed from its latest OffsetCommit record."""
-
-    offset: int
-    leader_epoch: int
-    metadata: str
-    commit_timestamp_ms: int
-    expire_timestamp_ms: int = NO_EXPIRE_TIMESTAMP
-
-
-TopicPartition = tuple[str, int]
+__all__ = [
+    "DEFAULT_RETENTION_TIME_MS",
+    "NO_LEADER_EPOCH",
+    "CommittedOffset",
+    "GroupView",
+    "OffsetCommitPartition",
+    "OffsetCommitPartitionResult",
+    "OffsetCommitRequest",
+    "OffsetCommitResponse",
+    "OffsetCommitTopic",
+    "OffsetCommitTopicResult",
+    "OffsetDeletePartitionResult",
+    "OffsetDeleteResponse",
+    "OffsetDeleteTopic",
+    "OffsetDeleteTopicResult",
+    "OffsetFetchPartitionResult",
+    "OffsetFetchResponse",
+    "OffsetFetchTopic",
+    "OffsetFetchTopicResult",
+    "OffsetManager",
+    "commit_records",
+    "unknown_partitions",
+]
 
 
 def _utf16_length(text: str) -> int:
@@ -258,15 +124,10 @@ class OffsetManager:
         """
         result = CoordinatorResult()
         # 1. Unknown topic-partitions are answered without consulting the group.
-        errors: dict[tuple[int, int], ErrorCode] = {}
-        for t, topic in enumerate(request.topics):
-            for p, partition in enumerate(topic.partitions):
-                if not topic_exists(topic.name, partition.partition_index):
-                    errors[(t, p)] = ErrorCode.unknown_topic_or_partition
-        partition_count = sum(len(topic.partitions) for topic in request.topics)
+        errors = unknown_partitions(request.topics, topic_exists)
         # 2. Group, member and generation.
         group_error: ErrorCode | None = None
-        if len(errors) < partition_count:
+        if len(errors) < sum(len(topic.partitions) for topic in request.topics):
             try:
                 groups.validate_offset_commit(
                     request.group_id,
@@ -283,32 +144,17 @@ class OffsetManager:
             if request.retention_time_ms == DEFAULT_RETENTION_TIME_MS
             else now_ms + request.retention_time_ms
         )
-        topic_results: list[OffsetCommitTopicResult] = []
-        for t, topic in enumerate(request.topics):
-            partition_results: list[OffsetCommitPartitionResult] = []
-            for p, partition in enumerate(topic.partitions):
-                code = errors.get((t, p), group_error)
-                metadata = partition.committed_metadata or ""
-                # 3. Metadata size.
-                if code is None and _utf16_length(metadata) > self._metadata_max_chars:
-                    code = ErrorCode.offset_metadata_too_large
-                # 4. The record.
-                if code is None:
-                    code = ErrorCode.none
-                    result.records.append(
-                        CoordinatorRecord(
-                            OffsetCommitKey(request.group_id, topic.name, partition.partition_index),
-                            OffsetCommitValue(
-                                offset=partition.committed_offset,
-                                leader_epoch=partition.committed_leader_epoch,
-                                metadata=metadata,
-                                commit_timestamp=now_ms,
-                                expire_timestamp=expire_timestamp_ms,
-                            ),
-                        )
-                    )
-                partition_results.append(OffsetCommitPartitionResult(partition.partition_index, code))
-            topic_results.append(OffsetCommitTopicResult(topic.name, partition_results))
+        # 3 and 4.
+        topic_results = commit_records(
+            result.records,
+            request.group_id,
+            request.topics,
+            errors,
+            group_error,
+            self._metadata_max_chars,
+            now_ms,
+            expire_timestamp_ms,
+        )
         result.respond(sink, OffsetCommitResponse(topic_results))
         return result
 
@@ -410,13 +256,7 @@ class OffsetManager:
             return
         if not isinstance(value, OffsetCommitValue):
             raise TypeError(f"OffsetCommit key with a {type(value).__name__} value")
-        committed = CommittedOffset(
-            offset=value.offset,
-            leader_epoch=value.leader_epoch,
-            metadata=value.metadata,
-            commit_timestamp_ms=value.commit_timestamp,
-            expire_timestamp_ms=value.expire_timestamp,
-        )
+        committed = _committed_offset(value)
         self.replay_offset(key.group, key.topic, key.partition, committed)
 
     def replay_offset(
@@ -449,13 +289,7 @@ class OffsetManager:
         if not isinstance(value, OffsetCommitValue):
             self.replay(record)
             return
-        committed = CommittedOffset(
-            offset=value.offset,
-            leader_epoch=value.leader_epoch,
-            metadata=value.metadata,
-            commit_timestamp_ms=value.commit_timestamp,
-            expire_timestamp_ms=value.expire_timestamp,
-        )
+        committed = _committed_offset(value)
         before = self.committed(key.group, key.topic, key.partition)
         self.pending.add(producer_id, producer_epoch, key.group, key.topic, key.partition, committed, before)
 
@@ -560,3 +394,65 @@ def _fetch_result(partition: int, committed: CommittedOffset | None) -> OffsetFe
     if committed is None:
         return OffsetFetchPartitionResult(partition, NO_OFFSET, NO_LEADER_EPOCH, "")
     return OffsetFetchPartitionResult(partition, committed.offset, committed.leader_epoch, committed.metadata)
+
+
+def unknown_partitions(
+    topics: list[OffsetCommitTopic], topic_exists: TopicExists
+) -> dict[tuple[int, int], ErrorCode]:
+    """UNKNOWN_TOPIC_OR_PARTITION for each partition the broker does not host, by (topic, partition) index."""
+    errors: dict[tuple[int, int], ErrorCode] = {}
+    for t, topic in enumerate(topics):
+        for p, partition in enumerate(topic.partitions):
+            if not topic_exists(topic.name, partition.partition_index):
+                errors[(t, p)] = ErrorCode.unknown_topic_or_partition
+    return errors
+
+
+def commit_records(
+    records: list[CoordinatorRecord],
+    group_id: str,
+    topics: list[OffsetCommitTopic],
+    errors: dict[tuple[int, int], ErrorCode],
+    group_error: ErrorCode | None,
+    metadata_max_chars: int,
+    now_ms: int,
+    expire_timestamp_ms: int,
+) -> list[OffsetCommitTopicResult]:
+    """The last steps of an (transactional or plain) offset commit: each partition without an error in
+    ``errors`` or ``group_error`` and with metadata within ``metadata_max_chars`` (else
+    OFFSET_METADATA_TOO_LARGE) appends one OffsetCommit record to ``records``; the per-partition results."""
+    topic_results: list[OffsetCommitTopicResult] = []
+    for t, topic in enumerate(topics):
+        partition_results: list[OffsetCommitPartitionResult] = []
+        for p, partition in enumerate(topic.partitions):
+            code = errors.get((t, p), group_error)
+            metadata = partition.committed_metadata or ""
+            if code is None and _utf16_length(metadata) > metadata_max_chars:
+                code = ErrorCode.offset_metadata_too_large
+            if code is None:
+                code = ErrorCode.none
+                records.append(
+                    CoordinatorRecord(
+                        OffsetCommitKey(group_id, topic.name, partition.partition_index),
+                        OffsetCommitValue(
+                            offset=partition.committed_offset,
+                            leader_epoch=partition.committed_leader_epoch,
+                            metadata=metadata,
+                            commit_timestamp=now_ms,
+                            expire_timestamp=expire_timestamp_ms,
+                        ),
+                    )
+                )
+            partition_results.append(OffsetCommitPartitionResult(partition.partition_index, code))
+        topic_results.append(OffsetCommitTopicResult(topic.name, partition_results))
+    return topic_results
+
+
+def _committed_offset(value: OffsetCommitValue) -> CommittedOffset:
+    return CommittedOffset(
+        offset=value.offset,
+        leader_epoch=value.leader_epoch,
+        metadata=value.metadata,
+        commit_timestamp_ms=value.commit_timestamp,
+        expire_timestamp_ms=value.expire_timestamp,
+    )

@@ -21,10 +21,8 @@ from __future__ import annotations
 
 from collections import OrderedDict, deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from kcoord.coordinator.offsets import CommittedOffset
+from kcoord.coordinator.offset_messages import CommittedOffset
 
 TopicPartition = tuple[str, int]
 

@@ -10,8 +10,9 @@ whatever later event completes it: another member's request or a timer.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 from kcoord.coordinator.records import CoordinatorRecord
 
@@ -22,6 +23,14 @@ class CoordinatorResult:
 
     records: list[CoordinatorRecord] = field(default_factory=list)
     responses: list[tuple[Any, Any]] = field(default_factory=list)
+
+    @classmethod
+    def of_records(cls, records: Iterable[Any]) -> Self:
+        """A result carrying ``records``, of whichever coordinator (groups, share state, transactions)."""
+        result = cls()
+        held: list[Any] = result.records
+        held.extend(records)
+        return result
 
     def respond(self, sink: Any, response: Any) -> None:
         self.responses.append((sink, response))

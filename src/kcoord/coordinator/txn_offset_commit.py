@@ -27,13 +27,12 @@ from typing import Any, Protocol
 
 from kcoord.coordinator.offset_expiry import NO_EXPIRE_TIMESTAMP
 from kcoord.coordinator.offsets import (
-    OffsetCommitPartitionResult,
     OffsetCommitResponse,
     OffsetCommitTopic,
-    OffsetCommitTopicResult,
     OffsetManager,
+    commit_records,
+    unknown_partitions,
 )
-from kcoord.coordinator.records import CoordinatorRecord, OffsetCommitKey, OffsetCommitValue
 from kcoord.coordinator.result import CoordinatorResult
 from kcoord.protocol.errors import ErrorCode, KafkaError
 
@@ -73,12 +72,8 @@ def commit_transactional(
 ) -> CoordinatorResult:
     """The records of a TxnOffsetCommit (to be written for its producer) and the response they release."""
     result = CoordinatorResult()
-    errors: dict[tuple[int, int], ErrorCode] = {}
     # 1. Partitions this broker does not host.
-    for t, topic in enumerate(request.topics):
-        for p, partition in enumerate(topic.partitions):
-            if not topic_exists(topic.name, partition.partition_index):
-                errors[(t, p)] = ErrorCode.unknown_topic_or_partition
+    errors = unknown_partitions(request.topics, topic_exists)
     group_error: ErrorCode | None = None
     if len(errors) < sum(len(topic.partitions) for topic in request.topics):
         # 2. A fenced producer.
@@ -97,31 +92,16 @@ def commit_transactional(
                 )
             except KafkaError as error:
                 group_error = error.code
-    topic_results: list[OffsetCommitTopicResult] = []
-    for t, topic in enumerate(request.topics):
-        partition_results: list[OffsetCommitPartitionResult] = []
-        for p, partition in enumerate(topic.partitions):
-            code = errors.get((t, p), group_error)
-            metadata = partition.committed_metadata or ""
-            # 4. Metadata size (Java's String.length(): UTF-16 code units).
-            if code is None and len(metadata.encode("utf-16-le")) // 2 > metadata_max_chars:
-                code = ErrorCode.offset_metadata_too_large
-            # 5. The record.
-            if code is None:
-                code = ErrorCode.none
-                result.records.append(
-                    CoordinatorRecord(
-                        OffsetCommitKey(request.group_id, topic.name, partition.partition_index),
-                        OffsetCommitValue(
-                            offset=partition.committed_offset,
-                            leader_epoch=partition.committed_leader_epoch,
-                            metadata=metadata,
-                            commit_timestamp=now_ms,
-                            expire_timestamp=NO_EXPIRE_TIMESTAMP,
-                        ),
-                    )
-                )
-            partition_results.append(OffsetCommitPartitionResult(partition.partition_index, code))
-        topic_results.append(OffsetCommitTopicResult(topic.name, partition_results))
+    # 4 and 5.
+    topic_results = commit_records(
+        result.records,
+        request.group_id,
+        request.topics,
+        errors,
+        group_error,
+        metadata_max_chars,
+        now_ms,
+        NO_EXPIRE_TIMESTAMP,
+    )
     result.respond(sink, OffsetCommitResponse(topic_results))
     return result

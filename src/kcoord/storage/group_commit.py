@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from concurrent.futures import Executor
 from typing import Protocol
 
+from kcoord.storage.commit_rounds import CommitRounds, RoundParticipant
 from kcoord.storage.durable_sync import SyncFiles, sync_files
 
 __all__ = ["CommitJob", "GroupCommitter", "JobOutcome", "RoundWriter"]
@@ -36,60 +37,32 @@ class CommitJob(Protocol):
         """Write the queued bytes; return the descriptors the round must make durable (may be empty)."""
 
 
-class RoundWriter(Protocol):
-    """A log as the committer sees it."""
-
-    def take_job(self) -> CommitJob | None:
-        """Everything queued so far as one job (None: nothing queued); later appends wait for the next."""
-
-    def finish_job(self, job: CommitJob, outcome: JobOutcome) -> None:
-        """Back on the loop: complete (or fail) the job's appends."""
+RoundWriter = RoundParticipant[CommitJob, JobOutcome]
+"""A file log as the committer sees it."""
 
 
-class GroupCommitter:
+class GroupCommitter(CommitRounds[CommitJob, JobOutcome]):
     """The store's single writer: rounds of writes and fsyncs across all of its logs."""
 
     def __init__(self, executor: Executor, *, sync: SyncFiles = sync_files) -> None:
+        super().__init__()
         self._executor = executor
         self._sync = sync
-        self._waiting: dict[RoundWriter, None] = {}
-        self._drainer: asyncio.Task[None] | None = None
-        self.rounds = 0
-        """Rounds written so far (tests and the bench read it)."""
 
-    def request(self, writer: RoundWriter) -> None:
-        """``writer`` has queued work: it joins the next round (a round starts at once when idle)."""
-        self._waiting[writer] = None
-        if self._drainer is None:
-            self._drainer = asyncio.get_running_loop().create_task(self._drain())
-
-    async def _drain(self) -> None:
-        loop = asyncio.get_running_loop()
+    async def _run_round(self, jobs: list[tuple[RoundWriter, CommitJob]]) -> None:
         try:
-            while self._waiting:
-                writers, self._waiting = list(self._waiting), {}
-                jobs: list[tuple[RoundWriter, CommitJob]] = []
-                for writer in writers:
-                    job = writer.take_job()
-                    if job is not None:
-                        jobs.append((writer, job))
-                if not jobs:
-                    continue
-                try:
-                    outcomes = await loop.run_in_executor(
-                        self._executor, self._write_round, [job for _, job in jobs]
-                    )
-                except BaseException as exc:
-                    for writer, job in jobs:
-                        writer.finish_job(job, exc if isinstance(exc, Exception) else RuntimeError(repr(exc)))
-                    if not isinstance(exc, Exception):
-                        raise
-                    continue
-                self.rounds += 1
-                for (writer, job), outcome in zip(jobs, outcomes, strict=True):
-                    writer.finish_job(job, outcome)
-        finally:
-            self._drainer = None
+            outcomes = await asyncio.get_running_loop().run_in_executor(
+                self._executor, self._write_round, [job for _, job in jobs]
+            )
+        except BaseException as exc:
+            for writer, job in jobs:
+                writer.finish_job(job, exc if isinstance(exc, Exception) else RuntimeError(repr(exc)))
+            if not isinstance(exc, Exception):
+                raise
+            return
+        self.rounds += 1
+        for (writer, job), outcome in zip(jobs, outcomes, strict=True):
+            writer.finish_job(job, outcome)
 
     def _write_round(self, jobs: Sequence[CommitJob]) -> list[JobOutcome]:
         """In the writer thread: every job's writes in order, then one sync for all of them."""

@@ -81,13 +81,6 @@ def _parse_session_key(key: str) -> tuple[str, str] | None:
     return rest[: int(length)], rest[int(length) + 1 :]
 
 
-def _records_result(records: list[ShareGroupRecord]) -> ShareGroupChange:
-    result = ShareGroupChange()
-    held: list[Any] = result.records
-    held.extend(records)
-    return result
-
-
 class ShareGroupManager:
     """The share groups whose records live on one ``__consumer_offsets`` partition."""
 
@@ -170,7 +163,7 @@ class ShareGroupManager:
             session_key(group.group_id, request.member_id), now_ms + self.config.session_timeout_ms
         )
         changed = request.member_epoch == 0 or current.assigned != previous_assignment
-        result = _records_result(records)
+        result = ShareGroupChange.of_records(records)
         result.state_epoch, result.initialize = group.epoch, to_initialize
         response = ShareHeartbeatResponse(
             request.member_id,
@@ -251,7 +244,7 @@ class ShareGroupManager:
         )
         hash_now = topics_hash(self._subscribed_topics(group))
         records += self._apply([_metadata(group_id, group.epoch + 1, hash_now)])
-        return _records_result(records)
+        return ShareGroupChange.of_records(records)
 
     # -- timers and loading
 
@@ -320,7 +313,7 @@ class ShareGroupManager:
         """The share coordinator initialised the state of ``done``: recorded as initialized."""
         group = self._groups.get(group_id)
         record = None if group is None else initialization.mark_initialized(group, done)
-        return _records_result(self._apply([record] if record is not None else []))
+        return ShareGroupChange.of_records(self._apply([record] if record is not None else []))
 
     def initialized_partitions(self, group_id: str) -> dict[uuid.UUID, tuple[int, ...]]:
         """The share partitions of the group that have state (DescribeShareGroupOffsets, Alter...)."""
@@ -334,7 +327,7 @@ class ShareGroupManager:
         such group, NON_EMPTY_GROUP while it has members)."""
         group = self._empty_group(group_id)
         record, delete = initialization.mark_deleting(group, topics)
-        result = _records_result(self._apply([record] if record is not None else []))
+        result = ShareGroupChange.of_records(self._apply([record] if record is not None else []))
         result.delete = delete
         return result
 
@@ -342,7 +335,7 @@ class ShareGroupManager:
         """The share coordinator deleted the topics' state: they leave the deleting set."""
         group = self._groups.get(group_id)
         record = None if group is None else initialization.complete_deleting(group, topic_ids)
-        return _records_result(self._apply([record] if record is not None else []))
+        return ShareGroupChange.of_records(self._apply([record] if record is not None else []))
 
     def _empty_group(self, group_id: str) -> ShareGroup:
         group = self._groups.get(group_id)
@@ -366,7 +359,7 @@ class ShareGroupManager:
             ShareGroupRecord(ShareGroupStatePartitionMetadataKey(group_id), None),
             ShareGroupRecord(ShareGroupMetadataKey(group_id), None),
         ]
-        result = _records_result(self._apply(records))
+        result = ShareGroupChange.of_records(self._apply(records))
         result.delete = delete
         return result
 

@@ -83,14 +83,6 @@ def merge_batches(
     return tuple(merged)
 
 
-def _result(records: list[ShareStateRecord]) -> CoordinatorResult:
-    """A result carrying share-state records (the runtime's result holds any coordinator's records)."""
-    result = CoordinatorResult()
-    held: list[Any] = result.records
-    held.extend(records)
-    return result
-
-
 class ShareStateShard:
     """The share partitions whose state lives on one ``__share_group_state`` partition."""
 
@@ -233,7 +225,7 @@ class ShareStateShard:
     def _apply(self, records: list[ShareStateRecord], sink: Any, response: Any) -> CoordinatorResult:
         for record in records:
             self.replay(record)
-        result = _result(records)
+        result = CoordinatorResult.of_records(records)
         result.respond(sink, response)
         return result
 

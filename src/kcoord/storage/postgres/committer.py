@@ -21,14 +21,13 @@ writes again. A node that never changes owners (one node over PostgreSQL) keeps 
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
 import asyncpg
 
 from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.storage.commit_rounds import CommitRounds, RoundParticipant
 
 __all__ = ["BatchRow", "PartitionFencedError", "PostgresCommitter", "RoundJob", "RoundLog", "SegmentRow"]
 
@@ -87,56 +86,33 @@ class RoundJob:
     batches: list[BatchRow] = field(default_factory=list)
 
 
-class RoundLog(Protocol):
-    """A log as the committer sees it."""
-
-    def take_job(self) -> RoundJob | None:
-        """Everything queued so far (None: nothing); later appends wait for the next round."""
-
-    def finish_job(self, job: RoundJob, failure: BaseException | None) -> None:
-        """Complete (or fail) the job's appends."""
+RoundLog = RoundParticipant[RoundJob, BaseException | None]
+"""A PostgreSQL log as the committer sees it (its job's outcome: None, or why it failed)."""
 
 
-class PostgresCommitter:
+class PostgresCommitter(CommitRounds[RoundJob, BaseException | None]):
     """The store's single writer: rounds of inserts, one transaction each, across all its logs."""
 
     def __init__(self, pool: asyncpg.Pool) -> None:
+        super().__init__()
         self._pool = pool
-        self._waiting: dict[RoundLog, None] = {}
-        self._drainer: asyncio.Task[None] | None = None
-        self.rounds = 0
-        """Rounds committed so far (tests and the bench read it)."""
         self.fenced = 0
         """Jobs refused because their partition's owner epoch had moved on."""
 
-    def request(self, log: RoundLog) -> None:
-        """``log`` has queued work: it joins the next round (a round starts at once when idle)."""
-        self._waiting[log] = None
-        if self._drainer is None:
-            self._drainer = asyncio.get_running_loop().create_task(self._drain())
-
-    async def _drain(self) -> None:
+    async def _run_round(self, jobs: list[tuple[RoundLog, RoundJob]]) -> None:
         try:
-            while self._waiting:
-                logs, self._waiting = list(self._waiting), {}
-                jobs = [(log, job) for log in logs if (job := log.take_job()) is not None]
-                if not jobs:
-                    continue
-                try:
-                    owned = await self._commit([job for _, job in jobs])
-                except Exception as exc:
-                    for log, job in jobs:
-                        log.finish_job(job, exc)
-                    continue
-                self.rounds += 1
-                for log, job in jobs:
-                    if (job.topic, job.partition) in owned:
-                        log.finish_job(job, None)
-                    else:
-                        self.fenced += 1
-                        log.finish_job(job, PartitionFencedError(job.topic, job.partition, job.epoch))
-        finally:
-            self._drainer = None
+            owned = await self._commit([job for _, job in jobs])
+        except Exception as exc:
+            for log, job in jobs:
+                log.finish_job(job, exc)
+            return
+        self.rounds += 1
+        for log, job in jobs:
+            if (job.topic, job.partition) in owned:
+                log.finish_job(job, None)
+            else:
+                self.fenced += 1
+                log.finish_job(job, PartitionFencedError(job.topic, job.partition, job.epoch))
 
     async def _commit(self, jobs: list[RoundJob]) -> set[tuple[str, int]]:
         """Write the round; the partitions whose epoch held (the others' rows were not written)."""
