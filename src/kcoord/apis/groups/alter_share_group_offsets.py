@@ -15,11 +15,16 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from kcoord.apis.access import Op, may_topic, require_group
-from kcoord.apis.groups.share_group_offsets import share_group_error, topic_of
+from kcoord.apis.access import Op
+from kcoord.apis.groups.share_group_offsets import (
+    checked_topic,
+    partition_error,
+    require_empty_share_group,
+    topic_answer,
+)
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.protocol.errors import ErrorCode
 from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.group_service import GroupService
 from kcoord.runtime.share_partition_leader import SharePartitionLeader
@@ -50,31 +55,16 @@ async def handle_alter_share_group_offsets(
     authorizer: Authorizer,
 ) -> dict[str, Any]:
     group_id = request.group_id
-    require_group(ctx, authorizer, Op.READ, group_id)
-    code = share_group_error(groups, group_id, empty=True)
-    if code != ErrorCode.none:
-        raise KafkaError(code, f"{group_id} is not an empty share group")
+    require_empty_share_group(ctx, authorizer, Op.READ, groups, group_id)
     responses = []
     for topic in request.topics:
-        info = topic_of(topics, topic.topic_name)
-        refused = None
-        if not may_topic(ctx, authorizer, Op.READ, topic.topic_name):
-            refused = ErrorCode.topic_authorization_failed
-        elif info is None:
-            refused = ErrorCode.unknown_topic_or_partition
+        info, refused = checked_topic(ctx, authorizer, Op.READ, topics, topic.topic_name)
         answers = []
         for p in topic.partitions:
             index = int(p.partition_index)
-            if refused is not None or info is None or not 0 <= index < info.partitions:
-                result = refused or ErrorCode.unknown_topic_or_partition
-            else:
+            result = partition_error(info, refused, index)
+            if result is None and info is not None:
                 result = await leader.alter_offset(group_id, (info.topic_id, index), int(p.start_offset))
             answers.append({"partition_index": index, "error_code": result, "error_message": None})
-        responses.append(
-            {
-                "topic_name": topic.topic_name,
-                "topic_id": None if info is None else info.topic_id,
-                "partitions": answers,
-            }
-        )
+        responses.append(topic_answer(topic.topic_name, info, partitions=answers))
     return {"throttle_time": 0, "error_code": ErrorCode.none, "responses": responses}

@@ -14,11 +14,11 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from kcoord.apis.access import Op, may_topic, require_group
-from kcoord.apis.groups.share_group_offsets import share_group_error, topic_of
+from kcoord.apis.access import Op
+from kcoord.apis.groups.share_group_offsets import checked_topic, require_empty_share_group, topic_answer
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.protocol.errors import ErrorCode
 from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.group_service import GroupService
 from kcoord.runtime.share_partition_leader import SharePartitionLeader
@@ -51,26 +51,13 @@ async def handle_delete_share_group_offsets(
     authorizer: Authorizer,
 ) -> dict[str, Any]:
     group_id = request.group_id
-    require_group(ctx, authorizer, Op.DELETE, group_id)
-    code = share_group_error(groups, group_id, empty=True)
-    if code != ErrorCode.none:
-        raise KafkaError(code, f"{group_id} is not an empty share group")
+    require_empty_share_group(ctx, authorizer, Op.DELETE, groups, group_id)
     responses = []
     for topic in request.topics:
-        info = topic_of(topics, topic.topic_name)
-        result = ErrorCode.none
-        if not may_topic(ctx, authorizer, Op.READ, topic.topic_name):
-            result = ErrorCode.topic_authorization_failed
-        elif info is None:
-            result = ErrorCode.unknown_topic_or_partition
-        else:
+        info, refused = checked_topic(ctx, authorizer, Op.READ, topics, topic.topic_name)
+        if refused is None and info is not None:
             await leader.delete_offsets(group_id, [(info.topic_id, p) for p in range(info.partitions)])
         responses.append(
-            {
-                "topic_name": topic.topic_name,
-                "topic_id": None if info is None else info.topic_id,
-                "error_code": result,
-                "error_message": None,
-            }
+            topic_answer(topic.topic_name, info, error_code=refused or ErrorCode.none, error_message=None)
         )
     return {"throttle_time": 0, "error_code": ErrorCode.none, "responses": responses}
