@@ -141,6 +141,11 @@ class MarkerDispatcher:
     async def _write_one(self, marker: TxnMarker, coordinator_epoch: int) -> bool:
         """Write one marker, retrying; False when the transaction's coordinator partition moved away."""
         delay = _BACKOFF_MIN_S
+        marker_log = log.bind(
+            transactional_id=marker.transactional_id,
+            topic=marker.partition.topic,
+            partition=marker.partition.partition,
+        )
         while True:
             try:
                 error = await self._write(marker, coordinator_epoch)
@@ -152,25 +157,12 @@ class MarkerDispatcher:
             if error is ErrorCode.none:
                 return True
             if error in _SUPERSEDED or error in _GONE:
-                log.info(
-                    "transaction.marker_dropped",
-                    transactional_id=marker.transactional_id,
-                    topic=marker.partition.topic,
-                    partition=marker.partition.partition,
-                    error=error.name,
-                )
+                marker_log.info("transaction.marker_dropped", error=error.name)
                 return True
             if not self._still_coordinating(marker.transactional_id):
                 return False
             self.retries += 1
-            log.debug(
-                "transaction.marker_retry",
-                transactional_id=marker.transactional_id,
-                topic=marker.partition.topic,
-                partition=marker.partition.partition,
-                error=error.name,
-                retry_in_ms=round(delay * 1000),
-            )
+            marker_log.debug("transaction.marker_retry", error=error.name, retry_in_ms=round(delay * 1000))
             await asyncio.sleep(delay)
             delay = min(delay * 2, _BACKOFF_MAX_S)
 
