@@ -13,7 +13,6 @@ DESCRIBE per topic (else TOPIC_AUTHORIZATION_FAILED for its partitions).
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from kcoord.apis.access import Op, may_group
@@ -21,6 +20,7 @@ from kcoord.apis.groups.share_group_offsets import (
     checked_topic,
     partition_error,
     share_group_error,
+    share_offsets_api,
     topic_answer,
 )
 from kcoord.cluster.topic_manager import TopicManager
@@ -40,15 +40,13 @@ def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
 def api(
     groups: GroupService, leader: SharePartitionLeader, topics: TopicManager, *, authorizer: Authorizer
 ) -> ApiSpec:
-    handler = functools.partial(
+    return share_offsets_api(
+        ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
+        "DescribeShareGroupOffsets",
+        1,
         handle_describe_share_group_offsets,
-        groups=groups,
-        leader=leader,
-        topics=topics,
-        authorizer=authorizer,
-    )
-    return ApiSpec(
-        ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, "DescribeShareGroupOffsets", 0, 1, handler, _error_response
+        _error_response,
+        (groups, leader, topics, authorizer),
     )
 
 

@@ -4,15 +4,60 @@ the caller's rights on it."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kcoord.apis.access import Op, may_topic, require_group
 from kcoord.cluster.topic_manager import TopicManager
+from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.protocol.registry import ApiSpec, ErrorResponder
 from kcoord.runtime.group_service import GroupService
+from kcoord.runtime.share_partition_leader import SharePartitionLeader
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 from kcoord.storage.api import TopicInfo
+
+TopicAnswer = Callable[[Any, "TopicInfo | None", "ErrorCode | None"], Awaitable[dict[str, Any]]]
+"""``(requested topic, its info, why it may not be answered) -> its entry of the response``."""
+
+
+def share_offsets_api(
+    key: ApiKey,
+    name: str,
+    max_version: int,
+    handler: Callable[..., Awaitable[dict[str, Any]]],
+    error_response: ErrorResponder,
+    deps: tuple[GroupService, SharePartitionLeader, TopicManager, Authorizer],
+) -> ApiSpec:
+    """A share group offset API wired to the groups, the share partition leader and the catalogue."""
+    groups, leader, topics, authorizer = deps
+    bound = functools.partial(handler, groups=groups, leader=leader, topics=topics, authorizer=authorizer)
+    return ApiSpec(key, name, 0, max_version, bound, error_response)
+
+
+def change_error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
+    """AlterShareGroupOffsets' and DeleteShareGroupOffsets' answer of a failed request."""
+    return {"throttle_time": 0, "error_code": code, "responses": []}
+
+
+async def change_each_topic(
+    ctx: RequestContext,
+    request: Any,
+    group_op: Op,
+    checks: tuple[GroupService, TopicManager, Authorizer],
+    answer: TopicAnswer,
+) -> dict[str, Any]:
+    """AlterShareGroupOffsets' and DeleteShareGroupOffsets' answer: the group checked (``group_op``,
+    an empty share group), then ``answer`` for each requested topic, checked for Topic READ."""
+    groups, topics, authorizer = checks
+    require_empty_share_group(ctx, authorizer, group_op, groups, request.group_id)
+    responses = []
+    for topic in request.topics:
+        info, refused = checked_topic(ctx, authorizer, Op.READ, topics, topic.topic_name)
+        responses.append(await answer(topic, info, refused))
+    return {"throttle_time": 0, "error_code": ErrorCode.none, "responses": responses}
 
 
 def share_group_error(groups: GroupService, group_id: str, *, empty: bool) -> ErrorCode:
