@@ -23,6 +23,7 @@ from kcoord.coordinator.transactions import (
     TransactionConfig,
 )
 from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.runtime.group_coordinator import GROUP_COORDINATOR
 from kcoord.runtime.transaction_coordinator import TransactionCoordinator
 from kcoord.storage.api import PartitionLog
 from kcoord.storage.memory import MemoryLogStore
@@ -54,6 +55,8 @@ class StateTopic:
 class RecordingMarkers:
     """Both marker targets in one: records each marker written; answers ``failures`` first, if any."""
 
+    kind = GROUP_COORDINATOR
+
     def __init__(self, failures: list[ErrorCode] | None = None) -> None:
         self.written: list[Marker] = []
         self.failures = list(failures or [])
@@ -72,7 +75,7 @@ class RecordingMarkers:
         self, partition: int, producer_id: int, producer_epoch: int, committed: bool, epoch: int
     ) -> ErrorCode:
         return await self.write_marker(
-            "__consumer_offsets", partition, producer_id, producer_epoch, committed, epoch
+            self.kind.topic, partition, producer_id, producer_epoch, committed, epoch
         )
 
 

@@ -4,7 +4,7 @@ shared document in PostgreSQL (:mod:`kcoord.storage.documents` holds both kinds 
 Kafka keeps a group's dynamic configs in the metadata log. kcoord has no metadata log and the
 overrides are not group state (they outlive the group: a config may be set before the first
 member joins and is kept when the group is deleted, as in Kafka), so they are not records of
-``__consumer_offsets`` but one small JSON document, rewritten whole. The in-memory table changes
+the group coordinator's log but one small JSON document, rewritten whole. The in-memory table changes
 only after the document was written, so an acknowledged alteration survives a restart. In a
 cluster, every node polls the document (:mod:`kcoord.cluster.shared_state`), so the node that
 coordinates a group applies an alteration made through any other.

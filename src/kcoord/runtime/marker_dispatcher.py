@@ -6,8 +6,9 @@ after the decision's record is durable. Each marker goes to its partition's writ
 
 - a data partition: :class:`DataMarkerTarget` (``kcoord.cluster.transaction_markers``'
   ``DataMarkerWriter``: the control batch appended through the partition's owner);
-- a ``__consumer_offsets`` partition (a TxnOffsetCommit's): :class:`OffsetsMarkerTarget` (the
-  group coordinator's ``write_end_marker``, serial with the partition's other operations).
+- a partition of the group coordinator's log (a TxnOffsetCommit's): :class:`OffsetsMarkerTarget`
+  (the group coordinator's ``write_end_marker``, serial with the partition's other operations); the
+  target's ``kind.topic`` tells which markers are its.
 
 The markers of one transaction are written concurrently; a retriable answer (the partition is
 moving, loading, or timed out) is retried with a growing backoff, as Kafka's
@@ -32,12 +33,12 @@ import structlog
 
 from kcoord.coordinator.transactions import TxnMarker
 from kcoord.protocol.errors import ErrorCode
+from kcoord.runtime.coordinator_type import CoordinatorType
 
 __all__ = ["DataMarkerTarget", "MarkerDispatcher", "OffsetsMarkerTarget", "TransactionKey"]
 
 log = structlog.get_logger(__name__)
 
-OFFSETS_TOPIC = "__consumer_offsets"
 _BACKOFF_MIN_S = 0.05
 _BACKOFF_MAX_S = 2.0
 _SUPERSEDED = frozenset({ErrorCode.invalid_producer_epoch, ErrorCode.producer_fenced})
@@ -60,7 +61,11 @@ class DataMarkerTarget(Protocol):
 
 
 class OffsetsMarkerTarget(Protocol):
-    """Contract B: a ``__consumer_offsets`` partition's marker writer (the group coordinator)."""
+    """Contract B: the marker writer of a coordinator's own log (the group coordinator's offsets)."""
+
+    @property
+    def kind(self) -> CoordinatorType:
+        """The coordinator whose log this writes to: markers of ``kind.topic`` come here."""
 
     async def write_end_marker(
         self, partition: int, producer_id: int, producer_epoch: int, committed: bool, coordinator_epoch: int
@@ -140,6 +145,11 @@ class MarkerDispatcher:
     async def _write_one(self, marker: TxnMarker, coordinator_epoch: int) -> bool:
         """Write one marker, retrying; False when the transaction's coordinator partition moved away."""
         delay = _BACKOFF_MIN_S
+        marker_log = log.bind(
+            transactional_id=marker.transactional_id,
+            topic=marker.partition.topic,
+            partition=marker.partition.partition,
+        )
         while True:
             try:
                 error = await self._write(marker, coordinator_epoch)
@@ -151,33 +161,18 @@ class MarkerDispatcher:
             if error is ErrorCode.none:
                 return True
             if error in _SUPERSEDED or error in _GONE:
-                log.info(
-                    "transaction.marker_dropped",
-                    transactional_id=marker.transactional_id,
-                    topic=marker.partition.topic,
-                    partition=marker.partition.partition,
-                    error=error.name,
-                )
+                marker_log.info("transaction.marker_dropped", error=error.name)
                 return True
             if not self._still_coordinating(marker.transactional_id):
                 return False
             self.retries += 1
-            log.debug(
-                "transaction.marker_retry",
-                transactional_id=marker.transactional_id,
-                topic=marker.partition.topic,
-                partition=marker.partition.partition,
-                error=error.name,
-                retry_in_ms=round(delay * 1000),
-            )
+            marker_log.debug("transaction.marker_retry", error=error.name, retry_in_ms=round(delay * 1000))
             await asyncio.sleep(delay)
             delay = min(delay * 2, _BACKOFF_MAX_S)
 
     async def _write(self, marker: TxnMarker, coordinator_epoch: int) -> ErrorCode:
         topic, partition = marker.partition.topic, marker.partition.partition
-        if topic == OFFSETS_TOPIC:
-            if self.offsets is None:
-                return ErrorCode.coordinator_not_available
+        if self.offsets is not None and topic == self.offsets.kind.topic:
             return await self.offsets.write_end_marker(
                 partition, marker.producer_id, marker.producer_epoch, marker.committed, coordinator_epoch
             )

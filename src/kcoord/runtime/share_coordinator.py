@@ -115,7 +115,7 @@ class ShareCoordinator(CoordinatorService):
 
         In a cluster (``owned_only``) this only makes sure the topic exists: the membership hands
         this node the partitions it owns (:meth:`acquire`) and takes them back (:meth:`release`),
-        as it does ``__consumer_offsets``'s; a key of a partition owned elsewhere is NOT_COORDINATOR."""
+        as it does the group coordinator's log's; a key of a partition owned elsewhere is NOT_COORDINATOR."""
         if self._owned_only:
             self.num_partitions = await self._state_topic.ensure_topic(self.num_partitions)
             self._start_timers()

@@ -16,36 +16,37 @@ whole request), Topic READ per topic (else TOPIC_AUTHORIZATION_FAILED for its pa
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
-from kcoord.apis.access import Op, require_group
 from kcoord.apis.broker.share_partitions_common import (
     TopicNameOf,
     acknowledgements,
-    by_topic,
     current_leader,
     readable,
+    share_api,
+    share_member,
+    share_response,
 )
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.protocol.errors import ErrorCode
 from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.share_partition_leader import SharePartitionLeader, TopicIdPartition
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
 
-def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
-    return {"error_code": code, "acquisition_lock_timeout": 0, "responses": [], "node_endpoints": []}
-
-
 def api(
     leader: SharePartitionLeader, name_of: TopicNameOf, node_id: int, *, authorizer: Authorizer
 ) -> ApiSpec:
-    handler = functools.partial(
-        handle_share_acknowledge, leader=leader, name_of=name_of, node_id=node_id, authorizer=authorizer
+    return share_api(
+        ApiKey.SHARE_ACKNOWLEDGE,
+        "ShareAcknowledge",
+        handle_share_acknowledge,
+        leader,
+        name_of,
+        node_id,
+        authorizer,
     )
-    return ApiSpec(ApiKey.SHARE_ACKNOWLEDGE, "ShareAcknowledge", 1, 2, handler, _error_response)
 
 
 async def handle_share_acknowledge(
@@ -57,10 +58,7 @@ async def handle_share_acknowledge(
     node_id: int,
     authorizer: Authorizer,
 ) -> dict[str, Any]:
-    group_id, member_id = request.group_id or "", request.member_id or ""
-    if not group_id or not member_id:
-        raise KafkaError(ErrorCode.invalid_request, "GroupId and MemberId must not be empty.")
-    require_group(ctx, authorizer, Op.READ, group_id)
+    group_id, member_id = share_member(ctx, authorizer, request)
     session = leader.sessions.acknowledge(group_id, member_id, int(request.share_session_epoch))
     answers: dict[TopicIdPartition, dict[str, Any]] = {}
     for topic in request.topics:
@@ -78,10 +76,4 @@ async def handle_share_acknowledge(
             }
     if session is None:
         leader.release_member(group_id, member_id)
-    return {
-        "throttle_time": 0,
-        "error_code": ErrorCode.none,
-        "acquisition_lock_timeout": leader.config.record_lock_duration_ms,
-        "responses": by_topic(answers),
-        "node_endpoints": [],
-    }
+    return share_response(leader, answers)

@@ -29,16 +29,16 @@ whole request), Topic READ per topic (else TOPIC_AUTHORIZATION_FAILED for its pa
 from __future__ import annotations
 
 import asyncio
-import functools
 from typing import Any
 
-from kcoord.apis.access import Op, require_group
 from kcoord.apis.broker.share_partitions_common import (
     TopicNameOf,
     acknowledgements,
-    by_topic,
     current_leader,
     readable,
+    share_api,
+    share_member,
+    share_response,
 )
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
@@ -49,17 +49,12 @@ from kcoord.server.context import RequestContext
 from kcoord.storage.api import PartitionLog
 
 
-def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
-    return {"error_code": code, "acquisition_lock_timeout": 0, "responses": [], "node_endpoints": []}
-
-
 def api(
     leader: SharePartitionLeader, name_of: TopicNameOf, node_id: int, *, authorizer: Authorizer
 ) -> ApiSpec:
-    handler = functools.partial(
-        handle_share_fetch, leader=leader, name_of=name_of, node_id=node_id, authorizer=authorizer
+    return share_api(
+        ApiKey.SHARE_FETCH, "ShareFetch", handle_share_fetch, leader, name_of, node_id, authorizer
     )
-    return ApiSpec(ApiKey.SHARE_FETCH, "ShareFetch", 1, 2, handler, _error_response)
 
 
 async def handle_share_fetch(
@@ -71,10 +66,7 @@ async def handle_share_fetch(
     node_id: int,
     authorizer: Authorizer,
 ) -> dict[str, Any]:
-    group_id, member_id = request.group_id or "", request.member_id or ""
-    if not group_id or not member_id:
-        raise KafkaError(ErrorCode.invalid_request, "GroupId and MemberId must not be empty.")
-    require_group(ctx, authorizer, Op.READ, group_id)
+    group_id, member_id = share_member(ctx, authorizer, request)
     answers: dict[TopicIdPartition, dict[str, Any]] = {}
 
     # 1. Which partitions: refused ones are answered, the others join the session.
@@ -104,7 +96,7 @@ async def handle_share_fetch(
             answers[tp] = _answer(tp[1], node_id, ack_error=code)
     if session is None:
         leader.release_member(group_id, member_id)
-        return _response(leader, answers)
+        return share_response(leader, answers)
 
     # 3. Fetch every partition of the session; wait when nothing was acquired.
     fetched = sorted(session.partitions, key=lambda tp: (str(tp[0]), tp[1]))
@@ -124,7 +116,7 @@ async def handle_share_fetch(
                     await woken.wait()
             except TimeoutError:
                 break
-    return _response(leader, answers)
+    return share_response(leader, answers)
 
 
 async def _fetch(
@@ -189,16 +181,4 @@ def _answer(
         "current_leader": current_leader(node_id),
         "records": b"",
         "acquired_records": [],
-    }
-
-
-def _response(
-    leader: SharePartitionLeader, answers: dict[TopicIdPartition, dict[str, Any]]
-) -> dict[str, Any]:
-    return {
-        "throttle_time": 0,
-        "error_code": ErrorCode.none,
-        "acquisition_lock_timeout": leader.config.record_lock_duration_ms,
-        "responses": by_topic(answers),
-        "node_endpoints": [],
     }

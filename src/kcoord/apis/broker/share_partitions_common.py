@@ -1,19 +1,64 @@
-"""What ShareFetch and ShareAcknowledge share: topic ids to names under Topic READ, acknowledgement
-batches, and the per-partition answer shape."""
+"""What ShareFetch and ShareAcknowledge share: their wiring and error answer, the member check,
+topic ids to names under Topic READ, acknowledgement batches, and the answer's shape."""
 
 from __future__ import annotations
 
+import functools
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from kcoord.apis.access import Op, may_topic
-from kcoord.protocol.errors import ErrorCode
-from kcoord.runtime.share_partition_leader import AcknowledgementBatch, TopicIdPartition
+from kcoord.apis.access import Op, may_topic, require_group
+from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.protocol.registry import ApiSpec
+from kcoord.runtime.share_partition_leader import AcknowledgementBatch, SharePartitionLeader, TopicIdPartition
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
 TopicNameOf = Callable[[uuid.UUID], "str | None"]
+ShareHandler = Callable[..., Awaitable[dict[str, Any]]]
+"""``(ctx, request, *, leader, name_of, node_id, authorizer) -> response``."""
+
+
+def share_api(
+    key: ApiKey,
+    name: str,
+    handler: ShareHandler,
+    leader: SharePartitionLeader,
+    name_of: TopicNameOf,
+    node_id: int,
+    authorizer: Authorizer,
+) -> ApiSpec:
+    """A share partition API (versions 1-2) wired to this node's leader."""
+    bound = functools.partial(handler, leader=leader, name_of=name_of, node_id=node_id, authorizer=authorizer)
+    return ApiSpec(key, name, 1, 2, bound, _error_response)
+
+
+def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
+    return {"error_code": code, "acquisition_lock_timeout": 0, "responses": [], "node_endpoints": []}
+
+
+def share_member(ctx: RequestContext, authorizer: Authorizer, request: Any) -> tuple[str, str]:
+    """The request's group and member ids, both named, and the caller may READ the group."""
+    group_id, member_id = request.group_id or "", request.member_id or ""
+    if not group_id or not member_id:
+        raise KafkaError(ErrorCode.invalid_request, "GroupId and MemberId must not be empty.")
+    require_group(ctx, authorizer, Op.READ, group_id)
+    return group_id, member_id
+
+
+def share_response(
+    leader: SharePartitionLeader, answers: dict[TopicIdPartition, dict[str, Any]]
+) -> dict[str, Any]:
+    """The whole answer: the partitions' answers by topic and the lock duration."""
+    return {
+        "throttle_time": 0,
+        "error_code": ErrorCode.none,
+        "acquisition_lock_timeout": leader.config.record_lock_duration_ms,
+        "responses": by_topic(answers),
+        "node_endpoints": [],
+    }
 
 
 def readable(

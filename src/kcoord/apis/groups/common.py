@@ -5,8 +5,13 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+from kcoord.apis.access import Op, may_topic
+from kcoord.coordinator.consumer.messages import ConsumerHeartbeatResponse
+from kcoord.coordinator.share.messages import ShareHeartbeatResponse
+from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.runtime.group_service import GroupService
-from kcoord.server.context import ConnectionInfo
+from kcoord.security.authorizer import Authorizer
+from kcoord.server.context import ConnectionInfo, RequestContext
 
 
 def millis(value: Any, default: int = -1) -> int:
@@ -16,6 +21,31 @@ def millis(value: Any, default: int = -1) -> int:
     if isinstance(value, datetime.timedelta):
         return int(value / datetime.timedelta(milliseconds=1))
     return int(value)
+
+
+def require_subscribed_topics(ctx: RequestContext, authorizer: Authorizer, names: Any) -> None:
+    """Raises TOPIC_AUTHORIZATION_FAILED when the principal may not DESCRIBE a subscribed topic."""
+    if not names:
+        return
+    denied = sorted({name for name in names if not may_topic(ctx, authorizer, Op.DESCRIBE, name)})
+    if denied:
+        raise KafkaError(
+            ErrorCode.topic_authorization_failed, f"Topic DESCRIBE on {denied} is not authorized."
+        )
+
+
+def heartbeat_response(
+    response: ConsumerHeartbeatResponse | ShareHeartbeatResponse,
+    topic_partitions: list[dict[str, Any]] | None,
+) -> dict[str, Any]:
+    """A ConsumerGroupHeartbeat or ShareGroupHeartbeat answer (``topic_partitions`` None: no new one)."""
+    return {
+        "error_code": ErrorCode.none,
+        "member_id": response.member_id,
+        "member_epoch": response.member_epoch,
+        "heartbeat_interval": response.heartbeat_interval_ms,
+        "assignment": None if topic_partitions is None else {"topic_partitions": topic_partitions},
+    }
 
 
 class MemberWatch:

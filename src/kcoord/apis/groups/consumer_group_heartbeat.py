@@ -25,13 +25,12 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kcoord.apis.access import Op, may_topic, require_group
-from kcoord.apis.groups.common import MemberWatch
+from kcoord.apis.access import Op, require_group
+from kcoord.apis.groups.common import MemberWatch, heartbeat_response, require_subscribed_topics
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.coordinator.assignors import Assignment
 from kcoord.coordinator.consumer.messages import ConsumerHeartbeatRequest, TopicFilter
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.errors import KafkaError
 from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.group_service import GroupService
 from kcoord.security.acl import ResourceType
@@ -63,7 +62,7 @@ async def handle_consumer_group_heartbeat(
 ) -> dict[str, Any]:
     """Group READ, then Topic DESCRIBE on the subscribed names, as Kafka 4 asks."""
     require_group(ctx, authorizer, Op.READ, request.group_id)
-    _require_subscribed_topics(ctx, authorizer, request.subscribed_topic_names)
+    require_subscribed_topics(ctx, authorizer, request.subscribed_topic_names)
     rebalance_timeout = request.rebalance_timeout
     beat = ConsumerHeartbeatRequest(
         group_id=request.group_id,
@@ -85,27 +84,8 @@ async def handle_consumer_group_heartbeat(
     response = await groups.consumer_heartbeat(beat, ctx.connection.connection_id)
     if response.member_epoch >= 0:
         members.watch(ctx.connection, beat.group_id, response.member_id)
-    assignment = None
-    if response.assignment is not None:
-        assignment = {"topic_partitions": _by_topic_id(response.assignment, topics)}
-    return {
-        "error_code": ErrorCode.none,
-        "member_id": response.member_id,
-        "member_epoch": response.member_epoch,
-        "heartbeat_interval": response.heartbeat_interval_ms,
-        "assignment": assignment,
-    }
-
-
-def _require_subscribed_topics(ctx: RequestContext, authorizer: Authorizer, names: Any) -> None:
-    """Raises TOPIC_AUTHORIZATION_FAILED when the principal may not DESCRIBE a subscribed topic."""
-    if not names:
-        return
-    denied = sorted({name for name in names if not may_topic(ctx, authorizer, Op.DESCRIBE, name)})
-    if denied:
-        raise KafkaError(
-            ErrorCode.topic_authorization_failed, f"Topic DESCRIBE on {denied} is not authorized."
-        )
+    assignment = None if response.assignment is None else _by_topic_id(response.assignment, topics)
+    return heartbeat_response(response, assignment)
 
 
 def _describable(ctx: RequestContext, authorizer: Authorizer) -> TopicFilter | None:

@@ -11,33 +11,36 @@ Authorization, as Kafka 4.2: Group DELETE (else GROUP_AUTHORIZATION_FAILED), Top
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
-from kcoord.apis.access import Op, may_topic, require_group
-from kcoord.apis.groups.share_group_offsets import share_group_error, topic_of
+from kcoord.apis.access import Op
+from kcoord.apis.groups.share_group_offsets import (
+    change_each_topic,
+    change_error_response,
+    share_offsets_api,
+    topic_answer,
+)
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.protocol.errors import ErrorCode
 from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.group_service import GroupService
 from kcoord.runtime.share_partition_leader import SharePartitionLeader
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
-
-
-def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
-    return {"throttle_time": 0, "error_code": code, "responses": []}
+from kcoord.storage.api import TopicInfo
 
 
 def api(
     groups: GroupService, leader: SharePartitionLeader, topics: TopicManager, *, authorizer: Authorizer
 ) -> ApiSpec:
-    handler = functools.partial(
-        handle_delete_share_group_offsets, groups=groups, leader=leader, topics=topics, authorizer=authorizer
-    )
-    return ApiSpec(
-        ApiKey.DELETE_SHARE_GROUP_OFFSETS, "DeleteShareGroupOffsets", 0, 0, handler, _error_response
+    return share_offsets_api(
+        ApiKey.DELETE_SHARE_GROUP_OFFSETS,
+        "DeleteShareGroupOffsets",
+        0,
+        handle_delete_share_group_offsets,
+        change_error_response,
+        (groups, leader, topics, authorizer),
     )
 
 
@@ -51,26 +54,10 @@ async def handle_delete_share_group_offsets(
     authorizer: Authorizer,
 ) -> dict[str, Any]:
     group_id = request.group_id
-    require_group(ctx, authorizer, Op.DELETE, group_id)
-    code = share_group_error(groups, group_id, empty=True)
-    if code != ErrorCode.none:
-        raise KafkaError(code, f"{group_id} is not an empty share group")
-    responses = []
-    for topic in request.topics:
-        info = topic_of(topics, topic.topic_name)
-        result = ErrorCode.none
-        if not may_topic(ctx, authorizer, Op.READ, topic.topic_name):
-            result = ErrorCode.topic_authorization_failed
-        elif info is None:
-            result = ErrorCode.unknown_topic_or_partition
-        else:
+
+    async def delete(topic: Any, info: TopicInfo | None, refused: ErrorCode | None) -> dict[str, Any]:
+        if refused is None and info is not None:
             await leader.delete_offsets(group_id, [(info.topic_id, p) for p in range(info.partitions)])
-        responses.append(
-            {
-                "topic_name": topic.topic_name,
-                "topic_id": None if info is None else info.topic_id,
-                "error_code": result,
-                "error_message": None,
-            }
-        )
-    return {"throttle_time": 0, "error_code": ErrorCode.none, "responses": responses}
+        return topic_answer(topic.topic_name, info, error_code=refused or ErrorCode.none, error_message=None)
+
+    return await change_each_topic(ctx, request, Op.DELETE, (groups, topics, authorizer), delete)

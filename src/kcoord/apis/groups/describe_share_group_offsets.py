@@ -13,11 +13,16 @@ DESCRIBE per topic (else TOPIC_AUTHORIZATION_FAILED for its partitions).
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
-from kcoord.apis.access import Op, may_group, may_topic
-from kcoord.apis.groups.share_group_offsets import share_group_error, topic_of
+from kcoord.apis.access import Op, may_group
+from kcoord.apis.groups.share_group_offsets import (
+    checked_topic,
+    partition_error,
+    share_group_error,
+    share_offsets_api,
+    topic_answer,
+)
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
@@ -35,15 +40,13 @@ def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
 def api(
     groups: GroupService, leader: SharePartitionLeader, topics: TopicManager, *, authorizer: Authorizer
 ) -> ApiSpec:
-    handler = functools.partial(
+    return share_offsets_api(
+        ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
+        "DescribeShareGroupOffsets",
+        1,
         handle_describe_share_group_offsets,
-        groups=groups,
-        leader=leader,
-        topics=topics,
-        authorizer=authorizer,
-    )
-    return ApiSpec(
-        ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, "DescribeShareGroupOffsets", 0, 1, handler, _error_response
+        _error_response,
+        (groups, leader, topics, authorizer),
     )
 
 
@@ -101,20 +104,16 @@ async def _topic(
     name: str,
     partitions: list[int],
 ) -> dict[str, Any]:
-    info = topic_of(topics, name)
-    refused = None
-    if not may_topic(ctx, authorizer, Op.DESCRIBE, name):
-        refused = ErrorCode.topic_authorization_failed
-    elif info is None:
-        refused = ErrorCode.unknown_topic_or_partition
+    info, refused = checked_topic(ctx, authorizer, Op.DESCRIBE, topics, name)
     answers = []
     for partition in partitions:
-        if refused is not None or info is None or not 0 <= partition < info.partitions:
-            answers.append(_partition(partition, -1, -1, -1, refused or ErrorCode.unknown_topic_or_partition))
+        error = partition_error(info, refused, partition)
+        if error is not None or info is None:
+            answers.append(_partition(partition, -1, -1, -1, error or ErrorCode.unknown_topic_or_partition))
             continue
         start, epoch, lag = await leader.describe_offset(group_id, (info.topic_id, partition))
         answers.append(_partition(partition, start, epoch, lag, ErrorCode.none))
-    return {"topic_name": name, "topic_id": None if info is None else info.topic_id, "partitions": answers}
+    return topic_answer(name, info, partitions=answers)
 
 
 def _partition(index: int, start: int, epoch: int, lag: int, code: ErrorCode) -> dict[str, Any]:

@@ -21,7 +21,8 @@ Authorization: Group READ (else GROUP_AUTHORIZATION_FAILED), then Topic READ per
 from __future__ import annotations
 
 import functools
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, TypeVar
 
 from kio.schema.errors import ErrorCode
 
@@ -46,7 +47,8 @@ from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
 
-def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
+def commit_error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
+    """Every requested partition answered ``code`` (OffsetCommit's and TxnOffsetCommit's shape)."""
     return {
         "topics": [
             {
@@ -68,27 +70,34 @@ def to_core(request: Any, api_version: int) -> OffsetCommitRequest:
         group_instance_id=getattr(request, "group_instance_id", None),
         retention_time_ms=millis(getattr(request, "retention_time", None)),
         api_version=api_version,
-        topics=[
-            OffsetCommitTopic(
-                name=topic.name,
-                partitions=[
-                    OffsetCommitPartition(
-                        partition_index=int(p.partition_index),
-                        committed_offset=int(p.committed_offset),
-                        committed_leader_epoch=int(getattr(p, "committed_leader_epoch", -1)),
-                        committed_metadata=p.committed_metadata,
-                    )
-                    for p in topic.partitions
-                ],
-            )
-            for topic in request.topics
-        ],
+        topics=core_topics(request),
     )
+
+
+def core_topics(request: Any) -> list[OffsetCommitTopic]:
+    """The wire request's topics and partitions as the core's (OffsetCommit's and TxnOffsetCommit's)."""
+    return [
+        OffsetCommitTopic(
+            name=topic.name,
+            partitions=[
+                OffsetCommitPartition(
+                    partition_index=int(p.partition_index),
+                    committed_offset=int(p.committed_offset),
+                    committed_leader_epoch=int(getattr(p, "committed_leader_epoch", -1)),
+                    committed_metadata=p.committed_metadata,
+                )
+                for p in topic.partitions
+            ],
+        )
+        for topic in request.topics
+    ]
 
 
 def api(groups: GroupService, *, authorizer: Authorizer) -> ApiSpec:
     handler = functools.partial(handle_offset_commit, groups=groups, authorizer=authorizer)
-    return ApiSpec(ApiKey.OFFSET_COMMIT, "OffsetCommit", 2, 9, handler, _error_response, decode_offset_commit)
+    return ApiSpec(
+        ApiKey.OFFSET_COMMIT, "OffsetCommit", 2, 9, handler, commit_error_response, decode_offset_commit
+    )
 
 
 async def handle_offset_commit(
@@ -100,12 +109,28 @@ async def handle_offset_commit(
     commit = request if isinstance(request, OffsetCommitRequest) else to_core(request, ctx.api_version)
     if not authorizer.enabled:
         return _encoded(ctx.api_version, await groups.commit_offsets(commit))
+    return _encoded(ctx.api_version, await commit_readable(ctx, authorizer, commit, groups.commit_offsets))
+
+
+class _Commit(Protocol):
+    topics: list[OffsetCommitTopic]
+
+
+_C = TypeVar("_C", bound=_Commit)
+
+
+async def commit_readable(
+    ctx: RequestContext,
+    authorizer: Authorizer,
+    commit: _C,
+    write: Callable[[_C], Awaitable[OffsetCommitResponse]],
+) -> OffsetCommitResponse:
+    """``write`` the topics the principal may READ; the others are answered TOPIC_AUTHORIZATION_FAILED."""
     allowed = [may_topic(ctx, authorizer, Op.READ, t.name) for t in commit.topics]
     denied = [t for t, ok in zip(commit.topics, allowed, strict=True) if not ok]
     commit.topics = [t for t, ok in zip(commit.topics, allowed, strict=True) if ok]
-    results = (await groups.commit_offsets(commit)).topics if commit.topics else []
-    results = [*results, *(_denied(t) for t in denied)]
-    return _encoded(ctx.api_version, OffsetCommitResponse(results))
+    results = (await write(commit)).topics if commit.topics else []
+    return OffsetCommitResponse([*results, *(_denied(t) for t in denied)])
 
 
 def _denied(topic: OffsetCommitTopic) -> OffsetCommitTopicResult:

@@ -20,57 +20,41 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kcoord.apis.access import Op, authorized_operations, may_group, may_topic
+from kcoord.apis.groups.group_describe import (
+    Found,
+    GroupNotDescribedError,
+    describe_each,
+    describe_error_response,
+)
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.coordinator.share.messages import DescribedShareGroup
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.errors import KafkaError
 from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.group_service import GroupService
-from kcoord.security.acl import ResourceType
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
-
-HIDDEN_TOPICS_MESSAGE = "The group has described topic(s) that the client is not authorized to describe."
-
-
-def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
-    return {"groups": [_failed(group_id, code, None) for group_id in request.group_ids]}
 
 
 def api(groups: GroupService, topics: TopicManager, *, authorizer: Authorizer) -> ApiSpec:
     handler = functools.partial(
         handle_share_group_describe, groups=groups, topics=topics, authorizer=authorizer
     )
-    return ApiSpec(ApiKey.SHARE_GROUP_DESCRIBE, "ShareGroupDescribe", 1, 1, handler, _error_response)
+    return ApiSpec(ApiKey.SHARE_GROUP_DESCRIBE, "ShareGroupDescribe", 1, 1, handler, describe_error_response)
 
 
 async def handle_share_group_describe(
     ctx: RequestContext, request: Any, *, groups: GroupService, topics: TopicManager, authorizer: Authorizer
 ) -> dict[str, Any]:
     """Group DESCRIBE per group, as Kafka asks (else GROUP_AUTHORIZATION_FAILED for that group)."""
-    answers: list[dict[str, Any]] = []
-    for group_id in request.group_ids:
-        if not may_group(ctx, authorizer, Op.DESCRIBE, group_id):
-            answers.append(_failed(group_id, ErrorCode.group_authorization_failed, None))
-            continue
-        try:
-            described = groups.describe_share_group(group_id)
-        except KafkaError as exc:
-            answers.append(_failed(group_id, exc.code, None))
-            continue
+
+    def lookup(group_id: str) -> Found:
+        described = groups.describe_share_group(group_id)
         if described.error_code != ErrorCode.none:
             message = f"Group {group_id} not found or not a share group."
-            answers.append(_failed(group_id, described.error_code, message))
-            continue
-        names = _topic_names(described, topics)
-        if not all(may_topic(ctx, authorizer, Op.DESCRIBE, name) for name in names):
-            answers.append(_failed(group_id, ErrorCode.topic_authorization_failed, HIDDEN_TOPICS_MESSAGE))
-            continue
-        asked = bool(request.include_authorized_operations)
-        operations = authorized_operations(ctx, authorizer, ResourceType.GROUP, group_id, asked=asked)
-        answers.append(_described(described, topics, operations))
-    return {"groups": answers}
+            raise GroupNotDescribedError(described.error_code, message)
+        return _topic_names(described, topics), functools.partial(_described, described, topics)
+
+    return describe_each(ctx, request, authorizer, lookup)
 
 
 def _topic_names(group: DescribedShareGroup, topics: TopicManager) -> set[str]:
@@ -82,19 +66,6 @@ def _topic_names(group: DescribedShareGroup, topics: TopicManager) -> set[str]:
             if info is not None:
                 names.add(info.name)
     return names
-
-
-def _failed(group_id: str, code: ErrorCode, message: str | None) -> dict[str, Any]:
-    return {
-        "error_code": code,
-        "error_message": message,
-        "group_id": group_id,
-        "group_state": "Dead",
-        "group_epoch": -1,
-        "assignment_epoch": -1,
-        "assignor_name": "",
-        "members": [],
-    }
 
 
 def _described(group: DescribedShareGroup, topics: TopicManager, operations: int) -> dict[str, Any]:

@@ -19,10 +19,10 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kcoord.apis.access import Op, may_topic, require_group
+from kcoord.apis.access import Op, require_group
+from kcoord.apis.groups.common import heartbeat_response, require_subscribed_topics
 from kcoord.coordinator.share.messages import ShareHeartbeatRequest
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.errors import KafkaError
 from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.group_service import GroupService
 from kcoord.security.authorizer import Authorizer
@@ -44,11 +44,7 @@ async def handle_share_group_heartbeat(
     """Group READ, then Topic DESCRIBE on the subscribed names, as Kafka 4.2 asks."""
     require_group(ctx, authorizer, Op.READ, request.group_id)
     names = request.subscribed_topic_names
-    denied = sorted({name for name in names or () if not may_topic(ctx, authorizer, Op.DESCRIBE, name)})
-    if denied:
-        raise KafkaError(
-            ErrorCode.topic_authorization_failed, f"Topic DESCRIBE on {denied} is not authorized."
-        )
+    require_subscribed_topics(ctx, authorizer, names)
     beat = ShareHeartbeatRequest(
         group_id=request.group_id,
         member_id=request.member_id,
@@ -61,16 +57,8 @@ async def handle_share_group_heartbeat(
     response = await groups.share_heartbeat(beat)
     assignment = None
     if response.assignment is not None:
-        assignment = {
-            "topic_partitions": [
-                {"topic_id": topic_id, "partitions": list(partitions)}
-                for topic_id, partitions in response.assignment
-            ]
-        }
-    return {
-        "error_code": ErrorCode.none,
-        "member_id": response.member_id,
-        "member_epoch": response.member_epoch,
-        "heartbeat_interval": response.heartbeat_interval_ms,
-        "assignment": assignment,
-    }
+        assignment = [
+            {"topic_id": topic_id, "partitions": list(partitions)}
+            for topic_id, partitions in response.assignment
+        ]
+    return heartbeat_response(response, assignment)

@@ -1,12 +1,63 @@
 """What the three share group offset APIs share: the group must be a share group (and, to change
-its offsets, have no member), and topics are named, each checked against the topic catalogue."""
+its offsets, have no member), and topics are named, each checked against the topic catalogue and
+the caller's rights on it."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from kcoord.apis.access import Op, may_topic, require_group
 from kcoord.cluster.topic_manager import TopicManager
+from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.protocol.registry import ApiSpec, ErrorResponder
 from kcoord.runtime.group_service import GroupService
+from kcoord.runtime.share_partition_leader import SharePartitionLeader
+from kcoord.security.authorizer import Authorizer
+from kcoord.server.context import RequestContext
 from kcoord.storage.api import TopicInfo
+
+TopicAnswer = Callable[[Any, "TopicInfo | None", "ErrorCode | None"], Awaitable[dict[str, Any]]]
+"""``(requested topic, its info, why it may not be answered) -> its entry of the response``."""
+
+
+def share_offsets_api(
+    key: ApiKey,
+    name: str,
+    max_version: int,
+    handler: Callable[..., Awaitable[dict[str, Any]]],
+    error_response: ErrorResponder,
+    deps: tuple[GroupService, SharePartitionLeader, TopicManager, Authorizer],
+) -> ApiSpec:
+    """A share group offset API wired to the groups, the share partition leader and the catalogue."""
+    groups, leader, topics, authorizer = deps
+    bound = functools.partial(handler, groups=groups, leader=leader, topics=topics, authorizer=authorizer)
+    return ApiSpec(key, name, 0, max_version, bound, error_response)
+
+
+def change_error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
+    """AlterShareGroupOffsets' and DeleteShareGroupOffsets' answer of a failed request."""
+    return {"throttle_time": 0, "error_code": code, "responses": []}
+
+
+async def change_each_topic(
+    ctx: RequestContext,
+    request: Any,
+    group_op: Op,
+    checks: tuple[GroupService, TopicManager, Authorizer],
+    answer: TopicAnswer,
+) -> dict[str, Any]:
+    """AlterShareGroupOffsets' and DeleteShareGroupOffsets' answer: the group checked (``group_op``,
+    an empty share group), then ``answer`` for each requested topic, checked for Topic READ."""
+    groups, topics, authorizer = checks
+    require_empty_share_group(ctx, authorizer, group_op, groups, request.group_id)
+    responses = []
+    for topic in request.topics:
+        info, refused = checked_topic(ctx, authorizer, Op.READ, topics, topic.topic_name)
+        responses.append(await answer(topic, info, refused))
+    return {"throttle_time": 0, "error_code": ErrorCode.none, "responses": responses}
 
 
 def share_group_error(groups: GroupService, group_id: str, *, empty: bool) -> ErrorCode:
@@ -23,6 +74,43 @@ def share_group_error(groups: GroupService, group_id: str, *, empty: bool) -> Er
     return ErrorCode.none
 
 
+def require_empty_share_group(
+    ctx: RequestContext, authorizer: Authorizer, op: Op, groups: GroupService, group_id: str
+) -> None:
+    """The caller may ``op`` the group and it is a share group with no member; else a top-level error."""
+    require_group(ctx, authorizer, op, group_id)
+    code = share_group_error(groups, group_id, empty=True)
+    if code != ErrorCode.none:
+        raise KafkaError(code, f"{group_id} is not an empty share group")
+
+
 def topic_of(topics: TopicManager, name: str) -> TopicInfo | None:
     info = topics.get(name)
     return None if info is None or info.internal else info
+
+
+def checked_topic(
+    ctx: RequestContext, authorizer: Authorizer, op: Op, topics: TopicManager, name: str
+) -> tuple[TopicInfo | None, ErrorCode | None]:
+    """The named topic and, when none of its partitions may be answered, why: TOPIC_AUTHORIZATION_FAILED
+    without ``op`` on it, UNKNOWN_TOPIC_OR_PARTITION when it is not a (non-internal) topic."""
+    info = topic_of(topics, name)
+    if not may_topic(ctx, authorizer, op, name):
+        return info, ErrorCode.topic_authorization_failed
+    if info is None:
+        return info, ErrorCode.unknown_topic_or_partition
+    return info, None
+
+
+def partition_error(info: TopicInfo | None, refused: ErrorCode | None, index: int) -> ErrorCode | None:
+    """Why partition ``index`` of a checked topic may not be answered, or None when it may."""
+    if refused is not None:
+        return refused
+    if info is None or not 0 <= index < info.partitions:
+        return ErrorCode.unknown_topic_or_partition
+    return None
+
+
+def topic_answer(name: str, info: TopicInfo | None, **fields: Any) -> dict[str, Any]:
+    """One topic's entry of a response: its name, its id when known, and ``fields``."""
+    return {"topic_name": name, "topic_id": None if info is None else info.topic_id, **fields}

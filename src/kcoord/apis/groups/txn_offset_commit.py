@@ -28,14 +28,9 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kcoord.apis.access import Op, may, may_topic, require_group
-from kcoord.coordinator.offsets import (
-    OffsetCommitPartition,
-    OffsetCommitPartitionResult,
-    OffsetCommitResponse,
-    OffsetCommitTopic,
-    OffsetCommitTopicResult,
-)
+from kcoord.apis.access import Op, may, require_group
+from kcoord.apis.groups.offset_commit import commit_error_response, commit_readable, core_topics
+from kcoord.coordinator.offsets import OffsetCommitResponse
 from kcoord.coordinator.txn_offset_commit import TxnOffsetCommitRequest
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import KafkaError
@@ -49,20 +44,6 @@ MIN_VERSION = 0
 MAX_VERSION = 4
 
 
-def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
-    return {
-        "topics": [
-            {
-                "name": topic.name,
-                "partitions": [
-                    {"partition_index": p.partition_index, "error_code": code} for p in topic.partitions
-                ],
-            }
-            for topic in request.topics
-        ]
-    }
-
-
 def to_core(request: Any) -> TxnOffsetCommitRequest:
     """The wire request (any version; fields a version lacks take their defaults) as the core's."""
     return TxnOffsetCommitRequest(
@@ -73,28 +54,14 @@ def to_core(request: Any) -> TxnOffsetCommitRequest:
         generation_id=int(getattr(request, "generation_id", -1)),
         member_id=getattr(request, "member_id", ""),
         group_instance_id=getattr(request, "group_instance_id", None),
-        topics=[
-            OffsetCommitTopic(
-                name=topic.name,
-                partitions=[
-                    OffsetCommitPartition(
-                        partition_index=int(p.partition_index),
-                        committed_offset=int(p.committed_offset),
-                        committed_leader_epoch=int(getattr(p, "committed_leader_epoch", -1)),
-                        committed_metadata=p.committed_metadata,
-                    )
-                    for p in topic.partitions
-                ],
-            )
-            for topic in request.topics
-        ],
+        topics=core_topics(request),
     )
 
 
 def api(groups: GroupService, *, authorizer: Authorizer) -> ApiSpec:
     handler = functools.partial(handle_txn_offset_commit, groups=groups, authorizer=authorizer)
     return ApiSpec(
-        ApiKey.TXN_OFFSET_COMMIT, "TxnOffsetCommit", MIN_VERSION, MAX_VERSION, handler, _error_response
+        ApiKey.TXN_OFFSET_COMMIT, "TxnOffsetCommit", MIN_VERSION, MAX_VERSION, handler, commit_error_response
     )
 
 
@@ -109,16 +76,4 @@ async def handle_txn_offset_commit(
     commit = to_core(request)
     if not authorizer.enabled:
         return await groups.commit_transactional_offsets(commit)
-    allowed = [may_topic(ctx, authorizer, Op.READ, t.name) for t in commit.topics]
-    denied = [t for t, ok in zip(commit.topics, allowed, strict=True) if not ok]
-    commit.topics = [t for t, ok in zip(commit.topics, allowed, strict=True) if ok]
-    results = (await groups.commit_transactional_offsets(commit)).topics if commit.topics else []
-    return OffsetCommitResponse([*results, *(_denied(t) for t in denied)])
-
-
-def _denied(topic: OffsetCommitTopic) -> OffsetCommitTopicResult:
-    """TOPIC_AUTHORIZATION_FAILED for every partition of a topic the principal may not READ."""
-    code = ErrorCode.topic_authorization_failed
-    return OffsetCommitTopicResult(
-        topic.name, [OffsetCommitPartitionResult(p.partition_index, code) for p in topic.partitions]
-    )
+    return await commit_readable(ctx, authorizer, commit, groups.commit_transactional_offsets)

@@ -19,23 +19,19 @@ import functools
 from typing import Any
 
 from kcoord.apis.access import Op, may_group
-from kcoord.apis.transactions.common import require_transactional_id
-from kcoord.coordinator.transactions import AddOffsetsToTxnRequest, fenced_error_for
+from kcoord.apis.transactions.common import error_code_answer, fenced_answer, require_transactional_id
+from kcoord.coordinator.transactions import AddOffsetsToTxnRequest
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.protocol.errors import ErrorCode
 from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.transaction_coordinator import TransactionCoordinator
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
 
-def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
-    return {"error_code": code}
-
-
 def api(transactions: TransactionCoordinator, *, authorizer: Authorizer) -> ApiSpec:
     handler = functools.partial(handle_add_offsets_to_txn, transactions=transactions, authorizer=authorizer)
-    return ApiSpec(ApiKey.ADD_OFFSETS_TO_TXN, "AddOffsetsToTxn", 0, 3, handler, _error_response)
+    return ApiSpec(ApiKey.ADD_OFFSETS_TO_TXN, "AddOffsetsToTxn", 0, 3, handler, error_code_answer)
 
 
 async def handle_add_offsets_to_txn(
@@ -44,15 +40,9 @@ async def handle_add_offsets_to_txn(
     require_transactional_id(ctx, authorizer, Op.WRITE, request.transactional_id)
     if not may_group(ctx, authorizer, Op.READ, request.group_id):
         return {"error_code": ErrorCode.group_authorization_failed}
-    try:
-        error = await transactions.add_offsets(
-            AddOffsetsToTxnRequest(
-                request.transactional_id,
-                int(request.producer_id),
-                int(request.producer_epoch),
-                request.group_id,
-            )
+    added = transactions.add_offsets(
+        AddOffsetsToTxnRequest(
+            request.transactional_id, int(request.producer_id), int(request.producer_epoch), request.group_id
         )
-    except KafkaError as exc:
-        error = exc.code
-    return {"error_code": fenced_error_for("AddOffsetsToTxn", ctx.api_version, error)}
+    )
+    return await fenced_answer("AddOffsetsToTxn", ctx, added)

@@ -1,8 +1,12 @@
-"""What the transaction APIs share: the TransactionalId ACL checks."""
+"""What the transaction APIs share: the TransactionalId ACL checks and the error-code-only answer."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+from typing import Any
+
 from kcoord.apis.access import Op, may
+from kcoord.coordinator.transactions import fenced_error_for
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.security.acl import ResourceType
 from kcoord.security.authorizer import Authorizer
@@ -22,3 +26,18 @@ def require_transactional_id(
             ErrorCode.transactional_id_authorization_failed,
             f"TransactionalId {op.name} on {transactional_id!r} is not authorized.",
         )
+
+
+def error_code_answer(request: Any, code: ErrorCode) -> dict[str, Any]:
+    """The whole answer of an API that answers one error code (AddOffsetsToTxn, EndTxn)."""
+    return {"error_code": code}
+
+
+async def fenced_answer(api_name: str, ctx: RequestContext, pending: Awaitable[ErrorCode]) -> dict[str, Any]:
+    """The error-code-only answer of a coordinator call: its code, or the one it raised, as the
+    request's version spells a fenced producer."""
+    try:
+        error = await pending
+    except KafkaError as exc:
+        error = exc.code
+    return error_code_answer(None, fenced_error_for(api_name, ctx.api_version, error))

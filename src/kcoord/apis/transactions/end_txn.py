@@ -18,42 +18,39 @@ Authorization: TransactionalId WRITE, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 from __future__ import annotations
 
 import functools
+from collections.abc import Awaitable
 from typing import Any
 
 from kcoord.apis.access import Op
-from kcoord.apis.transactions.common import require_transactional_id
-from kcoord.coordinator.transactions import EndTxnRequest, fenced_error_for
+from kcoord.apis.transactions.common import error_code_answer, fenced_answer, require_transactional_id
+from kcoord.coordinator.transactions import EndTxnRequest, EndTxnResponse
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.protocol.errors import ErrorCode
 from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.transaction_coordinator import TransactionCoordinator
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
 
-def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
-    return {"error_code": code}
-
-
 def api(transactions: TransactionCoordinator, *, authorizer: Authorizer) -> ApiSpec:
     handler = functools.partial(handle_end_txn, transactions=transactions, authorizer=authorizer)
-    return ApiSpec(ApiKey.END_TXN, "EndTxn", 0, 4, handler, _error_response)
+    return ApiSpec(ApiKey.END_TXN, "EndTxn", 0, 4, handler, error_code_answer)
 
 
 async def handle_end_txn(
     ctx: RequestContext, request: Any, *, transactions: TransactionCoordinator, authorizer: Authorizer
 ) -> dict[str, Any]:
     require_transactional_id(ctx, authorizer, Op.WRITE, request.transactional_id)
-    try:
-        response = await transactions.end_txn(
-            EndTxnRequest(
-                request.transactional_id,
-                int(request.producer_id),
-                int(request.producer_epoch),
-                bool(request.committed),
-            )
+    ended = transactions.end_txn(
+        EndTxnRequest(
+            request.transactional_id,
+            int(request.producer_id),
+            int(request.producer_epoch),
+            bool(request.committed),
         )
-        error = response.error
-    except KafkaError as exc:
-        error = exc.code
-    return {"error_code": fenced_error_for("EndTxn", ctx.api_version, error)}
+    )
+    return await fenced_answer("EndTxn", ctx, _error_of(ended))
+
+
+async def _error_of(ended: Awaitable[EndTxnResponse]) -> ErrorCode:
+    return (await ended).error
