@@ -15,6 +15,7 @@ from kcoord.protocol.errors import ErrorCode
 from tests.cli.test_startup_errors import no_traceback, serve
 from tests.support.cluster_nodes import (
     OFFSETS_PARTITIONS,
+    TRANSACTION_STATE_PARTITIONS,
     cluster_settings,
     cluster_status,
     commit_error,
@@ -41,7 +42,11 @@ def epochs(postgres: PostgresCluster, database: str) -> list[str]:
     return rows.splitlines()
 
 
-def serves_everything(node: KcoordProcess, partitions: int = OFFSETS_PARTITIONS) -> bool:
+COORDINATOR_PARTITIONS = OFFSETS_PARTITIONS + TRANSACTION_STATE_PARTITIONS
+"""What a lone node owns before any data topic: the offsets and the transaction state partitions."""
+
+
+def serves_everything(node: KcoordProcess, partitions: int = COORDINATOR_PARTITIONS) -> bool:
     """The node serves, and owns ``partitions`` partitions (every one there is, as the only node)."""
     status = cluster_status(node)
     return bool(status["serving"]) and status["owned"] == partitions
@@ -86,7 +91,7 @@ def test_a_resumed_process_whose_node_id_was_taken_over_stops_and_moves_no_epoch
         b = kcoord_factory(tmp_path / "b", settings).start(timeout=60)
         wait_until(lambda: serves_everything(b), 30, "B serves every offsets partition")
         create_topic(b, "t", 1)
-        wait_until(lambda: serves_everything(b, OFFSETS_PARTITIONS + 1), 30, "B leads t-0")
+        wait_until(lambda: serves_everything(b, COORDINATOR_PARTITIONS + 1), 30, "B leads t-0")
         taken = epochs(postgres_cluster, database)
     finally:
         os.kill(a.proc.pid, signal.SIGCONT)
@@ -95,9 +100,8 @@ def test_a_resumed_process_whose_node_id_was_taken_over_stops_and_moves_no_epoch
     with RawClient(b.host, b.port) as client:
         while time.monotonic() - started < WATCH_S:
             assert epochs(postgres_cluster, database) == taken
-            assert (
-                b.proc is not None and b.proc.poll() is None and serves_everything(b, OFFSETS_PARTITIONS + 1)
-            )
+            b_alive = b.proc is not None and b.proc.poll() is None
+            assert b_alive and serves_everything(b, COORDINATOR_PARTITIONS + 1)
             commits += 1
             assert commit_error(client, "g", "t", commits) == ErrorCode.none
             time.sleep(0.5)

@@ -23,6 +23,8 @@ from tests.support.raw_ops import produce
 from tests.support.server import KcoordProcess
 
 OFFSETS_PARTITIONS = 12
+TRANSACTION_STATE_PARTITIONS = 3
+"""``transaction.state.log.num.partitions`` of a test cluster: its nodes own these beside the offsets."""
 #: What a node that cannot take a partition's records answers a producer that asked it blindly.
 _ROUTING = frozenset({ErrorCode.not_leader_or_follower, ErrorCode.unknown_topic_or_partition})
 
@@ -33,6 +35,7 @@ def cluster_settings(database: str, node_id: int, **overrides: str) -> dict[str,
         "kcoord.cluster.enable": "true",
         "node.id": str(node_id),
         "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS),
+        "transaction.state.log.num.partitions": str(TRANSACTION_STATE_PARTITIONS),
         **overrides,
     }
 
