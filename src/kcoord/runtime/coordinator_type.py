@@ -90,3 +90,11 @@ class CoordinatorType:
     partition_for: Callable[[str, int], int]
     """``(key, partition count) -> partition``: where a group id (or other key) lives."""
     serde: RecordSerde
+    log_name: str = ""
+    """What its partitions are called in log events (``<log_name>.loaded``, ``.loading``): the group
+    coordinator keeps ``offsets_partitions``, which operators and the bench watch; empty means
+    ``<name>_partitions``."""
+
+    @property
+    def partitions_event(self) -> str:
+        return self.log_name or f"{self.name}_partitions"

@@ -87,6 +87,7 @@ GROUP_COORDINATOR = CoordinatorType(
     key_type=GROUP_KEY_TYPE,
     partition_for=partition_for,
     serde=GroupRecordSerde(),
+    log_name="offsets_partitions",
 )
 
 

@@ -164,7 +164,8 @@ class CoordinatorService:
             progress.cancel()
         self.loaded.set()
         log.info(
-            "offsets_partitions.loaded",
+            f"{self.kind.partitions_event}.loaded",
+            coordinator=self.kind.name,
             partitions=len(self._runners),
             records=sum(runner.load_stats.records for runner in self._runners.values()),
             duration_ms=round((time.perf_counter() - started) * 1000, 1),
@@ -176,7 +177,8 @@ class CoordinatorService:
             await asyncio.sleep(_LOAD_PROGRESS_EVERY_S)
             runners = self._runners.values()
             log.info(
-                "offsets_partitions.loading",
+                f"{self.kind.partitions_event}.loading",
+                coordinator=self.kind.name,
                 active=sum(runner.state is PartitionState.ACTIVE for runner in runners),
                 partitions=len(self._runners),
                 records=sum(runner.load_stats.records for runner in runners),
