@@ -14,6 +14,7 @@ import contextlib
 import socket
 from collections import Counter
 from collections.abc import Callable, Mapping
+from dataclasses import KW_ONLY, dataclass, field
 
 import structlog
 
@@ -135,6 +136,7 @@ def parse_overrides(raw: object) -> dict[str, int]:
     return overrides
 
 
+@dataclass(eq=False)
 class ServerLimits:
     """The limits one listener enforces, shared by its connections.
 
@@ -145,27 +147,25 @@ class ServerLimits:
     buffer grow to megabytes, i.e. thousands of answers computed for nobody while others wait.
     """
 
-    def __init__(
-        self,
-        connections: ConnectionLimits,
-        pool: MemoryPool | None,
-        *,
-        read_timeout_s: float,
-        observe: LimitObserver = _ignore,
-        send_buffer_bytes: int = -1,
-        receive_buffer_bytes: int = -1,
-    ) -> None:
-        self.connections = connections
-        self.pool = pool
-        self.read_timeout_s = read_timeout_s
-        self.observe = observe
-        self.send_buffer_bytes = send_buffer_bytes
-        self.receive_buffer_bytes = receive_buffer_bytes
-        self.read_timeouts = OffenderLog("kcoord.request.read.timeout.ms", observe)
-        self.oversized_frames = OffenderLog("socket.request.max.bytes", observe)
-        self.oversized_before_authentication = OffenderLog("sasl.server.max.receive.size", observe)
-        self.memory_waits = OffenderLog("queued.max.request.bytes", observe)
-        self.unread_answers = OffenderLog("socket.send.buffer.bytes", observe)
+    connections: ConnectionLimits
+    pool: MemoryPool | None
+    _: KW_ONLY
+    read_timeout_s: float
+    observe: LimitObserver = _ignore
+    send_buffer_bytes: int = -1
+    receive_buffer_bytes: int = -1
+    read_timeouts: OffenderLog = field(init=False)
+    oversized_frames: OffenderLog = field(init=False)
+    oversized_before_authentication: OffenderLog = field(init=False)
+    memory_waits: OffenderLog = field(init=False)
+    unread_answers: OffenderLog = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.read_timeouts = OffenderLog("kcoord.request.read.timeout.ms", self.observe)
+        self.oversized_frames = OffenderLog("socket.request.max.bytes", self.observe)
+        self.oversized_before_authentication = OffenderLog("sasl.server.max.receive.size", self.observe)
+        self.memory_waits = OffenderLog("queued.max.request.bytes", self.observe)
+        self.unread_answers = OffenderLog("socket.send.buffer.bytes", self.observe)
 
     def size_buffers(self, sock: socket.socket) -> None:
         """Apply the socket buffer sizes to an accepted connection."""
