@@ -17,6 +17,7 @@ from typing import NamedTuple
 import crc32c
 
 from kcoord.protocol.record_batch import CRC_START, HEADER_SIZE, LOG_OVERHEAD, Compression, parse_header
+from kcoord.protocol.varint import encode_uvarint
 
 __all__ = ["CorruptBatchError", "EncodedBatch", "encode_for_log", "encode_plain_batch", "iter_plain_records"]
 
@@ -30,15 +31,11 @@ class CorruptBatchError(ValueError):
 
 
 def _varint(value: int) -> bytes:
+    """:func:`~kcoord.protocol.varint.encode_varint`, the one-byte case (most deltas and lengths) inline."""
     zigzag = (value << 1) ^ (value >> 63)
     if zigzag < 0x80:
         return bytes((zigzag,))
-    out = bytearray()
-    while zigzag >= 0x80:
-        out.append((zigzag & 0x7F) | 0x80)
-        zigzag >>= 7
-    out.append(zigzag)
-    return bytes(out)
+    return encode_uvarint(zigzag)
 
 
 def encode_plain_batch(

@@ -1,8 +1,9 @@
 """Kafka's zigzag varints (varint and varlong alike), as the record format (magic 2) uses them, and
 the unsigned varints of the flexible request versions' lengths and tags.
 
-The offsets log's hot path has its own unrolled copy in :mod:`kcoord.protocol.plain_batch`;
-these serve the readers and writers that look inside records less often (the log cleaner, the CLI).
+The offsets log's hot path (:mod:`kcoord.protocol.plain_batch`) encodes the one-byte case inline and
+the rest here, and reads with its own unrolled copy; these serve the readers and writers that look
+inside records less often (the log cleaner, the CLI) in full.
 """
 
 from __future__ import annotations
