@@ -52,14 +52,7 @@ class GroupEventObserver:
         if rebalance.outcome == "stable" and rebalance.join_completed_ms is not None:
             sync_ms = rebalance.completed_ms - rebalance.join_completed_ms
             self._metrics.rebalance_duration.labels("sync").observe(sync_ms / 1000)
-            self._log.info(
-                "rebalance.stable",
-                group=group_id,
-                generation=rebalance.generation_after,
-                duration_ms=total_ms,
-                sync_ms=sync_ms,
-                members=len(rebalance.members_after),
-            )
+            self._log_phase_end("rebalance.stable", group_id, rebalance, total_ms, sync_ms=sync_ms)
         elif rebalance.outcome != "stable":
             self._log.info(
                 "rebalance.ended",
@@ -68,6 +61,19 @@ class GroupEventObserver:
                 generation=rebalance.generation_after,
                 duration_ms=total_ms,
             )
+
+    def _log_phase_end(
+        self, event: str, group_id: str, rebalance: RebalanceRecord, duration_ms: int, **details: Any
+    ) -> None:
+        """A rebalance reached a stage: its new generation and members, how long it took, and more."""
+        self._log.info(
+            event,
+            group=group_id,
+            generation=rebalance.generation_after,
+            duration_ms=duration_ms,
+            members=len(rebalance.members_after),
+            **details,
+        )
 
     # -- RebalanceEventObserver --------------------------------------------------------------
 
@@ -87,12 +93,11 @@ class GroupEventObserver:
             return
         join_ms = rebalance.join_completed_ms - rebalance.started_ms
         self._metrics.rebalance_duration.labels("join").observe(join_ms / 1000)
-        self._log.info(
+        self._log_phase_end(
             "rebalance.join_completed",
-            group=group_id,
-            generation=rebalance.generation_after,
-            duration_ms=join_ms,
-            members=len(rebalance.members_after),
+            group_id,
+            rebalance,
+            join_ms,
             removed_not_rejoined=list(rebalance.removed_not_rejoined),
         )
 
