@@ -39,6 +39,7 @@ from kcoord.storage.log import SegmentedLog
 from kcoord.storage.log_start_file import write_log_start
 from kcoord.storage.queued_ops import QueuedRoll as _Roll
 from kcoord.storage.queued_ops import QueuedWrite as _Write
+from kcoord.storage.queued_ops import QueuedWriter
 from kcoord.storage.segment import Placement, Segment, SegmentData, scan_segment
 from kcoord.timer.api import Clock
 
@@ -71,7 +72,7 @@ class _Job:
         return [data.fd for data in to_sync.values() if data.fd >= 0] if self.fsync else []
 
 
-class FileLog(SegmentedLog):
+class FileLog(QueuedWriter[_Op], SegmentedLog):
     """A partition log stored in ``directory`` (see :mod:`kcoord.storage.file_segment`)."""
 
     _times_own_appends = True
@@ -93,7 +94,7 @@ class FileLog(SegmentedLog):
         self._executor = executor
         self._committer = committer or GroupCommitter(executor)
         self._queue: list[_Op] = []
-        self._jobs_in_flight = 0
+        self._jobs_in_flight: int = 0
         self._idle_waiters: list[asyncio.Future[None]] = []
         self._dirty = False
         self.synced_at_close = False
@@ -143,14 +144,10 @@ class FileLog(SegmentedLog):
         self._enqueue(_Flush(self._segments[-1], [done]))
         await asyncio.shield(done)
 
-    def _enqueue(self, op: _Op) -> None:
-        self._queue.append(op)
-        self._committer.request(self)
-
     def take_job(self) -> _Job | None:
-        if not self._queue:
+        ops = self._take_queued()
+        if ops is None:
             return None
-        ops, self._queue = self._queue, []
         self._jobs_in_flight += 1
         return _Job(ops, self._config.flush_policy == "always")
 
@@ -165,11 +162,7 @@ class FileLog(SegmentedLog):
             if outcome is not None and self.timings is not None:
                 self.timings.on_flush(self.topic, self.partition, outcome)
             self._complete(job.ops, job.fsync)
-        if not self._jobs_in_flight and not self._queue:
-            waiters, self._idle_waiters = self._idle_waiters, []
-            for waiter in waiters:
-                if not waiter.done():
-                    waiter.set_result(None)
+        self._wake_if_idle()
 
     def _complete(self, ops: list[_Op], fsynced: bool) -> None:
         timings = self.timings
@@ -217,12 +210,6 @@ class FileLog(SegmentedLog):
                 op.on_written(op.done)
             except Exception:
                 logger.exception("log.on_written_failed", topic=self._topic, partition=self._partition)
-
-    async def _idle(self) -> None:
-        while self._queue or self._jobs_in_flight:
-            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            self._idle_waiters.append(waiter)
-            await asyncio.shield(waiter)
 
     async def _flush_periodically(self) -> None:
         while True:

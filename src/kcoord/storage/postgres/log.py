@@ -29,6 +29,7 @@ from kcoord.storage.postgres.schema import Connection
 from kcoord.storage.postgres.segment import BatchSpan, PostgresSegment, segment_from_rows
 from kcoord.storage.queued_ops import QueuedRoll as _Roll
 from kcoord.storage.queued_ops import QueuedWrite as _Write
+from kcoord.storage.queued_ops import QueuedWriter
 from kcoord.storage.segment import Placement, Segment, SegmentData
 from kcoord.timer.api import Clock
 
@@ -43,7 +44,7 @@ READ_ATTEMPTS = 3
 """A read whose batches changed under it (truncation, a compaction swap) starts over this often."""
 
 
-class PostgresLog(SegmentedLog):
+class PostgresLog(QueuedWriter[_Op], SegmentedLog):
     """One topic-partition: rows in ``log_batches``/``log_segments``, its index in memory."""
 
     def __init__(
@@ -95,14 +96,10 @@ class PostgresLog(SegmentedLog):
         self._enqueue(_Write(segment, data, placement, done))
         await asyncio.shield(done)
 
-    def _enqueue(self, op: _Op) -> None:
-        self._queue.append(op)
-        self._committer.request(self)
-
     def take_job(self) -> RoundJob | None:
-        if not self._queue:
+        ops = self._take_queued()
+        if ops is None:
             return None
-        ops, self._queue = self._queue, []
         self._jobs_in_flight.append(ops)
         job = RoundJob(self._topic, self._partition, self.owner_epoch)
         for op in ops:
@@ -130,11 +127,7 @@ class PostgresLog(SegmentedLog):
             self._queue = []
         else:
             self._complete(ops)
-        if not self._jobs_in_flight and not self._queue:
-            waiters, self._idle_waiters = self._idle_waiters, []
-            for waiter in waiters:
-                if not waiter.done():
-                    waiter.set_result(None)
+        self._wake_if_idle()
 
     def _complete(self, ops: list[_Op]) -> None:
         for op in ops:
@@ -168,12 +161,6 @@ class PostgresLog(SegmentedLog):
         for op in ops:
             if isinstance(op, _Write) and not op.done.done():
                 op.done.set_exception(fenced)
-
-    async def _idle(self) -> None:
-        while self._queue or self._jobs_in_flight:
-            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            self._idle_waiters.append(waiter)
-            await asyncio.shield(waiter)
 
     async def flush(self) -> None:
         """Every committed round is durable already (PostgreSQL's commit is the flush)."""
