@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from kio.records.readers import read_batch
 
-from kcoord.protocol.plain_batch import CorruptBatchError, encode_plain_batch, iter_plain_records
+from kcoord.protocol.plain_batch import CorruptBatchError, encode_for_log, iter_plain_records
 from kcoord.protocol.record_batch import parse_header, validate_produced
 from tests.support.batches import build_batch
 
@@ -14,7 +14,7 @@ ENTRIES: list[tuple[bytes | None, bytes | None]] = [(b"k1", b"v" * 300), (b"k2",
 
 def test_an_encoded_batch_reads_back_with_kio_and_passes_produce_validation() -> None:
     """Keys, values (null ones too), offsets and the timestamp come back through kio; the CRC is valid."""
-    data = encode_plain_batch(ENTRIES, 1_700_000_000_123)
+    data = encode_for_log(ENTRIES, 1_700_000_000_123).data
     validate_produced(data, api_version=9)
     batch, size = read_batch(data, 0)
     assert size == len(data)
@@ -33,9 +33,9 @@ def test_kio_built_batches_read_back_with_offsets_from_the_base() -> None:
 
 def test_a_flipped_byte_or_a_torn_batch_is_corrupt() -> None:
     """A CRC mismatch and a batch cut short both raise CorruptBatchError."""
-    data = bytearray(encode_plain_batch(ENTRIES, 1))
+    data = bytearray(encode_for_log(ENTRIES, 1).data)
     data[-1] ^= 1
     with pytest.raises(CorruptBatchError):
         list(iter_plain_records(bytes(data)))
     with pytest.raises(CorruptBatchError):
-        list(iter_plain_records(encode_plain_batch(ENTRIES, 1)[:-3]))
+        list(iter_plain_records(encode_for_log(ENTRIES, 1).data[:-3]))

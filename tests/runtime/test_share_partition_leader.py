@@ -15,7 +15,7 @@ from kcoord.coordinator.share.config import ShareGroupConfig
 from kcoord.coordinator.share.partition_state import AcknowledgeType
 from kcoord.coordinator.share.state_records import SHARE_STATE_TOPIC, ShareStateKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
-from kcoord.protocol.plain_batch import encode_plain_batch
+from kcoord.protocol.plain_batch import encode_for_log
 from kcoord.runtime.share_coordinator import ShareCoordinator, ShareStateTopicOf, new_state_shard
 from kcoord.runtime.share_partition_leader import SharePartitionLeader
 from kcoord.storage.api import PartitionLog
@@ -103,7 +103,7 @@ async def store() -> AsyncIterator[MemoryLogStore]:
     store = MemoryLogStore()
     await store.open()
     queue = await store.create("queue", 0)
-    await queue.append(encode_plain_batch([(None, str(n).encode()) for n in range(10)], 0))
+    await queue.append(encode_for_log([(None, str(n).encode()) for n in range(10)], 0).data)
     yield store
     await store.close()
 
@@ -206,7 +206,7 @@ async def test_concurrent_acknowledgements_of_one_partition_share_write_rounds(s
     (what arrives while one is written goes into the next), each answer only once its round is durable."""
     queue = store.get("queue", 0)
     assert queue is not None
-    await queue.append(encode_plain_batch([(None, b"more") for _ in range(6)], 0))
+    await queue.append(encode_for_log([(None, b"more") for _ in range(6)], 0).data)
     counter = WriteCounter()
     node = start_node(store, observer=counter)
     try:

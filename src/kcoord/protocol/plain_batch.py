@@ -19,7 +19,7 @@ import crc32c
 from kcoord.protocol.record_batch import CRC_START, HEADER_SIZE, LOG_OVERHEAD, Compression, parse_header
 from kcoord.protocol.varint import encode_uvarint
 
-__all__ = ["CorruptBatchError", "EncodedBatch", "encode_for_log", "encode_plain_batch", "iter_plain_records"]
+__all__ = ["CorruptBatchError", "EncodedBatch", "encode_for_log", "iter_plain_records"]
 
 _HEADER_AFTER_CRC = struct.Struct(">hiqqqhii")
 _PREFIX = struct.Struct(">qiib")
@@ -38,15 +38,29 @@ def _varint(value: int) -> bytes:
     return encode_uvarint(zigzag)
 
 
-def encode_plain_batch(
+class EncodedBatch(NamedTuple):
+    """A batch this process just built, with the header facts a log needs to place it.
+
+    The log takes these instead of parsing the header back out of bytes it did not need to check
+    (a batch from the network still goes through the header checks). ``data`` has base offset 0
+    and partition leader epoch -1, as :func:`encode_for_log` writes them; the log sets both.
+    """
+
+    data: bytes
+    last_offset_delta: int
+    max_timestamp: int
+
+
+def encode_for_log(
     entries: Sequence[tuple[bytes | None, bytes | None]],
     timestamp_ms: int,
     *,
     attributes: int = 0,
     producer_id: int = -1,
     producer_epoch: int = -1,
-) -> bytes:
-    """One uncompressed batch of ``entries`` at ``timestamp_ms``; relative offsets (the log sets the base).
+) -> EncodedBatch:
+    """One uncompressed batch of ``entries`` at ``timestamp_ms``; relative offsets (the log sets the base),
+    with the header facts the log would otherwise parse back.
 
     ``attributes``, ``producer_id`` and ``producer_epoch`` go into the header as given: a
     transactional batch (attribute bit 4) or a control batch (bit 5) names its producer; any other
@@ -75,35 +89,8 @@ def encode_plain_batch(
     )
     crc = crc32c.crc32c(after_crc)
     batch_length = HEADER_SIZE - LOG_OVERHEAD + len(records)
-    return _PREFIX.pack(0, batch_length, -1, 2) + _CRC.pack(crc) + after_crc
-
-
-class EncodedBatch(NamedTuple):
-    """A batch this process just built, with the header facts a log needs to place it.
-
-    The log takes these instead of parsing the header back out of bytes it did not need to check
-    (a batch from the network still goes through the header checks). ``data`` has base offset 0
-    and partition leader epoch -1, as :func:`encode_plain_batch` writes them; the log sets both.
-    """
-
-    data: bytes
-    last_offset_delta: int
-    max_timestamp: int
-
-
-def encode_for_log(
-    entries: Sequence[tuple[bytes | None, bytes | None]],
-    timestamp_ms: int,
-    *,
-    attributes: int = 0,
-    producer_id: int = -1,
-    producer_epoch: int = -1,
-) -> EncodedBatch:
-    """:func:`encode_plain_batch` with the facts the log would otherwise parse back."""
-    data = encode_plain_batch(
-        entries, timestamp_ms, attributes=attributes, producer_id=producer_id, producer_epoch=producer_epoch
-    )
-    return EncodedBatch(data, len(entries) - 1, timestamp_ms)
+    data = _PREFIX.pack(0, batch_length, -1, 2) + _CRC.pack(crc) + after_crc
+    return EncodedBatch(data, count - 1, timestamp_ms)
 
 
 def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
