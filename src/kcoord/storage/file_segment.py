@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import structlog
@@ -243,13 +243,28 @@ def _load_sealed(
         segment.load_state(file_size, next_base, *indexes)
         return segment
     logger.warning("log.rebuilding_index", file=str(data.log_path))
+    return _rescan(data, file_size, index_interval_bytes, now_ms, verify_crc=False)
+
+
+def _rescan(
+    data: FileSegmentData,
+    file_size: int,
+    index_interval_bytes: int,
+    now_ms: int,
+    *,
+    verify_crc: bool,
+    progress: Callable[[int], None] | None = None,
+) -> Segment:
+    """The segment's state read from its file's batches (up to the first invalid one), with both
+    index files written afresh from it."""
     segment = scan_segment(
         data.base_offset,
         data,
         file_size,
         index_interval_bytes=index_interval_bytes,
         created_ms=now_ms,
-        verify_crc=False,
+        verify_crc=verify_crc,
+        progress=progress,
     )
     data.rewrite_indexes(segment)
     return segment
@@ -298,15 +313,7 @@ def _recover_active(
             total_bytes=file_size,
         )
 
-    segment = scan_segment(
-        data.base_offset,
-        data,
-        file_size,
-        index_interval_bytes=index_interval_bytes,
-        created_ms=now_ms,
-        verify_crc=verify_crc,
-        progress=progress,
-    )
+    segment = _rescan(data, file_size, index_interval_bytes, now_ms, verify_crc=verify_crc, progress=progress)
     if segment.size < file_size:
         os.ftruncate(data.fd, segment.size)
         os.fsync(data.fd)
@@ -318,6 +325,5 @@ def _recover_active(
             bytes_dropped=file_size - segment.size,
             valid_end_offset=segment.next_offset,
         )
-    data.rewrite_indexes(segment)
     data.open_indexes()
     return segment
