@@ -21,6 +21,7 @@ from kcoord.coordinator.transactions import (
     InitProducerIdRequest,
     TopicPartition,
     TransactionConfig,
+    TxnMarker,
 )
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.runtime.group_coordinator import GROUP_COORDINATOR
@@ -62,21 +63,21 @@ class RecordingMarkers:
         self.failures = list(failures or [])
         self.calls = 0
 
-    async def write_marker(
-        self, topic: str, partition: int, producer_id: int, producer_epoch: int, committed: bool, epoch: int
-    ) -> ErrorCode:
-        self.calls += 1
-        if self.failures:
-            return self.failures.pop(0)
-        self.written.append((topic, partition, producer_id, producer_epoch, committed))
-        return ErrorCode.none
+    async def write_marker(self, marker: TxnMarker, epoch: int) -> ErrorCode:
+        topic, partition = marker.partition.topic, marker.partition.partition
+        return self._record((topic, partition, marker.producer_id, marker.producer_epoch, marker.committed))
 
     async def write_end_marker(
         self, partition: int, producer_id: int, producer_epoch: int, committed: bool, epoch: int
     ) -> ErrorCode:
-        return await self.write_marker(
-            self.kind.topic, partition, producer_id, producer_epoch, committed, epoch
-        )
+        return self._record((self.kind.topic, partition, producer_id, producer_epoch, committed))
+
+    def _record(self, marker: Marker) -> ErrorCode:
+        self.calls += 1
+        if self.failures:
+            return self.failures.pop(0)
+        self.written.append(marker)
+        return ErrorCode.none
 
 
 class Counts:

@@ -25,6 +25,7 @@ import structlog
 from kio.serial import entity_reader, entity_writer
 
 from kcoord.cluster.transaction_markers import DataMarkerWriter
+from kcoord.coordinator.transactions import TxnMarker
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.codec import build, request_class, response_class
 from kcoord.protocol.errors import ErrorCode
@@ -93,15 +94,9 @@ class RoutingMarkerWriter:
         self._owner_of = owner_of
         self._connections: dict[tuple[str, int], _NodeConnection] = {}
 
-    async def write_marker(
-        self,
-        topic: str,
-        partition: int,
-        producer_id: int,
-        producer_epoch: int,
-        committed: bool,
-        coordinator_epoch: int,
-    ) -> ErrorCode:
+    async def write_marker(self, marker: TxnMarker, coordinator_epoch: int) -> ErrorCode:
+        topic, partition = marker.partition.topic, marker.partition.partition
+        producer_id, producer_epoch, committed = marker.producer_id, marker.producer_epoch, marker.committed
         owner = self._owner_of(topic, partition)
         if owner is None:
             return await self._local.write_marker(
@@ -128,8 +123,8 @@ class RoutingMarkerWriter:
             connection.close()
             self._connections.pop(owner, None)
             return ErrorCode.not_leader_or_follower
-        for marker in response.markers:
-            for topic_result in marker.topics:
+        for answer in response.markers:
+            for topic_result in answer.topics:
                 for result in topic_result.partitions:
                     return ErrorCode(int(result.error_code))
         return ErrorCode.unknown_server_error

@@ -4,8 +4,9 @@ The transaction coordinator's shard decides (PrepareCommit/PrepareAbort) and ret
 to write (:class:`~kcoord.coordinator.transactions.TxnMarker`); the runtime hands them here only
 after the decision's record is durable. Each marker goes to its partition's writer:
 
-- a data partition: :class:`DataMarkerTarget` (``kcoord.cluster.transaction_markers``'
-  ``DataMarkerWriter``: the control batch appended through the partition's owner);
+- a data partition: :class:`DataMarkerTarget` (``kcoord.cluster.marker_routing``'
+  ``RoutingMarkerWriter``: the control batch appended by ``kcoord.cluster.transaction_markers``'
+  ``DataMarkerWriter`` on the partition's owner);
 - a partition of the group coordinator's log (a TxnOffsetCommit's): :class:`OffsetsMarkerTarget`
   (the group coordinator's ``write_end_marker``, serial with the partition's other operations); the
   target's ``kind.topic`` tells which markers are its.
@@ -49,15 +50,7 @@ _GONE = frozenset({ErrorCode.unknown_topic_or_partition, ErrorCode.invalid_topic
 class DataMarkerTarget(Protocol):
     """Contract A: a data partition's marker writer."""
 
-    async def write_marker(
-        self,
-        topic: str,
-        partition: int,
-        producer_id: int,
-        producer_epoch: int,
-        committed: bool,
-        coordinator_epoch: int,
-    ) -> ErrorCode: ...
+    async def write_marker(self, marker: TxnMarker, coordinator_epoch: int) -> ErrorCode: ...
 
 
 class OffsetsMarkerTarget(Protocol):
@@ -174,9 +167,7 @@ class MarkerDispatcher:
             )
         if self.data is None:
             return ErrorCode.coordinator_not_available
-        return await self.data.write_marker(
-            topic, partition, marker.producer_id, marker.producer_epoch, marker.committed, coordinator_epoch
-        )
+        return await self.data.write_marker(marker, coordinator_epoch)
 
     async def stop(self) -> None:
         """Stop writing (the decisions stay in the log: the next load completes them)."""
