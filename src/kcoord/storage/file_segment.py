@@ -303,25 +303,17 @@ def _recover_active(
     *,
     verify_crc: bool,
 ) -> Segment:
+    segment_log = logger.bind(topic=topic, partition=partition, file=str(data.log_path))
+
     def progress(position: int) -> None:
-        logger.info(
-            "log.recovery_progress",
-            topic=topic,
-            partition=partition,
-            file=str(data.log_path),
-            scanned_bytes=position,
-            total_bytes=file_size,
-        )
+        segment_log.info("log.recovery_progress", scanned_bytes=position, total_bytes=file_size)
 
     segment = _rescan(data, file_size, index_interval_bytes, now_ms, verify_crc=verify_crc, progress=progress)
     if segment.size < file_size:
         os.ftruncate(data.fd, segment.size)
         os.fsync(data.fd)
-        logger.warning(
+        segment_log.warning(
             "log.truncated_torn_tail",
-            topic=topic,
-            partition=partition,
-            file=str(data.log_path),
             bytes_dropped=file_size - segment.size,
             valid_end_offset=segment.next_offset,
         )
