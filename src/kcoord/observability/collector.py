@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import KW_ONLY, dataclass
 
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
@@ -20,28 +21,23 @@ GROUP_STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", 
 CONSUMER_GROUP_STATES = ("Empty", "Assigning", "Reconciling", "Stable")
 
 
+@dataclass(eq=False)
 class GroupCollector(Collector):
-    def __init__(
-        self,
-        shards: Callable[[], Iterable[ShardView]],
-        log_end_offset: LogEndOffset,
-        *,
-        max_lag_series: int,
-        load_seconds: Callable[[], Iterable[tuple[int, float]]] = tuple,
-        open_connections: Callable[[], int] = lambda: 0,
-    ) -> None:
-        self._shards = shards
-        self._log_end_offset = log_end_offset
-        self._max_lag_series = max_lag_series
-        self._load_seconds = load_seconds
-        self._open_connections = open_connections
+    """Where each scrape reads the live state from, and how many lag series it reports at most."""
+
+    shards: Callable[[], Iterable[ShardView]]
+    log_end_offset: LogEndOffset
+    _: KW_ONLY
+    max_lag_series: int
+    load_seconds: Callable[[], Iterable[tuple[int, float]]] = tuple
+    open_connections: Callable[[], int] = lambda: 0
 
     def describe(self) -> list[GaugeMetricFamily]:
         """Nothing at registration: the families are only built when scraped."""
         return []
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        shards = list(self._shards())
+        shards = list(self.shards())
         yield from self._groups(shards)
         yield from self._lag(shards)
         loads = GaugeMetricFamily(
@@ -49,11 +45,11 @@ class GroupCollector(Collector):
             "Time the last load of that __consumer_offsets partition took.",
             labels=["partition"],
         )
-        for partition, seconds in self._load_seconds():
+        for partition, seconds in self.load_seconds():
             loads.add_metric([str(partition)], seconds)
         yield loads
         yield GaugeMetricFamily(
-            "kcoord_connections_open", "Open client connections.", value=self._open_connections()
+            "kcoord_connections_open", "Open client connections.", value=self.open_connections()
         )
 
     def _groups(self, shards: list[ShardView]) -> Iterator[GaugeMetricFamily]:
@@ -116,10 +112,10 @@ class GroupCollector(Collector):
         )
         for group_id, shard in groups:
             for (topic, partition), committed in sorted(shard.offsets.group_offsets(group_id).items()):
-                end = self._log_end_offset(topic, partition)
+                end = self.log_end_offset(topic, partition)
                 if end is None:
                     continue
-                if series >= self._max_lag_series:
+                if series >= self.max_lag_series:
                     dropped += 1
                     continue
                 series += 1
