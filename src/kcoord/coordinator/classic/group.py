@@ -9,7 +9,7 @@ pending and awaiting members, the leader.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kcoord.coordinator.classic.consumer_protocol import (
@@ -81,6 +81,22 @@ class ClassicGroupMember:
             if name == protocol_name:
                 return metadata
         raise ValueError(f"member {self.member_id} does not support protocol {protocol_name!r}")
+
+    def under_new_id(self, member_id: str) -> ClassicGroupMember:
+        """The same member (what it declared and its assignment) under ``member_id``, without the soft
+        state tied to the old id: no waiter, no session timer key, no liveness hints, not new."""
+        return replace(
+            self,
+            member_id=member_id,
+            is_new=False,
+            join_waiter=None,
+            sync_waiter=None,
+            session_timer_key="",
+            connection_id=None,
+            last_heartbeat_ms=None,
+            heartbeat_interval_ms=None,
+            disconnected_ms=None,
+        )
 
     def vote(self, candidates: set[str]) -> str:
         """The member's most preferred protocol among ``candidates``."""
@@ -232,17 +248,7 @@ class ClassicGroup:
         old = self.members.pop(old_member_id)
         if old.join_waiter is not None:
             raise RuntimeError("answer the old member's parked join before replacing it")
-        new = ClassicGroupMember(
-            member_id=new_member_id,
-            group_instance_id=old.group_instance_id,
-            client_id=old.client_id,
-            client_host=old.client_host,
-            rebalance_timeout_ms=old.rebalance_timeout_ms,
-            session_timeout_ms=old.session_timeout_ms,
-            protocol_type=old.protocol_type,
-            protocols=old.protocols,
-            assignment=old.assignment,
-        )
+        new = old.under_new_id(new_member_id)
         self.members[new_member_id] = new
         if self.is_leader(old_member_id):
             self.leader_id = new_member_id
