@@ -20,7 +20,12 @@ from kcoord.coordinator.classic.consumer_protocol import (
     decode_subscription,
 )
 from kcoord.coordinator.classic.history import RebalanceRecord, new_history
-from kcoord.coordinator.classic.messages import JoinGroupMember, Protocols
+from kcoord.coordinator.classic.messages import (
+    JoinGroupMember,
+    JoinGroupResponse,
+    Protocols,
+    SyncGroupResponse,
+)
 from kcoord.coordinator.classic.state import ClassicGroupState, can_transition
 from kcoord.coordinator.records import GroupMetadataValue, MemberMetadata
 from kcoord.protocol.errors import ErrorCode, KafkaError
@@ -342,6 +347,31 @@ class ClassicGroup:
         return tuple(
             JoinGroupMember(member.member_id, member.group_instance_id, member.metadata(self.protocol_name))
             for member in self.members.values()
+        )
+
+    def join_response(self, member_id: str, *, with_members: bool = True) -> JoinGroupResponse:
+        """The current generation as ``member_id``'s JoinGroup answer; the leader's carries every
+        member's metadata unless ``with_members`` is False."""
+        return JoinGroupResponse(
+            ErrorCode.none,
+            generation_id=self.generation_id,
+            protocol_type=self.protocol_type,
+            protocol_name=self.protocol_name,
+            leader=self.leader_id or "",
+            member_id=member_id,
+            members=self.join_members() if with_members and self.is_leader(member_id) else (),
+        )
+
+    def sync_response(
+        self, member: ClassicGroupMember, error: ErrorCode = ErrorCode.none
+    ) -> SyncGroupResponse:
+        """``member``'s assignment as its SyncGroup answer; an error answer names no protocol."""
+        ok = error is ErrorCode.none
+        return SyncGroupResponse(
+            error,
+            protocol_type=self.protocol_type if ok else None,
+            protocol_name=self.protocol_name if ok else None,
+            assignment=member.assignment,
         )
 
     def group_assignment(self) -> dict[str, bytes]:

@@ -88,15 +88,7 @@ class MemberRequests:
                 self.rebalancer.complete_sync(group, dict(request.assignments), step)
             return
         self.rebalancer.remove_pending_sync_member(group, member.member_id)
-        step.out.respond(
-            sink,
-            SyncGroupResponse(
-                ErrorCode.none,
-                protocol_type=group.protocol_type,
-                protocol_name=group.protocol_name,
-                assignment=member.assignment,
-            ),
-        )
+        step.out.respond(sink, group.sync_response(member))
 
     @staticmethod
     def _sync_error(group: ClassicGroup | None, request: SyncGroupRequest) -> ErrorCode | None:
