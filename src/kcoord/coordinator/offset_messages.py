@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from kcoord.coordinator.offset_expiry import NO_EXPIRE_TIMESTAMP
+from kcoord.coordinator.records import OffsetCommitValue
 from kcoord.protocol.errors import ErrorCode
 
 DEFAULT_RETENTION_TIME_MS = -1
@@ -182,15 +182,9 @@ class OffsetDeleteResponse:
 # ---------------------------------------------------------------- state
 
 
-@dataclass(slots=True)
-class CommittedOffset:
-    """One partition's committed position, as replayed from its latest OffsetCommit record."""
-
-    offset: int
-    leader_epoch: int
-    metadata: str
-    commit_timestamp_ms: int
-    expire_timestamp_ms: int = NO_EXPIRE_TIMESTAMP
+CommittedOffset = OffsetCommitValue
+"""One partition's committed position: the value of its latest OffsetCommit record, kept as replayed
+(records are the truth; the state is no copy of them)."""
 
 
 TopicPartition = tuple[str, int]

@@ -275,8 +275,8 @@ class OffsetManager:
                     continue
                 if is_offset_expired(
                     rule,
-                    committed.commit_timestamp_ms,
-                    committed.expire_timestamp_ms,
+                    committed.commit_timestamp,
+                    committed.expire_timestamp,
                     now_ms,
                     retention_ms,
                 ):
@@ -296,8 +296,7 @@ class OffsetManager:
             return
         if not isinstance(value, OffsetCommitValue):
             raise TypeError(f"OffsetCommit key with a {type(value).__name__} value")
-        committed = _committed_offset(value)
-        self.replay_offset(key.group, key.topic, key.partition, committed)
+        self.replay_offset(key.group, key.topic, key.partition, value)
 
     def replay_offset(
         self, group: str, topic: str, partition: int, committed: CommittedOffset | None
@@ -329,9 +328,8 @@ class OffsetManager:
         if not isinstance(value, OffsetCommitValue):
             self.replay(record)
             return
-        committed = _committed_offset(value)
         before = self.committed(key.group, key.topic, key.partition)
-        self.pending.add(producer_id, producer_epoch, key.group, key.topic, key.partition, committed, before)
+        self.pending.add(producer_id, producer_epoch, key.group, key.topic, key.partition, value, before)
 
     def end_transaction(self, producer_id: int, committed: bool, producer_epoch: int = -1) -> None:
         """The producer's marker: its pending offsets become committed (unless a later commit of the
@@ -455,13 +453,3 @@ def _unknown_partitions(
             if not topic_exists(topic.name, partition.partition_index):
                 errors[(t, p)] = ErrorCode.unknown_topic_or_partition
     return errors
-
-
-def _committed_offset(value: OffsetCommitValue) -> CommittedOffset:
-    return CommittedOffset(
-        offset=value.offset,
-        leader_epoch=value.leader_epoch,
-        metadata=value.metadata,
-        commit_timestamp_ms=value.commit_timestamp,
-        expire_timestamp_ms=value.expire_timestamp,
-    )
