@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kcoord.coordinator.assignors.api import Assignment
+from kcoord.coordinator.consumer.history import EpochBump
 
 TopicFilter = Callable[[str], bool]
 """Whether the member's principal may see (DESCRIBE) a topic, by name."""
@@ -60,16 +61,6 @@ class DescribedConsumerMember:
 
 
 @dataclass(frozen=True, slots=True)
-class DescribedEpochBump:
-    epoch: int
-    trigger: str
-    member_id: str | None
-    started_ms: int
-    reconcile_ms: int | None
-    """From the bump until every member had caught up with it; None while reconciling."""
-
-
-@dataclass(frozen=True, slots=True)
 class DescribedConsumerGroup:
     group_id: str
     state: str
@@ -77,4 +68,4 @@ class DescribedConsumerGroup:
     target_epoch: int
     assignor: str
     members: tuple[DescribedConsumerMember, ...] = field(default=())
-    history: tuple[DescribedEpochBump, ...] = field(default=())
+    history: tuple[EpochBump, ...] = field(default=())
