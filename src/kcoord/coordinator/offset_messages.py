@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 from kcoord.coordinator.records import OffsetCommitValue
 from kcoord.protocol.errors import ErrorCode
@@ -65,6 +65,8 @@ class GroupView(Protocol):
         """True for a group without a protocol type (offsets only) or no group at all."""
 
 
+_Partition = TypeVar("_Partition")
+
 TopicExists = Callable[[str, int], bool]
 """``topic_exists(topic, partition)``: whether the broker hosts that topic-partition."""
 
@@ -89,9 +91,15 @@ class PartitionErrorResult:
 
 
 @dataclass(slots=True)
-class TopicErrorResults:
+class Topic(Generic[_Partition]):
+    """A topic and its partitions' part of a message: every OffsetCommit topic, request or response,
+    and every OffsetFetch and OffsetDelete topic answer has this shape."""
+
     name: str
-    partitions: list[PartitionErrorResult]
+    partitions: list[_Partition]
+
+
+TopicErrorResults = Topic[PartitionErrorResult]
 
 
 # ---------------------------------------------------------------- OffsetCommit messages
@@ -105,10 +113,7 @@ class OffsetCommitPartition:
     committed_metadata: str | None = ""
 
 
-@dataclass(slots=True)
-class OffsetCommitTopic:
-    name: str
-    partitions: list[OffsetCommitPartition]
+OffsetCommitTopic = Topic[OffsetCommitPartition]
 
 
 @dataclass(slots=True)
@@ -148,10 +153,7 @@ class OffsetFetchPartitionResult:
     error_code: ErrorCode = ErrorCode.none
 
 
-@dataclass(slots=True)
-class OffsetFetchTopicResult:
-    name: str
-    partitions: list[OffsetFetchPartitionResult]
+OffsetFetchTopicResult = Topic[OffsetFetchPartitionResult]
 
 
 @dataclass(slots=True)
