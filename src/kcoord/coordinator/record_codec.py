@@ -31,6 +31,7 @@ from __future__ import annotations
 import struct
 
 from kcoord.coordinator import consumer_record_codec
+from kcoord.coordinator.record_fields import read_value_version
 from kcoord.coordinator.record_io import (
     MAX_RECORD_STRING_BYTES,
     RecordDecodeError,
@@ -180,9 +181,7 @@ def decode_record(key: bytes, value: bytes | None) -> CoordinatorRecord | ShareG
 
 def _read_value_version(reader: _Reader, versions: range) -> tuple[int, bool]:
     """A value's int16 version (one of ``versions``) and whether that version is flexible."""
-    version = reader.int16("version")
-    if version not in versions:
-        raise UnsupportedRecordVersionError(f"{reader.what} version {version} is not supported (0-4)")
+    version = read_value_version(reader, versions, reader.what)
     return version, version >= _FLEXIBLE_FROM
 
 
