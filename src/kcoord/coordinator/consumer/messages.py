@@ -13,10 +13,26 @@ TopicFilter = Callable[[str], bool]
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerHeartbeatRequest:
+class MemberHeartbeat:
+    """What every heartbeat of a KIP-848-style group (consumer or share) starts with: who beats, at
+    which epoch (0 joins, -1 leaves)."""
+
     group_id: str
     member_id: str
     member_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatAnswer:
+    """What every such heartbeat's answer starts with: the member's id and epoch, and when to beat next."""
+
+    member_id: str
+    member_epoch: int
+    heartbeat_interval_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerHeartbeatRequest(MemberHeartbeat):
     instance_id: str | None = None
     rack_id: str | None = None
     rebalance_timeout_ms: int = -1
@@ -36,10 +52,7 @@ class ConsumerHeartbeatRequest:
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerHeartbeatResponse:
-    member_id: str
-    member_epoch: int
-    heartbeat_interval_ms: int
+class ConsumerHeartbeatResponse(HeartbeatAnswer):
     assignment: Assignment | None = None
     """None: the member's assignment did not change (the client keeps what it has)."""
 
