@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from kcoord.coordinator.classic import admin
 from kcoord.coordinator.classic.manager import ClassicGroupManager
 from kcoord.coordinator.classic.messages import DescribedGroup, HeartbeatRequest
 from kcoord.coordinator.consumer.classic_members import ClassicMemberRequests
@@ -147,8 +148,7 @@ class ConsumerKind:
 
     def describe_group(self, group_id: str, api_version: int) -> DescribedGroup:
         """A consumer group is "not a classic group": as a missing one (Dead; v6+ GROUP_ID_NOT_FOUND)."""
-        error = ErrorCode.group_id_not_found if api_version >= 6 else ErrorCode.none
-        return DescribedGroup(group_id, error, "Dead", "", "")
+        return admin.describe(group_id, None, api_version)
 
     def delete_group(self, group_id: str) -> CoordinatorResult:
         return self._consumer.delete_group(group_id)

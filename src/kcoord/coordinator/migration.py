@@ -32,10 +32,10 @@ from kcoord.coordinator.classic.consumer_protocol import (
 )
 from kcoord.coordinator.classic.group import ClassicGroup, ClassicGroupMember
 from kcoord.coordinator.classic.state import ClassicGroupState
+from kcoord.coordinator.consumer.classic_members import as_classic_joined
 from kcoord.coordinator.consumer.config import PartitionCount
 from kcoord.coordinator.consumer.group import ConsumerGroup
 from kcoord.coordinator.consumer.member import ConsumerGroupMember, MemberState
-from kcoord.coordinator.records import ClassicMemberMetadata
 
 
 class MigrationError(ValueError):
@@ -60,19 +60,11 @@ def consumer_group_from_classic(classic: ClassicGroup, partition_count: Partitio
             )
         except (ConsumerProtocolError, ValueError) as exc:
             raise MigrationError(f"member {old.member_id}: {exc}") from None
-        member = ConsumerGroupMember(
-            member_id=old.member_id,
-            instance_id=old.group_instance_id,
-            rack_id=subscription.rack_id,
-            client_id=old.client_id,
-            client_host=old.client_host,
-            rebalance_timeout_ms=old.rebalance_timeout_ms,
-            subscribed_topics=frozenset(subscription.topics),
+        member = as_classic_joined(ConsumerGroupMember(old.member_id), old, subscription).with_changes(
             member_epoch=classic.generation_id,
             previous_member_epoch=classic.generation_id,
             state=MemberState.STABLE,
             assigned=assigned,
-            classic=ClassicMemberMetadata(old.session_timeout_ms, old.protocols),
         )
         group.put_member(member)
         group.target[member.member_id] = assigned

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
-from kcoord.coordinator.offset_expiry import NO_EXPIRE_TIMESTAMP
+from kcoord.coordinator.records import OffsetCommitValue
 from kcoord.protocol.errors import ErrorCode
 
 DEFAULT_RETENTION_TIME_MS = -1
@@ -65,6 +65,8 @@ class GroupView(Protocol):
         """True for a group without a protocol type (offsets only) or no group at all."""
 
 
+_Partition = TypeVar("_Partition")
+
 TopicExists = Callable[[str, int], bool]
 """``topic_exists(topic, partition)``: whether the broker hosts that topic-partition."""
 
@@ -89,9 +91,15 @@ class PartitionErrorResult:
 
 
 @dataclass(slots=True)
-class TopicErrorResults:
+class Topic(Generic[_Partition]):
+    """A topic and its partitions' part of a message: every OffsetCommit topic, request or response,
+    and every OffsetFetch and OffsetDelete topic answer has this shape."""
+
     name: str
-    partitions: list[PartitionErrorResult]
+    partitions: list[_Partition]
+
+
+TopicErrorResults = Topic[PartitionErrorResult]
 
 
 # ---------------------------------------------------------------- OffsetCommit messages
@@ -105,10 +113,7 @@ class OffsetCommitPartition:
     committed_metadata: str | None = ""
 
 
-@dataclass(slots=True)
-class OffsetCommitTopic:
-    name: str
-    partitions: list[OffsetCommitPartition]
+OffsetCommitTopic = Topic[OffsetCommitPartition]
 
 
 @dataclass(slots=True)
@@ -148,10 +153,7 @@ class OffsetFetchPartitionResult:
     error_code: ErrorCode = ErrorCode.none
 
 
-@dataclass(slots=True)
-class OffsetFetchTopicResult:
-    name: str
-    partitions: list[OffsetFetchPartitionResult]
+OffsetFetchTopicResult = Topic[OffsetFetchPartitionResult]
 
 
 @dataclass(slots=True)
@@ -182,15 +184,9 @@ class OffsetDeleteResponse:
 # ---------------------------------------------------------------- state
 
 
-@dataclass(slots=True)
-class CommittedOffset:
-    """One partition's committed position, as replayed from its latest OffsetCommit record."""
-
-    offset: int
-    leader_epoch: int
-    metadata: str
-    commit_timestamp_ms: int
-    expire_timestamp_ms: int = NO_EXPIRE_TIMESTAMP
+CommittedOffset = OffsetCommitValue
+"""One partition's committed position: the value of its latest OffsetCommit record, kept as replayed
+(records are the truth; the state is no copy of them)."""
 
 
 TopicPartition = tuple[str, int]

@@ -22,7 +22,8 @@ re-exports those that other modules import from here.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ParamSpec, Protocol
 
 from kcoord.coordinator.offset_expiry import (
     CONSUMER_PROTOCOL_TYPE,
@@ -61,6 +62,8 @@ from kcoord.coordinator.records import CoordinatorRecord, OffsetCommitKey, Offse
 from kcoord.coordinator.result import CoordinatorResult
 from kcoord.protocol.errors import ErrorCode, KafkaError
 
+_P = ParamSpec("_P")
+
 __all__ = [
     "DEFAULT_RETENTION_TIME_MS",
     "NO_LEADER_EPOCH",
@@ -72,6 +75,7 @@ __all__ = [
     "OffsetCommitResponse",
     "OffsetCommitTopic",
     "OffsetCommitTopicResult",
+    "OffsetCommitTopics",
     "OffsetDeletePartitionResult",
     "OffsetDeleteResponse",
     "OffsetDeleteTopic",
@@ -81,8 +85,7 @@ __all__ = [
     "OffsetFetchTopic",
     "OffsetFetchTopicResult",
     "OffsetManager",
-    "commit_records",
-    "unknown_partitions",
+    "error_code_of",
 ]
 
 
@@ -93,6 +96,13 @@ def _utf16_length(text: str) -> int:
 
 def _tombstone(group_id: str, topic: str, partition: int) -> CoordinatorRecord:
     return CoordinatorRecord(OffsetCommitKey(group_id, topic, partition), None)
+
+
+class OffsetCommitTopics(Protocol):
+    """What every offset commit names: its group and its topics' partitions (plain or transactional)."""
+
+    group_id: str
+    topics: list[OffsetCommitTopic]
 
 
 class OffsetManager:
@@ -122,39 +132,69 @@ class OffsetManager:
         3. metadata longer than the limit gets OFFSET_METADATA_TOO_LARGE;
         4. every other partition becomes one OffsetCommit record.
         """
-        result = CoordinatorResult()
-        # 1. Unknown topic-partitions are answered without consulting the group.
-        errors = unknown_partitions(request.topics, topic_exists)
-        # 2. Group, member and generation.
-        group_error: ErrorCode | None = None
-        if len(errors) < sum(len(topic.partitions) for topic in request.topics):
-            try:
-                groups.validate_offset_commit(
-                    request.group_id,
-                    request.member_id,
-                    request.group_instance_id,
-                    request.generation_id_or_member_epoch,
-                    request.api_version,
-                    now_ms,
-                )
-            except KafkaError as error:
-                group_error = error.code
+
+        # 2. Group, member and generation, asked only when a partition is left.
+        def group_error() -> ErrorCode | None:
+            return error_code_of(
+                groups.validate_offset_commit,
+                request.group_id,
+                request.member_id,
+                request.group_instance_id,
+                request.generation_id_or_member_epoch,
+                request.api_version,
+                now_ms,
+            )
+
         expire_timestamp_ms = (
             NO_EXPIRE_TIMESTAMP
             if request.retention_time_ms == DEFAULT_RETENTION_TIME_MS
             else now_ms + request.retention_time_ms
         )
-        # 3 and 4.
-        topic_results = commit_records(
-            result.records,
-            request.group_id,
-            request.topics,
-            errors,
-            group_error,
-            self._metadata_max_chars,
-            now_ms,
-            expire_timestamp_ms,
-        )
+        # 1, 3 and 4.
+        return self.commit_offsets(request, sink, topic_exists, group_error, now_ms, expire_timestamp_ms)
+
+    def commit_offsets(
+        self,
+        request: OffsetCommitTopics,
+        sink: Any,
+        topic_exists: TopicExists,
+        group_error: Callable[[], ErrorCode | None],
+        now_ms: int,
+        expire_timestamp_ms: int,
+    ) -> CoordinatorResult:
+        """The steps of every offset commit, plain or transactional: a partition the broker does not host
+        gets UNKNOWN_TOPIC_OR_PARTITION; if any partition is left, ``group_error`` gives the error every
+        remaining one gets (None: the group accepts them); then metadata longer than the limit gets
+        OFFSET_METADATA_TOO_LARGE and each other partition appends one OffsetCommit record, which the
+        response waits for."""
+        result = CoordinatorResult()
+        topics = request.topics
+        errors = _unknown_partitions(topics, topic_exists)
+        rejected = group_error() if len(errors) < sum(len(topic.partitions) for topic in topics) else None
+        topic_results: list[OffsetCommitTopicResult] = []
+        for t, topic in enumerate(topics):
+            partition_results: list[OffsetCommitPartitionResult] = []
+            for p, partition in enumerate(topic.partitions):
+                code = errors.get((t, p), rejected)
+                metadata = partition.committed_metadata or ""
+                if code is None and _utf16_length(metadata) > self._metadata_max_chars:
+                    code = ErrorCode.offset_metadata_too_large
+                if code is None:
+                    code = ErrorCode.none
+                    result.records.append(
+                        CoordinatorRecord(
+                            OffsetCommitKey(request.group_id, topic.name, partition.partition_index),
+                            OffsetCommitValue(
+                                offset=partition.committed_offset,
+                                leader_epoch=partition.committed_leader_epoch,
+                                metadata=metadata,
+                                commit_timestamp=now_ms,
+                                expire_timestamp=expire_timestamp_ms,
+                            ),
+                        )
+                    )
+                partition_results.append(OffsetCommitPartitionResult(partition.partition_index, code))
+            topic_results.append(OffsetCommitTopicResult(topic.name, partition_results))
         result.respond(sink, OffsetCommitResponse(topic_results))
         return result
 
@@ -235,8 +275,8 @@ class OffsetManager:
                     continue
                 if is_offset_expired(
                     rule,
-                    committed.commit_timestamp_ms,
-                    committed.expire_timestamp_ms,
+                    committed.commit_timestamp,
+                    committed.expire_timestamp,
                     now_ms,
                     retention_ms,
                 ):
@@ -256,8 +296,7 @@ class OffsetManager:
             return
         if not isinstance(value, OffsetCommitValue):
             raise TypeError(f"OffsetCommit key with a {type(value).__name__} value")
-        committed = _committed_offset(value)
-        self.replay_offset(key.group, key.topic, key.partition, committed)
+        self.replay_offset(key.group, key.topic, key.partition, value)
 
     def replay_offset(
         self, group: str, topic: str, partition: int, committed: CommittedOffset | None
@@ -289,9 +328,8 @@ class OffsetManager:
         if not isinstance(value, OffsetCommitValue):
             self.replay(record)
             return
-        committed = _committed_offset(value)
         before = self.committed(key.group, key.topic, key.partition)
-        self.pending.add(producer_id, producer_epoch, key.group, key.topic, key.partition, committed, before)
+        self.pending.add(producer_id, producer_epoch, key.group, key.topic, key.partition, value, before)
 
     def end_transaction(self, producer_id: int, committed: bool, producer_epoch: int = -1) -> None:
         """The producer's marker: its pending offsets become committed (unless a later commit of the
@@ -396,7 +434,16 @@ def _fetch_result(partition: int, committed: CommittedOffset | None) -> OffsetFe
     return OffsetFetchPartitionResult(partition, committed.offset, committed.leader_epoch, committed.metadata)
 
 
-def unknown_partitions(
+def error_code_of(check: Callable[_P, object], *args: _P.args, **kwargs: _P.kwargs) -> ErrorCode | None:
+    """The code of the :class:`KafkaError` ``check`` raises; None when it passes."""
+    try:
+        check(*args, **kwargs)
+    except KafkaError as error:
+        return error.code
+    return None
+
+
+def _unknown_partitions(
     topics: list[OffsetCommitTopic], topic_exists: TopicExists
 ) -> dict[tuple[int, int], ErrorCode]:
     """UNKNOWN_TOPIC_OR_PARTITION for each partition the broker does not host, by (topic, partition) index."""
@@ -406,53 +453,3 @@ def unknown_partitions(
             if not topic_exists(topic.name, partition.partition_index):
                 errors[(t, p)] = ErrorCode.unknown_topic_or_partition
     return errors
-
-
-def commit_records(
-    records: list[CoordinatorRecord],
-    group_id: str,
-    topics: list[OffsetCommitTopic],
-    errors: dict[tuple[int, int], ErrorCode],
-    group_error: ErrorCode | None,
-    metadata_max_chars: int,
-    now_ms: int,
-    expire_timestamp_ms: int,
-) -> list[OffsetCommitTopicResult]:
-    """The last steps of an (transactional or plain) offset commit: each partition without an error in
-    ``errors`` or ``group_error`` and with metadata within ``metadata_max_chars`` (else
-    OFFSET_METADATA_TOO_LARGE) appends one OffsetCommit record to ``records``; the per-partition results."""
-    topic_results: list[OffsetCommitTopicResult] = []
-    for t, topic in enumerate(topics):
-        partition_results: list[OffsetCommitPartitionResult] = []
-        for p, partition in enumerate(topic.partitions):
-            code = errors.get((t, p), group_error)
-            metadata = partition.committed_metadata or ""
-            if code is None and _utf16_length(metadata) > metadata_max_chars:
-                code = ErrorCode.offset_metadata_too_large
-            if code is None:
-                code = ErrorCode.none
-                records.append(
-                    CoordinatorRecord(
-                        OffsetCommitKey(group_id, topic.name, partition.partition_index),
-                        OffsetCommitValue(
-                            offset=partition.committed_offset,
-                            leader_epoch=partition.committed_leader_epoch,
-                            metadata=metadata,
-                            commit_timestamp=now_ms,
-                            expire_timestamp=expire_timestamp_ms,
-                        ),
-                    )
-                )
-            partition_results.append(OffsetCommitPartitionResult(partition.partition_index, code))
-        topic_results.append(OffsetCommitTopicResult(topic.name, partition_results))
-    return topic_results
-
-
-def _committed_offset(value: OffsetCommitValue) -> CommittedOffset:
-    return CommittedOffset(
-        offset=value.offset,
-        leader_epoch=value.leader_epoch,
-        metadata=value.metadata,
-        commit_timestamp_ms=value.commit_timestamp,
-        expire_timestamp_ms=value.expire_timestamp,
-    )

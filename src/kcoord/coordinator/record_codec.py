@@ -31,6 +31,7 @@ from __future__ import annotations
 import struct
 
 from kcoord.coordinator import consumer_record_codec
+from kcoord.coordinator.record_fields import read_value_version
 from kcoord.coordinator.record_io import (
     MAX_RECORD_STRING_BYTES,
     RecordDecodeError,
@@ -178,54 +179,48 @@ def decode_record(key: bytes, value: bytes | None) -> CoordinatorRecord | ShareG
     return CoordinatorRecord(key=decoded_key, value=decode_value(decoded_key, value))
 
 
+def _read_value_version(reader: _Reader, versions: range) -> tuple[int, bool]:
+    """A value's int16 version (one of ``versions``) and whether that version is flexible."""
+    version = read_value_version(reader, versions, reader.what)
+    return version, version >= _FLEXIBLE_FROM
+
+
+def _end_struct(reader: _Reader, flexible: bool) -> None:
+    """What ends a value's top-level struct: its tagged fields (flexible versions), then nothing."""
+    if flexible:
+        reader.skip_tagged_fields(reader.what)
+    reader.finish()
+
+
 def _decode_offset_commit_value(value: bytes) -> OffsetCommitValue:
     reader = _Reader(value, "OffsetCommitValue")
-    version = reader.int16("version")
-    if version not in OFFSET_COMMIT_VALUE_VERSIONS:
-        raise UnsupportedRecordVersionError(f"OffsetCommitValue version {version} is not supported (0-4)")
-    flexible = version >= _FLEXIBLE_FROM
-    offset = reader.int64("offset")
-    leader_epoch = reader.int32("leaderEpoch") if version >= 3 else -1
-    metadata = reader.string("metadata", flexible)
-    commit_timestamp = reader.int64("commitTimestamp")
-    expire_timestamp = reader.int64("expireTimestamp") if version == 1 else -1
-    if flexible:
-        reader.skip_tagged_fields("OffsetCommitValue")
-    reader.finish()
-    return OffsetCommitValue(
-        offset=offset,
-        leader_epoch=leader_epoch,
-        metadata=metadata,
-        commit_timestamp=commit_timestamp,
-        expire_timestamp=expire_timestamp,
+    version, flexible = _read_value_version(reader, OFFSET_COMMIT_VALUE_VERSIONS)
+    decoded = OffsetCommitValue(
+        offset=reader.int64("offset"),
+        leader_epoch=reader.int32("leaderEpoch") if version >= 3 else -1,
+        metadata=reader.string("metadata", flexible),
+        commit_timestamp=reader.int64("commitTimestamp"),
+        expire_timestamp=reader.int64("expireTimestamp") if version == 1 else -1,
     )
+    _end_struct(reader, flexible)
+    return decoded
 
 
 def _decode_group_metadata_value(value: bytes) -> GroupMetadataValue:
     reader = _Reader(value, "GroupMetadataValue")
-    version = reader.int16("version")
-    if version not in GROUP_METADATA_VALUE_VERSIONS:
-        raise UnsupportedRecordVersionError(f"GroupMetadataValue version {version} is not supported (0-4)")
-    flexible = version >= _FLEXIBLE_FROM
-    protocol_type = reader.string("protocolType", flexible)
-    generation = reader.int32("generation")
-    protocol = reader.nullable_string("protocol", flexible)
-    leader = reader.nullable_string("leader", flexible)
-    current_state_timestamp = reader.int64("currentStateTimestamp") if version >= 2 else -1
-    members = tuple(
-        _decode_member(reader, version, flexible) for _ in range(reader.array_length("members", flexible))
+    version, flexible = _read_value_version(reader, GROUP_METADATA_VALUE_VERSIONS)
+    decoded = GroupMetadataValue(
+        protocol_type=reader.string("protocolType", flexible),
+        generation=reader.int32("generation"),
+        protocol=reader.nullable_string("protocol", flexible),
+        leader=reader.nullable_string("leader", flexible),
+        current_state_timestamp=reader.int64("currentStateTimestamp") if version >= 2 else -1,
+        members=tuple(
+            _decode_member(reader, version, flexible) for _ in range(reader.array_length("members", flexible))
+        ),
     )
-    if flexible:
-        reader.skip_tagged_fields("GroupMetadataValue")
-    reader.finish()
-    return GroupMetadataValue(
-        protocol_type=protocol_type,
-        generation=generation,
-        protocol=protocol,
-        leader=leader,
-        current_state_timestamp=current_state_timestamp,
-        members=members,
-    )
+    _end_struct(reader, flexible)
+    return decoded
 
 
 def _decode_member(reader: _Reader, version: int, flexible: bool) -> MemberMetadata:
@@ -308,11 +303,17 @@ def _encode_offset_commit_value_v3(value: OffsetCommitValue) -> bytes:
         return _encode_offset_commit_value(value, 3)
 
 
-def _encode_offset_commit_value(value: OffsetCommitValue, version: int) -> bytes:
-    if version not in OFFSET_COMMIT_VALUE_VERSIONS:
-        raise RecordEncodeError(f"OffsetCommitValue version {version} is not supported (0-4)")
-    writer = _Writer("OffsetCommitValue", flexible=version >= _FLEXIBLE_FROM)
+def _value_writer(what: str, version: int, versions: range) -> _Writer:
+    """A writer for a value at ``version`` (one of ``versions``), the int16 version already written."""
+    if version not in versions:
+        raise RecordEncodeError(f"{what} version {version} is not supported (0-4)")
+    writer = _Writer(what, flexible=version >= _FLEXIBLE_FROM)
     writer.int16(version, "version")
+    return writer
+
+
+def _encode_offset_commit_value(value: OffsetCommitValue, version: int) -> bytes:
+    writer = _value_writer("OffsetCommitValue", version, OFFSET_COMMIT_VALUE_VERSIONS)
     writer.int64(value.offset, "offset")
     if version >= 3:
         writer.int32(value.leader_epoch, "leader_epoch")
@@ -325,10 +326,7 @@ def _encode_offset_commit_value(value: OffsetCommitValue, version: int) -> bytes
 
 
 def _encode_group_metadata_value(value: GroupMetadataValue, version: int) -> bytes:
-    if version not in GROUP_METADATA_VALUE_VERSIONS:
-        raise RecordEncodeError(f"GroupMetadataValue version {version} is not supported (0-4)")
-    writer = _Writer("GroupMetadataValue", flexible=version >= _FLEXIBLE_FROM)
-    writer.int16(version, "version")
+    writer = _value_writer("GroupMetadataValue", version, GROUP_METADATA_VALUE_VERSIONS)
     writer.string(value.protocol_type, "protocol_type")
     writer.int32(value.generation, "generation")
     writer.nullable_string(value.protocol, "protocol")

@@ -54,6 +54,11 @@ class RecordReader:
     def _fail(self, message: str) -> RecordDecodeError:
         return RecordDecodeError(f"{self._what}: {message} at byte {self._pos} of {len(self._buf)}")
 
+    @property
+    def what(self) -> str:
+        """What is being read (the name error messages give it)."""
+        return self._what
+
     def _take(self, n: int, field: str) -> bytes:
         end = self._pos + n
         if n < 0 or end > len(self._buf):
@@ -62,24 +67,24 @@ class RecordReader:
         self._pos = end
         return chunk
 
-    def int8(self, field: str) -> int:
-        value: int = _INT8.unpack(self._take(1, field))[0]
+    def _int(self, codec: struct.Struct, field: str) -> int:
+        value: int = codec.unpack(self._take(codec.size, field))[0]
         return value
 
+    def int8(self, field: str) -> int:
+        return self._int(_INT8, field)
+
     def int16(self, field: str) -> int:
-        value: int = _INT16.unpack(self._take(2, field))[0]
-        return value
+        return self._int(_INT16, field)
 
     def uuid(self, field: str) -> uuid.UUID:
         return uuid.UUID(bytes=self._take(16, field))
 
     def int32(self, field: str) -> int:
-        value: int = _INT32.unpack(self._take(4, field))[0]
-        return value
+        return self._int(_INT32, field)
 
     def int64(self, field: str) -> int:
-        value: int = _INT64.unpack(self._take(8, field))[0]
-        return value
+        return self._int(_INT64, field)
 
     def uvarint(self, field: str) -> int:
         result = 0

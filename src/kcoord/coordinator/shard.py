@@ -115,7 +115,6 @@ class GroupCoordinatorShard:
         self._conversions = conversion_events(observer)
         self._past_rebalances = past_rebalances
         self.offsets = OffsetManager(offset_metadata_max_bytes)
-        self._offset_metadata_max_bytes = offset_metadata_max_bytes
         self._offsets_retention_ms = offsets_retention_ms
         self._topic_exists = topic_exists
 
@@ -356,7 +355,6 @@ class GroupCoordinatorShard:
             now_ms,
             self._groups,
             self._topic_exists,
-            self._offset_metadata_max_bytes,
         )
 
     def delete_offsets(

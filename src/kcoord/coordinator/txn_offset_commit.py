@@ -27,14 +27,12 @@ from typing import Any, Protocol
 
 from kcoord.coordinator.offset_expiry import NO_EXPIRE_TIMESTAMP
 from kcoord.coordinator.offsets import (
-    OffsetCommitResponse,
     OffsetCommitTopic,
     OffsetManager,
-    commit_records,
-    unknown_partitions,
+    error_code_of,
 )
 from kcoord.coordinator.result import CoordinatorResult
-from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["TransactionalGroupView", "TxnOffsetCommitRequest", "commit_transactional"]
 
@@ -68,40 +66,23 @@ def commit_transactional(
     now_ms: int,
     groups: TransactionalGroupView,
     topic_exists: Callable[[str, int], bool],
-    metadata_max_chars: int,
 ) -> CoordinatorResult:
     """The records of a TxnOffsetCommit (to be written for its producer) and the response they release."""
-    result = CoordinatorResult()
-    # 1. Partitions this broker does not host.
-    errors = unknown_partitions(request.topics, topic_exists)
-    group_error: ErrorCode | None = None
-    if len(errors) < sum(len(topic.partitions) for topic in request.topics):
+
+    def group_error() -> ErrorCode | None:
         # 2. A fenced producer.
         known_epoch = offsets.pending.epoch_of(request.producer_id)
         if known_epoch is not None and request.producer_epoch < known_epoch:
-            group_error = ErrorCode.invalid_producer_epoch
-        else:
-            # 3. KIP-447: the group, member, instance and generation.
-            try:
-                groups.validate_transactional_commit(
-                    request.group_id,
-                    request.member_id,
-                    request.group_instance_id,
-                    request.generation_id,
-                    now_ms,
-                )
-            except KafkaError as error:
-                group_error = error.code
-    # 4 and 5.
-    topic_results = commit_records(
-        result.records,
-        request.group_id,
-        request.topics,
-        errors,
-        group_error,
-        metadata_max_chars,
-        now_ms,
-        NO_EXPIRE_TIMESTAMP,
-    )
-    result.respond(sink, OffsetCommitResponse(topic_results))
-    return result
+            return ErrorCode.invalid_producer_epoch
+        # 3. KIP-447: the group, member, instance and generation.
+        return error_code_of(
+            groups.validate_transactional_commit,
+            request.group_id,
+            request.member_id,
+            request.group_instance_id,
+            request.generation_id,
+            now_ms,
+        )
+
+    # 1, 4 and 5.
+    return offsets.commit_offsets(request, sink, topic_exists, group_error, now_ms, NO_EXPIRE_TIMESTAMP)

@@ -9,7 +9,7 @@ pending and awaiting members, the leader.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kcoord.coordinator.classic.consumer_protocol import (
@@ -20,7 +20,12 @@ from kcoord.coordinator.classic.consumer_protocol import (
     decode_subscription,
 )
 from kcoord.coordinator.classic.history import RebalanceRecord, new_history
-from kcoord.coordinator.classic.messages import JoinGroupMember, Protocols
+from kcoord.coordinator.classic.messages import (
+    JoinGroupMember,
+    JoinGroupResponse,
+    Protocols,
+    SyncGroupResponse,
+)
 from kcoord.coordinator.classic.state import ClassicGroupState, can_transition
 from kcoord.coordinator.records import GroupMetadataValue, MemberMetadata
 from kcoord.protocol.errors import ErrorCode, KafkaError
@@ -81,6 +86,22 @@ class ClassicGroupMember:
             if name == protocol_name:
                 return metadata
         raise ValueError(f"member {self.member_id} does not support protocol {protocol_name!r}")
+
+    def under_new_id(self, member_id: str) -> ClassicGroupMember:
+        """The same member (what it declared and its assignment) under ``member_id``, without the soft
+        state tied to the old id: no waiter, no session timer key, no liveness hints, not new."""
+        return replace(
+            self,
+            member_id=member_id,
+            is_new=False,
+            join_waiter=None,
+            sync_waiter=None,
+            session_timer_key="",
+            connection_id=None,
+            last_heartbeat_ms=None,
+            heartbeat_interval_ms=None,
+            disconnected_ms=None,
+        )
 
     def vote(self, candidates: set[str]) -> str:
         """The member's most preferred protocol among ``candidates``."""
@@ -232,17 +253,7 @@ class ClassicGroup:
         old = self.members.pop(old_member_id)
         if old.join_waiter is not None:
             raise RuntimeError("answer the old member's parked join before replacing it")
-        new = ClassicGroupMember(
-            member_id=new_member_id,
-            group_instance_id=old.group_instance_id,
-            client_id=old.client_id,
-            client_host=old.client_host,
-            rebalance_timeout_ms=old.rebalance_timeout_ms,
-            session_timeout_ms=old.session_timeout_ms,
-            protocol_type=old.protocol_type,
-            protocols=old.protocols,
-            assignment=old.assignment,
-        )
+        new = old.under_new_id(new_member_id)
         self.members[new_member_id] = new
         if self.is_leader(old_member_id):
             self.leader_id = new_member_id
@@ -336,6 +347,31 @@ class ClassicGroup:
         return tuple(
             JoinGroupMember(member.member_id, member.group_instance_id, member.metadata(self.protocol_name))
             for member in self.members.values()
+        )
+
+    def join_response(self, member_id: str, *, with_members: bool = True) -> JoinGroupResponse:
+        """The current generation as ``member_id``'s JoinGroup answer; the leader's carries every
+        member's metadata unless ``with_members`` is False."""
+        return JoinGroupResponse(
+            ErrorCode.none,
+            generation_id=self.generation_id,
+            protocol_type=self.protocol_type,
+            protocol_name=self.protocol_name,
+            leader=self.leader_id or "",
+            member_id=member_id,
+            members=self.join_members() if with_members and self.is_leader(member_id) else (),
+        )
+
+    def sync_response(
+        self, member: ClassicGroupMember, error: ErrorCode = ErrorCode.none
+    ) -> SyncGroupResponse:
+        """``member``'s assignment as its SyncGroup answer; an error answer names no protocol."""
+        ok = error is ErrorCode.none
+        return SyncGroupResponse(
+            error,
+            protocol_type=self.protocol_type if ok else None,
+            protocol_name=self.protocol_name if ok else None,
+            assignment=member.assignment,
         )
 
     def group_assignment(self) -> dict[str, bytes]:

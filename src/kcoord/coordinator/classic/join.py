@@ -211,7 +211,7 @@ class JoinHandler:
             )
         elif group.is_in(COMPLETING) and member.protocols == request.protocols:
             # It probably missed the JoinGroup response: resend the current generation.
-            step.out.respond(sink, self._current_generation(group, member_id, leader_view=True))
+            step.out.respond(sink, group.join_response(member_id))
         elif group.is_in(COMPLETING):
             self.update_member(group, member, request, sink, "metadata_changed", "metadata changed", step)
         elif group.is_in(STABLE) and group.is_leader(member_id):
@@ -220,22 +220,9 @@ class JoinHandler:
         elif group.is_in(STABLE) and member.protocols != request.protocols:
             self.update_member(group, member, request, sink, "metadata_changed", "metadata changed", step)
         elif group.is_in(STABLE):
-            step.out.respond(sink, self._current_generation(group, member_id, leader_view=False))
+            step.out.respond(sink, group.join_response(member_id, with_members=False))
         else:
             step.out.respond(sink, JoinGroupResponse(ErrorCode.unknown_member_id, member_id=member_id))
-
-    def _current_generation(
-        self, group: ClassicGroup, member_id: str, leader_view: bool
-    ) -> JoinGroupResponse:
-        return JoinGroupResponse(
-            ErrorCode.none,
-            generation_id=group.generation_id,
-            protocol_type=group.protocol_type,
-            protocol_name=group.protocol_name,
-            leader=group.leader_id or "",
-            member_id=member_id,
-            members=group.join_members() if leader_view and group.is_leader(member_id) else (),
-        )
 
     # -- membership changes ------------------------------------------------------------------
 

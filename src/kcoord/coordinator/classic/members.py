@@ -47,6 +47,20 @@ def _inconsistent(requested: str | None, current: str | None) -> bool:
     return requested is not None and current is not None and requested != current
 
 
+def _member_error(group: ClassicGroup, request: SyncGroupRequest | HeartbeatRequest) -> ErrorCode | None:
+    """The checks SyncGroup and Heartbeat share, in order: Dead ⇒ COORDINATOR_NOT_AVAILABLE, member
+    validation (UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID), then the generation ⇒ ILLEGAL_GENERATION."""
+    if group.is_in(DEAD):
+        return ErrorCode.coordinator_not_available
+    try:
+        group.validate_member(request.member_id, request.group_instance_id)
+    except KafkaError as error:
+        return error.code
+    if request.generation_id != group.generation_id:
+        return ErrorCode.illegal_generation
+    return None
+
+
 class MemberRequests:
     def __init__(self, groups: dict[str, ClassicGroup], rebalancer: Rebalancer) -> None:
         self.groups = groups
@@ -74,15 +88,7 @@ class MemberRequests:
                 self.rebalancer.complete_sync(group, dict(request.assignments), step)
             return
         self.rebalancer.remove_pending_sync_member(group, member.member_id)
-        step.out.respond(
-            sink,
-            SyncGroupResponse(
-                ErrorCode.none,
-                protocol_type=group.protocol_type,
-                protocol_name=group.protocol_name,
-                assignment=member.assignment,
-            ),
-        )
+        step.out.respond(sink, group.sync_response(member))
 
     @staticmethod
     def _sync_error(group: ClassicGroup | None, request: SyncGroupRequest) -> ErrorCode | None:
@@ -90,14 +96,9 @@ class MemberRequests:
             return ErrorCode.invalid_group_id
         if group is None or group.is_in(EMPTY):
             return ErrorCode.unknown_member_id
-        if group.is_in(DEAD):
-            return ErrorCode.coordinator_not_available
-        try:
-            group.validate_member(request.member_id, request.group_instance_id)
-        except KafkaError as error:
-            return error.code
-        if request.generation_id != group.generation_id:
-            return ErrorCode.illegal_generation
+        member_error = _member_error(group, request)
+        if member_error is not None:
+            return member_error
         if _inconsistent(request.protocol_type, group.protocol_type) or _inconsistent(
             request.protocol_name, group.protocol_name
         ):
@@ -118,14 +119,9 @@ class MemberRequests:
         group = self.groups.get(request.group_id)
         if group is None:
             return ErrorCode.unknown_member_id
-        if group.is_in(DEAD):
-            return ErrorCode.coordinator_not_available
-        try:
-            group.validate_member(request.member_id, request.group_instance_id)
-        except KafkaError as error:
-            return error.code
-        if request.generation_id != group.generation_id:
-            return ErrorCode.illegal_generation
+        member_error = _member_error(group, request)
+        if member_error is not None:
+            return member_error
         if group.is_in(EMPTY):
             return ErrorCode.unknown_member_id
         member = group.members[request.member_id]

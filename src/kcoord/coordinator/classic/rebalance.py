@@ -236,15 +236,7 @@ class Rebalancer:
             self.answer_join(
                 group,
                 member,
-                JoinGroupResponse(
-                    ErrorCode.none,
-                    generation_id=group.generation_id,
-                    protocol_type=group.protocol_type,
-                    protocol_name=group.protocol_name,
-                    leader=group.leader_id or "",
-                    member_id=member.member_id,
-                    members=group.join_members() if group.is_leader(member.member_id) else (),
-                ),
+                group.join_response(member.member_id),
                 step,
             )
             self.schedule_session(group, member, step)
@@ -256,15 +248,8 @@ class Rebalancer:
 
     def propagate_assignment(self, group: ClassicGroup, error: ErrorCode, step: Step) -> None:
         """Answer every parked SyncGroup with its assignment (or ``error``) and re-arm its session."""
-        ok = error is ErrorCode.none
         for member in group.members.values():
-            response = SyncGroupResponse(
-                error,
-                protocol_type=group.protocol_type if ok else None,
-                protocol_name=group.protocol_name if ok else None,
-                assignment=member.assignment,
-            )
-            if self.answer_sync(member, response, step):
+            if self.answer_sync(member, group.sync_response(member, error), step):
                 self.schedule_session(group, member, step)
 
     def complete_sync(self, group: ClassicGroup, assignments: dict[str, bytes], step: Step) -> None:

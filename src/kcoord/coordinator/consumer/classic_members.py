@@ -26,6 +26,7 @@ from kcoord.coordinator.classic.consumer_protocol import (
     decode_subscription,
     owned_partitions,
 )
+from kcoord.coordinator.classic.group import ClassicGroupMember
 from kcoord.coordinator.classic.messages import (
     HeartbeatRequest,
     JoinGroupRequest,
@@ -103,18 +104,7 @@ class ClassicMemberRequests:
         # 1. The member: known, new, or a static member back under a new id.
         member, replaced = self._member_for(group, request, member_id)
         new = member.member_id not in group.members
-        updated = member.with_changes(
-            instance_id=request.group_instance_id,
-            rack_id=subscription.rack_id,
-            rebalance_timeout_ms=request.rebalance_timeout_ms,
-            subscribed_topics=frozenset(subscription.topics),
-            subscribed_regex=None,
-            regex_topics=frozenset(),
-            server_assignor=None,
-            client_id=request.client_id,
-            client_host=request.client_host,
-            classic=ClassicMemberMetadata(request.session_timeout_ms, request.protocols),
-        )
+        updated = as_classic_joined(member, request, subscription)
         # 2. The group epoch moves when membership, subscriptions or partition counts change.
         trigger = history.MEMBER_JOINED if new else None
         if trigger is None and updated.topics != member.topics:
@@ -256,6 +246,28 @@ def _supports(group: ConsumerGroup, request: JoinGroupRequest) -> bool:
         if member.classic is not None and member.member_id != request.member_id:
             names &= {name for name, _ in member.classic.supported_protocols}
     return bool(names)
+
+
+def as_classic_joined(
+    member: ConsumerGroupMember,
+    declared: JoinGroupRequest | ClassicGroupMember,
+    subscription: ConsumerSubscription,
+) -> ConsumerGroupMember:
+    """``member`` as a classic member's JoinGroup (or its classic group's record of it) declares it:
+    its client, timeouts and protocols, and the subscription embedded in those protocols (topic
+    names only: no regex, no assignor of its own)."""
+    return member.with_changes(
+        instance_id=declared.group_instance_id,
+        rack_id=subscription.rack_id,
+        rebalance_timeout_ms=declared.rebalance_timeout_ms,
+        subscribed_topics=frozenset(subscription.topics),
+        subscribed_regex=None,
+        regex_topics=frozenset(),
+        server_assignor=None,
+        client_id=declared.client_id,
+        client_host=declared.client_host,
+        classic=ClassicMemberMetadata(declared.session_timeout_ms, declared.protocols),
+    )
 
 
 def _subscription(request: JoinGroupRequest) -> ConsumerSubscription:

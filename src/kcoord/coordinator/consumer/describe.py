@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
+from dataclasses import replace
 
 from kcoord.coordinator.consumer.group import ConsumerGroup, ConsumerGroupState
-from kcoord.coordinator.consumer.messages import (
-    DescribedConsumerGroup,
-    DescribedConsumerMember,
-    DescribedEpochBump,
-)
+from kcoord.coordinator.consumer.messages import DescribedConsumerGroup, DescribedConsumerMember
 
 
 def describe(group: ConsumerGroup, default_assignor: str) -> DescribedConsumerGroup:
@@ -37,16 +34,7 @@ def describe(group: ConsumerGroup, default_assignor: str) -> DescribedConsumerGr
         target_epoch=group.target_epoch,
         assignor=group.assignor or default_assignor,
         members=members,
-        history=tuple(
-            DescribedEpochBump(
-                epoch=b.epoch,
-                trigger=b.trigger,
-                member_id=b.member_id,
-                started_ms=b.started_ms,
-                reconcile_ms=None if b.reconciled_ms is None else b.reconciled_ms - b.started_ms,
-            )
-            for b in group.history.bumps
-        ),
+        history=tuple(replace(bump) for bump in group.history.bumps),
     )
 
 

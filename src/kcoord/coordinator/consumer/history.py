@@ -23,11 +23,19 @@ UPGRADED = "upgraded_from_classic"
 
 @dataclass(slots=True)
 class EpochBump:
+    """One bump of the group epoch: why, by whom, when, and when every member had caught up with it
+    (ConsumerGroupDescribe's history shows copies)."""
+
     epoch: int
     trigger: str
     member_id: str | None
     started_ms: int
     reconciled_ms: int | None = None
+
+    @property
+    def reconcile_ms(self) -> int | None:
+        """From the bump until every member had caught up with it; None while reconciling."""
+        return None if self.reconciled_ms is None else self.reconciled_ms - self.started_ms
 
 
 class EpochHistory:

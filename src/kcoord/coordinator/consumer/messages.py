@@ -6,16 +6,33 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kcoord.coordinator.assignors.api import Assignment
+from kcoord.coordinator.consumer.history import EpochBump
 
 TopicFilter = Callable[[str], bool]
 """Whether the member's principal may see (DESCRIBE) a topic, by name."""
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerHeartbeatRequest:
+class MemberHeartbeat:
+    """What every heartbeat of a KIP-848-style group (consumer or share) starts with: who beats, at
+    which epoch (0 joins, -1 leaves)."""
+
     group_id: str
     member_id: str
     member_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatAnswer:
+    """What every such heartbeat's answer starts with: the member's id and epoch, and when to beat next."""
+
+    member_id: str
+    member_epoch: int
+    heartbeat_interval_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerHeartbeatRequest(MemberHeartbeat):
     instance_id: str | None = None
     rack_id: str | None = None
     rebalance_timeout_ms: int = -1
@@ -35,10 +52,7 @@ class ConsumerHeartbeatRequest:
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerHeartbeatResponse:
-    member_id: str
-    member_epoch: int
-    heartbeat_interval_ms: int
+class ConsumerHeartbeatResponse(HeartbeatAnswer):
     assignment: Assignment | None = None
     """None: the member's assignment did not change (the client keeps what it has)."""
 
@@ -60,16 +74,6 @@ class DescribedConsumerMember:
 
 
 @dataclass(frozen=True, slots=True)
-class DescribedEpochBump:
-    epoch: int
-    trigger: str
-    member_id: str | None
-    started_ms: int
-    reconcile_ms: int | None
-    """From the bump until every member had caught up with it; None while reconciling."""
-
-
-@dataclass(frozen=True, slots=True)
 class DescribedConsumerGroup:
     group_id: str
     state: str
@@ -77,4 +81,4 @@ class DescribedConsumerGroup:
     target_epoch: int
     assignor: str
     members: tuple[DescribedConsumerMember, ...] = field(default=())
-    history: tuple[DescribedEpochBump, ...] = field(default=())
+    history: tuple[EpochBump, ...] = field(default=())

@@ -14,6 +14,7 @@ offsets (their progress is the share-partition state) and speak neither classic 
 
 from __future__ import annotations
 
+from kcoord.coordinator.classic import admin
 from kcoord.coordinator.classic.messages import DescribedGroup, HeartbeatRequest, ListedGroup
 from kcoord.coordinator.result import CoordinatorResult
 from kcoord.coordinator.share.manager import SHARE_PROTOCOL_TYPE, ShareGroupManager
@@ -67,8 +68,8 @@ class ShareKind:
         return CoordinatorResult()
 
     def describe_group(self, group_id: str, api_version: int) -> DescribedGroup:
-        error = ErrorCode.group_id_not_found if api_version >= 6 else ErrorCode.none
-        return DescribedGroup(group_id, error, "Dead", "", "")
+        """A share group is not a classic group: DescribeGroups sees it as a missing one."""
+        return admin.describe(group_id, None, api_version)
 
     def delete_group(self, group_id: str) -> CoordinatorResult:
         """The change names the group's share state, which the share coordinator deletes."""

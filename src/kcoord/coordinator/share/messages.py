@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
+from kcoord.coordinator.consumer.messages import HeartbeatAnswer, MemberHeartbeat
 from kcoord.coordinator.result import CoordinatorResult
 from kcoord.coordinator.share.assignor import SIMPLE_ASSIGNOR
 from kcoord.coordinator.share.group_records import TopicPartitions
@@ -20,10 +21,7 @@ __all__ = [
 
 
 @dataclass(frozen=True, slots=True)
-class ShareHeartbeatRequest:
-    group_id: str
-    member_id: str
-    member_epoch: int
+class ShareHeartbeatRequest(MemberHeartbeat):
     rack_id: str | None = None
     subscribed_topic_names: tuple[str, ...] | None = None
     """None: unchanged since the last heartbeat."""
@@ -32,10 +30,7 @@ class ShareHeartbeatRequest:
 
 
 @dataclass(frozen=True, slots=True)
-class ShareHeartbeatResponse:
-    member_id: str
-    member_epoch: int
-    heartbeat_interval_ms: int
+class ShareHeartbeatResponse(HeartbeatAnswer):
     assignment: TopicPartitions | None
     """None: unchanged (the client keeps what it has)."""
     error_code: ErrorCode = ErrorCode.none

@@ -7,21 +7,8 @@ partition's ids are one :class:`TransactionCoordinatorShard`, run by the coordin
 """
 
 from kcoord.coordinator.partitioner import partition_for
-from kcoord.coordinator.transactions.messages import (
-    AddOffsetsToTxnRequest,
-    AddPartitionsToTxnRequest,
-    DescribedTransaction,
-    EndTxnRequest,
-    EndTxnResponse,
-    InitProducerIdRequest,
-    InitProducerIdResponse,
-    ListedTransactions,
-    ProducerIdAllocator,
-    TransactionConfig,
-    TransactionResult,
-    TxnMarker,
-    fenced_error_for,
-)
+from kcoord.coordinator.transactions import messages
+from kcoord.coordinator.transactions.messages import *  # noqa: F403 (its __all__ is re-exported whole)
 from kcoord.coordinator.transactions.records import TopicPartition, TransactionRecord
 from kcoord.coordinator.transactions.serde import TransactionRecordSerde
 from kcoord.coordinator.transactions.shard import TransactionCoordinatorShard
@@ -34,26 +21,14 @@ DEFAULT_TRANSACTION_STATE_PARTITIONS = 50
 """``transaction.state.log.num.partitions``."""
 
 __all__ = [
+    *messages.__all__,
     "DEFAULT_TRANSACTION_STATE_PARTITIONS",
     "TRANSACTION_KEY_TYPE",
     "TRANSACTION_STATE_TOPIC",
-    "AddOffsetsToTxnRequest",
-    "AddPartitionsToTxnRequest",
-    "DescribedTransaction",
-    "EndTxnRequest",
-    "EndTxnResponse",
-    "InitProducerIdRequest",
-    "InitProducerIdResponse",
-    "ListedTransactions",
-    "ProducerIdAllocator",
     "TopicPartition",
-    "TransactionConfig",
     "TransactionCoordinatorShard",
     "TransactionRecord",
     "TransactionRecordSerde",
-    "TransactionResult",
     "TransactionState",
-    "TxnMarker",
-    "fenced_error_for",
     "partition_for",
 ]

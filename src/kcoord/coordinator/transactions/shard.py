@@ -21,6 +21,7 @@ per transaction) is served; KIP-890's epoch bump on every EndTxn (v5+) is not.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from kcoord.coordinator.partitioner import partition_for
@@ -297,27 +298,28 @@ class TransactionCoordinatorShard:
     def abort_timed_out(self, now_ms: int) -> TransactionResult:
         """Abort (fencing the producer) every Ongoing transaction older than its timeout."""
         result = TransactionResult()
-        for metadata in self.transactions.values():
-            if (
-                metadata.pending is None
-                and metadata.state is _State.ONGOING
-                and metadata.start_ms + metadata.timeout_ms < now_ms
-            ):
-                result.extend(epochs.fence(metadata, now_ms))
+        for metadata in self._settled(
+            lambda m: m.state is _State.ONGOING and m.start_ms + m.timeout_ms < now_ms
+        ):
+            result.extend(epochs.fence(metadata, now_ms))
         return result
 
     def remove_expired(self, now_ms: int) -> TransactionResult:
         """A tombstone for every id with no transaction, idle past ``transactional.id.expiration.ms``."""
+        idle_since_ms = now_ms - self.config.id_expiration_ms
         result = TransactionResult()
-        for metadata in self.transactions.values():
-            if (
-                metadata.pending is None
-                and metadata.state.expiration_allowed
-                and metadata.last_update_ms <= now_ms - self.config.id_expiration_ms
-            ):
-                metadata.pending = _State.DEAD
-                result.records.append(TransactionRecord(TransactionLogKey(metadata.transactional_id), None))
+        for metadata in self._settled(
+            lambda m: m.state.expiration_allowed and m.last_update_ms <= idle_since_ms
+        ):
+            metadata.pending = _State.DEAD
+            result.records.append(TransactionRecord(TransactionLogKey(metadata.transactional_id), None))
         return result
+
+    def _settled(self, due: Callable[[TransactionMetadata], bool]) -> Iterator[TransactionMetadata]:
+        """The ids with no transition in flight that ``due`` picks (the timers' sweeps)."""
+        return (
+            metadata for metadata in self.transactions.values() if metadata.pending is None and due(metadata)
+        )
 
     # -- operators
 
