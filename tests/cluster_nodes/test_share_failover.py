@@ -4,8 +4,9 @@ that takes the topic partition over, no acknowledged record is delivered again a
 delivered but unacknowledged at the kill is delivered again (acceptance 4's counts).
 
 The group is picked so that its share partition's state lives on a ``__share_group_state``
-partition of a node other than the topic partition's leader: before the kill every acknowledgement
-crosses nodes (WriteShareGroupState), and the state outlives the killed leader."""
+partition either of another node than the topic partition's leader (before the kill every
+acknowledgement crosses nodes by WriteShareGroupState, and the state outlives the killed leader) or
+of the leader itself (the state partition moves with it, and the new leader waits for its claim)."""
 
 from __future__ import annotations
 
@@ -59,27 +60,35 @@ def _loaded_topic_id(nodes: list[KcoordProcess], group: str) -> uuid.UUID:
     return uuid.UUID(found()[0]["topic_id"])
 
 
-def _group_with_state_elsewhere(
-    postgres: PostgresCluster, database: str, topic_id: uuid.UUID, leader: int
+def _state_partition(group: str, topic_id: uuid.UUID) -> int:
+    return state_partition_for(f"{group}:{topic_id_text(topic_id)}:0", STATE_PARTITIONS)
+
+
+def _group_with_state(
+    postgres: PostgresCluster, database: str, topic_id: uuid.UUID, leader: int, *, on_the_leader: bool
 ) -> tuple[str, int]:
-    """A group id whose share partition's state lives on a node other than ``leader``, and that node."""
+    """A group id whose share partition's state lives on ``leader`` (or on another node), and that node."""
     state_owners = owners(postgres, database, SHARE_STATE_TOPIC)
     for n in range(1000):
         group = f"jobs-{n}"
-        partition = state_partition_for(f"{group}:{topic_id_text(topic_id)}:0", STATE_PARTITIONS)
-        owner = state_owners.get(partition)
-        if owner is not None and owner != leader:
+        owner = state_owners.get(_state_partition(group, topic_id))
+        if owner is not None and (owner == leader) == on_the_leader:
             return group, owner
-    raise AssertionError(f"no group's share state away from node {leader}: {state_owners}")
+    raise AssertionError(f"no group's share state placed as wanted (leader {leader}): {state_owners}")
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("state_on_the_leader", [False, True], ids=["state-elsewhere", "state-on-the-leader"])
 def test_sigkill_of_the_share_partition_leader_loses_no_acknowledgement_and_no_delivery(
-    kcoord_factory: type[KcoordProcess], tmp_path: Path, postgres_cluster: PostgresCluster
+    kcoord_factory: type[KcoordProcess],
+    tmp_path: Path,
+    postgres_cluster: PostgresCluster,
+    state_on_the_leader: bool,
 ) -> None:
     """Kill the topic partition's leader mid-run: a survivor takes the share partition over from its
-    durable state (kept by a third node), acknowledged records are not delivered again, every record
-    delivered but unacknowledged at the kill is delivered again, and every record ends acknowledged."""
+    durable state (kept by another node, or moved from the killed one), acknowledged records are not
+    delivered again, every record delivered but unacknowledged at the kill is delivered again, and
+    every record ends acknowledged."""
     total = 4_000
     database = postgres_cluster.create_database()
     nodes = start_nodes(kcoord_factory, tmp_path, database, 3, **SETTINGS)
@@ -104,7 +113,9 @@ def test_sigkill_of_the_share_partition_leader_loses_no_acknowledgement_and_no_d
         30,
         "__share_group_state spread",
     )
-    group, state_owner = _group_with_state_elsewhere(postgres_cluster, database, topic_id, leader)
+    group, state_owner = _group_with_state(
+        postgres_cluster, database, topic_id, leader, on_the_leader=state_on_the_leader
+    )
     members = start_members(3, lambda: new_consumer(bootstrap, group, TOPIC, explicit=True), explicit=True)
     for member in members:
         member.hold_s = 0.3
@@ -149,14 +160,16 @@ def test_sigkill_of_the_share_partition_leader_loses_no_acknowledgement_and_no_d
     _assert_counts(members, snapshot, total)
     new_leader = _leader(postgres_cluster, database)
     assert any(e.get("group") == group for e in nodes[new_leader - 1].events("share_partition.loaded"))
-    served = {
-        api: _requests(nodes[state_owner - 1], api) for api in ("ReadShareGroupState", "WriteShareGroupState")
-    }
-    # the first leader's load and acknowledgements crossed nodes (the state may move at the kill too)
-    assert served["ReadShareGroupState"] >= 1 and served["WriteShareGroupState"] > 0, served
-    state_now = owners(postgres_cluster, database, SHARE_STATE_TOPIC)[
-        state_partition_for(f"{group}:{topic_id_text(topic_id)}:0", STATE_PARTITIONS)
-    ]
+    state_now = owners(postgres_cluster, database, SHARE_STATE_TOPIC)[_state_partition(group, topic_id)]
+    served: dict[str, int] = {}
+    if state_on_the_leader:
+        assert state_now not in (None, leader), "the state partition moved with the killed leader"
+    else:  # the first leader's load and acknowledgements crossed nodes (the state may move at the kill too)
+        served = {
+            api: _requests(nodes[state_owner - 1], api)
+            for api in ("ReadShareGroupState", "WriteShareGroupState")
+        }
+        assert served["ReadShareGroupState"] >= 1 and served["WriteShareGroupState"] > 0, served
     print(
         f"share partition leader {leader} killed, taken over by {new_leader}; state on node {state_owner}"
         f" (served {served}), after the kill on node {state_now}"
