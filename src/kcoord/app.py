@@ -68,10 +68,12 @@ from kcoord.apis.groups import (
     offset_commit,
     offset_delete,
     offset_fetch,
+    read_share_group_state,
     share_group_describe,
     share_group_heartbeat,
     sync_group,
     txn_offset_commit,
+    write_share_group_state,
 )
 from kcoord.apis.groups.common import MemberWatch
 from kcoord.apis.transactions import (
@@ -92,6 +94,7 @@ from kcoord.cluster.membership import ClusterMembership, MembershipDirectory, Pa
 from kcoord.cluster.mode import ClusterMode
 from kcoord.cluster.producer_id_allocator import ReadyProducerIds
 from kcoord.cluster.producer_keeper import ProducerStateKeeper
+from kcoord.cluster.share_state_routing import RoutingShareState
 from kcoord.cluster.shared_catalogue import SharedCatalogue
 from kcoord.cluster.shared_state import SharedStatePoller, adopt_files
 from kcoord.cluster.topic_configs import log_config_for
@@ -121,7 +124,7 @@ from kcoord.runtime.group_coordinator import GroupCoordinator
 from kcoord.runtime.group_service import GroupService
 from kcoord.runtime.rebalance_journal import JOURNAL_FILE, JournalingObserver, RebalanceJournal
 from kcoord.runtime.share_coordinator import ShareCoordinator, ShareStateTopicOf, new_state_shard
-from kcoord.runtime.share_partition_leader import SharePartitionLeader
+from kcoord.runtime.share_partition_leader import ShareDroppingHost, SharePartitionLeader
 from kcoord.runtime.transaction_coordinator import TransactionCoordinator
 from kcoord.security.acl_store import AclStore, acl_file
 from kcoord.security.authorizer import AclAuthorizer, build_authorizer
@@ -273,8 +276,9 @@ class App:
     def _share_state(self) -> None:
         """The share coordinator over ``__share_group_state`` and the share partitions this node leads.
         In a cluster the state partitions are owned and fenced by the membership, as
-        ``__consumer_offsets``'s are; the share partitions do not move with their topic partitions yet
-        (nor do Read/WriteShareGroupState reach another node), so the share fetch APIs are not offered."""
+        ``__consumer_offsets``'s are; a share partition lives with its topic partition (loaded under
+        its leader epoch, dropped on release) and reaches a state partition another node owns by
+        Read/WriteShareGroupState (:mod:`kcoord.cluster.share_state_routing`)."""
         s, topics = self.settings, self.topics
         share_metrics = ShareMetrics(self.metrics.registry)
 
@@ -294,9 +298,10 @@ class App:
             owned_only=self.cluster.enabled,
             serving=self._serving,
         )
+        self.share_routing = RoutingShareState(self.share_state, self._owner_elsewhere)
         self.share_leader = SharePartitionLeader(
             self.share_config,
-            self.share_state,
+            self.share_routing if self.cluster.enabled else self.share_state,
             self._log_by_topic_id,
             self.clock,
             max_sessions=s["group.share.max.share.sessions"],
@@ -305,8 +310,21 @@ class App:
                 group_id, topic_id, partition
             ),
             observer=share_metrics,
+            leader_epoch=self._share_leader_epoch,
+            missing_log_error=lambda topic_id, partition: topics.missing_log_error(
+                self._topic_name(topic_id) or "", partition
+            ),
         )
         share_metrics.watch(lambda: len(self.share_leader.sessions), self.share_leader.partition_count)
+
+    def _share_leader_epoch(self, topic_id: uuid.UUID, partition: int) -> int | None:
+        """The epoch this node leads the topic partition under (-1 alone, None while it does not)."""
+        if not self.cluster.enabled:
+            return -1
+        name = self._topic_name(topic_id)
+        if self.membership is None or name is None:
+            return None
+        return self.membership.owned().get((name, partition))
 
     def _log_by_topic_id(self, topic_id: uuid.UUID, partition: int) -> PartitionLog | None:
         info = self.topics.get_by_id(topic_id)
@@ -316,7 +334,7 @@ class App:
         """The transaction coordinator over ``__transaction_state``, its producer ids and its metrics."""
         s = self.settings
         self.transaction_ids = ReadyProducerIds(self.producers.new_producer_id)
-        self.routed_markers = RoutingMarkerWriter(self.data_markers, self._marker_owner)
+        self.routed_markers = RoutingMarkerWriter(self.data_markers, self._owner_elsewhere)
         self.transaction_metrics = TransactionMetrics(self.metrics.registry)
         self.transactions = TransactionCoordinator(
             self.topics,
@@ -342,8 +360,9 @@ class App:
         """What lets a transactional Produce in (contract C): the transaction coordinator, unless a test
         hands in its own."""
 
-    def _marker_owner(self, topic: str, partition: int) -> tuple[str, int] | None:
-        """Where a transaction marker for ``topic``-``partition`` goes: None for this node."""
+    def _owner_elsewhere(self, topic: str, partition: int) -> tuple[str, int] | None:
+        """Where a call for ``topic``-``partition`` goes (a transaction marker, a share partition's
+        state): None for this node."""
         owner = None if self.membership is None else self.membership.owner_of(topic, partition)
         if owner is None or owner.node_id == self.node.node_id:
             return None
@@ -481,11 +500,16 @@ class App:
         specs += [
             share_group_heartbeat.api(groups, authorizer=auth),
             share_group_describe.api(groups, topics, authorizer=auth),
+            share_fetch.api(self.share_leader, self._topic_name, node.node_id, authorizer=auth),
+            share_acknowledge.api(self.share_leader, self._topic_name, node.node_id, authorizer=auth),
         ]
-        if not self.cluster.enabled:
+        if self.cluster.enabled:  # the share coordinator's state RPCs, between nodes
             specs += [
-                share_fetch.api(self.share_leader, self._topic_name, node.node_id, authorizer=auth),
-                share_acknowledge.api(self.share_leader, self._topic_name, node.node_id, authorizer=auth),
+                read_share_group_state.api(self.share_state, authorizer=auth),
+                write_share_group_state.api(self.share_state, authorizer=auth),
+            ]
+        else:  # the offsets APIs of share groups reach only this node's share state
+            specs += [
                 describe_share_group_offsets.api(groups, self.share_leader, topics, authorizer=auth),
                 alter_share_group_offsets.api(groups, self.share_leader, topics, authorizer=auth),
                 delete_share_group_offsets.api(groups, self.share_leader, topics, authorizer=auth),
@@ -559,8 +583,7 @@ class App:
         await self.rebalance_journal.load()
         await self.coordinator.start()
         await self._start_transactions()
-        if not self.cluster.enabled:
-            self.share_leader.start()
+        self.share_leader.start()
         self.topics.add_listener(self._on_topic_event)
         all_bound = await self.listener.start()
         bound = next(iter(all_bound.values()))
@@ -597,7 +620,7 @@ class App:
         store = self.cluster.shared_store
         ownership = Ownership(store.pool)
         cluster_id = await ownership.cluster_id(self.node.cluster_id)
-        coordinator, topics, producer_state = self.coordinator, self.topics, self.producer_state
+        coordinator, topics = self.coordinator, self.topics
         transactions = self.transactions
         hosted_by: dict[str, PartitionHost] = {
             coordinator.kind.topic: coordinator,
@@ -609,7 +632,7 @@ class App:
             store,
             self.cluster.node_id,
             lambda: self.node.advertised,
-            lambda topic: hosted_by.get(topic) or producer_state.host_for(topic),
+            lambda topic: hosted_by.get(topic) or self._data_host(topic),
             lambda: [(info.name, p) for info in topics.topics() for p in range(info.partitions)],
             self.cluster.lease,
             observer=self.metrics,
@@ -625,6 +648,14 @@ class App:
             ),
         )
         await self.membership.start()
+
+    def _data_host(self, topic: str) -> ShareDroppingHost:
+        """A data topic's partitions move with their producer state and their share partitions."""
+        return ShareDroppingHost(
+            self.producer_state.host_for(topic),
+            lambda: None if (info := self.topics.get(topic)) is None else info.topic_id,
+            self.share_leader,
+        )
 
     async def _refresh_shared_state(self) -> None:
         """On every renewal: other nodes' topic catalogue changes and dynamic broker configs."""
@@ -731,6 +762,7 @@ class App:
         self.routed_markers.close()
         await self.coordinator.stop()
         await self.share_leader.stop()
+        self.share_routing.close()
         await self.share_state.stop()
         await self.listener.drain(self.settings["kcoord.shutdown.timeout.ms"] / 1000)
         await self.rebalance_journal.close()

@@ -14,20 +14,14 @@ markers (the marker is retried and the transaction stays PrepareCommit/PrepareAb
 
 from __future__ import annotations
 
-import asyncio
-import io
-import itertools
-import struct
 from collections.abc import Callable
-from typing import Any
 
 import structlog
-from kio.serial import entity_reader, entity_writer
 
+from kcoord.cluster.node_connection import CALL_FAILURES, NodeConnection
 from kcoord.cluster.transaction_markers import DataMarkerWriter
 from kcoord.coordinator.transactions import TxnMarker
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.codec import build, request_class, response_class
 from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["RoutingMarkerWriter"]
@@ -35,55 +29,9 @@ __all__ = ["RoutingMarkerWriter"]
 log = structlog.get_logger(__name__)
 
 WRITE_TXN_MARKERS_V = 1
-_TIMEOUT_S = 10.0
 
 OwnerOf = Callable[[str, int], "tuple[str, int] | None"]
 """``(topic, partition) -> (host, port)`` of the live node that leads it, None for this node or none."""
-
-
-class _NodeConnection:
-    def __init__(self, host: str, port: int) -> None:
-        self.address = (host, port)
-        self._streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
-        self._lock = asyncio.Lock()
-        self._correlation = itertools.count(1)
-
-    async def call(self, body: dict[str, Any]) -> Any:
-        async with self._lock:
-            if self._streams is None:
-                self._streams = await asyncio.wait_for(asyncio.open_connection(*self.address), _TIMEOUT_S)
-            reader, writer = self._streams
-            correlation_id = next(self._correlation)
-            writer.write(_encode(body, correlation_id))
-            await writer.drain()
-            size = struct.unpack(">i", await asyncio.wait_for(reader.readexactly(4), _TIMEOUT_S))[0]
-            frame = await asyncio.wait_for(reader.readexactly(size), _TIMEOUT_S)
-        cls = response_class(ApiKey.WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_V)
-        offset = 5 if cls.__header_schema__.__flexible__ else 4  # correlation id, empty tagged fields
-        response, _ = entity_reader(cls)(frame, offset)
-        return response
-
-    def close(self) -> None:
-        if self._streams is not None:
-            self._streams[1].close()
-            self._streams = None
-
-
-def _encode(body: dict[str, Any], correlation_id: int) -> bytes:
-    cls = request_class(ApiKey.WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_V)
-    assert cls is not None
-    header_cls = cls.__header_schema__
-    header = header_cls(
-        request_api_key=ApiKey.WRITE_TXN_MARKERS,
-        request_api_version=WRITE_TXN_MARKERS_V,
-        correlation_id=correlation_id,
-        client_id="kcoord-transaction-coordinator",
-    )
-    buffer = io.BytesIO()
-    entity_writer(header_cls)(buffer, header)
-    entity_writer(cls)(buffer, build(cls, body))
-    payload = buffer.getvalue()
-    return struct.pack(">i", len(payload)) + payload
 
 
 class RoutingMarkerWriter:
@@ -92,7 +40,7 @@ class RoutingMarkerWriter:
     def __init__(self, local: DataMarkerWriter, owner_of: OwnerOf) -> None:
         self._local = local
         self._owner_of = owner_of
-        self._connections: dict[tuple[str, int], _NodeConnection] = {}
+        self._connections: dict[tuple[str, int], NodeConnection] = {}
 
     async def write_marker(self, marker: TxnMarker, coordinator_epoch: int) -> ErrorCode:
         topic, partition = marker.partition.topic, marker.partition.partition
@@ -104,7 +52,9 @@ class RoutingMarkerWriter:
             )
         connection = self._connections.get(owner)
         if connection is None:
-            connection = self._connections[owner] = _NodeConnection(*owner)
+            connection = self._connections[owner] = NodeConnection(
+                *owner, ApiKey.WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_V, "kcoord-transaction-coordinator"
+            )
         body = {
             "markers": [
                 {
@@ -118,7 +68,7 @@ class RoutingMarkerWriter:
         }
         try:
             response = await connection.call(body)
-        except (OSError, EOFError, TimeoutError, asyncio.IncompleteReadError) as exc:
+        except CALL_FAILURES as exc:
             log.warning("transaction_marker.remote_failed", node=f"{owner[0]}:{owner[1]}", error=repr(exc))
             connection.close()
             self._connections.pop(owner, None)

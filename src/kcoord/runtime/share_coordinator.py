@@ -153,6 +153,23 @@ class ShareCoordinator(CoordinatorService):
 
         return self.read(key.coordinator_key, read)
 
+    async def read_for_leader(self, key: ShareStateKey, leader_epoch: int = -1) -> StoredShareState | None:
+        """ReadShareGroupState as a share partition's leader asks it when it loads the partition:
+        the stored state, once a newer ``leader_epoch`` than the stored one is durable (fencing the
+        previous leader's writes). Raises KafkaError (FENCED_LEADER_EPOCH, NOT_COORDINATOR, ...)."""
+        await self.ensure_started()
+        if leader_epoch == -1:
+            return self.read_state(key)
+
+        def operation(shard: ShareStateShard, sink: Sink, now_ms: int) -> CoordinatorResult:
+            return shard.read_state_for_leader(sink, key, leader_epoch, now_ms)
+
+        code, stored = await self.write(key.coordinator_key, operation)
+        if code != ErrorCode.none:
+            raise KafkaError(code, f"the state of {key.group_id} {key.topic_id}:{key.partition} was not read")
+        result: StoredShareState | None = stored
+        return result
+
     async def write_state(self, write: StateWrite, leader_epoch: int = -1) -> ErrorCode:
         """WriteShareGroupState: answered once the ShareUpdate or ShareSnapshot is durable."""
 

@@ -24,6 +24,11 @@ and :mod:`kcoord.coordinator.share.sessions`): this module does the I/O the core
   the member's acquired records are released.
 - **Waking.** A waiting ShareFetch is woken by an append to a fetched partition (the log's append
   listeners) or by records becoming Available again here (:meth:`watch`).
+- **Cluster mode.** A share partition lives with its topic partition, on the node that owns it: it
+  is loaded under that ownership's leader epoch, which the read of its state makes durable (so
+  writes of the previous owner are fenced from then on) and every write of it carries; it is
+  dropped when the topic partition is released (:meth:`drop_partition`). Its state may live on
+  another node's ``__share_group_state`` partition: ``state`` routes the calls there.
 """
 
 from __future__ import annotations
@@ -45,14 +50,21 @@ from kcoord.coordinator.share.partition_state import (
 from kcoord.coordinator.share.partitions import ShareGroupPartitions, StateWrite
 from kcoord.coordinator.share.sessions import ShareSessions
 from kcoord.coordinator.share.state_records import ShareStateKey
+from kcoord.coordinator.share.state_shard import StoredShareState
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.protocol.record_batch import iter_batches
-from kcoord.runtime.share_coordinator import ShareCoordinator
 from kcoord.runtime.timer_driver import TimerDriver
 from kcoord.storage.api import PartitionLog
 from kcoord.timer.api import Clock
 
-__all__ = ["AcknowledgementBatch", "ShareObserver", "SharePartitionLeader", "TopicIdPartition"]
+__all__ = [
+    "AcknowledgementBatch",
+    "ShareDroppingHost",
+    "ShareObserver",
+    "SharePartitionLeader",
+    "ShareState",
+    "TopicIdPartition",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -62,6 +74,33 @@ AcknowledgementBatch = tuple[int, int, tuple[int, ...]]
 
 LogOf = Callable[[uuid.UUID, int], PartitionLog | None]
 _LOCKS_TIMER = "share.locks"
+_FENCED = frozenset({ErrorCode.fenced_leader_epoch, ErrorCode.fenced_state_epoch})
+_READ_ERRORS = {
+    ErrorCode.not_coordinator: ErrorCode.coordinator_not_available,
+    ErrorCode.fenced_leader_epoch: ErrorCode.not_leader_or_follower,
+    ErrorCode.fenced_state_epoch: ErrorCode.not_leader_or_follower,
+}
+"""A failed read of a share partition's state, as its fetch answers it (the client retries)."""
+
+
+class ShareState(Protocol):
+    """The share coordinator's state RPCs as the leader calls them (the local
+    :class:`~kcoord.runtime.share_coordinator.ShareCoordinator`, or in a cluster a router to the
+    node that owns the state's ``__share_group_state`` partition)."""
+
+    async def read_for_leader(
+        self, key: ShareStateKey, leader_epoch: int = -1
+    ) -> StoredShareState | None: ...
+
+    async def write_state(self, write: StateWrite, leader_epoch: int = -1) -> ErrorCode: ...
+
+    async def initialize_state(self, key: ShareStateKey, start_offset: int) -> ErrorCode: ...
+
+    async def stored_state(self, key: ShareStateKey) -> StoredShareState | None: ...
+
+    async def delete_states(self, keys: list[ShareStateKey]) -> None: ...
+
+    async def delete_group_states(self, group_ids: list[str]) -> None: ...
 
 
 class ShareObserver(Protocol):
@@ -109,7 +148,7 @@ class SharePartitionLeader:
     def __init__(
         self,
         config: ShareGroupConfig,
-        state: ShareCoordinator,
+        state: ShareState,
         logs: LogOf,
         clock: Clock,
         *,
@@ -117,9 +156,15 @@ class SharePartitionLeader:
         auto_offset_reset: Callable[[str], str | None] = lambda group_id: None,
         on_loaded: Callable[[str, uuid.UUID, int], Awaitable[None]] | None = None,
         observer: ShareObserver | None = None,
+        leader_epoch: Callable[[uuid.UUID, int], int | None] = lambda topic_id, partition: -1,
+        missing_log_error: Callable[[uuid.UUID, int], ErrorCode] | None = None,
     ) -> None:
         """``on_loaded(group, topic id, partition)``: a share partition has durable state (the group
-        coordinator records it as initialized); awaited in the background, a failure is logged."""
+        coordinator records it as initialized); awaited in the background, a failure is logged.
+        ``leader_epoch(topic id, partition)``: the epoch this node leads the topic partition under
+        (-1 alone; None while it does not lead it). ``missing_log_error``: why the node has no log of
+        a partition (in a cluster, NOT_LEADER_OR_FOLLOWER for one another node owns);
+        UNKNOWN_TOPIC_OR_PARTITION by default."""
         self.config = config
         self.sessions = ShareSessions(max_sessions)
         self._partitions = ShareGroupPartitions(config)
@@ -134,6 +179,10 @@ class SharePartitionLeader:
         self._background_tasks: set[asyncio.Task[None]] = set()
         self._waiters: set[asyncio.Event] = set()
         self._rounds: dict[tuple[str, uuid.UUID, int], _Rounds] = {}
+        self._leader_epoch = leader_epoch
+        self._missing_log_error = missing_log_error
+        self._epochs: dict[tuple[str, uuid.UUID, int], int] = {}
+        """The leader epoch each share partition was loaded under (its writes carry it)."""
 
     def start(self) -> None:
         self._driver.start()
@@ -166,8 +215,16 @@ class SharePartitionLeader:
 
     async def _load(self, group_id: str, tp: TopicIdPartition) -> None:
         partition_log = self.log_of(tp)
-        await self._state.ensure_started()
-        stored = self._state.read_state(ShareStateKey(group_id, *tp))
+        epoch = self._leader_epoch(*tp)
+        if epoch is None:
+            raise KafkaError(ErrorCode.not_leader_or_follower, f"this node does not lead {tp}")
+        try:
+            stored = await self._state.read_for_leader(ShareStateKey(group_id, *tp), epoch)
+        except KafkaError as exc:  # as Kafka's SharePartition answers a persister error
+            raise KafkaError(_READ_ERRORS.get(exc.code, exc.code), exc.message) from None
+        if self._logs(*tp) is not partition_log:  # released (or moved and back) while it read
+            raise KafkaError(self._missing_error(tp), f"{tp} moved while its share state loaded")
+        self._epochs[(group_id, *tp)] = epoch
         write = self._partitions.load(
             group_id,
             tp,
@@ -177,9 +234,9 @@ class SharePartitionLeader:
             self._reset(group_id),
         )
         if write is not None:
-            code = await self._state.write_state(write)
+            code = await self._state.write_state(write, epoch)
             if code != ErrorCode.none:
-                self._partitions.forget(group_id, tp)
+                self._forget(group_id, tp)
                 raise KafkaError(code, f"the initial state of {group_id} {tp} was not written")
         share = self._partitions.get(group_id, tp)
         log.info(
@@ -189,6 +246,7 @@ class SharePartitionLeader:
             partition=tp[1],
             start_offset=None if share is None else share.start_offset,
             restored=write is None,
+            leader_epoch=epoch,
         )
         if self._on_loaded is not None:
             self._background(self._report_loaded(self._on_loaded(group_id, *tp), group_id))
@@ -203,8 +261,28 @@ class SharePartitionLeader:
         """The partition's log on this node; UNKNOWN_TOPIC_OR_PARTITION when there is none."""
         partition_log = self._logs(*tp)
         if partition_log is None:
-            raise KafkaError(ErrorCode.unknown_topic_or_partition, f"no partition {tp}")
+            raise KafkaError(self._missing_error(tp), f"no log of partition {tp} here")
         return partition_log
+
+    def _missing_error(self, tp: TopicIdPartition) -> ErrorCode:
+        if self._missing_log_error is None:
+            return ErrorCode.unknown_topic_or_partition
+        return self._missing_log_error(*tp)
+
+    def drop_partition(self, tp: TopicIdPartition) -> None:
+        """This node no longer owns the topic partition (cluster mode): every share partition of it
+        goes from memory. A write round under way is answered by its own outcome; the next owner
+        loads the durable state, in which records acquired here are Available again."""
+        groups = self._partitions.groups_of(tp)
+        for group_id in groups:
+            self._forget(group_id, tp)
+        if groups:
+            self._notify()
+            log.info("share_partitions.dropped", topic_id=str(tp[0]), partition=tp[1], groups=len(groups))
+
+    def _forget(self, group_id: str, tp: TopicIdPartition) -> None:
+        self._partitions.forget(group_id, tp)
+        self._epochs.pop((group_id, *tp), None)
 
     # -- fetching
 
@@ -282,6 +360,8 @@ class SharePartitionLeader:
                         self._observer.acknowledged(kind, records)
                     self._observer.state_written(len(waiters))
                 else:
+                    if code in _FENCED:  # another leader wrote since: this copy is stale
+                        self._forget(group_id, tp)
                     log.warning(
                         "share.state_write_failed",
                         group=group_id,
@@ -304,8 +384,11 @@ class SharePartitionLeader:
                     answered.set_result(ErrorCode.unknown_server_error)
 
     async def _write(self, write: StateWrite) -> ErrorCode:
+        key = write.key
         try:
-            return await self._state.write_state(write)
+            return await self._state.write_state(
+                write, self._epochs.get((key.group_id, key.topic_id, key.partition), -1)
+            )
         except KafkaError as exc:
             return exc.code
         except Exception as exc:  # every waiter must still be answered
@@ -317,7 +400,7 @@ class SharePartitionLeader:
         state go too, so a new group of the same id starts afresh."""
         for group_id in group_ids:
             for tp in self.led_partitions(group_id):
-                self._partitions.forget(group_id, tp)
+                self._forget(group_id, tp)
         await self._state.delete_group_states(group_ids)
 
     # -- admin (Describe/Alter/DeleteShareGroupOffsets; the caller checks the group)
@@ -343,13 +426,13 @@ class SharePartitionLeader:
         nothing in flight; the next fetch loads it from there."""
         if start_offset < 0:
             return ErrorCode.invalid_request
-        self._partitions.forget(group_id, tp)
+        self._forget(group_id, tp)
         return await self._state.initialize_state(ShareStateKey(group_id, *tp), start_offset)
 
     async def delete_offsets(self, group_id: str, tps: list[TopicIdPartition]) -> None:
         """Forget the (empty) group's share partitions: the next fetch starts by share.auto.offset.reset."""
         for tp in tps:
-            self._partitions.forget(group_id, tp)
+            self._forget(group_id, tp)
         await self._state.delete_states([ShareStateKey(group_id, *tp) for tp in tps])
 
     def partition_views(self, group_id: str) -> dict[TopicIdPartition, SharePartitionView]:
@@ -427,3 +510,35 @@ class SharePartitionLeader:
             self._waiters.discard(event)
             for undo in unregister:
                 undo()
+
+
+class TopicPartitionHost(Protocol):
+    """What serves a topic's partitions a cluster node owns (the membership's ``PartitionHost``)."""
+
+    async def acquire(self, partition: int, partition_log: PartitionLog) -> None: ...
+
+    async def release(self, partition: int) -> None: ...
+
+
+class ShareDroppingHost:
+    """A topic's partition host that first drops the share partitions of a partition it releases,
+    so share partitions move and fence with their topic partition."""
+
+    def __init__(
+        self,
+        inner: TopicPartitionHost,
+        topic_id: Callable[[], uuid.UUID | None],
+        leader: SharePartitionLeader,
+    ) -> None:
+        self._inner = inner
+        self._topic_id = topic_id
+        self._leader = leader
+
+    async def acquire(self, partition: int, partition_log: PartitionLog) -> None:
+        await self._inner.acquire(partition, partition_log)
+
+    async def release(self, partition: int) -> None:
+        topic_id = self._topic_id()
+        if topic_id is not None:
+            self._leader.drop_partition((topic_id, partition))
+        await self._inner.release(partition)

@@ -16,7 +16,7 @@ from kcoord.coordinator.share.state_records import (
     encode_state_key,
     encode_state_value,
 )
-from kcoord.coordinator.share.state_shard import ShareStateShard, merge_batches
+from kcoord.coordinator.share.state_shard import ShareStateShard, StoredShareState, merge_batches
 from kcoord.protocol.errors import ErrorCode
 
 TOPIC = uuid.UUID(int=42)
@@ -138,3 +138,45 @@ def test_an_update_whose_snapshot_is_gone_is_ignored_at_replay() -> None:
     shard = ShareStateShard(0)
     shard.replay(ShareStateRecord(KEY.as_update(), ShareUpdateValue(0, 1, 5, ())))
     assert shard.read_state("g", TOPIC, 0) is None
+
+
+def read_for_leader(
+    shard: ShareStateShard, log: list[ShareStateRecord], leader_epoch: int
+) -> tuple[ErrorCode, StoredShareState | None]:
+    result = shard.read_state_for_leader(SINK, KEY, leader_epoch, now_ms=7)
+    log.extend(records_of(result))
+    ((_, answer),) = result.responses
+    code, stored = answer
+    return code, stored
+
+
+def test_a_newer_leader_epoch_read_is_made_durable_and_fences_the_previous_leader() -> None:
+    """A read under a newer leader epoch writes that epoch (nothing else changes) and answers the state;
+    the previous leader's next write and a read under an older epoch are FENCED_LEADER_EPOCH; a read
+    under the same epoch or -1 writes nothing; the epoch survives a reload."""
+    config = ShareGroupConfig()
+    shard, log = ShareStateShard(0, config), list[ShareStateRecord]()
+    assert write(shard, log, 0, StateBatch(0, 4, 2, 1), leader_epoch=1) == ErrorCode.none
+    before = len(log)
+    code, stored = read_for_leader(shard, log, 2)
+    assert code == ErrorCode.none and stored is not None
+    assert (stored.leader_epoch, stored.start_offset, stored.state_batches) == (
+        2,
+        0,
+        (StateBatch(0, 4, 2, 1),),
+    )
+    assert len(log) == before + 1, "the new epoch is written"
+    assert write(shard, log, -1, StateBatch(5, 5, 2, 1), leader_epoch=1) == ErrorCode.fenced_leader_epoch
+    assert read_for_leader(shard, log, 1) == (ErrorCode.fenced_leader_epoch, None)
+    for same in (2, -1):
+        assert read_for_leader(shard, log, same)[0] == ErrorCode.none
+    assert len(log) == before + 1, "reads under the stored epoch (or none) write nothing"
+    reloaded_state = reloaded(log, config).read_state(KEY.group_id, KEY.topic_id, KEY.partition)
+    assert reloaded_state is not None and reloaded_state.leader_epoch == 2
+
+
+def test_a_leader_read_of_no_state_writes_nothing() -> None:
+    """A share partition nobody wrote yet is answered None under any epoch, with no record."""
+    shard, log = ShareStateShard(0, ShareGroupConfig()), list[ShareStateRecord]()
+    assert read_for_leader(shard, log, 3) == (ErrorCode.none, None)
+    assert log == []

@@ -161,6 +161,10 @@ class ShareGroupPartitions:
         self._partitions.pop((group_id, *tp), None)
         self._state_epochs.pop((group_id, *tp), None)
 
+    def groups_of(self, tp: TopicIdPartition) -> list[str]:
+        """The groups with a share partition of ``tp`` here."""
+        return sorted(group for group, topic_id, partition in self._partitions if (topic_id, partition) == tp)
+
     def describe(
         self, group_id: str, log_ends: dict[TopicIdPartition, int]
     ) -> dict[TopicIdPartition, SharePartitionView]:

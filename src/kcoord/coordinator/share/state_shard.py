@@ -135,6 +135,47 @@ class ShareStateShard:
             result = CoordinatorResult()
             result.respond(sink, error)
             return result
+        record = self._write_record(
+            key, stored, state_epoch, leader_epoch, start_offset, changed, now_ms, delivery_complete_count
+        )
+        return self._apply([record], sink, ErrorCode.none)
+
+    def read_state_for_leader(
+        self, sink: Any, key: ShareStateKey, leader_epoch: int, now_ms: int
+    ) -> CoordinatorResult:
+        """ReadShareGroupState from a share partition's leader, with the leader epoch it leads under:
+        answers ``(error, stored state)``. A newer leader epoch than the stored one is written first
+        (a ShareUpdate that changes nothing else), so from then on the previous leader's writes are
+        FENCED_LEADER_EPOCH; an older one is itself FENCED_LEADER_EPOCH. -1 (a single node) only reads."""
+        stored = self._states.get(_id(key))
+        result = CoordinatorResult()
+        if stored is None or leader_epoch == -1 or leader_epoch == stored.leader_epoch:
+            result.respond(sink, (ErrorCode.none, stored))
+            return result
+        if leader_epoch < stored.leader_epoch:
+            result.respond(sink, (ErrorCode.fenced_leader_epoch, None))
+            return result
+        record = self._write_record(
+            key, stored, stored.state_epoch, leader_epoch, -1, (), now_ms, stored.delivery_complete_count
+        )
+        self.replay(record)
+        result = CoordinatorResult.of_records([record])
+        result.respond(sink, (ErrorCode.none, self._states.get(_id(key))))
+        return result
+
+    def _write_record(
+        self,
+        key: ShareStateKey,
+        stored: StoredShareState | None,
+        state_epoch: int,
+        leader_epoch: int,
+        start_offset: int,
+        changed: tuple[StateBatch, ...],
+        now_ms: int,
+        delivery_complete_count: int,
+    ) -> ShareStateRecord:
+        """The ShareUpdate of a write, or a ShareSnapshot when the share partition has none yet or
+        enough updates since its last one."""
         if (
             stored is None
             or stored.updates_since_snapshot >= self._config.snapshot_update_records_per_snapshot
@@ -151,13 +192,11 @@ class ShareStateShard:
                 merged,
                 delivery_complete_count,
             )
-            record = ShareStateRecord(key.as_snapshot(), snapshot)
-        else:
-            update = ShareUpdateValue(
-                stored.snapshot_epoch, leader_epoch, start_offset, changed, delivery_complete_count
-            )
-            record = ShareStateRecord(key.as_update(), update)
-        return self._apply([record], sink, ErrorCode.none)
+            return ShareStateRecord(key.as_snapshot(), snapshot)
+        update = ShareUpdateValue(
+            stored.snapshot_epoch, leader_epoch, start_offset, changed, delivery_complete_count
+        )
+        return ShareStateRecord(key.as_update(), update)
 
     def delete_state(self, sink: Any, key: ShareStateKey) -> CoordinatorResult:
         """DeleteShareGroupState: tombstones for the share partition's snapshot and update keys."""

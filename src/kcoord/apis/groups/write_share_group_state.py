@@ -1,0 +1,85 @@
+"""WriteShareGroupState (key 85), versions 0-1: a share partition leader on another node writes the
+changed state of a share partition to this node's share coordinator (cluster mode only).
+
+- v0: per partition the state epoch and leader epoch of the writer, the new start offset (-1:
+  unchanged) and the changed state batches.
+- v1: ``delivery_complete_count`` (the records at or past the start offset whose delivery is
+  complete), kept for the lag of DescribeShareGroupOffsets.
+
+Sent by kcoord nodes, never by clients (:mod:`kcoord.cluster.share_state_routing`). Each partition is
+answered once its ShareUpdate or ShareSnapshot is durable; an older state or leader epoch than the
+stored one is FENCED_STATE_EPOCH or FENCED_LEADER_EPOCH and writes nothing. NOT_COORDINATOR for a
+``__share_group_state`` partition this node does not own.
+
+Authorization: Cluster CLUSTER_ACTION, as Kafka: without it every partition is answered
+CLUSTER_AUTHORIZATION_FAILED.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from kcoord.apis.access import Op, may_cluster
+from kcoord.coordinator.share.partition_state import StateBatch
+from kcoord.coordinator.share.partitions import StateWrite
+from kcoord.coordinator.share.state_records import ShareStateKey
+from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.protocol.registry import ApiSpec
+from kcoord.runtime.share_coordinator import ShareCoordinator
+from kcoord.security.authorizer import Authorizer
+from kcoord.server.context import RequestContext
+
+__all__ = ["api", "handle_write_share_group_state"]
+
+
+def write_error(request: Any, code: ErrorCode) -> dict[str, Any]:
+    """Every partition answered with ``code``."""
+    return {
+        "results": [
+            {
+                "topic_id": topic.topic_id,
+                "partitions": [{"partition": int(p.partition), "error_code": code} for p in topic.partitions],
+            }
+            for topic in request.topics
+        ]
+    }
+
+
+def api(coordinator: ShareCoordinator, *, authorizer: Authorizer) -> ApiSpec:
+    handler = functools.partial(
+        handle_write_share_group_state, coordinator=coordinator, authorizer=authorizer
+    )
+    return ApiSpec(ApiKey.WRITE_SHARE_GROUP_STATE, "WriteShareGroupState", 0, 1, handler, write_error)
+
+
+async def handle_write_share_group_state(
+    ctx: RequestContext, request: Any, *, coordinator: ShareCoordinator, authorizer: Authorizer
+) -> dict[str, Any]:
+    if not may_cluster(ctx, authorizer, Op.CLUSTER_ACTION):
+        return write_error(request, ErrorCode.cluster_authorization_failed)
+    results = []
+    for topic in request.topics:
+        partitions = []
+        for p in topic.partitions:
+            write = StateWrite(
+                ShareStateKey(request.group_id, topic.topic_id, int(p.partition)),
+                int(p.state_epoch),
+                int(p.start_offset),
+                tuple(
+                    StateBatch(
+                        int(b.first_offset), int(b.last_offset), int(b.delivery_state), int(b.delivery_count)
+                    )
+                    for b in p.state_batches
+                ),
+                int(getattr(p, "delivery_complete_count", -1)),
+            )
+            try:
+                await coordinator.ensure_started()
+                code = await coordinator.write_state(write, int(p.leader_epoch))
+            except KafkaError as exc:
+                code = exc.code
+            partitions.append({"partition": write.key.partition, "error_code": code})
+        results.append({"topic_id": topic.topic_id, "partitions": partitions})
+    return {"results": results}
