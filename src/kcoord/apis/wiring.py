@@ -1,0 +1,49 @@
+"""How an API module's handler is bound to the dependencies it needs.
+
+Many APIs are served by the same few parts: the group APIs by the group service and the
+authorizer, the transaction APIs by the transaction coordinator and the authorizer, the ACL APIs
+by the authorizer alone. Each such family has one factory, a :class:`DeclaredApi` subclass whose
+``__call__`` takes the family's dependencies, typed, as the composition root passes them
+(``leave_group.api(groups, authorizer=auth)``). A module then states its key, versions, handler
+and error answer once, as data, and the binding is written once per family instead of once per
+module.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.registry import ApiSpec, Decoder, ErrorResponder
+
+BoundHandler = Callable[..., Awaitable[Any]]
+"""``async def handle(ctx, request, *, <dependencies>)``: the response body."""
+
+
+@dataclass(frozen=True, slots=True)
+class DeclaredApi:
+    """One API as its module declares it: key, name, versions, handler, error answer, decoder."""
+
+    key: ApiKey
+    name: str
+    min_version: int
+    max_version: int
+    handler: BoundHandler
+    error_response: ErrorResponder | None = None
+    decoder: Decoder | None = None
+
+    def bind(self, **dependencies: Any) -> ApiSpec:
+        """The registry's spec, its handler given ``dependencies`` as keyword arguments."""
+        handler = functools.partial(self.handler, **dependencies)
+        return ApiSpec(
+            self.key,
+            self.name,
+            self.min_version,
+            self.max_version,
+            handler,
+            self.error_response,
+            self.decoder,
+        )
