@@ -14,10 +14,14 @@ from __future__ import annotations
 import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, Generic, TypeVar
 
+from kcoord.cluster.identity import Node
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.registry import ApiSpec, Decoder, ErrorResponder
+from kcoord.security.authorizer import Authorizer
+
+_Part = TypeVar("_Part")
 
 BoundHandler = Callable[..., Awaitable[Any]]
 """``async def handle(ctx, request, *, <dependencies>)``: the response body."""
@@ -47,3 +51,21 @@ class DeclaredApi:
             self.error_response,
             self.decoder,
         )
+
+
+class OnePartApi(DeclaredApi, Generic[_Part]):
+    """An API served by one part and the authorizer; its handler takes the part under the keyword
+    named by the family's :attr:`part`."""
+
+    __slots__ = ()
+    part: ClassVar[str]
+
+    def __call__(self, part: _Part, *, authorizer: Authorizer) -> ApiSpec:
+        return self.bind(**{self.part: part}, authorizer=authorizer)
+
+
+class NodeApi(OnePartApi[Node]):
+    """An API answered from this node's identity (``node``): DescribeCluster, FindCoordinator."""
+
+    __slots__ = ()
+    part = "node"

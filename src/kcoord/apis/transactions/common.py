@@ -7,23 +7,21 @@ from collections.abc import Awaitable
 from typing import Any
 
 from kcoord.apis.access import Op, may
-from kcoord.apis.wiring import DeclaredApi
+from kcoord.apis.wiring import OnePartApi
 from kcoord.coordinator.transactions import fenced_error_for
 from kcoord.protocol.errors import ErrorCode, KafkaError
-from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.transaction_coordinator import TransactionCoordinator
 from kcoord.security.acl import ResourceType
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
 
-class TransactionApi(DeclaredApi):
-    """A transaction API: its handler takes the transaction coordinator and the authorizer."""
+class TransactionApi(OnePartApi[TransactionCoordinator]):
+    """A transaction API: its handler takes the transaction coordinator (``transactions``) and the
+    authorizer."""
 
     __slots__ = ()
-
-    def __call__(self, transactions: TransactionCoordinator, *, authorizer: Authorizer) -> ApiSpec:
-        return self.bind(transactions=transactions, authorizer=authorizer)
+    part = "transactions"
 
 
 def may_transactional_id(ctx: RequestContext, authorizer: Authorizer, op: Op, transactional_id: str) -> bool:
