@@ -12,7 +12,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kcoord.apis.access import Op, may_topic, require_group
+from kcoord.apis.access import Op, may_topic, require_named_group
 from kcoord.apis.error_answers import code_and_empty
 from kcoord.apis.groups.common import GroupApi
 from kcoord.coordinator.offsets import (
@@ -22,7 +22,6 @@ from kcoord.coordinator.offsets import (
     OffsetDeleteTopicResult,
 )
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.errors import KafkaError
 from kcoord.runtime.group_service import GroupService
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
@@ -32,9 +31,7 @@ async def handle_offset_delete(
     ctx: RequestContext, request: Any, *, groups: GroupService, authorizer: Authorizer
 ) -> Any:
     """Group DELETE (else GROUP_AUTHORIZATION_FAILED), then Topic READ per topic, as Kafka checks."""
-    if not request.group_id:
-        raise KafkaError(ErrorCode.invalid_group_id)
-    require_group(ctx, authorizer, Op.DELETE, request.group_id)
+    require_named_group(ctx, authorizer, Op.DELETE, request.group_id)
     topics = [
         OffsetDeleteTopic(t.name, [int(p.partition_index) for p in t.partitions]) for t in request.topics
     ]

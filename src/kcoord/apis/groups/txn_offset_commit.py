@@ -27,7 +27,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kcoord.apis.access import Op, may, require_group
+from kcoord.apis.access import Op, may, require_named_group
 from kcoord.apis.groups.common import GroupApi
 from kcoord.apis.groups.offset_commit import commit_error_response, commit_readable, core_topics
 from kcoord.coordinator.offsets import OffsetCommitResponse
@@ -62,9 +62,7 @@ async def handle_txn_offset_commit(
 ) -> OffsetCommitResponse:
     if not may(ctx, authorizer, Op.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
         raise KafkaError(ErrorCode.transactional_id_authorization_failed)
-    if not request.group_id:
-        raise KafkaError(ErrorCode.invalid_group_id)
-    require_group(ctx, authorizer, Op.READ, request.group_id)
+    require_named_group(ctx, authorizer, Op.READ, request.group_id)
     commit = to_core(request)
     if not authorizer.enabled:
         return await groups.commit_transactional_offsets(commit)
