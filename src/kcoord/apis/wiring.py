@@ -4,9 +4,15 @@ Many APIs are served by the same few parts: the group APIs by the group service 
 authorizer, the transaction APIs by the transaction coordinator and the authorizer, the ACL APIs
 by the authorizer alone. Each such family has one factory, a :class:`DeclaredApi` subclass whose
 ``__call__`` takes the family's dependencies, typed, as the composition root passes them
-(``leave_group.api(groups, authorizer=auth)``). A module then states its key, versions, handler
-and error answer once, as data, and the binding is written once per family instead of once per
-module.
+(``leave_group.api(groups, authorizer=auth)``). A module then declares its key, versions, handler
+and error answer once, as data (``api = GroupApi(ApiKey.LEAVE_GROUP, "LeaveGroup", 0, 5, ...)``,
+after its handler; the versions and what each changed open the module's docstring), and the
+binding is written once per family instead of once per module.
+
+The families: :class:`OnePartApi` (one part and the authorizer: ``GroupApi``, ``TransactionApi``,
+:class:`NodeApi`), ``AclApi``, ``GroupDescribeApi``, ``ShareOffsetsApi``, ``SharePartitionsApi``
+and ``ConfigAlterationApi``, each beside the helpers its APIs share. An API with dependencies of
+its own keeps its own ``def api(...)``.
 """
 
 from __future__ import annotations
