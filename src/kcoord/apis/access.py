@@ -55,3 +55,10 @@ def require_group(ctx: RequestContext, authorizer: Authorizer, op: AclOperation,
         raise KafkaError(
             ErrorCode.group_authorization_failed, f"Group {op.name} on {group!r} is not authorized."
         )
+
+
+def require_named_group(ctx: RequestContext, authorizer: Authorizer, op: AclOperation, group: str) -> None:
+    """INVALID_GROUP_ID for an empty group id, then :func:`require_group`."""
+    if not group:
+        raise KafkaError(ErrorCode.invalid_group_id)
+    require_group(ctx, authorizer, op, group)

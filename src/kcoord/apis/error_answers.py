@@ -1,8 +1,12 @@
-"""The shape of an error answer to a request that names topics and their partitions.
+"""The shapes of the answer to a refused request.
 
-When a whole request is refused (a decode or authorization failure, an unexpected error), Kafka
-still answers every partition it named, each with the error code. The per-partition answer
-differs by API; walking the request's topics and partitions does not.
+Many APIs answer a refused request with its error code and empty lists (LeaveGroup's
+``members``, ListGroups' ``groups``): :func:`code_and_empty`.
+
+A request that names topics and their partitions is answered otherwise: when a whole request is
+refused (a decode or authorization failure, an unexpected error), Kafka still answers every
+partition it named, each with the error code. The per-partition answer differs by API; walking
+the request's topics and partitions does not (:func:`each_partition`).
 """
 
 from __future__ import annotations
@@ -10,7 +14,19 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-__all__ = ["each_partition"]
+from kcoord.protocol.errors import ErrorCode
+from kcoord.protocol.registry import ErrorResponder
+
+__all__ = ["code_and_empty", "each_partition"]
+
+
+def code_and_empty(*lists: str) -> ErrorResponder:
+    """The error answer ``{"error_code": code, <each of lists>: []}``."""
+
+    def answer(request: Any, code: ErrorCode) -> dict[str, Any]:
+        return {"error_code": code, **{name: [] for name in lists}}
+
+    return answer
 
 
 def each_partition(

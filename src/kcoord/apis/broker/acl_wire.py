@@ -1,12 +1,15 @@
-"""What CreateAcls, DescribeAcls and DeleteAcls share: bindings and filters to and from the wire,
-and the checks that come first (an authorizer is configured; the caller may touch ACLs)."""
+"""What CreateAcls, DescribeAcls and DeleteAcls share: their wiring, bindings and filters to and
+from the wire, and the checks that come first (an authorizer is configured; the caller may touch
+ACLs)."""
 
 from __future__ import annotations
 
 from typing import Any, TypeVar
 
 from kcoord.apis.access import may_cluster
+from kcoord.apis.wiring import DeclaredApi
 from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.protocol.registry import ApiSpec
 from kcoord.security.acl import (
     AclBinding,
     AclBindingFilter,
@@ -20,6 +23,15 @@ from kcoord.security.authorizer import AclAuthorizer, Authorizer
 from kcoord.server.context import RequestContext
 
 _Acl = TypeVar("_Acl", AclBinding, AclBindingFilter)
+
+
+class AclApi(DeclaredApi):
+    """An ACL API: its handler takes the authorizer alone."""
+
+    __slots__ = ()
+
+    def __call__(self, authorizer: Authorizer) -> ApiSpec:
+        return self.bind(authorizer=authorizer)
 
 
 def acl_authorizer(ctx: RequestContext, authorizer: Authorizer, op: AclOperation) -> AclAuthorizer:

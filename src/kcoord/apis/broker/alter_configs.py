@@ -12,34 +12,17 @@ and apply a resource the same way; see :mod:`.config_alteration` for each resour
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
-from kcoord.apis.broker.config_alteration import (
-    ConfigTargets,
-    Operations,
-    alter_resources,
-    replacement,
-    resources_error_response,
-)
+from kcoord.apis.broker.config_alteration import Operations, alteration_api, replacement
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.registry import ApiSpec
-from kcoord.server.context import RequestContext
 
-__all__ = ["api", "handle_alter_configs"]
-
-
-def api(targets: ConfigTargets) -> ApiSpec:
-    handler = functools.partial(handle_alter_configs, targets=targets)
-    return ApiSpec(ApiKey.ALTER_CONFIGS, "AlterConfigs", 0, 2, handler, resources_error_response)
-
-
-async def handle_alter_configs(
-    ctx: RequestContext, request: Any, *, targets: ConfigTargets
-) -> dict[str, Any]:
-    return await alter_resources(ctx, targets, request, _replacement)
+__all__ = ["api"]
 
 
 def _replacement(resource: Any) -> Operations:
     """The resource's whole new set, replacing its current configs."""
     return replacement([(c.name, c.value) for c in resource.configs])
+
+
+api = alteration_api(ApiKey.ALTER_CONFIGS, "AlterConfigs", 2, _replacement)

@@ -28,6 +28,7 @@ Each resource succeeds or fails alone, as in Kafka:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,23 +38,28 @@ import structlog
 from kcoord.apis.access import Op, may_cluster, may_group, may_topic
 from kcoord.apis.broker.describe_configs import RESOURCE_BROKER, RESOURCE_TOPIC
 from kcoord.apis.broker.group_config_entries import RESOURCE_GROUP, group_config_defaults
+from kcoord.apis.wiring import DeclaredApi
 from kcoord.cluster.broker_configs import DEFAULT_RESOURCE, BrokerConfigs
 from kcoord.cluster.topic_configs import DELETE, SET, altered_topic_configs
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.config import Settings
 from kcoord.config.dynamic import DynamicConfigError, altered_broker_configs
 from kcoord.coordinator.consumer.group_configs import ConfigValue, GroupConfigError, altered
+from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.group_config_store import GroupConfigStore
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
 __all__ = [
+    "ConfigAlterationApi",
     "ConfigTargets",
     "Operations",
     "Step",
     "alter_resource",
     "alter_resources",
+    "alteration_api",
     "replacement",
     "resource_answer",
     "resources_error_response",
@@ -105,8 +111,26 @@ def resources_error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {"throttle_time": 0, "responses": [resource_answer(r, code) for r in request.resources]}
 
 
+class ConfigAlterationApi(DeclaredApi):
+    """AlterConfigs or IncrementalAlterConfigs: its handler takes the :class:`ConfigTargets`."""
+
+    __slots__ = ()
+
+    def __call__(self, targets: ConfigTargets) -> ApiSpec:
+        return self.bind(targets=targets)
+
+
+def alteration_api(
+    key: ApiKey, name: str, max_version: int, operations: Callable[[Any], Operations]
+) -> ConfigAlterationApi:
+    """AlterConfigs or IncrementalAlterConfigs (from version 0): each resource of the request
+    altered by the operations ``operations(resource)`` reads from its entry."""
+    handler = functools.partial(alter_resources, operations=operations)
+    return ConfigAlterationApi(key, name, 0, max_version, handler, resources_error_response)
+
+
 async def alter_resources(
-    ctx: RequestContext, targets: ConfigTargets, request: Any, operations: Callable[[Any], Operations]
+    ctx: RequestContext, request: Any, *, targets: ConfigTargets, operations: Callable[[Any], Operations]
 ) -> dict[str, Any]:
     """AlterConfigs' and IncrementalAlterConfigs' answer: each resource altered in turn by the
     operations ``operations(resource)`` reads from its request entry."""

@@ -10,14 +10,12 @@ valid ones are persisted together and apply from the next request on.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from kcoord.apis.access import Op
-from kcoord.apis.broker.acl_wire import acl_authorizer, binding_from_wire
+from kcoord.apis.broker.acl_wire import AclApi, acl_authorizer, binding_from_wire
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
-from kcoord.protocol.registry import ApiSpec
 from kcoord.security.acl import AclBinding
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
@@ -31,11 +29,6 @@ def _result(code: ErrorCode, message: str | None = None) -> dict[str, Any]:
 
 def create_acls_error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {"throttle_time": 0, "results": [_result(code) for _ in request.creations or ()]}
-
-
-def api(authorizer: Authorizer) -> ApiSpec:
-    handler = functools.partial(handle_create_acls, authorizer=authorizer)
-    return ApiSpec(ApiKey.CREATE_ACLS, "CreateAcls", 1, 3, handler, create_acls_error_response)
 
 
 async def handle_create_acls(ctx: RequestContext, request: Any, *, authorizer: Authorizer) -> dict[str, Any]:
@@ -55,3 +48,6 @@ async def handle_create_acls(ctx: RequestContext, request: Any, *, authorizer: A
     if valid:
         await acls.create(valid)
     return {"throttle_time": 0, "results": results}
+
+
+api = AclApi(ApiKey.CREATE_ACLS, "CreateAcls", 1, 3, handle_create_acls, create_acls_error_response)

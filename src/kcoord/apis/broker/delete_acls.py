@@ -9,14 +9,12 @@ removed in one persisted change; each filter's result lists the bindings it matc
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from kcoord.apis.access import Op
-from kcoord.apis.broker.acl_wire import acl_authorizer, filter_from_wire
+from kcoord.apis.broker.acl_wire import AclApi, acl_authorizer, filter_from_wire
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
-from kcoord.protocol.registry import ApiSpec
 from kcoord.security.acl import AclBinding, AclBindingFilter
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
@@ -52,11 +50,6 @@ def delete_acls_error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     }
 
 
-def api(authorizer: Authorizer) -> ApiSpec:
-    handler = functools.partial(handle_delete_acls, authorizer=authorizer)
-    return ApiSpec(ApiKey.DELETE_ACLS, "DeleteAcls", 1, 3, handler, delete_acls_error_response)
-
-
 async def handle_delete_acls(ctx: RequestContext, request: Any, *, authorizer: Authorizer) -> dict[str, Any]:
     filters = request.filters or ()
     try:
@@ -81,3 +74,6 @@ async def handle_delete_acls(ctx: RequestContext, request: Any, *, authorizer: A
         for p in parsed
     ]
     return {"throttle_time": 0, "filter_results": results}
+
+
+api = AclApi(ApiKey.DELETE_ACLS, "DeleteAcls", 1, 3, handle_delete_acls, delete_acls_error_response)

@@ -9,14 +9,12 @@ resource pattern, as Kafka answers.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from kcoord.apis.access import Op
-from kcoord.apis.broker.acl_wire import acl_authorizer, filter_from_wire
+from kcoord.apis.broker.acl_wire import AclApi, acl_authorizer, filter_from_wire
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
-from kcoord.protocol.registry import ApiSpec
 from kcoord.security.acl import AclBinding
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
@@ -30,11 +28,6 @@ def _answer(code: ErrorCode, message: str | None, resources: list[dict[str, Any]
 
 def describe_acls_error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     return _answer(code, None, [])
-
-
-def api(authorizer: Authorizer) -> ApiSpec:
-    handler = functools.partial(handle_describe_acls, authorizer=authorizer)
-    return ApiSpec(ApiKey.DESCRIBE_ACLS, "DescribeAcls", 1, 3, handler, describe_acls_error_response)
 
 
 def _grouped(bindings: list[AclBinding]) -> list[dict[str, Any]]:
@@ -64,3 +57,6 @@ async def handle_describe_acls(
     except KafkaError as exc:
         return _answer(exc.code, exc.message, [])
     return _answer(ErrorCode.none, None, _grouped(acls.describe(acl_filter)))
+
+
+api = AclApi(ApiKey.DESCRIBE_ACLS, "DescribeAcls", 1, 3, handle_describe_acls, describe_acls_error_response)

@@ -15,15 +15,14 @@ principal's bit set when it may DESCRIBE the cluster, else 0; not asked for, Kaf
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from kcoord.apis.access import cluster_operations
 from kcoord.apis.broker.metadata import broker_entries
+from kcoord.apis.wiring import NodeApi
 from kcoord.cluster.identity import Node
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
-from kcoord.protocol.registry import ApiSpec
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
@@ -34,11 +33,6 @@ _BROKERS_ENDPOINT = 1
 
 def describe_cluster_error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {"throttle_time": 0, "error_code": code, "cluster_id": "", "brokers": []}
-
-
-def api(node: Node, *, authorizer: Authorizer) -> ApiSpec:
-    handler = functools.partial(handle_describe_cluster, node=node, authorizer=authorizer)
-    return ApiSpec(ApiKey.DESCRIBE_CLUSTER, "DescribeCluster", 0, 2, handler, describe_cluster_error_response)
 
 
 async def handle_describe_cluster(
@@ -74,3 +68,8 @@ async def handle_describe_cluster(
         ],
         "cluster_authorized_operations": operations,
     }
+
+
+api = NodeApi(
+    ApiKey.DESCRIBE_CLUSTER, "DescribeCluster", 0, 2, handle_describe_cluster, describe_cluster_error_response
+)

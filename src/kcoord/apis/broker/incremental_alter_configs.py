@@ -8,37 +8,18 @@ group configs have none). What each resource type accepts, and the checks, are t
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
-from kcoord.apis.broker.config_alteration import (
-    ConfigTargets,
-    Operations,
-    Step,
-    alter_resources,
-    resources_error_response,
-)
+from kcoord.apis.broker.config_alteration import Operations, Step, alteration_api
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.registry import ApiSpec
-from kcoord.server.context import RequestContext
 
-__all__ = ["api", "handle_incremental_alter_configs"]
-
-
-def api(targets: ConfigTargets) -> ApiSpec:
-    handler = functools.partial(handle_incremental_alter_configs, targets=targets)
-    return ApiSpec(
-        ApiKey.INCREMENTAL_ALTER_CONFIGS, "IncrementalAlterConfigs", 0, 1, handler, resources_error_response
-    )
-
-
-async def handle_incremental_alter_configs(
-    ctx: RequestContext, request: Any, *, targets: ConfigTargets
-) -> dict[str, Any]:
-    return await alter_resources(ctx, targets, request, _given)
+__all__ = ["api"]
 
 
 def _given(resource: Any) -> Operations:
     """The resource's own steps, whatever its current configs."""
     steps: list[Step] = [(c.name, int(c.config_operation), c.value) for c in resource.configs]
     return lambda _current: steps
+
+
+api = alteration_api(ApiKey.INCREMENTAL_ALTER_CONFIGS, "IncrementalAlterConfigs", 1, _given)

@@ -19,50 +19,27 @@ from __future__ import annotations
 from typing import Any
 
 from kcoord.apis.broker.share_partitions_common import (
-    TopicNameOf,
+    SharePartitionsApi,
+    SharePartitionsEdge,
     acknowledgements,
     current_leader,
-    readable,
-    share_api,
-    share_member,
-    share_response,
+    error_response,
 )
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
-from kcoord.protocol.registry import ApiSpec
-from kcoord.runtime.share_partition_leader import SharePartitionLeader, TopicIdPartition
-from kcoord.security.authorizer import Authorizer
+from kcoord.runtime.share_partition_leader import TopicIdPartition
 from kcoord.server.context import RequestContext
 
 
-def api(
-    leader: SharePartitionLeader, name_of: TopicNameOf, node_id: int, *, authorizer: Authorizer
-) -> ApiSpec:
-    return share_api(
-        ApiKey.SHARE_ACKNOWLEDGE,
-        "ShareAcknowledge",
-        handle_share_acknowledge,
-        leader,
-        name_of,
-        node_id,
-        authorizer,
-    )
-
-
 async def handle_share_acknowledge(
-    ctx: RequestContext,
-    request: Any,
-    *,
-    leader: SharePartitionLeader,
-    name_of: TopicNameOf,
-    node_id: int,
-    authorizer: Authorizer,
+    ctx: RequestContext, request: Any, *, edge: SharePartitionsEdge
 ) -> dict[str, Any]:
-    group_id, member_id = share_member(ctx, authorizer, request)
+    leader = edge.leader
+    group_id, member_id = edge.member(ctx, request)
     session = leader.sessions.acknowledge(group_id, member_id, int(request.share_session_epoch))
     answers: dict[TopicIdPartition, dict[str, Any]] = {}
     for topic in request.topics:
-        refused = readable(ctx, authorizer, name_of, topic.topic_id)
+        refused = edge.readable(ctx, topic.topic_id)
         for p in topic.partitions:
             tp = (topic.topic_id, int(p.partition_index))
             code = refused
@@ -72,8 +49,13 @@ async def handle_share_acknowledge(
                 "partition_index": tp[1],
                 "error_code": code,
                 "error_message": None,
-                "current_leader": current_leader(node_id),
+                "current_leader": current_leader(edge.node_id),
             }
     if session is None:
         leader.release_member(group_id, member_id)
-    return share_response(leader, answers)
+    return edge.response(answers)
+
+
+api = SharePartitionsApi(
+    ApiKey.SHARE_ACKNOWLEDGE, "ShareAcknowledge", 1, 2, handle_share_acknowledge, error_response
+)

@@ -32,51 +32,34 @@ import asyncio
 from typing import Any
 
 from kcoord.apis.broker.share_partitions_common import (
-    TopicNameOf,
+    SharePartitionsApi,
+    SharePartitionsEdge,
     acknowledgements,
     current_leader,
-    readable,
-    share_api,
-    share_member,
-    share_response,
+    error_response,
 )
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
-from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.share_partition_leader import SharePartitionLeader, TopicIdPartition
-from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 from kcoord.storage.api import PartitionLog
 
 
-def api(
-    leader: SharePartitionLeader, name_of: TopicNameOf, node_id: int, *, authorizer: Authorizer
-) -> ApiSpec:
-    return share_api(
-        ApiKey.SHARE_FETCH, "ShareFetch", handle_share_fetch, leader, name_of, node_id, authorizer
-    )
-
-
 async def handle_share_fetch(
-    ctx: RequestContext,
-    request: Any,
-    *,
-    leader: SharePartitionLeader,
-    name_of: TopicNameOf,
-    node_id: int,
-    authorizer: Authorizer,
+    ctx: RequestContext, request: Any, *, edge: SharePartitionsEdge
 ) -> dict[str, Any]:
-    group_id, member_id = share_member(ctx, authorizer, request)
+    leader = edge.leader
+    group_id, member_id = edge.member(ctx, request)
     answers: dict[TopicIdPartition, dict[str, Any]] = {}
 
     # 1. Which partitions: refused ones are answered, the others join the session.
     added: list[TopicIdPartition] = []
     for topic in request.topics:
-        refused = readable(ctx, authorizer, name_of, topic.topic_id)
+        refused = edge.readable(ctx, topic.topic_id)
         for p in topic.partitions:
             tp = (topic.topic_id, int(p.partition_index))
             if refused != ErrorCode.none:
-                answers[tp] = _answer(tp[1], node_id, error=refused)
+                answers[tp] = _answer(tp[1], edge.node_id, error=refused)
             else:
                 added.append(tp)
     forgotten = [(t.topic_id, int(p)) for t in request.forgotten_topics_data for p in t.partitions]
@@ -93,10 +76,10 @@ async def handle_share_fetch(
             if tp in answers or not p.acknowledgement_batches:
                 continue
             code = await leader.acknowledge(group_id, member_id, tp, acknowledgements(p))
-            answers[tp] = _answer(tp[1], node_id, ack_error=code)
+            answers[tp] = _answer(tp[1], edge.node_id, ack_error=code)
     if session is None:
         leader.release_member(group_id, member_id)
-        return share_response(leader, answers)
+        return edge.response(answers)
 
     # 3. Fetch every partition of the session; wait when nothing was acquired.
     fetched = sorted(session.partitions, key=lambda tp: (str(tp[0]), tp[1]))
@@ -106,7 +89,7 @@ async def handle_share_fetch(
     with leader.watch(logs) as woken:
         while True:
             woken.clear()
-            got = await _fetch(leader, group_id, member_id, fetched, request, node_id, answers)
+            got = await _fetch(edge, group_id, member_id, fetched, request, answers)
             failed = any(a["error_code"] != ErrorCode.none for a in answers.values())
             remaining = deadline - loop.time()
             if got or failed or remaining <= 0:
@@ -116,26 +99,26 @@ async def handle_share_fetch(
                     await woken.wait()
             except TimeoutError:
                 break
-    return share_response(leader, answers)
+    return edge.response(answers)
 
 
 async def _fetch(
-    leader: SharePartitionLeader,
+    edge: SharePartitionsEdge,
     group_id: str,
     member_id: str,
     fetched: list[TopicIdPartition],
     request: Any,
-    node_id: int,
     answers: dict[TopicIdPartition, dict[str, Any]],
 ) -> bool:
     """One pass over the session's partitions; True when anything was acquired."""
+    leader = edge.leader
     records_left = (
         int(request.max_records) if int(request.max_records) > 0 else leader.config.partition_max_record_locks
     )
     bytes_left = max(int(request.max_bytes), 1)
     got = False
     for tp in fetched:
-        answer = answers.get(tp) or _answer(tp[1], node_id)
+        answer = answers.get(tp) or _answer(tp[1], edge.node_id)
         answers[tp] = answer
         if answer["error_code"] != ErrorCode.none or records_left <= 0 or bytes_left <= 0:
             continue
@@ -182,3 +165,6 @@ def _answer(
         "records": b"",
         "acquired_records": [],
     }
+
+
+api = SharePartitionsApi(ApiKey.SHARE_FETCH, "ShareFetch", 1, 2, handle_share_fetch, error_response)

@@ -1,15 +1,16 @@
-"""What ShareFetch and ShareAcknowledge share: their wiring and error answer, the member check,
-topic ids to names under Topic READ, acknowledgement batches, and the answer's shape."""
+"""What ShareFetch and ShareAcknowledge share: the parts that serve them (one edge object: the
+member check, topic ids to names under Topic READ, the answer's shape), their wiring and error
+answer, and acknowledgement batches."""
 
 from __future__ import annotations
 
-import functools
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from kcoord.apis.access import Op, may_topic, require_group
-from kcoord.protocol.api_keys import ApiKey
+from kcoord.apis.wiring import DeclaredApi
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.share_partition_leader import AcknowledgementBatch, SharePartitionLeader, TopicIdPartition
@@ -17,60 +18,60 @@ from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
 TopicNameOf = Callable[[uuid.UUID], "str | None"]
-ShareHandler = Callable[..., Awaitable[dict[str, Any]]]
-"""``(ctx, request, *, leader, name_of, node_id, authorizer) -> response``."""
 
 
-def share_api(
-    key: ApiKey,
-    name: str,
-    handler: ShareHandler,
-    leader: SharePartitionLeader,
-    name_of: TopicNameOf,
-    node_id: int,
-    authorizer: Authorizer,
-) -> ApiSpec:
-    """A share partition API (versions 1-2) wired to this node's leader."""
-    bound = functools.partial(handler, leader=leader, name_of=name_of, node_id=node_id, authorizer=authorizer)
-    return ApiSpec(key, name, 1, 2, bound, _error_response)
+@dataclass(frozen=True, slots=True)
+class SharePartitionsEdge:
+    """What ShareFetch and ShareAcknowledge are served by: this node's share partition leader,
+    topic ids to names, the node id (each partition's ``current_leader``) and the authorizer."""
+
+    leader: SharePartitionLeader
+    name_of: TopicNameOf
+    node_id: int
+    authorizer: Authorizer
+
+    def member(self, ctx: RequestContext, request: Any) -> tuple[str, str]:
+        """The request's group and member ids, both named, and the caller may READ the group."""
+        group_id, member_id = request.group_id or "", request.member_id or ""
+        if not group_id or not member_id:
+            raise KafkaError(ErrorCode.invalid_request, "GroupId and MemberId must not be empty.")
+        require_group(ctx, self.authorizer, Op.READ, group_id)
+        return group_id, member_id
+
+    def readable(self, ctx: RequestContext, topic_id: uuid.UUID | None) -> ErrorCode:
+        """NONE when the topic exists and the principal may READ it; else the partition's error."""
+        name = None if topic_id is None else self.name_of(topic_id)
+        if name is None:
+            return ErrorCode.unknown_topic_id
+        if not may_topic(ctx, self.authorizer, Op.READ, name):
+            return ErrorCode.topic_authorization_failed
+        return ErrorCode.none
+
+    def response(self, answers: dict[TopicIdPartition, dict[str, Any]]) -> dict[str, Any]:
+        """The whole answer: the partitions' answers by topic and the lock duration."""
+        return {
+            "throttle_time": 0,
+            "error_code": ErrorCode.none,
+            "acquisition_lock_timeout": self.leader.config.record_lock_duration_ms,
+            "responses": by_topic(answers),
+            "node_endpoints": [],
+        }
 
 
-def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
+class SharePartitionsApi(DeclaredApi):
+    """ShareFetch or ShareAcknowledge: its handler takes the :class:`SharePartitionsEdge`."""
+
+    __slots__ = ()
+
+    def __call__(
+        self, leader: SharePartitionLeader, name_of: TopicNameOf, node_id: int, *, authorizer: Authorizer
+    ) -> ApiSpec:
+        return self.bind(edge=SharePartitionsEdge(leader, name_of, node_id, authorizer))
+
+
+def error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
+    """ShareFetch's and ShareAcknowledge's answer of a refused request."""
     return {"error_code": code, "acquisition_lock_timeout": 0, "responses": [], "node_endpoints": []}
-
-
-def share_member(ctx: RequestContext, authorizer: Authorizer, request: Any) -> tuple[str, str]:
-    """The request's group and member ids, both named, and the caller may READ the group."""
-    group_id, member_id = request.group_id or "", request.member_id or ""
-    if not group_id or not member_id:
-        raise KafkaError(ErrorCode.invalid_request, "GroupId and MemberId must not be empty.")
-    require_group(ctx, authorizer, Op.READ, group_id)
-    return group_id, member_id
-
-
-def share_response(
-    leader: SharePartitionLeader, answers: dict[TopicIdPartition, dict[str, Any]]
-) -> dict[str, Any]:
-    """The whole answer: the partitions' answers by topic and the lock duration."""
-    return {
-        "throttle_time": 0,
-        "error_code": ErrorCode.none,
-        "acquisition_lock_timeout": leader.config.record_lock_duration_ms,
-        "responses": by_topic(answers),
-        "node_endpoints": [],
-    }
-
-
-def readable(
-    ctx: RequestContext, authorizer: Authorizer, name_of: TopicNameOf, topic_id: uuid.UUID | None
-) -> ErrorCode:
-    """NONE when the topic exists and the principal may READ it; else the partition's error."""
-    name = None if topic_id is None else name_of(topic_id)
-    if name is None:
-        return ErrorCode.unknown_topic_id
-    if not may_topic(ctx, authorizer, Op.READ, name):
-        return ErrorCode.topic_authorization_failed
-    return ErrorCode.none
 
 
 def acknowledgements(partition: Any) -> list[AcknowledgementBatch]:

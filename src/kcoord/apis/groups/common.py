@@ -6,12 +6,20 @@ import datetime
 from typing import Any
 
 from kcoord.apis.access import Op, may_topic
+from kcoord.apis.wiring import OnePartApi
 from kcoord.coordinator.consumer.messages import ConsumerHeartbeatResponse
 from kcoord.coordinator.share.messages import ShareHeartbeatResponse
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.runtime.group_service import GroupService
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import ConnectionInfo, RequestContext
+
+
+class GroupApi(OnePartApi[GroupService]):
+    """A group API: its handler takes the group service (``groups``) and the authorizer."""
+
+    __slots__ = ()
+    part = "groups"
 
 
 def millis(value: Any, default: int = -1) -> int:

@@ -28,44 +28,25 @@ from kio.schema.errors import ErrorCode
 from kcoord.apis.groups.group_describe import (
     Found,
     GroupNotDescribedError,
-    describe_each,
-    describe_error_response,
+    describe_api,
+    described_group,
 )
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.coordinator.assignors import Assignment
 from kcoord.coordinator.consumer.messages import DescribedConsumerGroup
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.group_service import GroupService
-from kcoord.security.authorizer import Authorizer
-from kcoord.server.context import RequestContext
 
 CLASSIC_MEMBER_TYPE = 0
 CONSUMER_MEMBER_TYPE = 1
 
 
-def api(groups: GroupService, topics: TopicManager, *, authorizer: Authorizer) -> ApiSpec:
-    handler = functools.partial(
-        handle_consumer_group_describe, groups=groups, topics=topics, authorizer=authorizer
-    )
-    return ApiSpec(
-        ApiKey.CONSUMER_GROUP_DESCRIBE, "ConsumerGroupDescribe", 0, 1, handler, describe_error_response
-    )
-
-
-async def handle_consumer_group_describe(
-    ctx: RequestContext, request: Any, *, groups: GroupService, topics: TopicManager, authorizer: Authorizer
-) -> dict[str, Any]:
-    """Group DESCRIBE per group, as Kafka asks (else GROUP_AUTHORIZATION_FAILED for that group)."""
-
-    def lookup(group_id: str) -> Found:
-        described, classic = groups.describe_consumer_group(group_id)
-        if described is None:
-            kind = "is not a consumer group" if classic else "not found"
-            raise GroupNotDescribedError(ErrorCode.group_id_not_found, f"Group {group_id} {kind}.")
-        return _topic_names(described), functools.partial(_described, described, topics)
-
-    return describe_each(ctx, request, authorizer, lookup)
+def _lookup(groups: GroupService, topics: TopicManager, group_id: str) -> Found:
+    described, classic = groups.describe_consumer_group(group_id)
+    if described is None:
+        kind = "is not a consumer group" if classic else "not found"
+        raise GroupNotDescribedError(ErrorCode.group_id_not_found, f"Group {group_id} {kind}.")
+    return _topic_names(described), functools.partial(_described, described, topics)
 
 
 def _topic_names(group: DescribedConsumerGroup) -> set[str]:
@@ -77,14 +58,11 @@ def _topic_names(group: DescribedConsumerGroup) -> set[str]:
 
 
 def _described(group: DescribedConsumerGroup, topics: TopicManager, operations: int) -> dict[str, Any]:
+    head = described_group(
+        group.group_id, group.state, group.group_epoch, group.target_epoch, group.assignor, operations
+    )
     return {
-        "authorized_operations": operations,
-        "error_code": ErrorCode.none,
-        "group_id": group.group_id,
-        "group_state": group.state,
-        "group_epoch": group.group_epoch,
-        "assignment_epoch": group.target_epoch,
-        "assignor_name": group.assignor,
+        **head,
         "members": [
             {
                 "member_id": m.member_id,
@@ -111,3 +89,6 @@ def _partitions(assignment: Assignment, topics: TopicManager) -> list[dict[str, 
         if info is not None and partitions:
             answer.append({"topic_id": info.topic_id, "topic_name": name, "partitions": sorted(partitions)})
     return answer
+
+
+api = describe_api(ApiKey.CONSUMER_GROUP_DESCRIBE, "ConsumerGroupDescribe", 0, 1, _lookup)

@@ -11,14 +11,13 @@ Authorization: Group DELETE per group, else GROUP_AUTHORIZATION_FAILED.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from kcoord.apis.access import Op, may_group
+from kcoord.apis.groups.common import GroupApi
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.group_service import GroupService
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
@@ -26,11 +25,6 @@ from kcoord.server.context import RequestContext
 
 def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {"results": [{"group_id": g, "error_code": code} for g in request.groups_names]}
-
-
-def api(groups: GroupService, *, authorizer: Authorizer) -> ApiSpec:
-    handler = functools.partial(handle_delete_groups, groups=groups, authorizer=authorizer)
-    return ApiSpec(ApiKey.DELETE_GROUPS, "DeleteGroups", 0, 2, handler, _error_response)
 
 
 async def handle_delete_groups(
@@ -47,3 +41,6 @@ async def handle_delete_groups(
             valid.append(group_id)
     results.update({a.group_id: a.error_code for a in await groups.delete_groups(valid)})
     return {"results": [{"group_id": g, "error_code": results[g]} for g in request.groups_names]}
+
+
+api = GroupApi(ApiKey.DELETE_GROUPS, "DeleteGroups", 0, 2, handle_delete_groups, _error_response)

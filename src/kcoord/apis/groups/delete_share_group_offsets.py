@@ -14,50 +14,19 @@ from __future__ import annotations
 from typing import Any
 
 from kcoord.apis.access import Op
-from kcoord.apis.groups.share_group_offsets import (
-    change_each_topic,
-    change_error_response,
-    share_offsets_api,
-    topic_answer,
-)
-from kcoord.cluster.topic_manager import TopicManager
+from kcoord.apis.groups.share_group_offsets import ShareOffsetsEdge, change_api, topic_answer
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
-from kcoord.protocol.registry import ApiSpec
-from kcoord.runtime.group_service import GroupService
-from kcoord.runtime.share_partition_leader import SharePartitionLeader
-from kcoord.security.authorizer import Authorizer
-from kcoord.server.context import RequestContext
 from kcoord.storage.api import TopicInfo
 
 
-def api(
-    groups: GroupService, leader: SharePartitionLeader, topics: TopicManager, *, authorizer: Authorizer
-) -> ApiSpec:
-    return share_offsets_api(
-        ApiKey.DELETE_SHARE_GROUP_OFFSETS,
-        "DeleteShareGroupOffsets",
-        0,
-        handle_delete_share_group_offsets,
-        change_error_response,
-        (groups, leader, topics, authorizer),
-    )
-
-
-async def handle_delete_share_group_offsets(
-    ctx: RequestContext,
-    request: Any,
-    *,
-    groups: GroupService,
-    leader: SharePartitionLeader,
-    topics: TopicManager,
-    authorizer: Authorizer,
+async def delete_topic(
+    edge: ShareOffsetsEdge, group_id: str, topic: Any, info: TopicInfo | None, refused: ErrorCode | None
 ) -> dict[str, Any]:
-    group_id = request.group_id
+    """Every partition of the topic loses its share state, durable before the answer."""
+    if refused is None and info is not None:
+        await edge.leader.delete_offsets(group_id, [(info.topic_id, p) for p in range(info.partitions)])
+    return topic_answer(topic.topic_name, info, error_code=refused or ErrorCode.none, error_message=None)
 
-    async def delete(topic: Any, info: TopicInfo | None, refused: ErrorCode | None) -> dict[str, Any]:
-        if refused is None and info is not None:
-            await leader.delete_offsets(group_id, [(info.topic_id, p) for p in range(info.partitions)])
-        return topic_answer(topic.topic_name, info, error_code=refused or ErrorCode.none, error_message=None)
 
-    return await change_each_topic(ctx, request, Op.DELETE, (groups, topics, authorizer), delete)
+api = change_api(ApiKey.DELETE_SHARE_GROUP_OFFSETS, "DeleteShareGroupOffsets", Op.DELETE, delete_topic)

@@ -14,16 +14,15 @@ Authorization: Group DESCRIBE per group, else GROUP_AUTHORIZATION_FAILED.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from kcoord.apis.access import Op, authorized_operations, may_group
+from kcoord.apis.groups.common import GroupApi
 from kcoord.coordinator.classic.messages import DescribedGroup
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import KafkaError
-from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.group_service import GroupService
 from kcoord.security.acl import ResourceType
 from kcoord.security.authorizer import Authorizer
@@ -70,11 +69,6 @@ def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {"groups": [_failed(g, code) for g in request.groups]}
 
 
-def api(groups: GroupService, *, authorizer: Authorizer) -> ApiSpec:
-    handler = functools.partial(handle_describe_groups, groups=groups, authorizer=authorizer)
-    return ApiSpec(ApiKey.DESCRIBE_GROUPS, "DescribeGroups", 0, 5, handler, _error_response)
-
-
 async def handle_describe_groups(
     ctx: RequestContext, request: Any, *, groups: GroupService, authorizer: Authorizer
 ) -> dict[str, Any]:
@@ -95,3 +89,6 @@ async def handle_describe_groups(
         operations = authorized_operations(ctx, authorizer, ResourceType.GROUP, group_id, asked=asked)
         described_groups.append(_group(described, operations))
     return {"groups": described_groups}
+
+
+api = GroupApi(ApiKey.DESCRIBE_GROUPS, "DescribeGroups", 0, 5, handle_describe_groups, _error_response)

@@ -20,15 +20,14 @@ DESCRIBE per transactional key, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from kcoord.apis.access import Op, may, may_group
+from kcoord.apis.wiring import NodeApi
 from kcoord.cluster.identity import Node
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.registry import ApiSpec
 from kcoord.security.acl import ResourceType
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
@@ -84,11 +83,6 @@ def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {"error_code": code, "error_message": None, "node_id": -1, "host": "", "port": -1}
 
 
-def api(node: Node, *, authorizer: Authorizer) -> ApiSpec:
-    handler = functools.partial(handle_find_coordinator, node=node, authorizer=authorizer)
-    return ApiSpec(ApiKey.FIND_COORDINATOR, "FindCoordinator", 0, 6, handler, _error_response)
-
-
 async def handle_find_coordinator(
     ctx: RequestContext, request: Any, *, node: Node, authorizer: Authorizer
 ) -> dict[str, Any]:
@@ -104,3 +98,6 @@ async def handle_find_coordinator(
     if ctx.api_version >= 4:
         return {"coordinators": [answer(key) for key in request.coordinator_keys]}
     return answer(request.key)
+
+
+api = NodeApi(ApiKey.FIND_COORDINATOR, "FindCoordinator", 0, 6, handle_find_coordinator, _error_response)

@@ -1,5 +1,5 @@
-"""What ConsumerGroupDescribe and ShareGroupDescribe share: the per-group checks and the answer of a
-group that is not described.
+"""What ConsumerGroupDescribe and ShareGroupDescribe share: their wiring, the per-group checks, the
+head of a described group's answer and the answer of a group that is not described.
 
 For each group id: Group DESCRIBE (else GROUP_AUTHORIZATION_FAILED), the coordinator's lookup
 (its error, or the kind's own not-found answer), then Topic DESCRIBE on every topic the answer would
@@ -9,11 +9,17 @@ describer's authorized operations when asked for.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
 from kcoord.apis.access import Op, authorized_operations, may_group, may_topic
+from kcoord.apis.wiring import DeclaredApi
+from kcoord.cluster.topic_manager import TopicManager
+from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.protocol.registry import ApiSpec
+from kcoord.runtime.group_service import GroupService
 from kcoord.security.acl import ResourceType
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
@@ -30,6 +36,40 @@ Found = tuple[set[str], Callable[[int], dict[str, Any]]]
 
 Lookup = Callable[[str], Found]
 """Group id -> the group; raises :class:`GroupNotDescribedError`, or the coordinator's KafkaError."""
+
+KindLookup = Callable[[GroupService, TopicManager, str], Found]
+"""A group kind's :data:`Lookup`, given the group service and the topic catalogue."""
+
+
+class GroupDescribeApi(DeclaredApi):
+    """ConsumerGroupDescribe or ShareGroupDescribe: its handler takes the group service, the topic
+    catalogue and the authorizer."""
+
+    __slots__ = ()
+
+    def __call__(self, groups: GroupService, topics: TopicManager, *, authorizer: Authorizer) -> ApiSpec:
+        return self.bind(groups=groups, topics=topics, authorizer=authorizer)
+
+
+def describe_api(
+    key: ApiKey, name: str, min_version: int, max_version: int, lookup: KindLookup
+) -> GroupDescribeApi:
+    """A describe API of one group kind: Group DESCRIBE per group, as Kafka asks (else
+    GROUP_AUTHORIZATION_FAILED for that group), then ``lookup`` and :func:`describe_each`."""
+    handler = functools.partial(_describe_kind, lookup=lookup)
+    return GroupDescribeApi(key, name, min_version, max_version, handler, describe_error_response)
+
+
+async def _describe_kind(
+    ctx: RequestContext,
+    request: Any,
+    *,
+    groups: GroupService,
+    topics: TopicManager,
+    authorizer: Authorizer,
+    lookup: KindLookup,
+) -> dict[str, Any]:
+    return describe_each(ctx, request, authorizer, functools.partial(lookup, groups, topics))
 
 
 def describe_each(
@@ -64,6 +104,21 @@ def describe_each(
 def describe_error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     """Every asked group answered ``code``."""
     return {"groups": [failed_group(group_id, code, None) for group_id in request.group_ids]}
+
+
+def described_group(
+    group_id: str, state: str, group_epoch: int, assignment_epoch: int, assignor: str, operations: int
+) -> dict[str, Any]:
+    """A described group's answer but its members."""
+    return {
+        "authorized_operations": operations,
+        "error_code": ErrorCode.none,
+        "group_id": group_id,
+        "group_state": state,
+        "group_epoch": group_epoch,
+        "assignment_epoch": assignment_epoch,
+        "assignor_name": assignor,
+    }
 
 
 def failed_group(group_id: str, code: ErrorCode, message: str | None) -> dict[str, Any]:

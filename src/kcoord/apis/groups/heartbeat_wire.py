@@ -12,9 +12,13 @@ cannot follow raises ``ValueError``; the router then leaves it to kio.
 
 from __future__ import annotations
 
-import struct
-
-from kcoord.apis.groups.wire_fields import HEADER, I32, header_client_id, skip_tagged_fields, string
+from kcoord.apis.groups.wire_fields import (
+    frame_reader,
+    group_member,
+    request_start,
+    skip_tagged_fields,
+    string,
+)
 from kcoord.coordinator.classic.messages import HeartbeatRequest
 from kcoord.protocol.codec import RequestHeader
 
@@ -22,27 +26,14 @@ __all__ = ["decode_heartbeat"]
 
 _KEY = 12
 _FIRST_FLEXIBLE = 4
-
-
-def decode_heartbeat(frame: bytes) -> tuple[RequestHeader, HeartbeatRequest]:
-    """Header and core request of one Heartbeat v0-4 frame (without its size prefix)."""
-    try:
-        return _decode(frame)
-    except (struct.error, IndexError) as exc:
-        raise ValueError(f"Heartbeat frame ends early: {exc}") from None
+_VERSIONS = range(_FIRST_FLEXIBLE + 1)
 
 
 def _decode(buf: bytes) -> tuple[RequestHeader, HeartbeatRequest]:
-    api_key, version, correlation_id = HEADER.unpack_from(buf, 0)
-    if api_key != _KEY or not 0 <= version <= _FIRST_FLEXIBLE:
-        raise ValueError(f"not a Heartbeat v0-4 frame (key {api_key} v{version})")
-    flexible = version >= _FIRST_FLEXIBLE
-    client_id, pos = header_client_id(buf, flexible)
-    group_id, pos = string(buf, pos, flexible)
-    generation = I32.unpack_from(buf, pos)[0]
-    member_id, pos = string(buf, pos + 4, flexible)
-    if group_id is None or member_id is None:
-        raise ValueError("null group or member id in Heartbeat frame")
+    version, correlation_id, client_id, flexible, pos = request_start(
+        buf, _KEY, "Heartbeat", _VERSIONS, _FIRST_FLEXIBLE
+    )
+    group_id, generation, member_id, pos = group_member(buf, pos, flexible, "Heartbeat")
     instance_id = None
     if version >= 3:
         instance_id, pos = string(buf, pos, flexible)
@@ -52,3 +43,7 @@ def _decode(buf: bytes) -> tuple[RequestHeader, HeartbeatRequest]:
         raise ValueError("Heartbeat frame ends early")
     header = RequestHeader(_KEY, version, correlation_id, client_id)
     return header, HeartbeatRequest(group_id, generation, member_id, instance_id)
+
+
+decode_heartbeat = frame_reader("Heartbeat", _decode)
+"""Header and core request of one Heartbeat v0-4 frame (without its size prefix)."""

@@ -11,27 +11,18 @@ Authorization: Group READ, else GROUP_AUTHORIZATION_FAILED (a stranger cannot ev
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from kcoord.apis.access import Op, require_group
+from kcoord.apis.error_answers import code_and_empty
+from kcoord.apis.groups.common import GroupApi
 from kcoord.coordinator.classic.messages import LeaveGroupRequest, LeaveGroupResponse, LeavingMember
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.group_service import GroupService
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
-
-
-def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
-    return {"error_code": code, "members": []}
-
-
-def api(groups: GroupService, *, authorizer: Authorizer) -> ApiSpec:
-    handler = functools.partial(handle_leave_group, groups=groups, authorizer=authorizer)
-    return ApiSpec(ApiKey.LEAVE_GROUP, "LeaveGroup", 0, 5, handler, _error_response)
 
 
 async def handle_leave_group(
@@ -53,3 +44,6 @@ async def handle_leave_group(
             error = response.members[0].error_code
         return {"error_code": error}
     return {"error_code": response.error_code, "members": response.members}
+
+
+api = GroupApi(ApiKey.LEAVE_GROUP, "LeaveGroup", 0, 5, handle_leave_group, code_and_empty("members"))

@@ -14,26 +14,17 @@ may DESCRIBE.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from kcoord.apis.access import Op, may_cluster, may_group
+from kcoord.apis.error_answers import code_and_empty
+from kcoord.apis.groups.common import GroupApi
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.group_service import GroupService
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
-
-
-def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
-    return {"error_code": code, "groups": []}
-
-
-def api(groups: GroupService, *, authorizer: Authorizer) -> ApiSpec:
-    handler = functools.partial(handle_list_groups, groups=groups, authorizer=authorizer)
-    return ApiSpec(ApiKey.LIST_GROUPS, "ListGroups", 0, 5, handler, _error_response)
 
 
 async def handle_list_groups(
@@ -57,3 +48,6 @@ async def handle_list_groups(
         and (everything or may_group(ctx, authorizer, Op.DESCRIBE, listed.group_id))
     ]
     return {"error_code": error, "groups": listed_groups}
+
+
+api = GroupApi(ApiKey.LIST_GROUPS, "ListGroups", 0, 5, handle_list_groups, code_and_empty("groups"))

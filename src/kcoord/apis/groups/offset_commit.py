@@ -26,7 +26,7 @@ from typing import Any, Protocol, TypeVar
 
 from kio.schema.errors import ErrorCode
 
-from kcoord.apis.access import Op, may_topic, require_group
+from kcoord.apis.access import Op, may_topic, require_named_group
 from kcoord.apis.groups.common import millis
 from kcoord.apis.groups.offset_commit_wire import decode_offset_commit
 from kcoord.coordinator.offsets import (
@@ -39,7 +39,6 @@ from kcoord.coordinator.offsets import (
 )
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.codec import EncodedResponse
-from kcoord.protocol.errors import KafkaError
 from kcoord.protocol.registry import ApiSpec
 from kcoord.protocol.response_cache import ResponseCache
 from kcoord.runtime.group_service import GroupService
@@ -103,9 +102,7 @@ def api(groups: GroupService, *, authorizer: Authorizer) -> ApiSpec:
 async def handle_offset_commit(
     ctx: RequestContext, request: Any, *, groups: GroupService, authorizer: Authorizer
 ) -> Any:
-    if not request.group_id:
-        raise KafkaError(ErrorCode.invalid_group_id)
-    require_group(ctx, authorizer, Op.READ, request.group_id)
+    require_named_group(ctx, authorizer, Op.READ, request.group_id)
     commit = request if isinstance(request, OffsetCommitRequest) else to_core(request, ctx.api_version)
     if not authorizer.enabled:
         return _encoded(ctx.api_version, await groups.commit_offsets(commit))

@@ -25,10 +25,8 @@ from __future__ import annotations
 
 import struct
 
-from kcoord.apis.groups.wire_fields import HEADER as _HEADER
-from kcoord.apis.groups.wire_fields import I32 as _I32
 from kcoord.apis.groups.wire_fields import I64 as _I64
-from kcoord.apis.groups.wire_fields import array_length, header_client_id
+from kcoord.apis.groups.wire_fields import array_length, frame_reader, group_member, request_start
 from kcoord.apis.groups.wire_fields import skip_tagged_fields as _skip_tagged_fields
 from kcoord.apis.groups.wire_fields import string as _string
 from kcoord.coordinator.offsets import (
@@ -45,31 +43,16 @@ __all__ = ["decode_offset_commit"]
 _INDEX_OFFSET = struct.Struct(">iq")
 _INDEX_OFFSET_EPOCH = struct.Struct(">iqi")
 _FIRST_FLEXIBLE = 8
-
-
-def decode_offset_commit(frame: bytes) -> tuple[RequestHeader, OffsetCommitRequest]:
-    """Header and core request of one OffsetCommit v2-8 frame (without its size prefix).
-
-    Written as flat code over one position (no reader object, no per-field calls): on the hot
-    path each call costs more than the field it reads.
-    """
-    try:
-        return _decode(frame)
-    except (struct.error, IndexError) as exc:
-        raise ValueError(f"OffsetCommit frame ends early: {exc}") from None
+_VERSIONS = range(2, _FIRST_FLEXIBLE + 1)
 
 
 def _decode(buf: bytes) -> tuple[RequestHeader, OffsetCommitRequest]:
-    api_key, version, correlation_id = _HEADER.unpack_from(buf, 0)
-    if api_key != 8 or not 2 <= version <= _FIRST_FLEXIBLE:
-        raise ValueError(f"not an OffsetCommit v2-8 frame (key {api_key} v{version})")
-    flexible = version >= _FIRST_FLEXIBLE
-    client_id, pos = header_client_id(buf, flexible)
-    group_id, pos = _string(buf, pos, flexible)
-    generation = _I32.unpack_from(buf, pos)[0]
-    member_id, pos = _string(buf, pos + 4, flexible)
-    if group_id is None or member_id is None:
-        raise ValueError("null group or member id in OffsetCommit frame")
+    """The topics and partitions are read as flat code over one position (no reader object, no
+    per-field calls): on the hot path each call costs more than the field it reads."""
+    version, correlation_id, client_id, flexible, pos = request_start(
+        buf, 8, "OffsetCommit", _VERSIONS, _FIRST_FLEXIBLE
+    )
+    group_id, generation, member_id, pos = group_member(buf, pos, flexible, "OffsetCommit")
     instance_id = None
     if version >= 7:
         instance_id, pos = _string(buf, pos, flexible)
@@ -119,3 +102,7 @@ def _array(buf: bytes, pos: int, flexible: bool) -> tuple[int, int]:
     if count < 0:
         raise ValueError("null array in OffsetCommit frame")
     return count, pos
+
+
+decode_offset_commit = frame_reader("OffsetCommit", _decode)
+"""Header and core request of one OffsetCommit v2-8 frame (without its size prefix)."""

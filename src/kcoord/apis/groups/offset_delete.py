@@ -8,12 +8,13 @@ Authorization: Group DELETE, then Topic READ per topic.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kcoord.apis.access import Op, may_topic, require_group
+from kcoord.apis.access import Op, may_topic, require_named_group
+from kcoord.apis.error_answers import code_and_empty
+from kcoord.apis.groups.common import GroupApi
 from kcoord.coordinator.offsets import (
     OffsetDeletePartitionResult,
     OffsetDeleteResponse,
@@ -21,29 +22,16 @@ from kcoord.coordinator.offsets import (
     OffsetDeleteTopicResult,
 )
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.errors import KafkaError
-from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.group_service import GroupService
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
-
-
-def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
-    return {"error_code": code, "topics": []}
-
-
-def api(groups: GroupService, *, authorizer: Authorizer) -> ApiSpec:
-    handler = functools.partial(handle_offset_delete, groups=groups, authorizer=authorizer)
-    return ApiSpec(ApiKey.OFFSET_DELETE, "OffsetDelete", 0, 0, handler, _error_response)
 
 
 async def handle_offset_delete(
     ctx: RequestContext, request: Any, *, groups: GroupService, authorizer: Authorizer
 ) -> Any:
     """Group DELETE (else GROUP_AUTHORIZATION_FAILED), then Topic READ per topic, as Kafka checks."""
-    if not request.group_id:
-        raise KafkaError(ErrorCode.invalid_group_id)
-    require_group(ctx, authorizer, Op.DELETE, request.group_id)
+    require_named_group(ctx, authorizer, Op.DELETE, request.group_id)
     topics = [
         OffsetDeleteTopic(t.name, [int(p.partition_index) for p in t.partitions]) for t in request.topics
     ]
@@ -60,3 +48,6 @@ async def handle_offset_delete(
         if t not in allowed
     ]
     return OffsetDeleteResponse(response.error_code, [*response.topics, *denied])
+
+
+api = GroupApi(ApiKey.OFFSET_DELETE, "OffsetDelete", 0, 0, handle_offset_delete, code_and_empty("topics"))

@@ -28,7 +28,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kcoord.apis.access import Op, may_topic, require_group
+from kcoord.apis.access import Op, may_topic, require_named_group
 from kcoord.apis.groups.offset_fetch_wire import decode_offset_fetch
 from kcoord.coordinator.offsets import (
     OffsetFetchPartitionResult,
@@ -64,25 +64,11 @@ def _fetch_one(
     stable: bool,
     member: tuple[str | None, int] = (None, -1),
 ) -> OffsetFetchResponse:
-    if not group_id:
-        raise KafkaError(ErrorCode.invalid_group_id)
-    require_group(ctx, authorizer, Op.DESCRIBE, group_id)
+    """Group DESCRIBE; then topics the principal may not DESCRIBE are left out of an all-topics
+    fetch, and answered TOPIC_AUTHORIZATION_FAILED per partition when named, as Kafka does."""
+    require_named_group(ctx, authorizer, Op.DESCRIBE, group_id)
     if not authorizer.enabled:
         return groups.fetch_offsets(group_id, topics, stable, member)
-    return _fetch_authorized(ctx, groups, authorizer, group_id, topics, stable, member)
-
-
-def _fetch_authorized(
-    ctx: RequestContext,
-    groups: GroupService,
-    authorizer: Authorizer,
-    group_id: str,
-    topics: list[OffsetFetchTopic] | None,
-    stable: bool,
-    member: tuple[str | None, int],
-) -> OffsetFetchResponse:
-    """Topics the principal may not DESCRIBE: left out of an all-topics fetch, and answered
-    TOPIC_AUTHORIZATION_FAILED per partition when named, as Kafka does."""
     if topics is None:
         response = groups.fetch_offsets(group_id, None, stable, member)
         shown = [t for t in response.topics if may_topic(ctx, authorizer, Op.DESCRIBE, t.name)]

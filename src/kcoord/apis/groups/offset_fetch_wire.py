@@ -17,10 +17,10 @@ import struct
 from dataclasses import dataclass
 
 from kcoord.apis.groups.wire_fields import (
-    HEADER,
     I32,
     array_length,
-    header_client_id,
+    frame_reader,
+    request_start,
     skip_tagged_fields,
     string,
 )
@@ -30,6 +30,7 @@ from kcoord.protocol.codec import RequestHeader
 __all__ = ["OffsetFetchGroupRequest", "OffsetFetchRequestV8", "decode_offset_fetch"]
 
 _KEY = 9
+_VERSIONS = range(8, 10)
 
 
 @dataclass(slots=True)
@@ -48,19 +49,8 @@ class OffsetFetchRequestV8:
     require_stable: bool
 
 
-def decode_offset_fetch(frame: bytes) -> tuple[RequestHeader, OffsetFetchRequestV8]:
-    """Header and request of one OffsetFetch v8-9 frame (without its size prefix)."""
-    try:
-        return _decode(frame)
-    except (struct.error, IndexError) as exc:
-        raise ValueError(f"OffsetFetch frame ends early: {exc}") from None
-
-
 def _decode(buf: bytes) -> tuple[RequestHeader, OffsetFetchRequestV8]:
-    api_key, version, correlation_id = HEADER.unpack_from(buf, 0)
-    if api_key != _KEY or not 8 <= version <= 9:
-        raise ValueError(f"not an OffsetFetch v8-9 frame (key {api_key} v{version})")
-    client_id, pos = header_client_id(buf, True)
+    version, correlation_id, client_id, _, pos = request_start(buf, _KEY, "OffsetFetch", _VERSIONS, 8)
     group_count, pos = array_length(buf, pos, True)
     if group_count < 0:
         raise ValueError("null groups in OffsetFetch frame")
@@ -92,3 +82,7 @@ def _decode(buf: bytes) -> tuple[RequestHeader, OffsetFetchRequestV8]:
     if pos > len(buf):
         raise ValueError("OffsetFetch frame ends early")
     return RequestHeader(_KEY, version, correlation_id, client_id), OffsetFetchRequestV8(groups, stable)
+
+
+decode_offset_fetch = frame_reader("OffsetFetch", _decode)
+"""Header and request of one OffsetFetch v8-9 frame (without its size prefix)."""

@@ -23,38 +23,21 @@ from kio.schema.errors import ErrorCode
 from kcoord.apis.groups.group_describe import (
     Found,
     GroupNotDescribedError,
-    describe_each,
-    describe_error_response,
+    describe_api,
+    described_group,
 )
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.coordinator.share.messages import DescribedShareGroup
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.group_service import GroupService
-from kcoord.security.authorizer import Authorizer
-from kcoord.server.context import RequestContext
 
 
-def api(groups: GroupService, topics: TopicManager, *, authorizer: Authorizer) -> ApiSpec:
-    handler = functools.partial(
-        handle_share_group_describe, groups=groups, topics=topics, authorizer=authorizer
-    )
-    return ApiSpec(ApiKey.SHARE_GROUP_DESCRIBE, "ShareGroupDescribe", 1, 1, handler, describe_error_response)
-
-
-async def handle_share_group_describe(
-    ctx: RequestContext, request: Any, *, groups: GroupService, topics: TopicManager, authorizer: Authorizer
-) -> dict[str, Any]:
-    """Group DESCRIBE per group, as Kafka asks (else GROUP_AUTHORIZATION_FAILED for that group)."""
-
-    def lookup(group_id: str) -> Found:
-        described = groups.describe_share_group(group_id)
-        if described.error_code != ErrorCode.none:
-            message = f"Group {group_id} not found or not a share group."
-            raise GroupNotDescribedError(described.error_code, message)
-        return _topic_names(described, topics), functools.partial(_described, described, topics)
-
-    return describe_each(ctx, request, authorizer, lookup)
+def _lookup(groups: GroupService, topics: TopicManager, group_id: str) -> Found:
+    described = groups.describe_share_group(group_id)
+    if described.error_code != ErrorCode.none:
+        message = f"Group {group_id} not found or not a share group."
+        raise GroupNotDescribedError(described.error_code, message)
+    return _topic_names(described, topics), functools.partial(_described, described, topics)
 
 
 def _topic_names(group: DescribedShareGroup, topics: TopicManager) -> set[str]:
@@ -69,14 +52,11 @@ def _topic_names(group: DescribedShareGroup, topics: TopicManager) -> set[str]:
 
 
 def _described(group: DescribedShareGroup, topics: TopicManager, operations: int) -> dict[str, Any]:
+    head = described_group(
+        group.group_id, group.state, group.epoch, group.assignment_epoch, group.assignor, operations
+    )
     return {
-        "authorized_operations": operations,
-        "error_code": ErrorCode.none,
-        "group_id": group.group_id,
-        "group_state": group.state,
-        "group_epoch": group.epoch,
-        "assignment_epoch": group.assignment_epoch,
-        "assignor_name": group.assignor,
+        **head,
         "members": [
             {
                 "member_id": m.member_id,
@@ -99,3 +79,6 @@ def _partitions(assignment: Any, topics: TopicManager) -> list[dict[str, Any]]:
         if info is not None and partitions:
             answer.append({"topic_id": topic_id, "topic_name": info.name, "partitions": sorted(partitions)})
     return answer
+
+
+api = describe_api(ApiKey.SHARE_GROUP_DESCRIBE, "ShareGroupDescribe", 1, 1, _lookup)

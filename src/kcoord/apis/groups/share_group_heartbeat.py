@@ -14,16 +14,14 @@ every subscribed topic name (else TOPIC_AUTHORIZATION_FAILED, and nothing change
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from kcoord.apis.access import Op, require_group
-from kcoord.apis.groups.common import heartbeat_response, require_subscribed_topics
+from kcoord.apis.groups.common import GroupApi, heartbeat_response, require_subscribed_topics
 from kcoord.coordinator.share.messages import ShareHeartbeatRequest
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.group_service import GroupService
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
@@ -31,11 +29,6 @@ from kcoord.server.context import RequestContext
 
 def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {"error_code": code, "member_epoch": -1, "heartbeat_interval": 0}
-
-
-def api(groups: GroupService, *, authorizer: Authorizer) -> ApiSpec:
-    handler = functools.partial(handle_share_group_heartbeat, groups=groups, authorizer=authorizer)
-    return ApiSpec(ApiKey.SHARE_GROUP_HEARTBEAT, "ShareGroupHeartbeat", 1, 1, handler, _error_response)
 
 
 async def handle_share_group_heartbeat(
@@ -62,3 +55,8 @@ async def handle_share_group_heartbeat(
             for topic_id, partitions in response.assignment
         ]
     return heartbeat_response(response, assignment)
+
+
+api = GroupApi(
+    ApiKey.SHARE_GROUP_HEARTBEAT, "ShareGroupHeartbeat", 1, 1, handle_share_group_heartbeat, _error_response
+)

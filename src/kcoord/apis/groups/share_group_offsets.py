@@ -1,40 +1,60 @@
-"""What the three share group offset APIs share: the group must be a share group (and, to change
-its offsets, have no member), and topics are named, each checked against the topic catalogue and
-the caller's rights on it."""
+"""What the three share group offset APIs share: the parts that serve them (one edge object, so
+their handlers take one argument), the group must be a share group (and, to change its offsets,
+have no member), and topics are named, each checked against the topic catalogue and the caller's
+rights on it."""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from kcoord.apis.access import Op, may_topic, require_group
+from kcoord.apis.wiring import DeclaredApi
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
-from kcoord.protocol.registry import ApiSpec, ErrorResponder
+from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.group_service import GroupService
 from kcoord.runtime.share_partition_leader import SharePartitionLeader
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 from kcoord.storage.api import TopicInfo
 
-TopicAnswer = Callable[[Any, "TopicInfo | None", "ErrorCode | None"], Awaitable[dict[str, Any]]]
-"""``(requested topic, its info, why it may not be answered) -> its entry of the response``."""
+TopicChange = Callable[
+    ["ShareOffsetsEdge", str, Any, "TopicInfo | None", "ErrorCode | None"], Awaitable[dict[str, Any]]
+]
+"""``(edge, group id, requested topic, its info, why it may not be answered) -> its entry of the
+response``: what AlterShareGroupOffsets or DeleteShareGroupOffsets does to one topic."""
 
 
-def share_offsets_api(
-    key: ApiKey,
-    name: str,
-    max_version: int,
-    handler: Callable[..., Awaitable[dict[str, Any]]],
-    error_response: ErrorResponder,
-    deps: tuple[GroupService, SharePartitionLeader, TopicManager, Authorizer],
-) -> ApiSpec:
-    """A share group offset API wired to the groups, the share partition leader and the catalogue."""
-    groups, leader, topics, authorizer = deps
-    bound = functools.partial(handler, groups=groups, leader=leader, topics=topics, authorizer=authorizer)
-    return ApiSpec(key, name, 0, max_version, bound, error_response)
+@dataclass(frozen=True, slots=True)
+class ShareOffsetsEdge:
+    """What the share group offset APIs are served by: the group service (is it a share group,
+    has it members), the share partition leader (the partitions' state), the topic catalogue
+    and the authorizer."""
+
+    groups: GroupService
+    leader: SharePartitionLeader
+    topics: TopicManager
+    authorizer: Authorizer
+
+
+class ShareOffsetsApi(DeclaredApi):
+    """A share group offset API: its handler takes the :class:`ShareOffsetsEdge`."""
+
+    __slots__ = ()
+
+    def __call__(
+        self,
+        groups: GroupService,
+        leader: SharePartitionLeader,
+        topics: TopicManager,
+        *,
+        authorizer: Authorizer,
+    ) -> ApiSpec:
+        return self.bind(edge=ShareOffsetsEdge(groups, leader, topics, authorizer))
 
 
 def change_error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
@@ -42,21 +62,24 @@ def change_error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {"throttle_time": 0, "error_code": code, "responses": []}
 
 
+def change_api(key: ApiKey, name: str, group_op: Op, change: TopicChange) -> ShareOffsetsApi:
+    """AlterShareGroupOffsets or DeleteShareGroupOffsets (version 0): the caller may ``group_op``
+    the group, an empty share group, then ``change`` is applied to each requested topic."""
+    handler = functools.partial(change_each_topic, group_op=group_op, change=change)
+    return ShareOffsetsApi(key, name, 0, 0, handler, change_error_response)
+
+
 async def change_each_topic(
-    ctx: RequestContext,
-    request: Any,
-    group_op: Op,
-    checks: tuple[GroupService, TopicManager, Authorizer],
-    answer: TopicAnswer,
+    ctx: RequestContext, request: Any, *, edge: ShareOffsetsEdge, group_op: Op, change: TopicChange
 ) -> dict[str, Any]:
-    """AlterShareGroupOffsets' and DeleteShareGroupOffsets' answer: the group checked (``group_op``,
-    an empty share group), then ``answer`` for each requested topic, checked for Topic READ."""
-    groups, topics, authorizer = checks
-    require_empty_share_group(ctx, authorizer, group_op, groups, request.group_id)
+    """The group checked (``group_op``, an empty share group), then ``change`` for each requested
+    topic, checked for Topic READ."""
+    group_id = request.group_id
+    require_empty_share_group(ctx, edge.authorizer, group_op, edge.groups, group_id)
     responses = []
     for topic in request.topics:
-        info, refused = checked_topic(ctx, authorizer, Op.READ, topics, topic.topic_name)
-        responses.append(await answer(topic, info, refused))
+        info, refused = checked_topic(ctx, edge.authorizer, Op.READ, edge.topics, topic.topic_name)
+        responses.append(await change(edge, group_id, topic, info, refused))
     return {"throttle_time": 0, "error_code": ErrorCode.none, "responses": responses}
 
 

@@ -23,18 +23,17 @@ for every partition), Group READ (else GROUP_AUTHORIZATION_FAILED), then Topic R
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kcoord.apis.access import Op, may, require_group
+from kcoord.apis.access import Op, may, require_named_group
+from kcoord.apis.groups.common import GroupApi
 from kcoord.apis.groups.offset_commit import commit_error_response, commit_readable, core_topics
 from kcoord.coordinator.offsets import OffsetCommitResponse
 from kcoord.coordinator.txn_offset_commit import TxnOffsetCommitRequest
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import KafkaError
-from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.group_service import GroupService
 from kcoord.security.acl import ResourceType
 from kcoord.security.authorizer import Authorizer
@@ -58,22 +57,23 @@ def to_core(request: Any) -> TxnOffsetCommitRequest:
     )
 
 
-def api(groups: GroupService, *, authorizer: Authorizer) -> ApiSpec:
-    handler = functools.partial(handle_txn_offset_commit, groups=groups, authorizer=authorizer)
-    return ApiSpec(
-        ApiKey.TXN_OFFSET_COMMIT, "TxnOffsetCommit", MIN_VERSION, MAX_VERSION, handler, commit_error_response
-    )
-
-
 async def handle_txn_offset_commit(
     ctx: RequestContext, request: Any, *, groups: GroupService, authorizer: Authorizer
 ) -> OffsetCommitResponse:
     if not may(ctx, authorizer, Op.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
         raise KafkaError(ErrorCode.transactional_id_authorization_failed)
-    if not request.group_id:
-        raise KafkaError(ErrorCode.invalid_group_id)
-    require_group(ctx, authorizer, Op.READ, request.group_id)
+    require_named_group(ctx, authorizer, Op.READ, request.group_id)
     commit = to_core(request)
     if not authorizer.enabled:
         return await groups.commit_transactional_offsets(commit)
     return await commit_readable(ctx, authorizer, commit, groups.commit_transactional_offsets)
+
+
+api = GroupApi(
+    ApiKey.TXN_OFFSET_COMMIT,
+    "TxnOffsetCommit",
+    MIN_VERSION,
+    MAX_VERSION,
+    handle_txn_offset_commit,
+    commit_error_response,
+)

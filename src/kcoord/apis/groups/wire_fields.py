@@ -9,11 +9,54 @@ raises ``ValueError``, ``struct.error`` or ``IndexError``; each reader turns the
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
+from typing import TypeVar
+
+_Read = TypeVar("_Read")
 
 HEADER = struct.Struct(">hhi")
 I16 = struct.Struct(">h")
 I32 = struct.Struct(">i")
 I64 = struct.Struct(">q")
+
+
+def frame_reader(api_name: str, decode: Callable[[bytes], _Read]) -> Callable[[bytes], _Read]:
+    """``decode``, with a read past the frame's end (``struct.error``, ``IndexError``) turned into
+    the ``ValueError`` by which the router leaves the frame to kio."""
+
+    def read(frame: bytes) -> _Read:
+        try:
+            return decode(frame)
+        except (struct.error, IndexError) as exc:
+            raise ValueError(f"{api_name} frame ends early: {exc}") from None
+
+    return read
+
+
+def request_start(
+    buf: bytes, key: int, api_name: str, versions: range, first_flexible: int
+) -> tuple[int, int, str | None, bool, int]:
+    """A frame's request header, checked to be of API ``key`` at one of ``versions``: the version,
+    the correlation id, the client id, whether the version is flexible, and the body's position."""
+    api_key, version, correlation_id = HEADER.unpack_from(buf, 0)
+    if api_key != key or version not in versions:
+        article = "an" if api_name[0] in "AEIOU" else "a"
+        span = f"v{versions.start}-{versions.stop - 1}"
+        raise ValueError(f"not {article} {api_name} {span} frame (key {api_key} v{version})")
+    flexible = version >= first_flexible
+    client_id, pos = header_client_id(buf, flexible)
+    return version, correlation_id, client_id, flexible, pos
+
+
+def group_member(buf: bytes, pos: int, flexible: bool, api_name: str) -> tuple[str, int, str, int]:
+    """The group id, generation id (int32) and member id that open a Heartbeat or OffsetCommit
+    body (neither id may be null), and the position after them."""
+    group_id, pos = string(buf, pos, flexible)
+    generation = I32.unpack_from(buf, pos)[0]
+    member_id, pos = string(buf, pos + 4, flexible)
+    if group_id is None or member_id is None:
+        raise ValueError(f"null group or member id in {api_name} frame")
+    return group_id, generation, member_id, pos
 
 
 def header_client_id(buf: bytes, flexible: bool) -> tuple[str | None, int]:

@@ -15,23 +15,21 @@ READ (else GROUP_AUTHORIZATION_FAILED).
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from kcoord.apis.access import Op, may_group
-from kcoord.apis.transactions.common import error_code_answer, fenced_answer, require_transactional_id
+from kcoord.apis.transactions.common import (
+    TransactionApi,
+    error_code_answer,
+    fenced_answer,
+    require_transactional_id,
+)
 from kcoord.coordinator.transactions import AddOffsetsToTxnRequest
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
-from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.transaction_coordinator import TransactionCoordinator
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
-
-
-def api(transactions: TransactionCoordinator, *, authorizer: Authorizer) -> ApiSpec:
-    handler = functools.partial(handle_add_offsets_to_txn, transactions=transactions, authorizer=authorizer)
-    return ApiSpec(ApiKey.ADD_OFFSETS_TO_TXN, "AddOffsetsToTxn", 0, 3, handler, error_code_answer)
 
 
 async def handle_add_offsets_to_txn(
@@ -46,3 +44,8 @@ async def handle_add_offsets_to_txn(
         )
     )
     return await fenced_answer("AddOffsetsToTxn", ctx, added)
+
+
+api = TransactionApi(
+    ApiKey.ADD_OFFSETS_TO_TXN, "AddOffsetsToTxn", 0, 3, handle_add_offsets_to_txn, error_code_answer
+)

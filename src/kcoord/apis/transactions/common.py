@@ -1,4 +1,5 @@
-"""What the transaction APIs share: the TransactionalId ACL checks and the error-code-only answer."""
+"""What the transaction APIs share: their wiring, the TransactionalId ACL checks and the
+error-code-only answer."""
 
 from __future__ import annotations
 
@@ -6,11 +7,21 @@ from collections.abc import Awaitable
 from typing import Any
 
 from kcoord.apis.access import Op, may
+from kcoord.apis.wiring import OnePartApi
 from kcoord.coordinator.transactions import fenced_error_for
 from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.runtime.transaction_coordinator import TransactionCoordinator
 from kcoord.security.acl import ResourceType
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
+
+
+class TransactionApi(OnePartApi[TransactionCoordinator]):
+    """A transaction API: its handler takes the transaction coordinator (``transactions``) and the
+    authorizer."""
+
+    __slots__ = ()
+    part = "transactions"
 
 
 def may_transactional_id(ctx: RequestContext, authorizer: Authorizer, op: Op, transactional_id: str) -> bool:

@@ -12,15 +12,13 @@ partitions of topics the principal may not DESCRIBE are left out, as Kafka does.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from kcoord.apis.access import Op, may_topic
-from kcoord.apis.transactions.common import may_transactional_id
+from kcoord.apis.transactions.common import TransactionApi, may_transactional_id
 from kcoord.coordinator.transactions import DescribedTransaction
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
-from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.transaction_coordinator import TransactionCoordinator
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
@@ -41,13 +39,6 @@ def _state(transactional_id: str, error: ErrorCode) -> dict[str, Any]:
 
 def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {"transaction_states": [_state(tid, code) for tid in request.transactional_ids]}
-
-
-def api(transactions: TransactionCoordinator, *, authorizer: Authorizer) -> ApiSpec:
-    handler = functools.partial(
-        handle_describe_transactions, transactions=transactions, authorizer=authorizer
-    )
-    return ApiSpec(ApiKey.DESCRIBE_TRANSACTIONS, "DescribeTransactions", 0, 0, handler, _error_response)
 
 
 async def handle_describe_transactions(
@@ -83,3 +74,8 @@ async def handle_describe_transactions(
             }
         )
     return {"transaction_states": states}
+
+
+api = TransactionApi(
+    ApiKey.DESCRIBE_TRANSACTIONS, "DescribeTransactions", 0, 0, handle_describe_transactions, _error_response
+)

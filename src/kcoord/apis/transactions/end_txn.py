@@ -17,24 +17,22 @@ Authorization: TransactionalId WRITE, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Awaitable
 from typing import Any
 
 from kcoord.apis.access import Op
-from kcoord.apis.transactions.common import error_code_answer, fenced_answer, require_transactional_id
+from kcoord.apis.transactions.common import (
+    TransactionApi,
+    error_code_answer,
+    fenced_answer,
+    require_transactional_id,
+)
 from kcoord.coordinator.transactions import EndTxnRequest, EndTxnResponse
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
-from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.transaction_coordinator import TransactionCoordinator
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
-
-
-def api(transactions: TransactionCoordinator, *, authorizer: Authorizer) -> ApiSpec:
-    handler = functools.partial(handle_end_txn, transactions=transactions, authorizer=authorizer)
-    return ApiSpec(ApiKey.END_TXN, "EndTxn", 0, 4, handler, error_code_answer)
 
 
 async def handle_end_txn(
@@ -50,6 +48,9 @@ async def handle_end_txn(
         )
     )
     return await fenced_answer("EndTxn", ctx, _error_of(ended))
+
+
+api = TransactionApi(ApiKey.END_TXN, "EndTxn", 0, 4, handle_end_txn, error_code_answer)
 
 
 async def _error_of(ended: Awaitable[EndTxnResponse]) -> ErrorCode:

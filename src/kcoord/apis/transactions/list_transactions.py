@@ -12,26 +12,15 @@ Authorization: the ids the principal may DESCRIBE (TransactionalId), as Kafka fi
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from kcoord.apis.access import Op
-from kcoord.apis.transactions.common import may_transactional_id
+from kcoord.apis.error_answers import code_and_empty
+from kcoord.apis.transactions.common import TransactionApi, may_transactional_id
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.errors import ErrorCode
-from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.transaction_coordinator import TransactionCoordinator
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
-
-
-def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
-    return {"error_code": code, "unknown_state_filters": [], "transaction_states": []}
-
-
-def api(transactions: TransactionCoordinator, *, authorizer: Authorizer) -> ApiSpec:
-    handler = functools.partial(handle_list_transactions, transactions=transactions, authorizer=authorizer)
-    return ApiSpec(ApiKey.LIST_TRANSACTIONS, "ListTransactions", 0, 1, handler, _error_response)
 
 
 async def handle_list_transactions(
@@ -51,3 +40,13 @@ async def handle_list_transactions(
             if may_transactional_id(ctx, authorizer, Op.DESCRIBE, tid)
         ],
     }
+
+
+api = TransactionApi(
+    ApiKey.LIST_TRANSACTIONS,
+    "ListTransactions",
+    0,
+    1,
+    handle_list_transactions,
+    code_and_empty("unknown_state_filters", "transaction_states"),
+)
