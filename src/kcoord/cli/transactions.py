@@ -1,6 +1,7 @@
-"""``kcoord transactions list|describe``, as Kafka's ``kafka-transactions.sh`` shows them.
+"""``kcoord transactions list|describe`` (and, from :mod:`kcoord.cli.hanging_transactions`,
+``describe-producers|find-hanging|abort``), as Kafka's ``kafka-transactions.sh``.
 
-Both speak the Kafka protocol to ``--bootstrap`` (so they work against any Kafka broker too):
+All speak the Kafka protocol to ``--bootstrap`` (so they work against any Kafka broker too):
 ``list`` asks ListTransactions (v1: ``--state`` filters by state name, ``--min-duration-ms`` by
 how long a transaction has been running); ``describe`` finds the id's transaction coordinator
 (FindCoordinator key type 1) and asks DescribeTransactions. ``--json`` prints what the table shows.
@@ -16,6 +17,7 @@ from typing import Any
 
 from kio.serial.errors import SerialError
 
+from kcoord.cli import hanging_transactions
 from kcoord.cli.admin_client import AdminError
 from kcoord.cli.client_config import add_command_config_argument
 from kcoord.cli.groups import DEFAULT_BOOTSTRAP, client_for, print_table, reports_admin_errors
@@ -43,6 +45,7 @@ def add_commands(commands: Any) -> None:
     describe.add_argument("transactional_id")
     for parser in (listing, describe):
         parser.add_argument("--json", action="store_true", help="print JSON")
+    for parser in (listing, describe, *hanging_transactions.add_parsers(transaction_commands)):
         parser.add_argument(
             "--bootstrap", metavar="HOST:PORT", default=DEFAULT_BOOTSTRAP, help="default: %(default)s"
         )
@@ -53,7 +56,9 @@ def add_commands(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.transactions_command == "list":
         return _list(args)
-    return _describe(args)
+    if args.transactions_command == "describe":
+        return _describe(args)
+    return hanging_transactions.run(args)
 
 
 def _list(args: argparse.Namespace) -> int:
