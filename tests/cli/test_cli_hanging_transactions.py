@@ -16,11 +16,13 @@ import time
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 
 from kcoord.cli import main
 from kcoord.cli.admin_client import AdminClient
 from kcoord.coordinator.transactions import partition_for
 from kcoord.protocol.api_keys import ApiKey
+from kcoord.protocol.errors import ErrorCode
 from tests.support.confluent_ops import create_topic
 from tests.support.server import KcoordProcess
 from tests.transactions.clients import DEADLINE_S, raw, read_all, transactional_producer
@@ -199,3 +201,52 @@ def test_abort_without_cluster_action_is_refused(
     )
     assert code == 1
     assert "needs CLUSTER_ACTION on the cluster (CLUSTER_AUTHORIZATION_FAILED)" in err
+
+
+def _stable_offset_error(kcoord: KcoordProcess, group: str) -> ErrorCode:
+    """OffsetFetch v8 with ``require_stable`` of ``group``'s offset on ``TOPIC``-0: its partition error."""
+    body = {
+        "groups": [{"group_id": group, "topics": [{"name": TOPIC, "partition_indexes": [0]}]}],
+        "require_stable": True,
+    }
+    with raw(kcoord) as client:
+        response = client.call(ApiKey.OFFSET_FETCH, 8, body)
+    (part,) = response.groups[0].topics[0].partitions
+    return ErrorCode(int(part.error_code))
+
+
+def test_abort_on_the_offsets_log_drops_the_lost_transactions_pending_offsets(
+    kcoord_factory: type[KcoordProcess], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A TxnOffsetCommit whose transaction's coordinator state is lost keeps the group's offsets
+    unstable; abort on the group's ``__consumer_offsets`` partition goes to the group coordinator (as
+    Kafka's WriteTxnMarkers does), which drops the pending offsets, so require_stable answers again."""
+    data_dir = tmp_path / "data"
+    kcoord = kcoord_factory(data_dir, {"transaction.state.log.num.partitions": str(STATE_PARTITIONS)}).start()
+    create_topic(kcoord.bootstrap, TOPIC, partitions=1)
+    consumer = Consumer({"bootstrap.servers": kcoord.bootstrap, "group.id": "lost-offsets"})
+    producer = transactional_producer(kcoord.bootstrap, HANGING_ID, **NO_REBOOTSTRAP)
+    producer.begin_transaction()
+    producer.send_offsets_to_transaction(
+        [TopicPartition(TOPIC, 0, 42)], consumer.consumer_group_metadata(), DEADLINE_S
+    )
+    consumer.close()
+    with raw(kcoord) as client:
+        (state,) = client.call(
+            ApiKey.DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": [HANGING_ID]}
+        ).transaction_states
+    ((topic, (offsets_partition,)),) = [(t.topic, tuple(t.partitions)) for t in state.topics]
+    assert topic == "__consumer_offsets"
+    kcoord.kill()
+    del producer
+    shutil.rmtree(data_dir / f"__transaction_state-{partition_for(HANGING_ID, STATE_PARTITIONS)}")
+    kcoord.start()
+    assert _stable_offset_error(kcoord, "lost-offsets") == ErrorCode.unstable_offset_commit
+
+    naming = ("--producer-id", str(state.producer_id), "--producer-epoch", str(state.producer_epoch))
+    where = ("--topic", "__consumer_offsets", "--partition", str(offsets_partition))
+    code, _, err = _cli(
+        capsys, "abort", *where, *naming, "--coordinator-epoch", "-1", "--bootstrap", kcoord.bootstrap
+    )
+    assert code == 0, err
+    assert _stable_offset_error(kcoord, "lost-offsets") == ErrorCode.none
