@@ -152,8 +152,9 @@ def test_abort_errors_say_what_is_wrong_and_exit_1(
     kcoord_factory: type[KcoordProcess], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """An unknown topic or partition, an offset where no transaction starts, a missing or doubled way
-    of naming the transaction, and find-hanging without a scope each exit 1 with the reason; a marker
-    for a producer with no open transaction is written and answered as Kafka does (exit 0)."""
+    of naming the transaction, find-hanging without a scope, and markers the partition refuses as Kafka
+    does (an older coordinator epoch, an older producer epoch) each exit 1 with the reason; a marker for
+    a producer with no open transaction is written and answered as Kafka does (exit 0)."""
     kcoord, hanging_pid = _hanging_transaction(kcoord_factory, tmp_path / "data")
     where = ("--topic", TOPIC, "--partition", "0", "--bootstrap", kcoord.bootstrap)
 
@@ -177,6 +178,19 @@ def test_abort_errors_say_what_is_wrong_and_exit_1(
     assert _last_stable_offset(kcoord) == 4
     assert _cli(capsys, "abort", *where, *explicit)[0] == 0  # nothing open any more: Kafka writes it anyway
     assert _cli(capsys, "abort", *where, "--start-offset", "0")[0] == 1
+
+    producer = ("--producer-id", str(hanging_pid))
+    assert (
+        _cli(capsys, "abort", *where, *producer, "--producer-epoch", "1", "--coordinator-epoch", "5")[0] == 0
+    )
+    code, _, err = _cli(
+        capsys, "abort", *where, *producer, "--producer-epoch", "1", "--coordinator-epoch", "4"
+    )
+    assert code == 1 and "newer coordinator epoch than 4" in err and "TRANSACTION_COORDINATOR_FENCED" in err
+    code, _, err = _cli(
+        capsys, "abort", *where, *producer, "--producer-epoch", "0", "--coordinator-epoch", "5"
+    )
+    assert code == 1 and "newer epoch of producer" in err and "INVALID_PRODUCER_EPOCH" in err
 
 
 def test_abort_without_cluster_action_is_refused(

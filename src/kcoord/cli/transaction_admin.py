@@ -229,7 +229,9 @@ def ongoing_partitions(client: AdminClient, transactional_id: str) -> set[tuple[
             {"transactional_ids": [transactional_id]},
         )
     except SerialError:
-        return set()  # Kafka's -1 start time, which only an id with no transaction yet answers
+        # kio cannot read Kafka's -1 start time, which only an Empty id (no transaction) answers:
+        # its coordinator expects no marker anywhere.
+        return set()
     (state,) = response.transaction_states
     code = int(state.error_code)
     if code == ErrorCode.transactional_id_not_found:
