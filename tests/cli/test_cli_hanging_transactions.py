@@ -20,6 +20,8 @@ from confluent_kafka import Consumer, TopicPartition
 
 from kcoord.cli import main
 from kcoord.cli.admin_client import AdminClient
+from kcoord.cli.hanging_transactions import hanging_among
+from kcoord.cli.transaction_admin import ProducerState
 from kcoord.coordinator.transactions import partition_for
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
@@ -70,6 +72,25 @@ def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]
     code = main(["transactions", *args])
     captured = capsys.readouterr()
     return code, captured.out, captured.err
+
+
+def _open(partition: int, producer_id: int) -> ProducerState:
+    return ProducerState(TOPIC, partition, producer_id, 0, -1, 4, 0, 10)
+
+
+def test_hanging_is_what_no_coordinator_will_end() -> None:
+    """Kafka's filter: an open transaction hangs when its producer id has no transactional id, when
+    the id's coordinator does not know it, or when it no longer counts the partition; it is ongoing
+    only when the id's transaction still lists the partition."""
+    candidates = [_open(0, 1), _open(0, 2), _open(1, 2), _open(0, 3), _open(0, 4)]
+    transactional_ids = {2: "ongoing", 3: "forgotten", 4: "empty"}
+    expected: dict[str, set[tuple[str, int]] | None] = {
+        "ongoing": {(TOPIC, 0)},
+        "forgotten": None,
+        "empty": set(),
+    }
+    hanging = hanging_among(candidates, transactional_ids, expected)
+    assert [(s.partition, s.producer_id) for s in hanging] == [(0, 1), (1, 2), (0, 3), (0, 4)]
 
 
 def _hanging_transaction(kcoord_factory: type[KcoordProcess], data_dir: Path) -> tuple[KcoordProcess, int]:

@@ -201,10 +201,22 @@ def find_hanging(
     expected: dict[str, set[tuple[str, int]] | None] = {
         tid: ongoing_partitions(client, tid) for tid in sorted(set(transactional_ids.values()))
     }
+    return hanging_among(candidates, transactional_ids, expected)
+
+
+def hanging_among(
+    candidates: list[ProducerState],
+    transactional_ids: dict[int, str],
+    expected: dict[str, set[tuple[str, int]] | None],
+) -> list[ProducerState]:
+    """The candidates no coordinator will end: their producer id is no transactional id's, or the
+    id's coordinator does not know it (``expected`` None), or no longer counts their partition in
+    the id's transaction (ongoing or completing: DescribeTransactions lists the partitions it will
+    still write a marker to)."""
     hanging = []
     for state in candidates:
         tid = transactional_ids.get(state.producer_id)
-        still_expected = None if tid is None else expected[tid]
+        still_expected = None if tid is None else expected.get(tid)
         if still_expected is None or (state.topic, state.partition) not in still_expected:
             hanging.append(state)
     return hanging
