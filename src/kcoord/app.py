@@ -449,7 +449,7 @@ class App:
             produce.api(topics, self.producers, authorizer=auth, verifier=self.transaction_verifier),
             fetch.api(topics, self.growth_hints, authorizer=auth, producers=self.producers),
             list_offsets.api(topics, authorizer=auth, producers=self.producers),
-            write_txn_markers.api(self.data_markers, authorizer=auth),
+            write_txn_markers.api(self.data_markers, authorizer=auth, offsets=self.coordinator),
             describe_producers.api(topics, self.producers, authorizer=auth),
             offset_for_leader_epoch.api(topics, self.leader_epochs, authorizer=auth),
             init_producer_id.api(self.producers, authorizer=auth, transactions=self.transactions),

@@ -445,15 +445,22 @@ class AdminClient:
         """One request to the transactional id's coordinator (FindCoordinator key type 1)."""
         return self._coordinator(transactional_id, key_type=1).call(api_key, version, body)
 
+    def broker_call(self, address: tuple[str, int], api_key: int, version: int, body: dict[str, Any]) -> Any:
+        """One request to the broker at ``address`` (a partition's leader, as Metadata names it);
+        its connection is kept like a coordinator's."""
+        return self._connection(address).call(api_key, version, body)
+
+    def _connection(self, address: tuple[str, int]) -> _Connection:
+        if address not in self._coordinators:
+            self._coordinators[address] = _Connection(
+                *address, self._timeout_s, self._client_id, self._security
+            )
+        return self._coordinators[address]
+
     def _coordinator(self, group_id: str, key_type: int = 0) -> _Connection:
         response = self._bootstrap.call(
             ApiKey.FIND_COORDINATOR, FIND_COORDINATOR_V, {"key": group_id, "key_type": key_type}
         )
         if int(response.error_code) != 0:
             raise AdminError(f"FindCoordinator {group_id}: {error_name(int(response.error_code))}")
-        address = (str(response.host), int(response.port))
-        if address not in self._coordinators:
-            self._coordinators[address] = _Connection(
-                *address, self._timeout_s, self._client_id, self._security
-            )
-        return self._coordinators[address]
+        return self._connection((str(response.host), int(response.port)))

@@ -1,7 +1,9 @@
-"""``kcoord transactions list|describe``, as Kafka's ``kafka-transactions.sh`` shows them.
+"""``kcoord transactions list|describe`` (and, from :mod:`kcoord.cli.hanging_transactions`,
+``describe-producers|find-hanging|abort``), as Kafka's ``kafka-transactions.sh``.
 
-Both speak the Kafka protocol to ``--bootstrap`` (so they work against any Kafka broker too):
-``list`` asks ListTransactions (v1: ``--state`` filters by state name, ``--min-duration-ms`` by
+All speak the Kafka protocol to ``--bootstrap`` (so they work against any Kafka broker too):
+``list`` asks ListTransactions of every broker Metadata names (each lists the ids it coordinates;
+v1: ``--state`` filters by state name, ``--min-duration-ms`` by
 how long a transaction has been running); ``describe`` finds the id's transaction coordinator
 (FindCoordinator key type 1) and asks DescribeTransactions. ``--json`` prints what the table shows.
 """
@@ -16,9 +18,11 @@ from typing import Any
 
 from kio.serial.errors import SerialError
 
+from kcoord.cli import hanging_transactions
 from kcoord.cli.admin_client import AdminError
 from kcoord.cli.client_config import add_command_config_argument
 from kcoord.cli.groups import DEFAULT_BOOTSTRAP, client_for, print_table, reports_admin_errors
+from kcoord.cli.transaction_admin import brokers
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import error_name
 
@@ -43,6 +47,7 @@ def add_commands(commands: Any) -> None:
     describe.add_argument("transactional_id")
     for parser in (listing, describe):
         parser.add_argument("--json", action="store_true", help="print JSON")
+    for parser in (listing, describe, *hanging_transactions.add_parsers(transaction_commands)):
         parser.add_argument(
             "--bootstrap", metavar="HOST:PORT", default=DEFAULT_BOOTSTRAP, help="default: %(default)s"
         )
@@ -53,27 +58,39 @@ def add_commands(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.transactions_command == "list":
         return _list(args)
-    return _describe(args)
+    if args.transactions_command == "describe":
+        return _describe(args)
+    return hanging_transactions.run(args)
 
 
 def _list(args: argparse.Namespace) -> int:
+    """ListTransactions on every broker, as Kafka's tool: each lists the ids it coordinates."""
     body = {"state_filters": args.state, "producer_id_filters": [], "duration_filter": args.min_duration_ms}
+    rows: list[tuple[str, int, int, str]] = []
+    unknown: set[str] = set()
     with client_for(args) as client:
-        response = client.call(ApiKey.LIST_TRANSACTIONS, LIST_TRANSACTIONS_V, body)
-    if int(response.error_code) != 0:
-        raise AdminError(f"ListTransactions: {error_name(int(response.error_code))}")
-    if response.unknown_state_filters:
-        print(f"kcoord: note: no such state: {', '.join(response.unknown_state_filters)}", file=sys.stderr)
-    rows = sorted(
-        (str(t.transactional_id), int(t.producer_id), str(t.transaction_state))
-        for t in response.transaction_states
-    )
+        for node, address in sorted(brokers(client).items()):
+            response = client.broker_call(address, ApiKey.LIST_TRANSACTIONS, LIST_TRANSACTIONS_V, body)
+            if int(response.error_code) != 0:
+                raise AdminError(f"ListTransactions on broker {node}: {error_name(int(response.error_code))}")
+            unknown.update(str(name) for name in response.unknown_state_filters)
+            rows.extend(
+                (str(t.transactional_id), node, int(t.producer_id), str(t.transaction_state))
+                for t in response.transaction_states
+            )
+    if unknown:
+        print(f"kcoord: note: no such state: {', '.join(sorted(unknown))}", file=sys.stderr)
+    rows.sort()
     if args.json:
-        print(
-            json.dumps([{"transactional_id": t, "producer_id": p, "state": s} for t, p, s in rows], indent=1)
-        )
+        listed = [
+            {"transactional_id": t, "coordinator": c, "producer_id": p, "state": s} for t, c, p, s in rows
+        ]
+        print(json.dumps(listed, indent=1))
         return 0
-    print_table(["TRANSACTIONAL-ID", "PRODUCER-ID", "STATE"], [[t, str(p), s] for t, p, s in rows])
+    print_table(
+        ["TRANSACTIONAL-ID", "COORDINATOR", "PRODUCER-ID", "STATE"],
+        [[t, str(c), str(p), s] for t, c, p, s in rows],
+    )
     return 0
 
 
