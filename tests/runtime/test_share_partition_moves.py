@@ -13,7 +13,7 @@ import pytest
 from kcoord.coordinator.share.partition_state import AcknowledgeType
 from kcoord.coordinator.share.state_records import ShareStateKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
-from kcoord.protocol.plain_batch import encode_plain_batch
+from kcoord.protocol.plain_batch import encode_for_log
 from kcoord.runtime.share_coordinator import ShareCoordinator, ShareStateTopicOf, new_state_shard
 from kcoord.runtime.share_partition_leader import SharePartitionLeader
 from kcoord.storage.memory import MemoryLogStore
@@ -26,7 +26,7 @@ async def store() -> AsyncIterator[MemoryLogStore]:
     store = MemoryLogStore()
     await store.open()
     queue = await store.create("queue", 0)
-    await queue.append(encode_plain_batch([(None, str(n).encode()) for n in range(10)], 0))
+    await queue.append(encode_for_log([(None, str(n).encode()) for n in range(10)], 0).data)
     yield store
     await store.close()
 

@@ -29,6 +29,7 @@ import structlog
 from kcoord.cluster.node_connection import CALL_FAILURES, NodeConnection
 from kcoord.coordinator.share.partition_state import StateBatch
 from kcoord.coordinator.share.partitions import StateWrite
+from kcoord.coordinator.share.state_calls import ShareStateCalls
 from kcoord.coordinator.share.state_records import SHARE_STATE_TOPIC, ShareStateKey
 from kcoord.coordinator.share.state_shard import StoredShareState
 from kcoord.protocol.api_keys import ApiKey
@@ -45,26 +46,12 @@ OwnerOf = Callable[[str, int], "tuple[str, int] | None"]
 """``(topic, partition) -> (host, port)`` of the live node that owns it, None for this node or none."""
 
 
-class LocalShareState(Protocol):
+class LocalShareState(ShareStateCalls, Protocol):
     """This node's share coordinator (:class:`~kcoord.runtime.share_coordinator.ShareCoordinator`)."""
 
     async def ensure_started(self) -> None: ...
 
     def partition_for(self, key: str) -> int: ...
-
-    async def read_for_leader(
-        self, key: ShareStateKey, leader_epoch: int = -1
-    ) -> StoredShareState | None: ...
-
-    async def write_state(self, write: StateWrite, leader_epoch: int = -1) -> ErrorCode: ...
-
-    async def initialize_state(self, key: ShareStateKey, start_offset: int) -> ErrorCode: ...
-
-    async def stored_state(self, key: ShareStateKey) -> StoredShareState | None: ...
-
-    async def delete_states(self, keys: list[ShareStateKey]) -> None: ...
-
-    async def delete_group_states(self, group_ids: list[str]) -> None: ...
 
 
 class RoutingShareState:

@@ -49,8 +49,8 @@ from kcoord.coordinator.share.partition_state import (
 )
 from kcoord.coordinator.share.partitions import ShareGroupPartitions, StateWrite
 from kcoord.coordinator.share.sessions import ShareSessions
+from kcoord.coordinator.share.state_calls import ShareStateCalls
 from kcoord.coordinator.share.state_records import ShareStateKey
-from kcoord.coordinator.share.state_shard import StoredShareState
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.protocol.record_batch import iter_batches
 from kcoord.runtime.timer_driver import TimerDriver
@@ -83,24 +83,10 @@ _READ_ERRORS = {
 """A failed read of a share partition's state, as its fetch answers it (the client retries)."""
 
 
-class ShareState(Protocol):
-    """The share coordinator's state RPCs as the leader calls them (the local
-    :class:`~kcoord.runtime.share_coordinator.ShareCoordinator`, or in a cluster a router to the
-    node that owns the state's ``__share_group_state`` partition)."""
-
-    async def read_for_leader(
-        self, key: ShareStateKey, leader_epoch: int = -1
-    ) -> StoredShareState | None: ...
-
-    async def write_state(self, write: StateWrite, leader_epoch: int = -1) -> ErrorCode: ...
-
-    async def initialize_state(self, key: ShareStateKey, start_offset: int) -> ErrorCode: ...
-
-    async def stored_state(self, key: ShareStateKey) -> StoredShareState | None: ...
-
-    async def delete_states(self, keys: list[ShareStateKey]) -> None: ...
-
-    async def delete_group_states(self, group_ids: list[str]) -> None: ...
+ShareState = ShareStateCalls
+"""The share coordinator's state RPCs as the leader calls them (the local
+:class:`~kcoord.runtime.share_coordinator.ShareCoordinator`, or in a cluster a router to the node
+that owns the state's ``__share_group_state`` partition)."""
 
 
 class ShareObserver(Protocol):

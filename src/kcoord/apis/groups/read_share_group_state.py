@@ -20,11 +20,14 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from kcoord.apis.access import Op, may_cluster
+from kcoord.apis.groups.share_state_common import (
+    ShareStateApi,
+    answer_each_partition,
+    error_for_each_partition,
+)
 from kcoord.coordinator.share.state_records import ShareStateKey
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
-from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.share_coordinator import ShareCoordinator
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
@@ -34,53 +37,35 @@ __all__ = ["api", "handle_read_share_group_state"]
 
 def read_error(request: Any, code: ErrorCode) -> dict[str, Any]:
     """Every partition answered with ``code``."""
-    return {
-        "results": [
-            {
-                "topic_id": topic.topic_id,
-                "partitions": [_answer(int(p.partition), code) for p in topic.partitions],
-            }
-            for topic in request.topics
-        ]
-    }
-
-
-def api(coordinator: ShareCoordinator, *, authorizer: Authorizer) -> ApiSpec:
-    handler = functools.partial(handle_read_share_group_state, coordinator=coordinator, authorizer=authorizer)
-    return ApiSpec(ApiKey.READ_SHARE_GROUP_STATE, "ReadShareGroupState", 0, 0, handler, read_error)
+    return error_for_each_partition(request, _answer, code)
 
 
 async def handle_read_share_group_state(
     ctx: RequestContext, request: Any, *, coordinator: ShareCoordinator, authorizer: Authorizer
 ) -> dict[str, Any]:
-    if not may_cluster(ctx, authorizer, Op.CLUSTER_ACTION):
-        return read_error(request, ErrorCode.cluster_authorization_failed)
-    results = []
-    for topic in request.topics:
-        partitions = []
-        for p in topic.partitions:
-            key = ShareStateKey(request.group_id, topic.topic_id, int(p.partition))
-            try:
-                stored = await coordinator.read_for_leader(key, int(p.leader_epoch))
-            except KafkaError as exc:
-                partitions.append(_answer(key.partition, exc.code, exc.message))
-                continue
-            answer = _answer(key.partition, ErrorCode.none)
-            if stored is not None:
-                answer["state_epoch"] = stored.state_epoch
-                answer["start_offset"] = stored.start_offset
-                answer["state_batches"] = [
-                    {
-                        "first_offset": b.first_offset,
-                        "last_offset": b.last_offset,
-                        "delivery_state": b.delivery_state,
-                        "delivery_count": b.delivery_count,
-                    }
-                    for b in stored.state_batches
-                ]
-            partitions.append(answer)
-        results.append({"topic_id": topic.topic_id, "partitions": partitions})
-    return {"results": results}
+    read = functools.partial(_read, coordinator)
+    return await answer_each_partition(ctx, request, authorizer, read, _answer)
+
+
+async def _read(coordinator: ShareCoordinator, key: ShareStateKey, partition: Any) -> dict[str, Any]:
+    try:
+        stored = await coordinator.read_for_leader(key, int(partition.leader_epoch))
+    except KafkaError as exc:
+        return _answer(key.partition, exc.code, exc.message)
+    answer = _answer(key.partition, ErrorCode.none)
+    if stored is not None:
+        answer["state_epoch"] = stored.state_epoch
+        answer["start_offset"] = stored.start_offset
+        answer["state_batches"] = [
+            {
+                "first_offset": b.first_offset,
+                "last_offset": b.last_offset,
+                "delivery_state": b.delivery_state,
+                "delivery_count": b.delivery_count,
+            }
+            for b in stored.state_batches
+        ]
+    return answer
 
 
 def _answer(partition: int, code: ErrorCode, message: str | None = None) -> dict[str, Any]:
@@ -92,3 +77,8 @@ def _answer(partition: int, code: ErrorCode, message: str | None = None) -> dict
         "start_offset": -1,
         "state_batches": [],
     }
+
+
+api = ShareStateApi(
+    ApiKey.READ_SHARE_GROUP_STATE, "ReadShareGroupState", 0, 0, handle_read_share_group_state, read_error
+)

@@ -20,13 +20,16 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from kcoord.apis.access import Op, may_cluster
+from kcoord.apis.groups.share_state_common import (
+    ShareStateApi,
+    answer_each_partition,
+    error_for_each_partition,
+)
 from kcoord.coordinator.share.partition_state import StateBatch
 from kcoord.coordinator.share.partitions import StateWrite
 from kcoord.coordinator.share.state_records import ShareStateKey
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
-from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.share_coordinator import ShareCoordinator
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
@@ -36,50 +39,39 @@ __all__ = ["api", "handle_write_share_group_state"]
 
 def write_error(request: Any, code: ErrorCode) -> dict[str, Any]:
     """Every partition answered with ``code``."""
-    return {
-        "results": [
-            {
-                "topic_id": topic.topic_id,
-                "partitions": [{"partition": int(p.partition), "error_code": code} for p in topic.partitions],
-            }
-            for topic in request.topics
-        ]
-    }
-
-
-def api(coordinator: ShareCoordinator, *, authorizer: Authorizer) -> ApiSpec:
-    handler = functools.partial(
-        handle_write_share_group_state, coordinator=coordinator, authorizer=authorizer
-    )
-    return ApiSpec(ApiKey.WRITE_SHARE_GROUP_STATE, "WriteShareGroupState", 0, 1, handler, write_error)
+    return error_for_each_partition(request, _answer, code)
 
 
 async def handle_write_share_group_state(
     ctx: RequestContext, request: Any, *, coordinator: ShareCoordinator, authorizer: Authorizer
 ) -> dict[str, Any]:
-    if not may_cluster(ctx, authorizer, Op.CLUSTER_ACTION):
-        return write_error(request, ErrorCode.cluster_authorization_failed)
-    results = []
-    for topic in request.topics:
-        partitions = []
-        for p in topic.partitions:
-            write = StateWrite(
-                ShareStateKey(request.group_id, topic.topic_id, int(p.partition)),
-                int(p.state_epoch),
-                int(p.start_offset),
-                tuple(
-                    StateBatch(
-                        int(b.first_offset), int(b.last_offset), int(b.delivery_state), int(b.delivery_count)
-                    )
-                    for b in p.state_batches
-                ),
-                int(getattr(p, "delivery_complete_count", -1)),
-            )
-            try:
-                await coordinator.ensure_started()
-                code = await coordinator.write_state(write, int(p.leader_epoch))
-            except KafkaError as exc:
-                code = exc.code
-            partitions.append({"partition": write.key.partition, "error_code": code})
-        results.append({"topic_id": topic.topic_id, "partitions": partitions})
-    return {"results": results}
+    write = functools.partial(_write, coordinator)
+    return await answer_each_partition(ctx, request, authorizer, write, _answer)
+
+
+async def _write(coordinator: ShareCoordinator, key: ShareStateKey, partition: Any) -> dict[str, Any]:
+    write = StateWrite(
+        key,
+        int(partition.state_epoch),
+        int(partition.start_offset),
+        tuple(
+            StateBatch(int(b.first_offset), int(b.last_offset), int(b.delivery_state), int(b.delivery_count))
+            for b in partition.state_batches
+        ),
+        int(getattr(partition, "delivery_complete_count", -1)),
+    )
+    try:
+        await coordinator.ensure_started()
+        code = await coordinator.write_state(write, int(partition.leader_epoch))
+    except KafkaError as exc:
+        code = exc.code
+    return _answer(key.partition, code)
+
+
+def _answer(partition: int, code: ErrorCode) -> dict[str, Any]:
+    return {"partition": partition, "error_code": code}
+
+
+api = ShareStateApi(
+    ApiKey.WRITE_SHARE_GROUP_STATE, "WriteShareGroupState", 0, 1, handle_write_share_group_state, write_error
+)
