@@ -446,17 +446,19 @@ class App:
                 creation=self.creation_limits,
                 authorizer=auth,
             ),
-            produce.api(topics, self.producers, authorizer=auth, verifier=self.transaction_verifier),
-            fetch.api(topics, self.growth_hints, authorizer=auth, producers=self.producers),
-            list_offsets.api(topics, authorizer=auth, producers=self.producers),
-            write_txn_markers.api(self.data_markers, authorizer=auth, offsets=self.coordinator),
-            describe_producers.api(topics, self.producers, authorizer=auth),
-            offset_for_leader_epoch.api(topics, self.leader_epochs, authorizer=auth),
-            init_producer_id.api(self.producers, authorizer=auth, transactions=self.transactions),
+            produce.api(
+                topics=topics, producers=self.producers, authorizer=auth, verifier=self.transaction_verifier
+            ),
+            fetch.api(topics=topics, hints=self.growth_hints, authorizer=auth, producers=self.producers),
+            list_offsets.api(topics=topics, authorizer=auth, producers=self.producers),
+            write_txn_markers.api(writer=self.data_markers, authorizer=auth, offsets=self.coordinator),
+            describe_producers.api(topics=topics, producers=self.producers, authorizer=auth),
+            offset_for_leader_epoch.api(topics=topics, history=self.leader_epochs, authorizer=auth),
+            init_producer_id.api(producers=self.producers, authorizer=auth, transactions=self.transactions),
             create_topics.api(topics, s, node.node_id, self.creation_limits, authorizer=auth),
             create_partitions.api(topics, node.node_id, self.creation_limits, authorizer=auth),
             delete_topics.api(topics, enabled=s["delete.topic.enable"], authorizer=auth),
-            delete_records.api(topics, authorizer=auth),
+            delete_records.api(topics=topics, authorizer=auth),
             describe_configs.api(
                 topics,
                 s,
@@ -494,7 +496,7 @@ class App:
         ]
         if "consumer" in s["group.coordinator.rebalance.protocols"]:
             specs += [
-                consumer_group_heartbeat.api(groups, topics, members, authorizer=auth),
+                consumer_group_heartbeat.api(groups=groups, topics=topics, members=members, authorizer=auth),
                 consumer_group_describe.api(groups, topics, authorizer=auth),
             ]
         specs += [

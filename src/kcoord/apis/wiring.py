@@ -12,7 +12,10 @@ binding is written once per family instead of once per module.
 The families: :class:`OnePartApi` (one part and the authorizer: ``GroupApi``, ``TransactionApi``,
 :class:`NodeApi`), ``AclApi``, ``GroupDescribeApi``, ``ShareOffsetsApi``, ``SharePartitionsApi``
 and ``ConfigAlterationApi``, each beside the helpers its APIs share. An API with dependencies of
-its own keeps its own ``def api(...)``.
+its own is an :class:`OwnApi`: its handler's keyword parameters are its dependencies, and the
+composition root passes them by those names (``list_offsets.api(topics=topics, authorizer=auth)``),
+checked by mypy against the handler's signature. An API that derives what its handler takes from
+what it is given keeps its own ``def api(...)``.
 """
 
 from __future__ import annotations
@@ -20,14 +23,16 @@ from __future__ import annotations
 import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Concatenate, Generic, ParamSpec, TypeVar
 
 from kcoord.cluster.identity import Node
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.registry import ApiSpec, Decoder, ErrorResponder
 from kcoord.security.authorizer import Authorizer
+from kcoord.server.context import RequestContext
 
 _Part = TypeVar("_Part")
+_Dependencies = ParamSpec("_Dependencies")
 
 BoundHandler = Callable[..., Awaitable[Any]]
 """``async def handle(ctx, request, *, <dependencies>)``: the response body."""
@@ -75,3 +80,29 @@ class NodeApi(OnePartApi[Node]):
 
     __slots__ = ()
     part = "node"
+
+
+class OwnApi(DeclaredApi, Generic[_Dependencies]):
+    """An API with dependencies of its own: called with them as keywords, typed by its handler's
+    keyword parameters (see :func:`own_api`)."""
+
+    __slots__ = ()
+
+    def __call__(self, *positional: _Dependencies.args, **dependencies: _Dependencies.kwargs) -> ApiSpec:
+        if positional:
+            raise TypeError(f"{self.name}'s dependencies are passed by name")
+        return self.bind(**dependencies)
+
+
+def own_api(
+    key: ApiKey,
+    name: str,
+    min_version: int,
+    max_version: int,
+    handler: Callable[Concatenate[RequestContext, Any, _Dependencies], Awaitable[Any]],
+    error_response: ErrorResponder | None = None,
+    decoder: Decoder | None = None,
+) -> OwnApi[_Dependencies]:
+    """``async def handle(ctx, request, *, <dependencies>)`` declared as an API whose call takes
+    those dependencies."""
+    return OwnApi(key, name, min_version, max_version, handler, error_response, decoder)

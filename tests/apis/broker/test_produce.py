@@ -181,7 +181,7 @@ async def test_every_served_version_encodes(app: DataPathApp, version: int) -> N
 
 def test_advertised_versions(app: DataPathApp) -> None:
     """Produce is advertised from v0 (librdkafka compression gate) to v9."""
-    spec = produce_api.api(app.topics, app.producers, authorizer=Authorizer())
+    spec = produce_api.api(topics=app.topics, producers=app.producers, authorizer=Authorizer())
     assert (spec.min_version, spec.max_version) == (0, 9)
 
 
@@ -189,7 +189,11 @@ async def test_versions_below_3_close_the_connection(app: DataPathApp) -> None:
     """Produce v0-v2 (message sets) have no schema: the router closes the connection."""
     frame = struct.pack(">hhih", ApiKey.PRODUCE, 2, 1, 0) + b"\x00\x01" + b"\x00" * 10
     with pytest.raises(CloseConnectionError):
-        router = Router(ApiRegistry([produce_api.api(app.topics, app.producers, authorizer=Authorizer())]))
+        router = Router(
+            ApiRegistry(
+                [produce_api.api(topics=app.topics, producers=app.producers, authorizer=Authorizer())]
+            )
+        )
         await router.handle(frame, ConnectionInfo(1, "127.0.0.1", 1))
 
 

@@ -93,7 +93,7 @@ class TopicApp:
                 incremental_alter_configs.api(targets),
                 alter_configs.api(targets),
                 describe_cluster.api(self.node, authorizer=auth),
-                offset_for_leader_epoch.api(topics, RecordedEpochs(), authorizer=auth),
+                offset_for_leader_epoch.api(topics=topics, history=RecordedEpochs(), authorizer=auth),
             ]
         )
 

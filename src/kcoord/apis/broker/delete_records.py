@@ -20,17 +20,16 @@ The new log start is durable before the response, which is therefore sent withou
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import structlog
 
 from kcoord.apis.access import Op, may_topic
 from kcoord.apis.error_answers import each_partition
+from kcoord.apis.wiring import own_api
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
-from kcoord.protocol.registry import ApiSpec
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
@@ -50,11 +49,6 @@ def delete_records_error_response(request: Any, code: ErrorCode) -> dict[str, An
         "throttle_time": 0,
         "topics": each_partition(request.topics, lambda index: _result(index, code)),
     }
-
-
-def api(topics: TopicManager, *, authorizer: Authorizer) -> ApiSpec:
-    handler = functools.partial(handle_delete_records, topics=topics, authorizer=authorizer)
-    return ApiSpec(ApiKey.DELETE_RECORDS, "DeleteRecords", 0, 2, handler, delete_records_error_response)
 
 
 async def handle_delete_records(
@@ -95,3 +89,8 @@ async def _delete_before(topics: TopicManager, name: str, index: int, offset: in
     low_watermark = await partition_log.delete_records_before(target)
     logger.info("records.deleted", topic=name, partition=index, log_start_offset=low_watermark)
     return low_watermark
+
+
+api = own_api(
+    ApiKey.DELETE_RECORDS, "DeleteRecords", 0, 2, handle_delete_records, delete_records_error_response
+)

@@ -16,15 +16,14 @@ else TOPIC_AUTHORIZATION_FAILED for its partitions.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from kcoord.apis.access import Op, may_topic
+from kcoord.apis.wiring import own_api
 from kcoord.cluster.producer_state import ProducerStateManager
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
-from kcoord.protocol.registry import ApiSpec
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
@@ -48,13 +47,6 @@ def describe_producers_error(request: Any, code: ErrorCode) -> dict[str, Any]:
             for t in request.topics
         ],
     }
-
-
-def api(topics: TopicManager, producers: ProducerStateManager, *, authorizer: Authorizer) -> ApiSpec:
-    handler = functools.partial(
-        handle_describe_producers, topics=topics, producers=producers, authorizer=authorizer
-    )
-    return ApiSpec(ApiKey.DESCRIBE_PRODUCERS, "DescribeProducers", 0, 0, handler, describe_producers_error)
 
 
 async def handle_describe_producers(
@@ -93,3 +85,8 @@ def _active(producers: ProducerStateManager, topic: str, partition: int) -> list
         }
         for view in producers.describe(topic, partition)
     ]
+
+
+api = own_api(
+    ApiKey.DESCRIBE_PRODUCERS, "DescribeProducers", 0, 0, handle_describe_producers, describe_producers_error
+)

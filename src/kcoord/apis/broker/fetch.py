@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kcoord.apis.access import Op, may_topic
+from kcoord.apis.wiring import own_api
 from kcoord.cluster.fetch_waiters import AppendWatch
 from kcoord.cluster.growth_hints import GrowthHints
 from kcoord.cluster.leader_epochs import NO_EPOCH, led_log
@@ -60,7 +61,6 @@ from kcoord.cluster.topic_manager import TopicManager
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.protocol.record_batch import iter_batches
-from kcoord.protocol.registry import ApiSpec
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 from kcoord.storage.api import PartitionLog
@@ -97,19 +97,6 @@ class _ReadResult:
     responses: list[dict[str, Any]]
     total_bytes: int
     has_error: bool
-
-
-def api(
-    topics: TopicManager,
-    hints: GrowthHints,
-    *,
-    authorizer: Authorizer,
-    producers: ProducerStateManager | None = None,
-) -> ApiSpec:
-    handler = functools.partial(
-        handle_fetch, topics=topics, hints=hints, authorizer=authorizer, producers=producers
-    )
-    return ApiSpec(ApiKey.FETCH, "Fetch", 4, 12, handler, fetch_error)
 
 
 async def handle_fetch(
@@ -283,3 +270,6 @@ def _error(index: int, code: ErrorCode, log_start_offset: int = -1) -> Partition
         "preferred_read_replica": -1,
         "records": b"",
     }
+
+
+api = own_api(ApiKey.FETCH, "Fetch", 4, 12, handle_fetch, fetch_error)

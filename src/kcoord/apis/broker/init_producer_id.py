@@ -28,15 +28,14 @@ TRANSACTIONAL_ID_AUTHORIZATION_FAILED); without, Cluster IDEMPOTENT_WRITE or WRI
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from kcoord.apis.access import Op, may, may_cluster
+from kcoord.apis.wiring import own_api
 from kcoord.cluster.producer_state import ProducerStateManager
 from kcoord.coordinator.transactions import InitProducerIdRequest, fenced_error_for
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
-from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.transaction_coordinator import TransactionCoordinator
 from kcoord.security.acl import ResourceType
 from kcoord.security.authorizer import Authorizer
@@ -45,18 +44,6 @@ from kcoord.server.context import RequestContext
 
 def init_producer_id_error(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {"error_code": code, "producer_id": -1, "producer_epoch": -1}
-
-
-def api(
-    producers: ProducerStateManager,
-    *,
-    authorizer: Authorizer,
-    transactions: TransactionCoordinator | None = None,
-) -> ApiSpec:
-    handler = functools.partial(
-        handle_init_producer_id, producers=producers, authorizer=authorizer, transactions=transactions
-    )
-    return ApiSpec(ApiKey.INIT_PRODUCER_ID, "InitProducerId", 0, 5, handler, init_producer_id_error)
 
 
 async def handle_init_producer_id(
@@ -110,3 +97,8 @@ async def _init_transactional(
         "producer_id": response.producer_id,
         "producer_epoch": response.producer_epoch,
     }
+
+
+api = own_api(
+    ApiKey.INIT_PRODUCER_ID, "InitProducerId", 0, 5, handle_init_producer_id, init_producer_id_error
+)

@@ -34,18 +34,17 @@ Authorization: Topic DESCRIBE per topic, else TOPIC_AUTHORIZATION_FAILED.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from kcoord.apis.access import Op, may_topic
 from kcoord.apis.error_answers import each_partition
+from kcoord.apis.wiring import own_api
 from kcoord.cluster.leader_epochs import NO_EPOCH, led_log
 from kcoord.cluster.producer_state import ProducerStateManager
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
 from kcoord.protocol.record_batch import batch_leader_epoch
-from kcoord.protocol.registry import ApiSpec
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 from kcoord.storage.api import PartitionLog
@@ -59,15 +58,6 @@ READ_COMMITTED = 1
 
 def list_offsets_error(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {"topics": each_partition(request.topics, lambda index: _answer(index, code))}
-
-
-def api(
-    topics: TopicManager, *, authorizer: Authorizer, producers: ProducerStateManager | None = None
-) -> ApiSpec:
-    handler = functools.partial(
-        handle_list_offsets, topics=topics, authorizer=authorizer, producers=producers
-    )
-    return ApiSpec(ApiKey.LIST_OFFSETS, "ListOffsets", 1, 7, handler, list_offsets_error)
 
 
 async def handle_list_offsets(
@@ -198,3 +188,6 @@ def _answer(
         "offset": offset,
         "leader_epoch": epoch,
     }
+
+
+api = own_api(ApiKey.LIST_OFFSETS, "ListOffsets", 1, 7, handle_list_offsets, list_offsets_error)

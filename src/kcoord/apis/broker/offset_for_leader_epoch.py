@@ -21,16 +21,15 @@ per topic, else TOPIC_AUTHORIZATION_FAILED for its partitions.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from kcoord.apis.access import Op, may_cluster, may_topic
 from kcoord.apis.error_answers import each_partition
+from kcoord.apis.wiring import own_api
 from kcoord.cluster.leader_epochs import EpochEnd, EpochHistory, end_offset_for, led_log
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
-from kcoord.protocol.registry import ApiSpec
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
@@ -56,15 +55,6 @@ def offset_for_leader_epoch_error(request: Any, code: ErrorCode) -> dict[str, An
             partition_field="partition",
         ),
     }
-
-
-def api(topics: TopicManager, history: EpochHistory, *, authorizer: Authorizer) -> ApiSpec:
-    handler = functools.partial(
-        handle_offset_for_leader_epoch, topics=topics, history=history, authorizer=authorizer
-    )
-    return ApiSpec(
-        ApiKey.OFFSET_FOR_LEADER_EPOCH, "OffsetForLeaderEpoch", 2, 4, handler, offset_for_leader_epoch_error
-    )
 
 
 async def handle_offset_for_leader_epoch(
@@ -112,3 +102,13 @@ async def _end_of_epoch(
             return _result(index, exc.code)
     end = end_offset_for(requested, leader_epoch, partition_log.log_end_offset, below, above)
     return _result(index, ErrorCode.none, end)
+
+
+api = own_api(
+    ApiKey.OFFSET_FOR_LEADER_EPOCH,
+    "OffsetForLeaderEpoch",
+    2,
+    4,
+    handle_offset_for_leader_epoch,
+    offset_for_leader_epoch_error,
+)

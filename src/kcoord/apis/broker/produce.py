@@ -48,7 +48,6 @@ Authorization: Topic WRITE per topic, else TOPIC_AUTHORIZATION_FAILED for its pa
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
@@ -56,6 +55,7 @@ from typing import Any
 import structlog
 
 from kcoord.apis.access import Op, may, may_topic
+from kcoord.apis.wiring import own_api
 from kcoord.cluster.producer_state import BatchSlot, ProducerStateManager
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.cluster.topic_names import INTERNAL_TOPICS
@@ -63,7 +63,6 @@ from kcoord.cluster.transaction_markers import TransactionVerifier
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.protocol.record_batch import BatchHeader, validate_produced
-from kcoord.protocol.registry import ApiSpec
 from kcoord.security.acl import ResourceType
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
@@ -91,19 +90,6 @@ def produce_error(request: Any, code: ErrorCode) -> dict[str, Any]:
             for topic in request.topic_data
         ]
     }
-
-
-def api(
-    topics: TopicManager,
-    producers: ProducerStateManager,
-    *,
-    authorizer: Authorizer,
-    verifier: TransactionVerifier | None = None,
-) -> ApiSpec:
-    handler = functools.partial(
-        handle_produce, topics=topics, producers=producers, authorizer=authorizer, verifier=verifier
-    )
-    return ApiSpec(ApiKey.PRODUCE, "Produce", 0, 9, handler, produce_error)
 
 
 async def handle_produce(
@@ -388,3 +374,6 @@ def _error(index: int, code: ErrorCode, message: str | None = None) -> Partition
         "record_errors": [],
         "error_message": message,
     }
+
+
+api = own_api(ApiKey.PRODUCE, "Produce", 0, 9, handle_produce, produce_error)

@@ -27,14 +27,13 @@ CLUSTER_AUTHORIZATION_FAILED.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from kcoord.apis.access import Op, may_cluster
+from kcoord.apis.wiring import own_api
 from kcoord.cluster.transaction_markers import DataMarkerWriter
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
-from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.marker_dispatcher import OffsetsMarkerTarget
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
@@ -66,15 +65,6 @@ def write_txn_markers_error(request: Any, code: ErrorCode) -> dict[str, Any]:
             for marker in request.markers
         ]
     }
-
-
-def api(
-    writer: DataMarkerWriter, *, authorizer: Authorizer, offsets: OffsetsMarkerTarget | None = None
-) -> ApiSpec:
-    handler = functools.partial(
-        handle_write_txn_markers, writer=writer, authorizer=authorizer, offsets=offsets
-    )
-    return ApiSpec(ApiKey.WRITE_TXN_MARKERS, "WriteTxnMarkers", 1, 2, handler, write_txn_markers_error)
 
 
 async def handle_write_txn_markers(
@@ -117,3 +107,8 @@ async def handle_write_txn_markers(
             topics.append({"name": topic.name, "partitions": partitions})
         results.append({"producer_id": producer_id, "topics": topics})
     return {"markers": results}
+
+
+api = own_api(
+    ApiKey.WRITE_TXN_MARKERS, "WriteTxnMarkers", 1, 2, handle_write_txn_markers, write_txn_markers_error
+)

@@ -27,11 +27,11 @@ from kio.schema.errors import ErrorCode
 
 from kcoord.apis.access import Op, require_group
 from kcoord.apis.groups.common import MemberWatch, heartbeat_response, require_subscribed_topics
+from kcoord.apis.wiring import own_api
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.coordinator.assignors import Assignment
 from kcoord.coordinator.consumer.messages import ConsumerHeartbeatRequest, TopicFilter
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.group_service import GroupService
 from kcoord.security.acl import ResourceType
 from kcoord.security.authorizer import Authorizer
@@ -40,15 +40,6 @@ from kcoord.server.context import RequestContext
 
 def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {"error_code": code, "member_epoch": -1}
-
-
-def api(
-    groups: GroupService, topics: TopicManager, members: MemberWatch, *, authorizer: Authorizer
-) -> ApiSpec:
-    handler = functools.partial(
-        handle_consumer_group_heartbeat, groups=groups, topics=topics, members=members, authorizer=authorizer
-    )
-    return ApiSpec(ApiKey.CONSUMER_GROUP_HEARTBEAT, "ConsumerGroupHeartbeat", 0, 1, handler, _error_response)
 
 
 async def handle_consumer_group_heartbeat(
@@ -116,3 +107,13 @@ def _by_topic_id(assignment: Assignment, topics: TopicManager) -> list[dict[str,
         if info is not None and partitions:
             answer.append({"topic_id": info.topic_id, "partitions": sorted(partitions)})
     return answer
+
+
+api = own_api(
+    ApiKey.CONSUMER_GROUP_HEARTBEAT,
+    "ConsumerGroupHeartbeat",
+    0,
+    1,
+    handle_consumer_group_heartbeat,
+    _error_response,
+)
