@@ -46,6 +46,10 @@ def granting_operations(operation: AclOperation) -> frozenset[AclOperation]:
     return _IMPLIED_BY.get(operation, frozenset({operation})) | {AclOperation.ALL}
 
 
+Question = tuple[str, str, AclOperation, ResourceType, str, bool]
+"""What a decision answers: (principal, host, operation, resource type, resource name, whether no
+applicable binding allows); the decision cache's key."""
+
 DECISION_CACHE_SIZE = 65_536
 """Decisions remembered per matcher (a matcher lives until the ACLs change); past this the cache is
 emptied, so a client naming endless resources costs memory no longer than one fill."""
@@ -62,7 +66,7 @@ class AclMatcher:
         self._prefixed: dict[tuple[ResourceType, str], list[AclBinding]] = defaultdict(list)
         self._prefix_lengths: dict[ResourceType, list[int]] = {}
         self._types: set[ResourceType] = set()
-        self._decisions: dict[tuple[str, str, AclOperation, ResourceType, str, bool], bool] = {}
+        self._decisions: dict[Question, bool] = {}
         lengths: dict[ResourceType, set[int]] = defaultdict(set)
         for binding in bindings:
             self._types.add(binding.resource_type)
@@ -95,25 +99,16 @@ class AclMatcher:
         *,
         allow_if_none: bool,
     ) -> bool:
-        key = (principal, host, operation, resource_type, name, allow_if_none)
-        decision = self._decisions.get(key)
+        question = (principal, host, operation, resource_type, name, allow_if_none)
+        decision = self._decisions.get(question)
         if decision is None:
             if len(self._decisions) >= DECISION_CACHE_SIZE:
                 self._decisions.clear()
-            decision = self._decisions[key] = self._decide(
-                principal, host, operation, resource_type, name, allow_if_none
-            )
+            decision = self._decisions[question] = self._decide(question)
         return decision
 
-    def _decide(
-        self,
-        principal: str,
-        host: str,
-        operation: AclOperation,
-        resource_type: ResourceType,
-        name: str,
-        allow_if_none: bool,
-    ) -> bool:
+    def _decide(self, question: Question) -> bool:
+        principal, host, operation, resource_type, name, allow_if_none = question
         bindings = self.applicable(resource_type, name)
         if not bindings:
             return allow_if_none
