@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from kcoord.apis.groups.read_share_group_state import handle_read_share_group_state
-from kcoord.apis.groups.write_share_group_state import handle_write_share_group_state
+from kcoord.apis.groups import read_share_group_state, write_share_group_state
 from kcoord.coordinator.share.state_records import ShareStateKey
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
@@ -74,7 +73,7 @@ async def write(
         ],
     }
     body = {"group_id": "g", "topics": [{"topic_id": TOPIC_ID, "partitions": [partition]}]}
-    response = await handle_write_share_group_state(
+    response = await write_share_group_state.api.handler(
         context(WRITE, 1),
         request(WRITE, 1, body),
         coordinator=coordinator,
@@ -89,7 +88,7 @@ async def read(coordinator: ShareCoordinator, leader_epoch: int, authorizer: Aut
         "group_id": "g",
         "topics": [{"topic_id": TOPIC_ID, "partitions": [{"partition": 0, "leader_epoch": leader_epoch}]}],
     }
-    response = await handle_read_share_group_state(
+    response = await read_share_group_state.api.handler(
         context(READ, 0),
         request(READ, 0, body),
         coordinator=coordinator,

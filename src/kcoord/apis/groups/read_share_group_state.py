@@ -17,34 +17,15 @@ CLUSTER_AUTHORIZATION_FAILED.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
-from kcoord.apis.groups.share_state_common import (
-    ShareStateApi,
-    answer_each_partition,
-    error_for_each_partition,
-)
+from kcoord.apis.groups.share_state_common import share_state_api
 from kcoord.coordinator.share.state_records import ShareStateKey
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.runtime.share_coordinator import ShareCoordinator
-from kcoord.security.authorizer import Authorizer
-from kcoord.server.context import RequestContext
 
-__all__ = ["api", "handle_read_share_group_state"]
-
-
-def read_error(request: Any, code: ErrorCode) -> dict[str, Any]:
-    """Every partition answered with ``code``."""
-    return error_for_each_partition(request, _answer, code)
-
-
-async def handle_read_share_group_state(
-    ctx: RequestContext, request: Any, *, coordinator: ShareCoordinator, authorizer: Authorizer
-) -> dict[str, Any]:
-    read = functools.partial(_read, coordinator)
-    return await answer_each_partition(ctx, request, authorizer, read, _answer)
+__all__ = ["api"]
 
 
 async def _read(coordinator: ShareCoordinator, key: ShareStateKey, partition: Any) -> dict[str, Any]:
@@ -79,6 +60,4 @@ def _answer(partition: int, code: ErrorCode, message: str | None = None) -> dict
     }
 
 
-api = ShareStateApi(
-    ApiKey.READ_SHARE_GROUP_STATE, "ReadShareGroupState", 0, 0, handle_read_share_group_state, read_error
-)
+api = share_state_api(ApiKey.READ_SHARE_GROUP_STATE, "ReadShareGroupState", 0, 0, _read, _answer)

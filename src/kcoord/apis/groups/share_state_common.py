@@ -5,21 +5,27 @@ topic id in the request, under the request's group id."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kcoord.apis.access import Op, may_cluster
 from kcoord.apis.wiring import OnePartApi
 from kcoord.coordinator.share.state_records import ShareStateKey
+from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
 from kcoord.runtime.share_coordinator import ShareCoordinator
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
-__all__ = ["PartitionAnswer", "ShareStateApi", "answer_each_partition", "error_for_each_partition"]
+__all__ = ["PartitionAnswer", "PartitionRefusal", "ShareStateApi", "share_state_api"]
 
-PartitionAnswer = Callable[[ShareStateKey, Any], Awaitable[dict[str, Any]]]
-"""``(the share partition's key, its entry of the request) -> its entry of the answer``."""
+PartitionAnswer = Callable[[ShareCoordinator, ShareStateKey, Any], Awaitable[dict[str, Any]]]
+"""``(the share coordinator, the share partition's key, its entry of the request) -> its entry of
+the answer``."""
+
+PartitionRefusal = Callable[[int, ErrorCode], dict[str, Any]]
+"""``(partition, error code) -> its entry of the answer``."""
 
 
 class ShareStateApi(OnePartApi[ShareCoordinator]):
@@ -30,9 +36,31 @@ class ShareStateApi(OnePartApi[ShareCoordinator]):
     part = "coordinator"
 
 
-def error_for_each_partition(
-    request: Any, answer: Callable[[int, ErrorCode], dict[str, Any]], code: ErrorCode
-) -> dict[str, Any]:
+def share_state_api(
+    key: ApiKey,
+    name: str,
+    min_version: int,
+    max_version: int,
+    answer: PartitionAnswer,
+    refused: PartitionRefusal,
+) -> ShareStateApi:
+    """The RPC answering each partition of the request with ``answer``; its error answer (and its
+    answer without CLUSTER_ACTION) is every partition ``refused`` with the code."""
+
+    async def handle(
+        ctx: RequestContext, request: Any, *, coordinator: ShareCoordinator, authorizer: Authorizer
+    ) -> dict[str, Any]:
+        return await answer_each_partition(
+            ctx, request, authorizer, functools.partial(answer, coordinator), refused
+        )
+
+    def error(request: Any, code: ErrorCode) -> dict[str, Any]:
+        return error_for_each_partition(request, refused, code)
+
+    return ShareStateApi(key, name, min_version, max_version, handle, error)
+
+
+def error_for_each_partition(request: Any, answer: PartitionRefusal, code: ErrorCode) -> dict[str, Any]:
     """Every partition of the request answered ``answer(partition, code)``."""
     return {
         "results": [
@@ -49,8 +77,8 @@ async def answer_each_partition(
     ctx: RequestContext,
     request: Any,
     authorizer: Authorizer,
-    answer: PartitionAnswer,
-    refused: Callable[[int, ErrorCode], dict[str, Any]],
+    answer: Callable[[ShareStateKey, Any], Awaitable[dict[str, Any]]],
+    refused: PartitionRefusal,
 ) -> dict[str, Any]:
     """``answer`` for each partition of the request, one after another in request order; without
     CLUSTER_ACTION every partition is ``refused`` with CLUSTER_AUTHORIZATION_FAILED, as Kafka."""

@@ -17,36 +17,17 @@ CLUSTER_AUTHORIZATION_FAILED.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
-from kcoord.apis.groups.share_state_common import (
-    ShareStateApi,
-    answer_each_partition,
-    error_for_each_partition,
-)
+from kcoord.apis.groups.share_state_common import share_state_api
 from kcoord.coordinator.share.partition_state import StateBatch
 from kcoord.coordinator.share.partitions import StateWrite
 from kcoord.coordinator.share.state_records import ShareStateKey
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.runtime.share_coordinator import ShareCoordinator
-from kcoord.security.authorizer import Authorizer
-from kcoord.server.context import RequestContext
 
-__all__ = ["api", "handle_write_share_group_state"]
-
-
-def write_error(request: Any, code: ErrorCode) -> dict[str, Any]:
-    """Every partition answered with ``code``."""
-    return error_for_each_partition(request, _answer, code)
-
-
-async def handle_write_share_group_state(
-    ctx: RequestContext, request: Any, *, coordinator: ShareCoordinator, authorizer: Authorizer
-) -> dict[str, Any]:
-    write = functools.partial(_write, coordinator)
-    return await answer_each_partition(ctx, request, authorizer, write, _answer)
+__all__ = ["api"]
 
 
 async def _write(coordinator: ShareCoordinator, key: ShareStateKey, partition: Any) -> dict[str, Any]:
@@ -72,6 +53,4 @@ def _answer(partition: int, code: ErrorCode) -> dict[str, Any]:
     return {"partition": partition, "error_code": code}
 
 
-api = ShareStateApi(
-    ApiKey.WRITE_SHARE_GROUP_STATE, "WriteShareGroupState", 0, 1, handle_write_share_group_state, write_error
-)
+api = share_state_api(ApiKey.WRITE_SHARE_GROUP_STATE, "WriteShareGroupState", 0, 1, _write, _answer)
