@@ -455,14 +455,22 @@ class App:
             describe_producers.api(topics=topics, producers=self.producers, authorizer=auth),
             offset_for_leader_epoch.api(topics=topics, history=self.leader_epochs, authorizer=auth),
             init_producer_id.api(producers=self.producers, authorizer=auth, transactions=self.transactions),
-            create_topics.api(topics, s, node.node_id, self.creation_limits, authorizer=auth),
-            create_partitions.api(topics, node.node_id, self.creation_limits, authorizer=auth),
-            delete_topics.api(topics, enabled=s["delete.topic.enable"], authorizer=auth),
+            create_topics.api(
+                topics=topics,
+                settings=s,
+                node_id=node.node_id,
+                creation=self.creation_limits,
+                authorizer=auth,
+            ),
+            create_partitions.api(
+                topics=topics, node_id=node.node_id, creation=self.creation_limits, authorizer=auth
+            ),
+            delete_topics.api(topics=topics, enabled=s["delete.topic.enable"], authorizer=auth),
             delete_records.api(topics=topics, authorizer=auth),
             describe_configs.api(
-                topics,
-                s,
-                node.node_id,
+                topics=topics,
+                settings=s,
+                node_id=node.node_id,
                 authorizer=auth,
                 group_configs=self.group_configs.overrides,
                 cluster_defaults=lambda: self.broker_configs.of(""),

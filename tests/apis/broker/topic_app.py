@@ -79,13 +79,13 @@ class TopicApp:
                 metadata.api(
                     topics, self.node, auto_create=settings["auto.create.topics.enable"], authorizer=auth
                 ),
-                create_topics.api(topics, settings, NODE_ID, authorizer=auth),
-                create_partitions.api(topics, NODE_ID, authorizer=auth),
-                delete_topics.api(topics, enabled=settings["delete.topic.enable"], authorizer=auth),
+                create_topics.api(topics=topics, settings=settings, node_id=NODE_ID, authorizer=auth),
+                create_partitions.api(topics=topics, node_id=NODE_ID, authorizer=auth),
+                delete_topics.api(topics=topics, enabled=settings["delete.topic.enable"], authorizer=auth),
                 describe_configs.api(
-                    topics,
-                    settings,
-                    NODE_ID,
+                    topics=topics,
+                    settings=settings,
+                    node_id=NODE_ID,
                     authorizer=auth,
                     cluster_defaults=lambda: self.broker_configs.of(""),
                     group_configs=self.group_configs.overrides,

@@ -17,16 +17,15 @@ Authorization: Topic ALTER per topic, else TOPIC_AUTHORIZATION_FAILED.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from kcoord.apis.access import Op, may_topic
 from kcoord.apis.broker.create_topics import TopicAnswer, answer_each_topic, check_assignments
 from kcoord.apis.broker.creation_limits import CreationBudget, CreationLimits
+from kcoord.apis.wiring import own_api
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
-from kcoord.protocol.registry import ApiSpec
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
@@ -70,17 +69,6 @@ def create_partitions_error_response(request: Any, code: ErrorCode) -> dict[str,
     return {"throttle_time": 0, "results": [_result(t.name, code, None) for t in request.topics]}
 
 
-def api(
-    topics: TopicManager, node_id: int, creation: CreationLimits | None = None, *, authorizer: Authorizer
-) -> ApiSpec:
-    handler = functools.partial(
-        handle_create_partitions, topics=topics, node_id=node_id, creation=creation, authorizer=authorizer
-    )
-    return ApiSpec(
-        ApiKey.CREATE_PARTITIONS, "CreatePartitions", 0, 3, handler, create_partitions_error_response
-    )
-
-
 async def handle_create_partitions(
     ctx: RequestContext,
     request: Any,
@@ -108,3 +96,13 @@ async def handle_create_partitions(
         if isinstance(outcome, KafkaError):
             results[index] = _result(result["name"], outcome.code, outcome.message)
     return {"throttle_time": budget.throttle_ms if budget is not None else 0, "results": results}
+
+
+api = own_api(
+    ApiKey.CREATE_PARTITIONS,
+    "CreatePartitions",
+    0,
+    3,
+    handle_create_partitions,
+    create_partitions_error_response,
+)

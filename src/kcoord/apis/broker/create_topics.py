@@ -18,7 +18,6 @@ Authorization: Cluster CREATE, or Topic CREATE per topic, else TOPIC_AUTHORIZATI
 
 from __future__ import annotations
 
-import functools
 import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
@@ -26,12 +25,12 @@ from typing import Any
 
 from kcoord.apis.access import Op, may_cluster, may_topic
 from kcoord.apis.broker.creation_limits import CreationBudget, CreationLimits
+from kcoord.apis.wiring import own_api
 from kcoord.cluster.topic_configs import ConfigEntry, describe_topic_configs
 from kcoord.cluster.topic_manager import NewTopic, TopicInfo, TopicManager
 from kcoord.config import Settings
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
-from kcoord.protocol.registry import ApiSpec
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
@@ -155,25 +154,6 @@ def create_topics_error_response(request: Any, code: ErrorCode) -> dict[str, Any
     return {"throttle_time": 0, "topics": [_topic_error(t.name, code, None) for t in request.topics]}
 
 
-def api(
-    topics: TopicManager,
-    settings: Settings,
-    node_id: int,
-    creation: CreationLimits | None = None,
-    *,
-    authorizer: Authorizer,
-) -> ApiSpec:
-    handler = functools.partial(
-        handle_create_topics,
-        topics=topics,
-        settings=settings,
-        node_id=node_id,
-        creation=creation,
-        authorizer=authorizer,
-    )
-    return ApiSpec(ApiKey.CREATE_TOPICS, "CreateTopics", 2, 7, handler, create_topics_error_response)
-
-
 async def handle_create_topics(
     ctx: RequestContext,
     request: Any,
@@ -216,3 +196,6 @@ async def handle_create_topics(
         else:
             answers.append(_created(outcome, settings))
     return {"throttle_time": budget.throttle_ms if budget is not None else 0, "topics": answers}
+
+
+api = own_api(ApiKey.CREATE_TOPICS, "CreateTopics", 2, 7, handle_create_topics, create_topics_error_response)

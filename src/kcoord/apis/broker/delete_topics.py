@@ -14,15 +14,14 @@ Authorization: Topic DELETE per topic, else TOPIC_AUTHORIZATION_FAILED.
 
 from __future__ import annotations
 
-import functools
 import uuid
 from typing import Any
 
 from kcoord.apis.access import Op, may_topic
+from kcoord.apis.wiring import own_api
 from kcoord.cluster.topic_manager import TopicManager
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
-from kcoord.protocol.registry import ApiSpec
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
@@ -72,15 +71,10 @@ def delete_topics_error_response(request: Any, code: ErrorCode) -> dict[str, Any
     }
 
 
-def api(topics: TopicManager, *, enabled: bool, authorizer: Authorizer) -> ApiSpec:
-    """``enabled``: ``delete.topic.enable``."""
-    handler = functools.partial(handle_delete_topics, topics=topics, enabled=enabled, authorizer=authorizer)
-    return ApiSpec(ApiKey.DELETE_TOPICS, "DeleteTopics", 1, 6, handler, delete_topics_error_response)
-
-
 async def handle_delete_topics(
     ctx: RequestContext, request: Any, *, topics: TopicManager, enabled: bool, authorizer: Authorizer
 ) -> dict[str, Any]:
+    """``enabled``: ``delete.topic.enable``."""
     results: list[dict[str, Any]] = []
     for name, topic_id in _requested(request):
         try:
@@ -89,3 +83,6 @@ async def handle_delete_topics(
             shown_name = name if name is not None or ctx.api_version >= 6 else ""
             results.append(_result(shown_name, topic_id, exc.code, exc.message))
     return {"throttle_time": 0, "responses": results}
+
+
+api = own_api(ApiKey.DELETE_TOPICS, "DeleteTopics", 1, 6, handle_delete_topics, delete_topics_error_response)

@@ -27,12 +27,12 @@ DESCRIBE_CONFIGS (else GROUP_AUTHORIZATION_FAILED).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from kcoord.apis.access import Op, may_cluster, may_group, may_topic
 from kcoord.apis.broker.group_config_entries import RESOURCE_GROUP, group_config_entries
+from kcoord.apis.wiring import own_api
 from kcoord.cluster.topic_configs import (
     ConfigEntry,
     ConfigSource,
@@ -50,7 +50,6 @@ from kcoord.config.secrets import is_secret, shown_setting
 from kcoord.coordinator.consumer.group_configs import GroupConfigOverrides
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode, KafkaError
-from kcoord.protocol.registry import ApiSpec
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
@@ -225,27 +224,6 @@ def describe_configs_error_response(request: Any, code: ErrorCode) -> dict[str, 
     }
 
 
-def api(
-    topics: TopicManager,
-    settings: Settings,
-    node_id: int,
-    *,
-    authorizer: Authorizer,
-    cluster_defaults: ClusterDefaults,
-    group_configs: GroupConfigOverrides | None = None,
-) -> ApiSpec:
-    handler = functools.partial(
-        handle_describe_configs,
-        topics=topics,
-        settings=settings,
-        node_id=node_id,
-        authorizer=authorizer,
-        group_configs=group_configs or GroupConfigOverrides(),
-        cluster_defaults=cluster_defaults,
-    )
-    return ApiSpec(ApiKey.DESCRIBE_CONFIGS, "DescribeConfigs", 1, 4, handler, describe_configs_error_response)
-
-
 async def handle_describe_configs(
     ctx: RequestContext,
     request: Any,
@@ -288,3 +266,8 @@ def _denied(resource: Any, code: ErrorCode) -> dict[str, Any]:
         "resource_name": resource.resource_name,
         "configs": [],
     }
+
+
+api = own_api(
+    ApiKey.DESCRIBE_CONFIGS, "DescribeConfigs", 1, 4, handle_describe_configs, describe_configs_error_response
+)
