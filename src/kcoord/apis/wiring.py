@@ -14,8 +14,9 @@ The families: :class:`OnePartApi` (one part and the authorizer: ``GroupApi``, ``
 and ``ConfigAlterationApi``, each beside the helpers its APIs share. An API with dependencies of
 its own is an :class:`OwnApi`: its handler's keyword parameters are its dependencies, and the
 composition root passes them by those names (``list_offsets.api(topics=topics, authorizer=auth)``),
-checked by mypy against the handler's signature. An API that derives what its handler takes from
-what it is given keeps its own ``def api(...)``.
+checked by mypy against the handler's signature. An API that builds what its handler takes from
+what it is given (Metadata's answer caches, a decoder's cache of repeated requests) keeps its own
+``def api(...)``.
 """
 
 from __future__ import annotations

@@ -19,16 +19,15 @@ Authorization: Group READ, else GROUP_AUTHORIZATION_FAILED.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from kcoord.apis.access import Op, require_group
 from kcoord.apis.groups.common import MemberWatch, millis
+from kcoord.apis.wiring import own_api
 from kcoord.coordinator.classic.messages import JoinGroupRequest, JoinGroupResponse
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.group_service import GroupService
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
@@ -83,11 +82,6 @@ def to_wire(response: JoinGroupResponse, api_version: int) -> dict[str, Any]:
     }
 
 
-def api(groups: GroupService, members: MemberWatch, *, authorizer: Authorizer) -> ApiSpec:
-    handler = functools.partial(handle_join_group, groups=groups, members=members, authorizer=authorizer)
-    return ApiSpec(ApiKey.JOIN_GROUP, "JoinGroup", 0, 9, handler, _error_response)
-
-
 async def handle_join_group(
     ctx: RequestContext, request: Any, *, groups: GroupService, members: MemberWatch, authorizer: Authorizer
 ) -> dict[str, Any]:
@@ -97,3 +91,6 @@ async def handle_join_group(
     if response.error_code == ErrorCode.none:
         members.watch(ctx.connection, join.group_id, response.member_id)
     return to_wire(response, ctx.api_version)
+
+
+api = own_api(ApiKey.JOIN_GROUP, "JoinGroup", 0, 9, handle_join_group, _error_response)

@@ -14,7 +14,6 @@ Authorization: Group READ, else GROUP_AUTHORIZATION_FAILED.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import structlog
@@ -22,9 +21,9 @@ from kio.schema.errors import ErrorCode
 
 from kcoord.apis.access import Op, require_group
 from kcoord.apis.groups.common import MemberWatch
+from kcoord.apis.wiring import own_api
 from kcoord.coordinator.classic.messages import SyncGroupRequest
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.registry import ApiSpec
 from kcoord.runtime.group_service import GroupService
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
@@ -34,11 +33,6 @@ log = structlog.get_logger(__name__)
 
 def _error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {"error_code": code, "assignment": b""}
-
-
-def api(groups: GroupService, members: MemberWatch, *, authorizer: Authorizer) -> ApiSpec:
-    handler = functools.partial(handle_sync_group, groups=groups, members=members, authorizer=authorizer)
-    return ApiSpec(ApiKey.SYNC_GROUP, "SyncGroup", 0, 5, handler, _error_response)
 
 
 async def handle_sync_group(
@@ -68,3 +62,6 @@ async def handle_sync_group(
         assignment=response.assignment.hex(),
     )
     return response
+
+
+api = own_api(ApiKey.SYNC_GROUP, "SyncGroup", 0, 5, handle_sync_group, _error_response)
