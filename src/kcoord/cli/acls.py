@@ -18,8 +18,7 @@ import json
 from typing import Any
 
 from kcoord.cli.admin_client import AdminClient
-from kcoord.cli.client_config import add_command_config_argument
-from kcoord.cli.groups import DEFAULT_BOOTSTRAP, client_for, reports_admin_errors
+from kcoord.cli.groups import add_server_arguments, client_for, reports_admin_errors
 from kcoord.security.acl import (
     CLUSTER_NAME,
     WILDCARD,
@@ -38,9 +37,8 @@ def add_commands(commands: Any) -> None:
     listing.add_argument("--json", action="store_true", help="print JSON")
     add = acl_commands.add_parser("add", help="create ACLs")
     remove = acl_commands.add_parser("remove", help="delete ACLs")
+    add_server_arguments(listing, add, remove)
     for parser in (listing, add, remove):
-        parser.add_argument("--bootstrap", metavar="HOST:PORT", default=DEFAULT_BOOTSTRAP)
-        add_command_config_argument(parser)
         resource = parser.add_mutually_exclusive_group(required=parser is not listing)
         resource.add_argument("--topic", metavar="NAME")
         resource.add_argument("--group", metavar="NAME")

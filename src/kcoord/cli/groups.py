@@ -79,30 +79,16 @@ def add_commands(commands: Any) -> None:
     reset_offsets.add_arguments(reset)
     for parser in (listing, describe, history, reset):
         parser.add_argument("--json", action="store_true", help="print JSON")
-    for parser in (listing, describe, delete, reset):
-        parser.add_argument(
-            "--bootstrap", metavar="HOST:PORT", default=DEFAULT_BOOTSTRAP, help="default: %(default)s"
-        )
-        add_command_config_argument(parser)
     health = commands.add_parser("health", help="exit 0 if the server answers ApiVersions")
-    health.add_argument("--bootstrap", metavar="HOST:PORT", default=DEFAULT_BOOTSTRAP)
     health.add_argument("--timeout", type=float, default=5.0, help="seconds")
-    add_command_config_argument(health)
+    add_server_arguments(listing, describe, delete, reset, health)
 
 
 @reports_admin_errors
 def run(args: argparse.Namespace) -> int:
     if args.command == "health":
         return _health(args)
-    if args.groups_command == "list":
-        return _list(args)
-    if args.groups_command == "describe":
-        return _describe(args)
-    if args.groups_command == "delete":
-        return _delete(args)
-    if args.groups_command == "reset-offsets":
-        return _reset_offsets(args)
-    return _history(args)
+    return _COMMANDS[args.groups_command](args)
 
 
 def _address(value: str, default_port: int) -> tuple[str, int]:
@@ -112,6 +98,16 @@ def _address(value: str, default_port: int) -> tuple[str, int]:
     except ValueError as exc:
         raise AdminError(f"bad address {value!r}: {exc}") from exc
     return host or "127.0.0.1", port
+
+
+def add_server_arguments(*parsers: argparse.ArgumentParser) -> None:
+    """``--bootstrap`` and ``--command-config`` on each command that talks to a server: what
+    :func:`client_for` reads."""
+    for parser in parsers:
+        parser.add_argument(
+            "--bootstrap", metavar="HOST:PORT", default=DEFAULT_BOOTSTRAP, help="default: %(default)s"
+        )
+        add_command_config_argument(parser)
 
 
 def client_for(args: argparse.Namespace, timeout_s: float = 10.0) -> AdminClient:
@@ -368,3 +364,13 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
     widths = [max([len(h), *(len(row[i]) for row in rows)]) for i, h in enumerate(headers)]
     for row in [list(headers), *rows]:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+
+
+_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "list": _list,
+    "describe": _describe,
+    "history": _history,
+    "delete": _delete,
+    "reset-offsets": _reset_offsets,
+}
+"""Each ``kcoord groups`` subcommand's body."""

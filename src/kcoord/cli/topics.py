@@ -13,8 +13,7 @@ from typing import Any
 
 from kcoord.cli import console_client, console_io
 from kcoord.cli.admin_client import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, AdminClient, AdminError
-from kcoord.cli.client_config import add_command_config_argument
-from kcoord.cli.groups import DEFAULT_BOOTSTRAP, client_for, print_table, reports_admin_errors
+from kcoord.cli.groups import add_server_arguments, client_for, print_table, reports_admin_errors
 
 INTERNAL_PREFIX = "__"
 
@@ -47,11 +46,7 @@ def add_commands(commands: Any) -> None:
     console_io.add_produce_arguments(produce)
     consume = _console_command(commands, "consume", "print a topic's records, alone or in a group")
     console_io.add_consume_arguments(consume)
-    for parser in (create, listing, describe, delete, alter, produce, consume):
-        parser.add_argument(
-            "--bootstrap", metavar="HOST:PORT", default=DEFAULT_BOOTSTRAP, help="default: %(default)s"
-        )
-        add_command_config_argument(parser)
+    add_server_arguments(create, listing, describe, delete, alter, produce, consume)
 
 
 def _console_command(commands: Any, name: str, help_text: str) -> Any:

@@ -14,14 +14,14 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from kio.serial.errors import SerialError
 
 from kcoord.cli import hanging_transactions
 from kcoord.cli.admin_client import AdminError
-from kcoord.cli.client_config import add_command_config_argument
-from kcoord.cli.groups import DEFAULT_BOOTSTRAP, client_for, print_table, reports_admin_errors
+from kcoord.cli.groups import add_server_arguments, client_for, print_table, reports_admin_errors
 from kcoord.cli.transaction_admin import brokers
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import error_name
@@ -47,20 +47,12 @@ def add_commands(commands: Any) -> None:
     describe.add_argument("transactional_id")
     for parser in (listing, describe):
         parser.add_argument("--json", action="store_true", help="print JSON")
-    for parser in (listing, describe, *hanging_transactions.add_parsers(transaction_commands)):
-        parser.add_argument(
-            "--bootstrap", metavar="HOST:PORT", default=DEFAULT_BOOTSTRAP, help="default: %(default)s"
-        )
-        add_command_config_argument(parser)
+    add_server_arguments(listing, describe, *hanging_transactions.add_parsers(transaction_commands))
 
 
 @reports_admin_errors
 def run(args: argparse.Namespace) -> int:
-    if args.transactions_command == "list":
-        return _list(args)
-    if args.transactions_command == "describe":
-        return _describe(args)
-    return hanging_transactions.run(args)
+    return _COMMANDS.get(args.transactions_command, hanging_transactions.run)(args)
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -140,3 +132,7 @@ def _describe(args: argparse.Namespace) -> int:
     ]
     print_table(headers, [row])
     return 0
+
+
+_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"list": _list, "describe": _describe}
+"""The ``kcoord transactions`` subcommands answered here; the others find hanging transactions."""
