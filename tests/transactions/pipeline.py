@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 
+from tests.transactions.pipeline_process import report_done, report_progress
+
 DEADLINE_S = 30.0
 NO_REBOOTSTRAP = {"metadata.recovery.strategy": "none"}
 
@@ -86,10 +88,13 @@ class Pipeline:
         interrupt_after: int = -1,
         interrupt: Callable[[], None] = lambda: None,
         within_s: float = 180.0,
+        on_progress: Callable[[int], None] = lambda committed: None,
     ) -> PipelineRun:
-        """Process until the group's committed offsets cover ``total`` input records."""
+        """Process until the group's committed offsets cover ``total`` input records; ``on_progress``
+        hears each new committed total."""
         deadline = time.monotonic() + within_s
         committed = self._committed_or(0)
+        on_progress(committed)
         interrupted = False
         while committed < total:
             assert time.monotonic() < deadline, f"copied {committed} of {total} in {within_s}s: {self.run}"
@@ -110,7 +115,9 @@ class Pipeline:
                 self.run.transactions += 1
             except KafkaException as exc:
                 self._recover(exc)
-            committed = self._committed_or(committed)
+            known, committed = committed, self._committed_or(committed)
+            if committed != known:
+                on_progress(committed)
         return self.run
 
     def _commit(self) -> None:
@@ -175,14 +182,15 @@ class Pipeline:
 
 def main() -> None:
     """``python -m tests.transactions.pipeline BOOTSTRAP SOURCE SINK GROUP TXN_ID PARTITIONS TOTAL``:
-    copy until the group has committed TOTAL records (the process a test SIGKILLs and restarts)."""
+    copy until the group has committed TOTAL records (the process a test SIGKILLs and restarts); see
+    :mod:`tests.transactions.pipeline_process` for what it prints."""
     bootstrap, source, sink, group, transactional_id, partitions, total = sys.argv[1:8]
     pipeline = Pipeline(bootstrap, source, sink, group, transactional_id, int(partitions))
     try:
-        run = pipeline.copy(int(total), within_s=600)
+        run = pipeline.copy(int(total), within_s=600, on_progress=report_progress)
     finally:
         pipeline.close()
-    print(run, flush=True)
+    report_done(run)
 
 
 if __name__ == "__main__":
