@@ -23,25 +23,20 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 
-from tests.transactions.pipeline_process import report_done, report_progress
+from tests.transactions.pipeline_process import PipelineRun, report_done, report_progress, report_recovered
 
 DEADLINE_S = 30.0
 NO_REBOOTSTRAP = {"metadata.recovery.strategy": "none"}
 
 
 @dataclass
-class PipelineRun:
-    transactions: int = 0
-    aborted: int = 0
-    producers: int = 0
+class ConfluentRun(PipelineRun):
     interrupted: bool = False
     """Whether ``interrupt`` ran (in the middle of a transaction)."""
-    errors: list[str] = field(default_factory=list)
-    """Each client error the loop recovered from (shown when a test fails)."""
 
 
 class Pipeline:
@@ -52,7 +47,7 @@ class Pipeline:
         self.source, self.sink = source, sink
         self.partitions = partitions
         self.transactional_id = transactional_id
-        self.run = PipelineRun()
+        self.run = ConfluentRun()
         self.consumer = Consumer(
             {
                 "bootstrap.servers": bootstrap,
@@ -89,7 +84,7 @@ class Pipeline:
         interrupt: Callable[[], None] = lambda: None,
         within_s: float = 180.0,
         on_progress: Callable[[int], None] = lambda committed: None,
-    ) -> PipelineRun:
+    ) -> ConfluentRun:
         """Process until the group's committed offsets cover ``total`` input records; ``on_progress``
         hears each new committed total."""
         deadline = time.monotonic() + within_s
@@ -132,16 +127,16 @@ class Pipeline:
                 error = exc.args[0]
                 if not error.retriable() or attempt == 4:
                     raise
-                self.run.errors.append(f"commit retried: {error}")
+                self.run.note(f"commit retried: {error}")
 
     def _recover(self, exc: KafkaException) -> None:
         error = exc.args[0]
-        self.run.errors.append(str(error))
+        self.run.note(str(error))
         if error.txn_requires_abort():
             try:
                 self.producer.abort_transaction(DEADLINE_S)
             except KafkaException as again:
-                self.run.errors.append(f"abort failed: {again.args[0]}")
+                self.run.note(f"abort failed: {again.args[0]}")
                 self.producer = self._new_producer()
         else:
             self.producer = self._new_producer()
@@ -152,7 +147,7 @@ class Pipeline:
         try:
             return self.committed_total()
         except KafkaException as exc:  # kcoord is down: known again once it is back
-            self.run.errors.append(f"committed offsets unknown: {exc.args[0]}")
+            self.run.note(f"committed offsets unknown: {exc.args[0]}")
             return known
 
     def _rewind(self) -> None:
@@ -163,7 +158,7 @@ class Pipeline:
                 committed = self.consumer.committed(assignment, DEADLINE_S)
                 break
             except KafkaException as exc:  # kcoord is down: asked again once it is back
-                self.run.errors.append(f"rewind retried: {exc.args[0]}")
+                self.run.note(f"rewind retried: {exc.args[0]}")
                 if attempt == 9:
                     raise
         for tp in committed:
@@ -186,6 +181,7 @@ def main() -> None:
     :mod:`tests.transactions.pipeline_process` for what it prints."""
     bootstrap, source, sink, group, transactional_id, partitions, total = sys.argv[1:8]
     pipeline = Pipeline(bootstrap, source, sink, group, transactional_id, int(partitions))
+    pipeline.run.on_error = report_recovered
     try:
         run = pipeline.copy(int(total), within_s=600, on_progress=report_progress)
     finally:

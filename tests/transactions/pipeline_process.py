@@ -2,7 +2,8 @@
 two, and the test's side that starts it, follows its progress and kills it.
 
 The pipeline prints ``committed N`` each time its group's committed input offsets reach a new total N,
-and ``done <summary>`` when it has copied everything. The test learns the progress from these lines
+``recovered <error>`` for each client error its loop recovered from, and ``done <summary>`` when it has
+copied everything. The test learns the progress from these lines
 rather than by asking kcoord for the group's offsets: the pipeline copies tens of thousands of records
 a second, and a probe that asks kcoord is blind exactly while kcoord restarts, long enough for the copy
 to run past the point of the next kill (this is how the 30,000-record run once saw its pipeline finish
@@ -15,18 +16,39 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-PROGRESS, DONE = "committed", "done"
+PROGRESS, RECOVERED, DONE = "committed", "recovered", "done"
 
 
 def report_progress(committed: int) -> None:
     print(f"{PROGRESS} {committed}", flush=True)
 
 
+def report_recovered(error: str) -> None:
+    print(f"{RECOVERED} {error}", flush=True)
+
+
 def report_done(summary: Any) -> None:
     print(f"{DONE} {summary}", flush=True)
+
+
+@dataclass
+class PipelineRun:
+    """What one pipeline did; the errors it recovered from also go to ``on_error`` as they happen."""
+
+    transactions: int = 0
+    aborted: int = 0
+    producers: int = 0
+    errors: list[str] = field(default_factory=list)
+    on_error: Callable[[str], None] = field(default=lambda error: None, repr=False)
+
+    def note(self, error: str) -> None:
+        self.errors.append(error)
+        self.on_error(error)
 
 
 class PipelineProcess:
@@ -36,6 +58,7 @@ class PipelineProcess:
     def __init__(self, module: str, args: list[str], stderr_path: Path) -> None:
         self.stderr_path = stderr_path
         self.committed = 0
+        self.recovered: list[str] = []
         self.summary: str | None = None
         self._changed = threading.Condition()
         with stderr_path.open("wb") as stderr:
@@ -52,6 +75,8 @@ class PipelineProcess:
             with self._changed:
                 if word == PROGRESS:
                     self.committed = max(self.committed, int(rest))
+                elif word == RECOVERED:
+                    self.recovered.append(rest)
                 elif word == DONE:
                     self.summary = rest
                 self._changed.notify_all()

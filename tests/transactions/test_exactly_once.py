@@ -119,7 +119,13 @@ def copy_exactly_once_through_kills(tmp_path: Path, module: str, records: int) -
         summary = schedule.run(TWO_AND_TWO)
         elapsed = time.monotonic() - started
         copied = read_all(kcoord.bootstrap, SINK, PARTITIONS)
-        print(f"{module}: {records} records in {elapsed:.1f} s, kills {schedule.kills}: {summary}")
+        written = read_all(kcoord.bootstrap, SINK, PARTITIONS, committed_only=False)
+        recovered = [error for pipeline in schedule.pipelines for error in pipeline.recovered]
+        print(
+            f"{module}: {records} records in {elapsed:.1f} s, {len(written)} written (read_uncommitted), "
+            f"kills {schedule.kills}, "
+            f"{len(recovered)} client errors recovered {recovered[:8]}, last run {summary}"
+        )
         assert all(committed < records for _, committed in schedule.kills), schedule.kills
         assert len(copied) == records, summary
         assert sorted(copied) == sorted(b"out-" + v for v in values), summary
@@ -134,3 +140,21 @@ def test_a_pipeline_copies_exactly_once_across_two_kcoord_and_two_pipeline_sigki
     process twice (each time restarted with the same transactional.id); read_committed readers of the
     output see every input record exactly once."""
     copy_exactly_once_through_kills(tmp_path, "tests.transactions.pipeline", BIG_RECORDS)
+
+
+@pytest.mark.slow
+def test_a_kafka_python_pipeline_copies_exactly_once_across_two_kcoord_and_two_pipeline_sigkills(
+    tmp_path: Path,
+) -> None:
+    """Acceptance 1 (100,000 records) with kafka-python 3's transactional producer and read_committed
+    consumer: two kcoord and two pipeline SIGKILLs, every input record in the output exactly once."""
+    copy_exactly_once_through_kills(tmp_path, "tests.transactions.pipeline_kafka_python", BIG_RECORDS)
+
+
+@pytest.mark.slow
+def test_an_aiokafka_pipeline_copies_exactly_once_across_two_kcoord_and_two_pipeline_sigkills(
+    tmp_path: Path,
+) -> None:
+    """Acceptance 1 (100,000 records) with aiokafka's transactional producer and read_committed consumer:
+    two kcoord and two pipeline SIGKILLs, every input record in the output exactly once."""
+    copy_exactly_once_through_kills(tmp_path, "tests.transactions.pipeline_aiokafka", BIG_RECORDS)
