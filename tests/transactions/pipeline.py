@@ -5,8 +5,8 @@ of input records is produced transformed (``out-`` + value) and the consumer's p
 committed inside the same transaction (``send_offsets_to_transaction``). When a transaction
 cannot commit it is aborted and the consumer rewinds to its group's committed offsets, so the
 batch is processed again; a producer that became fatal (fenced, say) is replaced by a new one with
-the same ``transactional.id``. ``interrupt`` is called once in the middle of one transaction
-(after its records are sent, before the commit): the test kills kcoord there.
+the same ``transactional.id``. ``interrupt`` is called in the middle of chosen transactions
+(after their records are flushed, before the commit): the tests kill kcoord or the pipeline there.
 
 Both clients set ``metadata.recovery.strategy=none``. librdkafka 2.10+ "re-bootstraps" when every
 broker it knows is down (KIP-899): it decommissions the broker handles and starts over from the
@@ -22,12 +22,19 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 
-from tests.transactions.pipeline_process import PipelineRun, report_done, report_progress, report_recovered
+from tests.transactions.pipeline_process import (
+    PipelineRun,
+    hold_open_transaction,
+    hold_points,
+    report_done,
+    report_progress,
+    report_recovered,
+)
 
 DEADLINE_S = 30.0
 NO_REBOOTSTRAP = {"metadata.recovery.strategy": "none"}
@@ -35,8 +42,8 @@ NO_REBOOTSTRAP = {"metadata.recovery.strategy": "none"}
 
 @dataclass
 class ConfluentRun(PipelineRun):
-    interrupted: bool = False
-    """Whether ``interrupt`` ran (in the middle of a transaction)."""
+    interruptions: int = 0
+    """How many times ``interrupt`` ran (each in the middle of a transaction)."""
 
 
 class Pipeline:
@@ -80,17 +87,19 @@ class Pipeline:
         total: int,
         *,
         batch: int = 500,
-        interrupt_after: int = -1,
-        interrupt: Callable[[], None] = lambda: None,
+        interrupt_at: Sequence[int] = (),
+        interrupt: Callable[[int], object] = lambda committed: None,
         within_s: float = 180.0,
         on_progress: Callable[[int], None] = lambda committed: None,
     ) -> ConfluentRun:
         """Process until the group's committed offsets cover ``total`` input records; ``on_progress``
-        hears each new committed total."""
+        hears each new committed total. ``interrupt(committed)`` runs once per point of ``interrupt_at``,
+        in the first transaction that starts at or past it, once its records are flushed and before
+        its commit."""
         deadline = time.monotonic() + within_s
         committed = self._committed_or(0)
         on_progress(committed)
-        interrupted = False
+        points = sorted(interrupt_at)
         while committed < total:
             assert time.monotonic() < deadline, f"copied {committed} of {total} in {within_s}s: {self.run}"
             messages = [m for m in self.consumer.consume(batch, 0.5) if m.error() is None]
@@ -102,10 +111,11 @@ class Pipeline:
                     self.producer.produce(
                         self.sink, value=b"out-" + bytes(message.value()), partition=message.partition()
                     )
-                if not interrupted and interrupt_after >= 0 and committed >= interrupt_after:
-                    interrupted = self.run.interrupted = True
+                if points and committed >= points[0]:
+                    points.pop(0)
+                    self.run.interruptions += 1
                     self.producer.flush(DEADLINE_S)
-                    interrupt()
+                    interrupt(committed)
                 self._commit()
                 self.run.transactions += 1
             except KafkaException as exc:
@@ -176,14 +186,20 @@ class Pipeline:
 
 
 def main() -> None:
-    """``python -m tests.transactions.pipeline BOOTSTRAP SOURCE SINK GROUP TXN_ID PARTITIONS TOTAL``:
-    copy until the group has committed TOTAL records (the process a test SIGKILLs and restarts); see
-    :mod:`tests.transactions.pipeline_process` for what it prints."""
+    """``python -m tests.transactions.pipeline BOOTSTRAP SOURCE SINK GROUP TXN_ID PARTITIONS TOTAL
+    [HOLD_AT]``: copy until the group has committed TOTAL records (the process a test SIGKILLs and
+    restarts); see :mod:`tests.transactions.pipeline_process` for what it prints and HOLD_AT."""
     bootstrap, source, sink, group, transactional_id, partitions, total = sys.argv[1:8]
     pipeline = Pipeline(bootstrap, source, sink, group, transactional_id, int(partitions))
     pipeline.run.on_error = report_recovered
     try:
-        run = pipeline.copy(int(total), within_s=600, on_progress=report_progress)
+        run = pipeline.copy(
+            int(total),
+            within_s=600,
+            on_progress=report_progress,
+            interrupt_at=hold_points(sys.argv[8:]),
+            interrupt=hold_open_transaction,
+        )
     finally:
         pipeline.close()
     report_done(run)

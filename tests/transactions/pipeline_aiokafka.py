@@ -11,7 +11,8 @@ abort (fenced, say) is stopped and replaced by a new one with the same ``transac
 The committed total it reports is kept locally: the group's committed offsets as read at start and at
 each rewind, advanced by each commit that succeeded. Nothing else commits for the group.
 
-``python -m tests.transactions.pipeline_aiokafka BOOTSTRAP SOURCE SINK GROUP TXN_ID PARTITIONS TOTAL``;
+``python -m tests.transactions.pipeline_aiokafka BOOTSTRAP SOURCE SINK GROUP TXN_ID PARTITIONS TOTAL
+[HOLD_AT]``;
 the lines it prints are :mod:`tests.transactions.pipeline_process`'s.
 """
 
@@ -20,11 +21,19 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.errors import KafkaError
 
-from tests.transactions.pipeline_process import PipelineRun, report_done, report_progress, report_recovered
+from tests.transactions.pipeline_process import (
+    PipelineRun,
+    hold_open_transaction,
+    hold_points,
+    report_done,
+    report_progress,
+    report_recovered,
+)
 
 DEADLINE_S = 30.0
 
@@ -61,9 +70,11 @@ class AiokafkaPipeline:
         self.run.producers += 1
         return producer
 
-    async def copy(self, total: int, within_s: float) -> PipelineRun:
-        """Process until the group's committed offsets cover ``total`` input records."""
+    async def copy(self, total: int, within_s: float, hold_at: list[int]) -> PipelineRun:
+        """Process until the group's committed offsets cover ``total`` input records, holding the
+        transactions at ``hold_at`` open (:func:`hold_open_transaction`)."""
         deadline = time.monotonic() + within_s
+        points = sorted(hold_at)
         self.committed = await self._read_committed(self.partitions)
         report_progress(self._total())
         while self._total() < total:
@@ -74,7 +85,10 @@ class AiokafkaPipeline:
             if not offsets:
                 continue
             try:
-                await self._transaction(batches, offsets)
+                hold = bool(points) and self._total() >= points[0]
+                if hold:
+                    points.pop(0)
+                await self._transaction(batches, offsets, hold)
             except KafkaError as exc:
                 await self._recover(exc)
                 continue
@@ -84,7 +98,7 @@ class AiokafkaPipeline:
         return self.run
 
     async def _transaction(
-        self, batches: dict[TopicPartition, list], offsets: dict[TopicPartition, int]
+        self, batches: dict[TopicPartition, list[Any]], offsets: dict[TopicPartition, int], hold: bool
     ) -> None:
         producer = self.producer
         assert producer is not None
@@ -96,6 +110,9 @@ class AiokafkaPipeline:
                     sent.append(
                         await producer.send(self.sink, value=b"out-" + message.value, partition=tp.partition)
                     )
+            if hold:
+                await producer.flush()
+                await asyncio.to_thread(hold_open_transaction, self._total())
             await producer.send_offsets_to_transaction(offsets, self.group)
             await producer.commit_transaction()
         finally:
@@ -152,7 +169,7 @@ async def amain() -> None:
     pipeline = AiokafkaPipeline(bootstrap, source, sink, group, transactional_id, int(partitions))
     try:
         await pipeline.start()
-        run = await pipeline.copy(int(total), within_s=600)
+        run = await pipeline.copy(int(total), within_s=600, hold_at=hold_points(sys.argv[8:]))
     finally:
         await pipeline.close()
     report_done(run)

@@ -12,7 +12,7 @@ The committed total it reports is kept locally: the group's committed offsets as
 at each rewind, advanced by each commit that succeeded. Nothing else commits for the group.
 
 ``python -m tests.transactions.pipeline_kafka_python BOOTSTRAP SOURCE SINK GROUP TXN_ID PARTITIONS
-TOTAL``; the lines it prints are :mod:`tests.transactions.pipeline_process`'s.
+TOTAL [HOLD_AT]``; the lines it prints are :mod:`tests.transactions.pipeline_process`'s.
 """
 
 from __future__ import annotations
@@ -24,7 +24,14 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaError
 from kafka.structs import OffsetAndMetadata
 
-from tests.transactions.pipeline_process import PipelineRun, report_done, report_progress, report_recovered
+from tests.transactions.pipeline_process import (
+    PipelineRun,
+    hold_open_transaction,
+    hold_points,
+    report_done,
+    report_progress,
+    report_recovered,
+)
 
 DEADLINE_MS = 30_000
 
@@ -56,9 +63,11 @@ class KafkaPythonPipeline:
         self.run.producers += 1
         return producer
 
-    def copy(self, total: int, within_s: float) -> PipelineRun:
-        """Process until the group's committed offsets cover ``total`` input records."""
+    def copy(self, total: int, within_s: float, hold_at: list[int]) -> PipelineRun:
+        """Process until the group's committed offsets cover ``total`` input records, holding the
+        transactions at ``hold_at`` open (:func:`hold_open_transaction`)."""
         deadline = time.monotonic() + within_s
+        points = sorted(hold_at)
         self.committed = self._read_committed(self.partitions)
         report_progress(self._total())
         while self._total() < total:
@@ -74,6 +83,10 @@ class KafkaPythonPipeline:
                 for tp, records in batches.items():
                     for record in records:
                         self.producer.send(self.sink, value=b"out-" + record.value, partition=tp.partition)
+                if points and self._total() >= points[0]:
+                    points.pop(0)
+                    self.producer.flush(timeout=DEADLINE_MS / 1000)
+                    hold_open_transaction(self._total())
                 self.producer.send_offsets_to_transaction(
                     {tp: OffsetAndMetadata(offset, "", -1) for tp, offset in offsets.items()},
                     self.consumer.group_metadata(),
@@ -135,7 +148,7 @@ def main() -> None:
     pipeline = KafkaPythonPipeline(bootstrap, source, sink, group, transactional_id, int(partitions))
     pipeline.run.on_error = report_recovered
     try:
-        run = pipeline.copy(int(total), within_s=600)
+        run = pipeline.copy(int(total), within_s=600, hold_at=hold_points(sys.argv[8:]))
     finally:
         pipeline.close()
     report_done(run)
