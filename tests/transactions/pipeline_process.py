@@ -108,6 +108,19 @@ class PipelineProcess:
         with self._changed:
             self._changed.notify_all()
 
+    def wait_committed(self, count: int, within_s: float) -> int:
+        """Block until the pipeline reports ``count`` committed records; its total then. Fails if it
+        ends first or takes longer than ``within_s``."""
+        deadline = time.monotonic() + within_s
+        with self._changed:
+            while self.committed < count:
+                ended = self.summary is not None or not self._reader.is_alive()
+                assert not ended, f"the pipeline ended at {self.committed} < {count}: {self.failure()}"
+                left = deadline - time.monotonic()
+                assert left > 0, f"{self.committed} < {count} records committed in {within_s} s"
+                self._changed.wait(min(left, 1.0))
+            return self.committed
+
     def wait_open(self, within_s: float) -> int:
         """Block until the pipeline holds an open transaction (see the module docstring); the committed
         total before it. Fails if the pipeline ends first or takes longer than ``within_s``."""

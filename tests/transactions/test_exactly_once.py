@@ -1,12 +1,13 @@
 """Acceptance 1 of issue 17: a consume-transform-produce pipeline copies its input exactly once while
-kcoord (and, in the 100,000-record runs, the pipeline process) is SIGKILLed. Every kill lands inside an
-open transaction whose output records are already in the log, so the killed pipelines leave aborted
-records behind that read_committed readers must not see (the runs check that there were some)."""
+kcoord (and, in the 100,000-record runs, the pipeline process) is SIGKILLed. The pipeline kills land
+inside an open transaction whose output records are already in the log, so the killed pipelines leave
+aborted records behind that read_committed readers must not see (the runs check that there were some)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -67,6 +68,17 @@ def test_a_pipeline_copies_every_record_exactly_once_across_a_kcoord_sigkill(tmp
 BIG_RECORDS = 100_000
 
 
+@dataclass(frozen=True)
+class Fault:
+    share: float
+    """The share of the records committed when the fault is injected."""
+    kill: str
+    """``kcoord`` or ``pipeline``."""
+    held: bool
+    """Whether the kill lands inside an open transaction the pipeline holds (see
+    :mod:`tests.transactions.pipeline_process`), or wherever the running pipeline is."""
+
+
 class KillSchedule:
     """Runs a pipeline process (:class:`PipelineProcess`) and SIGKILLs kcoord or the pipeline inside the
     open transactions it holds at given shares of the copy; a killed pipeline is restarted with the
@@ -86,20 +98,27 @@ class KillSchedule:
         self.pipelines.append(PipelineProcess(self.module, [*args, str(self.records), holds], stderr))
         return self.pipelines[-1]
 
-    def run(self, faults: Sequence[tuple[float, str]], within_s: float = 300.0) -> str:
-        """Inject each fault inside the open transaction the pipeline holds once it has committed that
-        share of the records, then wait for the last pipeline to finish; its summary."""
-        points = [int(self.records * share) for share, _ in faults]
-        pipeline = self.start_pipeline(points)
-        for done, (_, fault) in enumerate(faults, start=1):
-            committed = pipeline.wait_open(within_s)
-            self.kills.append((fault, committed))
-            if fault == "kcoord":
+    def run(self, faults: Sequence[Fault], within_s: float = 300.0) -> str:
+        """Inject each fault once the pipeline has committed its share of the records (inside the open
+        transaction it holds there, when the fault is ``held``), then wait for the last pipeline to
+        finish; its summary."""
+        holds = [int(self.records * fault.share) for fault in faults if fault.held]
+        pipeline = self.start_pipeline(holds)
+        for fault in faults:
+            point = int(self.records * fault.share)
+            if fault.held:
+                committed = pipeline.wait_open(within_s)
+                holds.remove(point)
+            else:
+                committed = pipeline.wait_committed(point, within_s)
+            self.kills.append((fault.kill, committed))
+            if fault.kill == "kcoord":
                 self.kcoord.restart()
-                pipeline.release()
+                if fault.held:
+                    pipeline.release()
             else:
                 pipeline.kill()
-                pipeline = self.start_pipeline(points[done:])
+                pipeline = self.start_pipeline(holds)
         return pipeline.finish(within_s)
 
     def close(self) -> None:
@@ -107,7 +126,14 @@ class KillSchedule:
             pipeline.kill()
 
 
-TWO_AND_TWO = ((0.2, "kcoord"), (0.4, "pipeline"), (0.6, "kcoord"), (0.75, "pipeline"))
+TWO_AND_TWO = (
+    Fault(0.2, "kcoord", held=True),
+    Fault(0.4, "pipeline", held=True),
+    Fault(0.6, "kcoord", held=False),
+    Fault(0.75, "pipeline", held=True),
+)
+"""Three kills inside a held open transaction; the second kcoord kill lands wherever the running
+pipeline is (consuming, producing, or in EndTxn with its markers being written)."""
 
 
 def copy_exactly_once_through_kills(tmp_path: Path, module: str, records: int) -> None:
