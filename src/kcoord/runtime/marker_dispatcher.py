@@ -101,6 +101,10 @@ class MarkerDispatcher:
         """Transactions whose markers are being written."""
         return len(self._tasks)
 
+    def writing(self, transactional_id: str) -> list[asyncio.Task[None]]:
+        """The tasks writing markers of ``transactional_id``'s decisions (none when all are done)."""
+        return [task for key, task in self._tasks.items() if key.transactional_id == transactional_id]
+
     def dispatch(self, markers: Iterable[TxnMarker]) -> None:
         """Start writing ``markers`` (their decisions are durable); a transaction already under way is
         left to its own task."""
