@@ -7,8 +7,10 @@
 
 Sent by the node that coordinates a transactional id to the node holding a data partition of the
 transaction (in a cluster), never by clients. Each marker is written to each of its partitions by
-:class:`kcoord.cluster.transaction_markers.DataMarkerWriter` (durable before the answer), which
-answers per partition as its docstring says. Markers of one request are written one after another,
+:class:`kcoord.cluster.marker_routing.LocalMarkerWriter`: a data partition's by the
+``DataMarkerWriter`` (durable before the answer), a ``__consumer_offsets`` partition's by the group
+coordinator (its pending transactional offsets committed or dropped), each answering per partition
+as its docstring says. Markers of one request are written one after another,
 in request order, as Kafka's ``handleWriteTxnMarkersRequest`` appends them.
 
 Authorization: Cluster CLUSTER_ACTION, as Kafka: without it every partition is answered
@@ -21,7 +23,7 @@ import functools
 from typing import Any
 
 from kcoord.apis.access import Op, may_cluster
-from kcoord.cluster.transaction_markers import DataMarkerWriter
+from kcoord.cluster.marker_routing import MarkerWriter
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
 from kcoord.protocol.registry import ApiSpec
@@ -53,13 +55,13 @@ def write_txn_markers_error(request: Any, code: ErrorCode) -> dict[str, Any]:
     }
 
 
-def api(writer: DataMarkerWriter, *, authorizer: Authorizer) -> ApiSpec:
+def api(writer: MarkerWriter, *, authorizer: Authorizer) -> ApiSpec:
     handler = functools.partial(handle_write_txn_markers, writer=writer, authorizer=authorizer)
     return ApiSpec(ApiKey.WRITE_TXN_MARKERS, "WriteTxnMarkers", 1, 2, handler, write_txn_markers_error)
 
 
 async def handle_write_txn_markers(
-    ctx: RequestContext, request: Any, *, writer: DataMarkerWriter, authorizer: Authorizer
+    ctx: RequestContext, request: Any, *, writer: MarkerWriter, authorizer: Authorizer
 ) -> dict[str, Any]:
     if not may_cluster(ctx, authorizer, Op.CLUSTER_ACTION):
         return write_txn_markers_error(request, ErrorCode.cluster_authorization_failed)
