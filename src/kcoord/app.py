@@ -334,6 +334,7 @@ class App:
             ),
             data_markers=self.routed_markers,
             transaction_observer=self.transaction_metrics,
+            coordinator_epoch=self._coordinator_epoch,
             num_partitions=s["transaction.state.log.num.partitions"],
             append_timeout_ms=s["offsets.commit.timeout.ms"],
             owned_only=self.cluster.enabled,
@@ -343,6 +344,11 @@ class App:
         self.transaction_verifier: TransactionVerifier = self._given_verifier or self.transactions
         """What lets a transactional Produce in (contract C): the transaction coordinator, unless a test
         hands in its own."""
+
+    def _coordinator_epoch(self, topic: str, partition: int) -> int:
+        """The epoch this node coordinates ``topic``-``partition`` under: the leader epoch it holds the
+        partition with (0 alone, or when it no longer holds it: its markers stop anyway)."""
+        return 0 if self.membership is None else self.membership.owned().get((topic, partition), 0)
 
     def _marker_owner(self, topic: str, partition: int) -> tuple[str, int] | None:
         """Where a transaction marker for ``topic``-``partition`` goes: None for this node."""

@@ -3,14 +3,17 @@ consume-transform-produce pipeline's transactional id, in a three-node cluster o
 the default lease (6 s, renewed every second).
 
 The node dies in the middle of a transaction (its records sent, its offsets and commit not yet
-asked). The pipeline's group is coordinated by another node, so every transaction's offsets marker
-goes to a ``__consumer_offsets`` partition of another node (WriteTxnMarkers), before the kill and
-after. A survivor claims the id's ``__transaction_state`` partition once the lease has run out and
-loads it; the producer finds it (FindCoordinator, key type 1) when its own retry to the dead node
-fails, which librdkafka spaces by its reconnect backoff (``reconnect.backoff.max.ms``, 10 s by
-default), and the pipeline commits again. A read_committed reader of the output sees every input
-record exactly once. Two figures are printed: kill to the survivor answering for the id (kcoord's
-part) and kill to the pipeline's next commit (with the client's part).
+asked). The pipeline's group is coordinated by node 2, so the offsets marker of each transaction
+goes to another node's ``__consumer_offsets`` partition (WriteTxnMarkers) before the kill, and
+after it too when the id moves to node 3. A survivor claims the id's ``__transaction_state``
+partition once the lease has run out and loads it; the producer finds it (FindCoordinator, key
+type 1) when its own retry to the dead node fails, which librdkafka spaces by its reconnect
+backoff (``reconnect.backoff.max.ms``, 10 s by default), and the pipeline commits again. A
+read_committed reader of the output sees every input record exactly once, and the markers the new
+coordinator wrote (the last on each partition the later transactions wrote to) carry its
+coordinator epoch: the leader epoch it claimed the state partition with, above the dead node's.
+Two figures are printed: kill to a survivor answering for the id (kcoord's part) and kill to the
+pipeline's next commit (with the client's part).
 """
 
 from __future__ import annotations
@@ -22,9 +25,17 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
+from kcoord.coordinator.partitioner import partition_for
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
-from tests.support.cluster_nodes import call, create_topic, group_on, start_nodes, wait_converged
+from tests.support.cluster_nodes import (
+    TRANSACTION_STATE_PARTITIONS,
+    call,
+    create_topic,
+    group_on,
+    start_nodes,
+    wait_converged,
+)
 from tests.support.postgres import PostgresCluster
 from tests.support.server import KcoordProcess
 from tests.transactions.clients import DEADLINE_S, describe, read_all
@@ -75,6 +86,34 @@ def answering_node(survivors: list[KcoordProcess], transactional_id: str) -> int
         return None
 
 
+def state_partition_epoch(postgres: PostgresCluster, database: str, transactional_id: str) -> int:
+    """The owner epoch of the id's ``__transaction_state`` partition, as the database records it."""
+    partition = partition_for(transactional_id, TRANSACTION_STATE_PARTITIONS)
+    return int(
+        postgres.sql(
+            database,
+            "SELECT owner_epoch FROM log_partitions"
+            f" WHERE topic = '__transaction_state' AND partition_id = {partition}",
+        ).strip()
+    )
+
+
+def marker_coordinator_epochs(survivors: list[KcoordProcess], topic: str, partitions: int) -> list[int]:
+    """Per partition of ``topic``, the highest coordinator epoch of its producers' last markers
+    (DescribeProducers, answered by whichever survivor leads the partition)."""
+    epochs = []
+    for partition in range(partitions):
+        body = {"topics": [{"name": topic, "partition_indexes": [partition]}]}
+        for node in survivors:
+            (answer,) = call(node, ApiKey.DESCRIBE_PRODUCERS, 0, body).topics[0].partitions
+            if answer.error_code == ErrorCode.none:
+                epochs.append(max(p.coordinator_epoch for p in answer.active_producers))
+                break
+        else:
+            raise AssertionError(f"no survivor leads {topic}-{partition}")
+    return epochs
+
+
 def fill_source(bootstrap: str) -> list[bytes]:
     values = [b"r%06d" % i for i in range(RECORDS)]
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "acks": "all"})
@@ -103,6 +142,7 @@ def test_the_pipeline_goes_on_exactly_once_after_its_transaction_coordinator_is_
     transactional_id = coordinated_by(nodes[1], 1, "eos-pipeline")
     group = group_on(2, nodes, "eos-group")
     pipeline = TimedPipeline(bootstrap, SOURCE, SINK, group, transactional_id, PARTITIONS)
+    old_epoch = state_partition_epoch(postgres_cluster, database, transactional_id)
     killed: list[float] = []
     taken_over: list[tuple[float, int]] = []
 
@@ -140,5 +180,9 @@ def test_the_pipeline_goes_on_exactly_once_after_its_transaction_coordinator_is_
     )
     assert new_coordinator in (2, 3)
     assert sorted(copied) == sorted(b"out-" + v for v in values), run
+    new_epoch = state_partition_epoch(postgres_cluster, database, transactional_id)
+    assert new_epoch > old_epoch
+    epochs = marker_coordinator_epochs(nodes[1:], SINK, PARTITIONS)
+    assert new_epoch in epochs and set(epochs) <= {old_epoch, new_epoch}, epochs
     assert takeover_s < TAKEOVER_BOUND_S, run
     assert resumed_s < TAKEOVER_BOUND_S + CLIENT_BACKOFF_S, run
