@@ -3,23 +3,27 @@ consume-transform-produce pipeline's transactional id, in a three-node cluster o
 the default lease (6 s, renewed every second).
 
 The node dies in the middle of a transaction (its records sent, its offsets and commit not yet
-asked). The pipeline's group is coordinated by node 2, so the offsets marker of each transaction
-goes to another node's ``__consumer_offsets`` partition (WriteTxnMarkers) before the kill, and
-after it too when the id moves to node 3. A survivor claims the id's ``__transaction_state``
-partition once the lease has run out and loads it; the producer finds it (FindCoordinator, key
-type 1) when its own retry to the dead node fails, which librdkafka spaces by its reconnect
-backoff (``reconnect.backoff.max.ms``, 10 s by default), and the pipeline commits again. A
-read_committed reader of the output sees every input record exactly once, and the markers the new
-coordinator wrote (the last on each partition the later transactions wrote to) carry its
-coordinator epoch: the leader epoch it claimed the state partition with, above the dead node's.
-Two figures are printed: kill to a survivor answering for the id (kcoord's part) and kill to the
-pipeline's next commit (with the client's part).
+asked), or 0-100 ms into a commit (AddOffsetsToTxn, EndTxn or the markers in flight: a decision
+found at load is completed by the survivor, and a retried EndTxn answered as Kafka does). The
+pipeline's group is coordinated by node 2, so the offsets marker of each transaction goes to
+another node's ``__consumer_offsets`` partition (WriteTxnMarkers) before the kill, and after it
+too when the id moves to node 3. A survivor claims the id's ``__transaction_state`` partition once
+the lease has run out and loads it; the producer finds it (FindCoordinator, key type 1) when its
+own retry to the dead node fails, which librdkafka spaces by its reconnect backoff
+(``reconnect.backoff.max.ms``, 10 s by default), and the pipeline commits again. A read_committed
+reader of the output sees every input record exactly once, and the markers the new coordinator
+wrote (the last on each partition the later transactions wrote to) carry its coordinator epoch:
+the leader epoch it claimed the state partition with, above the dead node's. Two figures are
+printed: kill to a survivor answering for the id (kcoord's part) and kill to the commit of the
+first transaction asked after it (with the client's part).
 """
 
 from __future__ import annotations
 
+import random
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -45,6 +49,8 @@ pytestmark = pytest.mark.clients
 
 SOURCE, SINK, PARTITIONS = "eos-in", "eos-out", 3
 RECORDS = 6_000
+KILL_AT_TRANSACTION = 4
+"""About a third of the way (transactions of up to 500 records)."""
 LEASE_S = 6.0
 TAKEOVER_BOUND_S = LEASE_S + 3.0
 """The lease (counted from the dead node's last renewal), the survivor's next renewal, its load."""
@@ -54,13 +60,22 @@ dead coordinator again, fails and asks FindCoordinator (nothing the broker side 
 
 
 class TimedPipeline(Pipeline):
-    """The pipeline, noting when each transaction committed (monotonic seconds)."""
+    """The pipeline, noting when each transaction's commit was asked and when it committed
+    (monotonic seconds); with ``kill_in_commit`` set, that is called once, from a timer 0-100 ms
+    into the commit of transaction ``KILL_AT_TRANSACTION`` (so it lands in
+    ``send_offsets_to_transaction`` or ``commit_transaction``)."""
 
-    commits: list[float]
+    commits: list[tuple[float, float]]
+    kill_in_commit: Callable[[], None] | None = None
 
     def _commit(self) -> None:
+        asked = time.monotonic()
+        if self.kill_in_commit is not None and self.run.transactions >= KILL_AT_TRANSACTION:
+            threading.Timer(random.uniform(0, 0.1), self.kill_in_commit).start()
+            self.kill_in_commit = None
+            self.run.interrupted = True
         super()._commit()
-        self.commits = [*getattr(self, "commits", []), time.monotonic()]
+        self.commits = [*getattr(self, "commits", []), (asked, time.monotonic())]
 
 
 def coordinated_by(node: KcoordProcess, node_id: int, prefix: str) -> str:
@@ -126,12 +141,14 @@ def fill_source(bootstrap: str) -> list[bytes]:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("moment", ["before_the_commit", "during_the_commit"])
 def test_the_pipeline_goes_on_exactly_once_after_its_transaction_coordinator_is_killed(
-    kcoord_factory: type[KcoordProcess], tmp_path: Path, postgres_cluster: PostgresCluster
+    kcoord_factory: type[KcoordProcess], tmp_path: Path, postgres_cluster: PostgresCluster, moment: str
 ) -> None:
-    """SIGKILL of the transactional id's coordinator mid-transaction: a survivor answers for the id
-    within the lease + 3 s, the pipeline commits again within that + the client's reconnect backoff,
-    and the output holds every input record exactly once."""
+    """SIGKILL of the transactional id's coordinator in a transaction (its records sent) or in its
+    commit: a survivor answers for the id within the lease + 3 s, a transaction asked after the kill
+    commits within that + the client's reconnect backoff, and the output holds every input record
+    exactly once."""
     database = postgres_cluster.create_database()
     nodes = start_nodes(kcoord_factory, tmp_path, database, 3)
     wait_converged(nodes, postgres_cluster, database)
@@ -162,20 +179,24 @@ def test_the_pipeline_goes_on_exactly_once_after_its_transaction_coordinator_is_
         killed.append(time.monotonic())
         watcher.start()
 
+    interrupt_after = RECORDS // 3 if moment == "before_the_commit" else -1
+    if moment == "during_the_commit":
+        pipeline.kill_in_commit = kill_the_coordinator
     try:
         run = pipeline.copy(
-            RECORDS, interrupt_after=RECORDS // 3, interrupt=kill_the_coordinator, within_s=120
+            RECORDS, interrupt_after=interrupt_after, interrupt=kill_the_coordinator, within_s=120
         )
     finally:
         pipeline.close()
-    watcher.join(60)
+    if killed:
+        watcher.join(60)
     assert run.interrupted and killed, "the coordinator was never killed"
     assert taken_over, "no survivor answered for the transactional id"
     takeover_s, new_coordinator = taken_over[0][0] - killed[0], taken_over[0][1]
-    resumed_s = min(at for at in pipeline.commits if at > killed[0]) - killed[0]
+    resumed_s = min(done for asked, done in pipeline.commits if asked > killed[0]) - killed[0]
     copied = read_all(",".join(node.bootstrap for node in nodes[1:]), SINK, PARTITIONS)
     print(
-        f"transaction coordinator SIGKILL: node {new_coordinator} answers for the id after "
+        f"transaction coordinator SIGKILL {moment}: node {new_coordinator} answers for the id after "
         f"{takeover_s:.2f}s, the pipeline commits again after {resumed_s:.2f}s (lease {LEASE_S}s); {run}"
     )
     assert new_coordinator in (2, 3)
