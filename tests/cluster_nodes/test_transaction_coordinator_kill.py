@@ -61,19 +61,24 @@ dead coordinator again, fails and asks FindCoordinator (nothing the broker side 
 
 class TimedPipeline(Pipeline):
     """The pipeline, noting when each transaction's commit was asked and when it committed
-    (monotonic seconds); with ``kill_in_commit`` set, that is called once, from a timer 0-100 ms
-    into the commit of transaction ``KILL_AT_TRANSACTION`` (so it lands in
+    (monotonic seconds). With ``kill`` set, transaction ``KILL_AT_TRANSACTION`` calls it once:
+    ``before_the_commit``, once its records are flushed and before its offsets and commit are
+    asked; ``during_the_commit``, from a timer 0-100 ms into them (so it lands in
     ``send_offsets_to_transaction`` or ``commit_transaction``)."""
 
     commits: list[tuple[float, float]]
-    kill_in_commit: Callable[[], None] | None = None
+    kill: Callable[[], None] | None = None
+    moment = "before_the_commit"
 
     def _commit(self) -> None:
+        if self.kill is not None and self.run.transactions >= KILL_AT_TRANSACTION:
+            kill, self.kill = self.kill, None
+            if self.moment == "before_the_commit":
+                self.producer.flush(DEADLINE_S)
+                kill()
+            else:
+                threading.Timer(random.uniform(0, 0.1), kill).start()
         asked = time.monotonic()
-        if self.kill_in_commit is not None and self.run.transactions >= KILL_AT_TRANSACTION:
-            threading.Timer(random.uniform(0, 0.1), self.kill_in_commit).start()
-            self.kill_in_commit = None
-            self.run.interrupted = True
         super()._commit()
         self.commits = [*getattr(self, "commits", []), (asked, time.monotonic())]
 
@@ -179,18 +184,14 @@ def test_the_pipeline_goes_on_exactly_once_after_its_transaction_coordinator_is_
         killed.append(time.monotonic())
         watcher.start()
 
-    interrupt_after = RECORDS // 3 if moment == "before_the_commit" else -1
-    if moment == "during_the_commit":
-        pipeline.kill_in_commit = kill_the_coordinator
+    pipeline.kill, pipeline.moment = kill_the_coordinator, moment
     try:
-        run = pipeline.copy(
-            RECORDS, interrupt_after=interrupt_after, interrupt=kill_the_coordinator, within_s=120
-        )
+        run = pipeline.copy(RECORDS, within_s=120)
     finally:
         pipeline.close()
     if killed:
         watcher.join(60)
-    assert run.interrupted and killed, "the coordinator was never killed"
+    assert killed, "the coordinator was never killed"
     assert taken_over, "no survivor answered for the transactional id"
     takeover_s, new_coordinator = taken_over[0][0] - killed[0], taken_over[0][1]
     resumed_s = min(done for asked, done in pipeline.commits if asked > killed[0]) - killed[0]
