@@ -211,18 +211,24 @@ class TransactionCoordinator(CoordinatorService):
         data_markers: DataMarkerTarget | None = None,
         offsets_markers: OffsetsMarkerTarget | None = None,
         transaction_observer: TransactionObserver | None = None,
+        coordinator_epoch: Callable[[str, int], int] | None = None,
         **options: Any,
     ) -> None:
-        """``options``: :class:`CoordinatorService`'s (``num_partitions``, ``append_timeout_ms``,
+        """``coordinator_epoch``: ``(topic, partition) -> epoch`` this node coordinates a
+        ``__transaction_state`` partition under (in a cluster its leader epoch, as Kafka's), which
+        its markers carry so a data partition refuses those of an older coordinator; 0 without.
+        ``options``: :class:`CoordinatorService`'s (``num_partitions``, ``append_timeout_ms``,
         ``observer``, ``owned_only``, ``serving``)."""
         self.config = config
         self._allocator = allocator
+        epoch_of = coordinator_epoch or (lambda topic, partition: 0)
         self._txn_observer: TransactionObserver = transaction_observer or _NoObserver()
         self.markers = MarkerDispatcher(
             data_markers,
             offsets_markers,
             self._markers_written,
             still_coordinating=lambda transactional_id: self.loaded_runner(transactional_id) is not None,
+            coordinator_epoch=lambda transactional_id: epoch_of(*self.placement(transactional_id)),
         )
         self._release = _MarkerRelease(self.markers.dispatch)
         self._completions: dict[str, asyncio.Future[None]] = {}
