@@ -39,16 +39,8 @@ class EpochRecorder:
         self.answer = answer
         self.epochs: list[tuple[str, int, int]] = []
 
-    async def write_marker(
-        self,
-        topic: str,
-        partition: int,
-        producer_id: int,
-        producer_epoch: int,
-        committed: bool,
-        coordinator_epoch: int,
-    ) -> ErrorCode:
-        self.epochs.append((topic, partition, coordinator_epoch))
+    async def write_marker(self, marker: TxnMarker, coordinator_epoch: int) -> ErrorCode:
+        self.epochs.append((marker.partition.topic, marker.partition.partition, coordinator_epoch))
         return self.answer
 
 

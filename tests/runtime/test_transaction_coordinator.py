@@ -328,11 +328,9 @@ class GatedMarkers(RecordingMarkers):
         super().__init__()
         self.gate = asyncio.Event()
 
-    async def write_marker(
-        self, topic: str, partition: int, producer_id: int, producer_epoch: int, committed: bool, epoch: int
-    ) -> ErrorCode:
+    async def write_marker(self, marker: TxnMarker, epoch: int) -> ErrorCode:
         await self.gate.wait()
-        return await super().write_marker(topic, partition, producer_id, producer_epoch, committed, epoch)
+        return await super().write_marker(marker, epoch)
 
 
 async def test_an_add_during_the_previous_completion_waits_for_it_instead_of_concurrent_transactions() -> (
