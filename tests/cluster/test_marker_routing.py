@@ -1,11 +1,12 @@
 """Where a node writes a transaction marker for a partition it holds: a data partition's to the
 data writer, a ``__consumer_offsets`` partition's to the group coordinator (its pending offsets),
-with the group coordinator's NOT_COORDINATOR answered as Kafka's broker answers a partition it does
-not lead."""
+with the group coordinator's "not here (yet)" answers answered as Kafka's broker answers a partition
+it does not lead."""
 
 from __future__ import annotations
 
 from kcoord.cluster.marker_routing import LocalMarkerWriter, RoutingMarkerWriter
+from kcoord.coordinator.transactions import TopicPartition, TxnMarker
 from kcoord.protocol.errors import ErrorCode
 
 OFFSETS = "__consumer_offsets"
@@ -54,14 +55,18 @@ async def test_a_data_partition_marker_goes_to_the_data_writer_and_an_offsets_on
 
 
 async def test_an_offsets_partition_this_node_does_not_hold_answers_not_leader() -> None:
-    """The group coordinator's NOT_COORDINATOR becomes NOT_LEADER_OR_FOLLOWER (the sender retries at
-    the new owner); its other answers pass through."""
-    writer = LocalMarkerWriter(RecordingDataWriter(), GroupLog(ErrorCode.not_coordinator), OFFSETS)
-    assert await writer.write_marker(OFFSETS, 0, 7, 1, True, 0) == ErrorCode.not_leader_or_follower
-    loading = LocalMarkerWriter(
-        RecordingDataWriter(), GroupLog(ErrorCode.coordinator_load_in_progress), OFFSETS
-    )
-    assert await loading.write_marker(OFFSETS, 0, 7, 1, True, 0) == ErrorCode.coordinator_load_in_progress
+    """The group coordinator's NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS and
+    COORDINATOR_NOT_AVAILABLE become NOT_LEADER_OR_FOLLOWER (the sender retries, at the new owner
+    if it moved); its other answers pass through."""
+    for not_here in (
+        ErrorCode.not_coordinator,
+        ErrorCode.coordinator_load_in_progress,
+        ErrorCode.coordinator_not_available,
+    ):
+        writer = LocalMarkerWriter(RecordingDataWriter(), GroupLog(not_here), OFFSETS)
+        assert await writer.write_marker(OFFSETS, 0, 7, 1, True, 0) == ErrorCode.not_leader_or_follower
+    fenced = LocalMarkerWriter(RecordingDataWriter(), GroupLog(ErrorCode.invalid_producer_epoch), OFFSETS)
+    assert await fenced.write_marker(OFFSETS, 0, 7, 1, True, 0) == ErrorCode.invalid_producer_epoch
 
 
 async def test_the_router_writes_a_partition_without_another_owner_locally() -> None:
@@ -69,6 +74,7 @@ async def test_the_router_writes_a_partition_without_another_owner_locally() -> 
     (a single node, or a partition this node holds)."""
     group = GroupLog()
     router = RoutingMarkerWriter(LocalMarkerWriter(RecordingDataWriter(), group, OFFSETS), lambda t, p: None)
-    assert await router.write_marker(OFFSETS, 3, 9, 0, True, 2) == ErrorCode.none
+    marker = TxnMarker(TopicPartition(OFFSETS, 3), 9, 0, committed=True, transactional_id="t")
+    assert await router.write_marker(marker, 2) == ErrorCode.none
     assert group.written == [(3, 9, 0, True, 2)]
     router.close()
