@@ -1,5 +1,5 @@
-"""``kcoord serve``'s collector tuning: the young generation waits for 10,000 net allocations, the survivors of
-the older generations are frozen, and the whole heap is walked now and then."""
+"""``kcoord serve``'s collector tuning: the young generation waits for 10,000 net allocations, the
+survivors of the older generations are frozen, and the whole heap is walked now and then."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from kcoord.cli.gc_tuning import SERVING_THRESHOLDS
 
 
 def test_tuning_for_serving_raises_the_young_threshold_in_that_process() -> None:
-    """In a fresh interpreter (the setting is process-wide) the call replaces CPython's 700 by 10,000."""
+    """In a fresh interpreter (the setting is process-wide) the call replaces CPython's 700 by 10,000 and
+    its middle-generation 10 by 3."""
     code = (
         "import gc; before = gc.get_threshold(); "
         "from kcoord.cli.gc_tuning import tune_for_serving; tune_for_serving(); "
@@ -22,7 +23,7 @@ def test_tuning_for_serving_raises_the_young_threshold_in_that_process() -> None
     )
     before, after = ast.literal_eval(done.stdout.strip())
     assert before == (700, 10, 10)
-    assert after == SERVING_THRESHOLDS == (10_000, 10, 10)
+    assert after == SERVING_THRESHOLDS == (10_000, 3, 10)
 
 
 def _run(code: str) -> tuple[object, ...]:
@@ -43,7 +44,8 @@ def test_middle_generation_survivors_are_frozen_so_a_full_collection_walks_only_
         "keep = [[i] for i in range(1000)]; gc.collect(1); "
         "frozen, old = gc.get_freeze_count(), len(gc.get_objects(2)); "
         "newer = [[i] for i in range(10)]; seen = []; "
-        "gc.callbacks.insert(0, lambda phase, info: phase == 'start' and seen.append(len(gc.get_objects()))); "
+        "gc.callbacks.insert(0, lambda phase, info: phase == 'start' and seen.append(len(gc.get_objects())));"
+        " "
         "gc.collect(); print(repr((frozen, old, seen[0])))"
     )
     assert isinstance(frozen, int) and frozen >= 1000
