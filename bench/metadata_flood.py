@@ -17,7 +17,8 @@ flood and how many stalls passed 50 ms, and the same for the "busy" part of each
 server spent on a CPU, ``kcoord_event_loop_busy_lag_seconds``): what the server's own work held up,
 not the time a loaded machine did not schedule it, so less sensitive to the rest of a shared machine
 than the bystander's percentiles. Also the server's garbage-collection pauses
-(``kcoord_gc_pause_seconds``): the longest during the flood and how many passed 50 ms. This process's
+(``kcoord_gc_pause_seconds``): the longest during the flood, how many passed 50 ms, and the longest
+busy part of one (its CPU time, as for the loop's stalls). This process's
 own collector is off during the flood (:func:`_collector_off`), so that its pauses do not count as
 the server's.
 """
@@ -103,14 +104,16 @@ LAG_FAMILIES = {"loop stall": "kcoord_event_loop_lag", "busy stall": "kcoord_eve
 """Figure name -> metric prefix: every lateness, and the part the server spent on a CPU."""
 GC_FIGURE = "gc pause"
 """The garbage collector's pauses (``kcoord_gc_pause_seconds``), reported as the stalls are."""
+GC_BUSY_FIGURE = "gc busy pause"
+"""The longest part of a collection's pause spent on a CPU (``kcoord_gc_pause_busy_max_seconds``)."""
 
 
 def _loop_lag(metrics: str) -> dict[str, LoopLag]:
-    """The loop-lag figures, and as ``GC_FIGURE`` the collector's pauses (every generation summed,
-    the longest of any) from ``kcoord_gc_pause_seconds``."""
+    """The loop-lag figures, as ``GC_FIGURE`` the collector's pauses (every generation summed, the
+    longest of any) from ``kcoord_gc_pause_seconds``, and as ``GC_BUSY_FIGURE`` the longest busy one."""
     with urllib.request.urlopen(f"http://{metrics}/metrics", timeout=30) as response:
         text = response.read().decode()
-    found = {figure: LoopLag(0.0, {}) for figure in (*LAG_FAMILIES, GC_FIGURE)}
+    found = {figure: LoopLag(0.0, {}) for figure in (*LAG_FAMILIES, GC_FIGURE, GC_BUSY_FIGURE)}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             for figure, prefix in LAG_FAMILIES.items():
@@ -118,6 +121,9 @@ def _loop_lag(metrics: str) -> dict[str, LoopLag]:
                     found[figure] = found[figure]._replace(longest_s=sample.value)
                 elif sample.name == f"{prefix}_seconds_bucket":
                     found[figure].buckets[float(sample.labels["le"])] = sample.value
+            if sample.name == "kcoord_gc_pause_busy_max_seconds":
+                busy = found[GC_BUSY_FIGURE]
+                found[GC_BUSY_FIGURE] = busy._replace(longest_s=max(busy.longest_s, sample.value))
             gc_pauses = found[GC_FIGURE]
             if sample.name == "kcoord_gc_pause_max_seconds":
                 found[GC_FIGURE] = gc_pauses._replace(longest_s=max(gc_pauses.longest_s, sample.value))
@@ -174,6 +180,7 @@ async def _one_run(server: BenchServer, options: argparse.Namespace) -> dict[str
         longest_ms, over_50ms = _stall_figures(before[figure], after[figure])
         stalls[f"{figure} max"] = longest_ms
         stalls[f"{figure}s > 50 ms"] = over_50ms
+    stalls[f"{GC_BUSY_FIGURE} max"] = _stall_figures(before[GC_BUSY_FIGURE], after[GC_BUSY_FIGURE])[0]
     print(f"  {created:,} topics in {seconds:.1f} s, {len(latencies):,} bystander heartbeats", flush=True)
     return {
         "topics created": created,

@@ -21,7 +21,8 @@ def _gc_samples(metrics: KcoordMetrics) -> dict[tuple[str, str, str | None], flo
 
 def test_each_collection_is_timed_under_its_generation_and_exported() -> None:
     """Two full collections and one of the middle generation while the probe runs: counted under
-    generations 2 and 1, with their summed and longest pauses, as histograms and gauges."""
+    generations 2 and 1, with their summed and longest pauses (wall-clock, and the busy part no longer),
+    as histograms and gauges."""
     metrics = KcoordMetrics()
     probe = metrics.gc_pauses
     probe.start()
@@ -42,6 +43,8 @@ def test_each_collection_is_timed_under_its_generation_and_exported() -> None:
     )
     longest = samples[("kcoord_gc_pause_max_seconds", "2", None)]
     assert longest == probe.longest_s[2] > 0
+    busy = samples[("kcoord_gc_pause_busy_max_seconds", "2", None)]
+    assert busy == probe.longest_busy_s[2] <= longest
     assert samples[("kcoord_gc_pause_seconds_sum", "2", None)] >= longest
 
 
