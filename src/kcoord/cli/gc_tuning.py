@@ -18,10 +18,11 @@ longer walks) was not enough where the heap grows fast: a Metadata request namin
 topics (``bench/run.py metadata_flood``) builds about 1.1 million tracked objects (the catalogue's
 topics, their logs and configs), and CPython 3.11 holds a full collection back until a quarter of
 the old generation is new, so each full pass walked the hundreds of thousands of objects that had
-reached the old generation since the last: 4-5 pauses of 75-210 ms per flood, each a stall of
-every connection. So the survivors of every middle-generation collection are frozen too: an object
-that lived through ten young collections is kept as long as the catalogue or the group it belongs
-to, and the old generation stays empty. Every collection then walks at most the young and middle
+reached the old generation since the last: five pauses of 50-136 ms of CPU per flood (measured with
+a ``gc.callbacks`` timer), each a stall of every connection. So the survivors of every
+middle-generation collection are frozen too: an object that lived through a middle-generation pass
+is most likely kept as long as the catalogue or the group it belongs to, and the old generation
+stays empty. Every collection then walks at most the young and middle
 generations, which the thresholds bound whatever the size of the heap: the middle generation holds
 the survivors of at most three young collections (CPython's ten let it reach 33-44 ms of CPU per
 pass in the flood: each young collection there keeps most of a round's new topics).
@@ -31,8 +32,8 @@ outlive its use. So the whole heap is walked now and then: a full collection unf
 :data:`WHOLE_HEAP_EVERY` full collections and :data:`WHOLE_HEAP_INTERVAL_S` seconds have passed
 since the last whole-heap walk (the first such walk after the start included). The count keeps
 a quiet node (few collections) from walking a large heap for nothing; the interval keeps a node
-creating objects fast (a flood of new topics, tens of full collections a minute) from paying a
-walk of its whole heap (about 100 ms per million objects) more than once per interval. What a
+whose heap grows fast (a flood of new topics) from paying a walk of its whole heap (roughly 0.3 s
+of CPU per million objects on the 2-core test box) more than once per interval. What a
 cycle of frozen objects holds is the most that waits for that walk (a test churns topics and
 groups under this tuning and sees the memory come back).
 """
