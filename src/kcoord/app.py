@@ -601,6 +601,7 @@ class App:
         advertised = self.node.advertised
         metrics_bound = await self.http.start()
         self.metrics.loop_lag.start()
+        self.metrics.gc_pauses.start()
         log.info(
             "kcoord.started",
             listen=f"{bound[0]}:{bound[1]}",
@@ -778,6 +779,7 @@ class App:
         await self.store.close()
         await self.http.stop()
         self.metrics.loop_lag.stop()
+        self.metrics.gc_pauses.stop()
         self.credentials.close()
         self.data_lock.release()
         log.info("kcoord.stopped")
