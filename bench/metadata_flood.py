@@ -16,18 +16,24 @@ heartbeat p50/p99/max, the server's peak RSS, and from the server's own loop-lag
 flood and how many stalls passed 50 ms, and the same for the "busy" part of each stall (the part the
 server spent on a CPU, ``kcoord_event_loop_busy_lag_seconds``): what the server's own work held up,
 not the time a loaded machine did not schedule it, so less sensitive to the rest of a shared machine
-than the bystander's percentiles.
+than the bystander's percentiles. Also the server's garbage-collection pauses
+(``kcoord_gc_pause_seconds``): the longest during the flood, how many passed 50 ms, and the longest
+busy part of one (its CPU time, as for the loop's stalls). This process's
+own collector is off during the flood (:func:`_collector_off`), so that its pauses do not count as
+the server's.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import resource
 import sys
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
@@ -96,12 +102,18 @@ class LoopLag(NamedTuple):
 
 LAG_FAMILIES = {"loop stall": "kcoord_event_loop_lag", "busy stall": "kcoord_event_loop_busy_lag"}
 """Figure name -> metric prefix: every lateness, and the part the server spent on a CPU."""
+GC_FIGURE = "gc pause"
+"""The garbage collector's pauses (``kcoord_gc_pause_seconds``), reported as the stalls are."""
+GC_BUSY_FIGURE = "gc busy pause"
+"""The longest part of a collection's pause spent on a CPU (``kcoord_gc_pause_busy_max_seconds``)."""
 
 
 def _loop_lag(metrics: str) -> dict[str, LoopLag]:
+    """The loop-lag figures, as ``GC_FIGURE`` the collector's pauses (every generation summed, the
+    longest of any) from ``kcoord_gc_pause_seconds``, and as ``GC_BUSY_FIGURE`` the longest busy one."""
     with urllib.request.urlopen(f"http://{metrics}/metrics", timeout=30) as response:
         text = response.read().decode()
-    found = {figure: LoopLag(0.0, {}) for figure in LAG_FAMILIES}
+    found = {figure: LoopLag(0.0, {}) for figure in (*LAG_FAMILIES, GC_FIGURE, GC_BUSY_FIGURE)}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             for figure, prefix in LAG_FAMILIES.items():
@@ -109,6 +121,15 @@ def _loop_lag(metrics: str) -> dict[str, LoopLag]:
                     found[figure] = found[figure]._replace(longest_s=sample.value)
                 elif sample.name == f"{prefix}_seconds_bucket":
                     found[figure].buckets[float(sample.labels["le"])] = sample.value
+            if sample.name == "kcoord_gc_pause_busy_max_seconds":
+                busy = found[GC_BUSY_FIGURE]
+                found[GC_BUSY_FIGURE] = busy._replace(longest_s=max(busy.longest_s, sample.value))
+            gc_pauses = found[GC_FIGURE]
+            if sample.name == "kcoord_gc_pause_max_seconds":
+                found[GC_FIGURE] = gc_pauses._replace(longest_s=max(gc_pauses.longest_s, sample.value))
+            elif sample.name == "kcoord_gc_pause_seconds_bucket":
+                bound = float(sample.labels["le"])
+                gc_pauses.buckets[bound] = gc_pauses.buckets.get(bound, 0.0) + sample.value
     return found
 
 
@@ -124,21 +145,42 @@ def _stall_figures(before: LoopLag, after: LoopLag) -> tuple[float, float]:
     return reached * 1000, over_50ms
 
 
+@contextmanager
+def _collector_off() -> Iterator[None]:
+    """This process's garbage collector off (and what it holds frozen) while the flood runs.
+
+    The bystander heartbeats from a thread of this process, and a collection here stops it as a
+    server stall would: decoding the 1,000-topic answers set off full collections of this process's
+    heap, 9 of them of 100-280 ms in one flood (``gc.callbacks`` timer), counted as the server's
+    heartbeat latency. What the flood allocates here is freed by reference counting.
+    """
+    gc.collect()
+    gc.freeze()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+        gc.unfreeze()
+
+
 async def _one_run(server: BenchServer, options: argparse.Namespace) -> dict[str, float]:
     port = int(server.bootstrap.rpartition(":")[2])
     metrics = metrics_address(server)
     async with abuse.bystander(port) as probe:
         before = await asyncio.to_thread(_loop_lag, metrics)
-        created, seconds = await _flood(
-            port, options.metadata_flood_topics, options.metadata_flood_per_request
-        )
+        with _collector_off():
+            created, seconds = await _flood(
+                port, options.metadata_flood_topics, options.metadata_flood_per_request
+            )
         after = await asyncio.to_thread(_loop_lag, metrics)
     latencies = probe.latencies_s
     stalls: dict[str, float] = {}
-    for figure in LAG_FAMILIES:
+    for figure in (*LAG_FAMILIES, GC_FIGURE):
         longest_ms, over_50ms = _stall_figures(before[figure], after[figure])
         stalls[f"{figure} max"] = longest_ms
         stalls[f"{figure}s > 50 ms"] = over_50ms
+    stalls[f"{GC_BUSY_FIGURE} max"] = _stall_figures(before[GC_BUSY_FIGURE], after[GC_BUSY_FIGURE])[0]
     print(f"  {created:,} topics in {seconds:.1f} s, {len(latencies):,} bystander heartbeats", flush=True)
     return {
         "topics created": created,
@@ -169,6 +211,7 @@ def run(given: BenchServer, options: argparse.Namespace) -> list[Measurement]:
         "peak rss": "MiB",
         "loop stalls > 50 ms": "stalls",
         "busy stalls > 50 ms": "stalls",
+        "gc pauses > 50 ms": "pauses",
     }
     return [
         Measurement(metric, units.get(metric, "ms"), tuple(run[metric] for run in runs)) for metric in runs[0]

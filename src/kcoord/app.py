@@ -89,7 +89,7 @@ from kcoord.cluster.file_catalogue import FileCatalogue
 from kcoord.cluster.growth_hints import GrowthHints
 from kcoord.cluster.identity import Node, read_identity, write_identity
 from kcoord.cluster.leader_epochs import RecordedEpochs
-from kcoord.cluster.marker_routing import RoutingMarkerWriter
+from kcoord.cluster.marker_routing import LocalMarkerWriter, RoutingMarkerWriter
 from kcoord.cluster.membership import ClusterMembership, MembershipDirectory, PartitionHost
 from kcoord.cluster.mode import ClusterMode
 from kcoord.cluster.producer_id_allocator import ReadyProducerIds
@@ -334,7 +334,10 @@ class App:
         """The transaction coordinator over ``__transaction_state``, its producer ids and its metrics."""
         s = self.settings
         self.transaction_ids = ReadyProducerIds(self.producers.new_producer_id)
-        self.routed_markers = RoutingMarkerWriter(self.data_markers, self._owner_elsewhere)
+        group_log = self.coordinator
+        self.local_markers = LocalMarkerWriter(self.data_markers, group_log, group_log.kind.topic)
+        """This node's partitions' markers, data and offsets (the coordinator's and WriteTxnMarkers')."""
+        self.routed_markers = RoutingMarkerWriter(self.local_markers, self._owner_elsewhere)
         self.transaction_metrics = TransactionMetrics(self.metrics.registry)
         self.transactions = TransactionCoordinator(
             self.topics,
@@ -348,8 +351,8 @@ class App:
                 offsets_topic_partitions=s["offsets.topic.num.partitions"],
             ),
             data_markers=self.routed_markers,
-            offsets_markers=self.coordinator,
             transaction_observer=self.transaction_metrics,
+            coordinator_epoch=self._coordinator_epoch,
             num_partitions=s["transaction.state.log.num.partitions"],
             append_timeout_ms=s["offsets.commit.timeout.ms"],
             owned_only=self.cluster.enabled,
@@ -359,6 +362,11 @@ class App:
         self.transaction_verifier: TransactionVerifier = self._given_verifier or self.transactions
         """What lets a transactional Produce in (contract C): the transaction coordinator, unless a test
         hands in its own."""
+
+    def _coordinator_epoch(self, topic: str, partition: int) -> int:
+        """The epoch this node coordinates ``topic``-``partition`` under: the leader epoch it holds the
+        partition with (0 alone, or when it no longer holds it: its markers stop anyway)."""
+        return 0 if self.membership is None else self.membership.owned().get((topic, partition), 0)
 
     def _owner_elsewhere(self, topic: str, partition: int) -> tuple[str, int] | None:
         """Where a call for ``topic``-``partition`` goes (a transaction marker, a share partition's
@@ -451,7 +459,7 @@ class App:
             ),
             fetch.api(topics=topics, hints=self.growth_hints, authorizer=auth, producers=self.producers),
             list_offsets.api(topics=topics, authorizer=auth, producers=self.producers),
-            write_txn_markers.api(writer=self.data_markers, authorizer=auth, offsets=self.coordinator),
+            write_txn_markers.api(writer=self.local_markers, authorizer=auth),
             describe_producers.api(topics=topics, producers=self.producers, authorizer=auth),
             offset_for_leader_epoch.api(topics=topics, history=self.leader_epochs, authorizer=auth),
             init_producer_id.api(producers=self.producers, authorizer=auth, transactions=self.transactions),
@@ -603,6 +611,7 @@ class App:
         advertised = self.node.advertised
         metrics_bound = await self.http.start()
         self.metrics.loop_lag.start()
+        self.metrics.gc_pauses.start()
         log.info(
             "kcoord.started",
             listen=f"{bound[0]}:{bound[1]}",
@@ -780,6 +789,7 @@ class App:
         await self.store.close()
         await self.http.stop()
         self.metrics.loop_lag.stop()
+        self.metrics.gc_pauses.stop()
         self.credentials.close()
         self.data_lock.release()
         log.info("kcoord.stopped")

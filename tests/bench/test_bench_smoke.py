@@ -206,11 +206,13 @@ def test_compare_runs_head_against_itself_and_prints_every_ratio() -> None:
 
 
 def test_metadata_flood_section_creates_topics_and_times_the_bystander() -> None:
-    """The flood section auto-creates its topics through Metadata and reports topics/s and heartbeat p99."""
+    """The flood section auto-creates its topics through Metadata and reports topics/s, heartbeat p99 and the
+    server's longest garbage-collection pause."""
     out = run_section("metadata_flood", "--metadata-flood-topics", "40", "--metadata-flood-per-request", "20")
     assert "topics created" in out and "40" in out
     assert "topics/s" in out
     assert "heartbeat p99" in out
+    assert "gc pause max" in out
 
 
 def test_members_scale_section_holds_members_and_reports_latency_and_memory() -> None:

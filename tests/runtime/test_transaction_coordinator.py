@@ -319,3 +319,64 @@ async def test_ready_producer_ids_answer_load_in_progress_until_reserved() -> No
         assert handed == list(range(7))
     finally:
         await ids.stop()
+
+
+class GatedMarkers(RecordingMarkers):
+    """Marker targets that write nothing until ``gate`` is set (markers still being written)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+
+    async def write_marker(self, marker: TxnMarker, epoch: int) -> ErrorCode:
+        await self.gate.wait()
+        return await super().write_marker(marker, epoch)
+
+
+async def test_an_add_during_the_previous_completion_waits_for_it_instead_of_concurrent_transactions() -> (
+    None
+):
+    """An AddPartitionsToTxn sent right after EndTxn, while the commit's markers are still being written,
+    is answered NONE once the markers and CompleteCommit are durable (no CONCURRENT_TRANSACTIONS)."""
+    markers, counts = GatedMarkers(), Counts()
+    markers.gate.set()
+    async with coordinator(await open_store(), markers, counts) as service:
+        producer = await begin(service, "tx-next", 0, group="g")
+        markers.gate.clear()
+        assert (await service.end_txn(EndTxnRequest("tx-next", *producer, committed=True))).error == (
+            ErrorCode.none
+        )
+        add = asyncio.ensure_future(
+            service.add_partitions(AddPartitionsToTxnRequest("tx-next", *producer, (TopicPartition("t", 1),)))
+        )
+        await asyncio.sleep(0.05)
+        assert not add.done()
+        assert state_of(service, "tx-next") == "PrepareCommit"
+        markers.gate.set()
+        assert await asyncio.wait_for(add, 5) == ErrorCode.none
+        assert counts.completed == [True]
+        assert len(markers.written) == 2
+        assert state_of(service, "tx-next") == "Ongoing"
+
+
+async def test_an_add_past_the_bounded_wait_is_answered_concurrent_transactions() -> None:
+    """When the previous decision's markers stay unwritten past the bounded wait, the add is answered
+    CONCURRENT_TRANSACTIONS (the client retries) and the transaction stays PrepareCommit."""
+    markers = GatedMarkers()
+    markers.gate.set()
+    async with coordinator(await open_store(), markers) as service:
+        producer = await begin(service, "tx-stuck", 0)
+        markers.gate.clear()
+        assert (await service.end_txn(EndTxnRequest("tx-stuck", *producer, committed=True))).error == (
+            ErrorCode.none
+        )
+        error = await asyncio.wait_for(
+            service.add_partitions(
+                AddPartitionsToTxnRequest("tx-stuck", *producer, (TopicPartition("t", 1),))
+            ),
+            5,
+        )
+        assert error == ErrorCode.concurrent_transactions
+        assert state_of(service, "tx-stuck") == "PrepareCommit"
+        markers.gate.set()
+        await eventually(lambda: state_of(service, "tx-stuck") == "CompleteCommit", "CompleteCommit")

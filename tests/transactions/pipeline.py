@@ -5,8 +5,8 @@ of input records is produced transformed (``out-`` + value) and the consumer's p
 committed inside the same transaction (``send_offsets_to_transaction``). When a transaction
 cannot commit it is aborted and the consumer rewinds to its group's committed offsets, so the
 batch is processed again; a producer that became fatal (fenced, say) is replaced by a new one with
-the same ``transactional.id``. ``interrupt`` is called once in the middle of one transaction
-(after its records are sent, before the commit): the test kills kcoord there.
+the same ``transactional.id``. ``interrupt`` is called in the middle of chosen transactions
+(after their records are flushed, before the commit): the tests kill kcoord or the pipeline there.
 
 Both clients set ``metadata.recovery.strategy=none``. librdkafka 2.10+ "re-bootstraps" when every
 broker it knows is down (KIP-899): it decommissions the broker handles and starts over from the
@@ -22,24 +22,28 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
+
+from tests.transactions.pipeline_process import (
+    PipelineRun,
+    hold_open_transaction,
+    hold_points,
+    report_done,
+    report_progress,
+    report_recovered,
+)
 
 DEADLINE_S = 30.0
 NO_REBOOTSTRAP = {"metadata.recovery.strategy": "none"}
 
 
 @dataclass
-class PipelineRun:
-    transactions: int = 0
-    aborted: int = 0
-    producers: int = 0
-    interrupted: bool = False
-    """Whether ``interrupt`` ran (in the middle of a transaction)."""
-    errors: list[str] = field(default_factory=list)
-    """Each client error the loop recovered from (shown when a test fails)."""
+class ConfluentRun(PipelineRun):
+    interruptions: int = 0
+    """How many times ``interrupt`` ran (each in the middle of a transaction)."""
 
 
 class Pipeline:
@@ -50,7 +54,7 @@ class Pipeline:
         self.source, self.sink = source, sink
         self.partitions = partitions
         self.transactional_id = transactional_id
-        self.run = PipelineRun()
+        self.run = ConfluentRun()
         self.consumer = Consumer(
             {
                 "bootstrap.servers": bootstrap,
@@ -83,14 +87,19 @@ class Pipeline:
         total: int,
         *,
         batch: int = 500,
-        interrupt_after: int = -1,
-        interrupt: Callable[[], None] = lambda: None,
+        interrupt_at: Sequence[int] = (),
+        interrupt: Callable[[int], object] = lambda committed: None,
         within_s: float = 180.0,
-    ) -> PipelineRun:
-        """Process until the group's committed offsets cover ``total`` input records."""
+        on_progress: Callable[[int], None] = lambda committed: None,
+    ) -> ConfluentRun:
+        """Process until the group's committed offsets cover ``total`` input records; ``on_progress``
+        hears each new committed total. ``interrupt(committed)`` runs once per point of ``interrupt_at``,
+        in the first transaction that starts at or past it, once its records are flushed and before
+        its commit."""
         deadline = time.monotonic() + within_s
         committed = self._committed_or(0)
-        interrupted = False
+        on_progress(committed)
+        points = sorted(interrupt_at)
         while committed < total:
             assert time.monotonic() < deadline, f"copied {committed} of {total} in {within_s}s: {self.run}"
             messages = [m for m in self.consumer.consume(batch, 0.5) if m.error() is None]
@@ -102,15 +111,18 @@ class Pipeline:
                     self.producer.produce(
                         self.sink, value=b"out-" + bytes(message.value()), partition=message.partition()
                     )
-                if not interrupted and interrupt_after >= 0 and committed >= interrupt_after:
-                    interrupted = self.run.interrupted = True
+                if points and committed >= points[0]:
+                    points.pop(0)
+                    self.run.interruptions += 1
                     self.producer.flush(DEADLINE_S)
-                    interrupt()
+                    interrupt(committed)
                 self._commit()
                 self.run.transactions += 1
             except KafkaException as exc:
                 self._recover(exc)
-            committed = self._committed_or(committed)
+            known, committed = committed, self._committed_or(committed)
+            if committed != known:
+                on_progress(committed)
         return self.run
 
     def _commit(self) -> None:
@@ -125,16 +137,16 @@ class Pipeline:
                 error = exc.args[0]
                 if not error.retriable() or attempt == 4:
                     raise
-                self.run.errors.append(f"commit retried: {error}")
+                self.run.note(f"commit retried: {error}")
 
     def _recover(self, exc: KafkaException) -> None:
         error = exc.args[0]
-        self.run.errors.append(str(error))
+        self.run.note(str(error))
         if error.txn_requires_abort():
             try:
                 self.producer.abort_transaction(DEADLINE_S)
             except KafkaException as again:
-                self.run.errors.append(f"abort failed: {again.args[0]}")
+                self.run.note(f"abort failed: {again.args[0]}")
                 self.producer = self._new_producer()
         else:
             self.producer = self._new_producer()
@@ -145,7 +157,7 @@ class Pipeline:
         try:
             return self.committed_total()
         except KafkaException as exc:  # kcoord is down: known again once it is back
-            self.run.errors.append(f"committed offsets unknown: {exc.args[0]}")
+            self.run.note(f"committed offsets unknown: {exc.args[0]}")
             return known
 
     def _rewind(self) -> None:
@@ -156,7 +168,7 @@ class Pipeline:
                 committed = self.consumer.committed(assignment, DEADLINE_S)
                 break
             except KafkaException as exc:  # kcoord is down: asked again once it is back
-                self.run.errors.append(f"rewind retried: {exc.args[0]}")
+                self.run.note(f"rewind retried: {exc.args[0]}")
                 if attempt == 9:
                     raise
         for tp in committed:
@@ -174,15 +186,23 @@ class Pipeline:
 
 
 def main() -> None:
-    """``python -m tests.transactions.pipeline BOOTSTRAP SOURCE SINK GROUP TXN_ID PARTITIONS TOTAL``:
-    copy until the group has committed TOTAL records (the process a test SIGKILLs and restarts)."""
+    """``python -m tests.transactions.pipeline BOOTSTRAP SOURCE SINK GROUP TXN_ID PARTITIONS TOTAL
+    [HOLD_AT]``: copy until the group has committed TOTAL records (the process a test SIGKILLs and
+    restarts); see :mod:`tests.transactions.pipeline_process` for what it prints and HOLD_AT."""
     bootstrap, source, sink, group, transactional_id, partitions, total = sys.argv[1:8]
     pipeline = Pipeline(bootstrap, source, sink, group, transactional_id, int(partitions))
+    pipeline.run.on_error = report_recovered
     try:
-        run = pipeline.copy(int(total), within_s=600)
+        run = pipeline.copy(
+            int(total),
+            within_s=600,
+            on_progress=report_progress,
+            interrupt_at=hold_points(sys.argv[8:]),
+            interrupt=hold_open_transaction,
+        )
     finally:
         pipeline.close()
-    print(run, flush=True)
+    report_done(run)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from prometheus_client import (
 )
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from kcoord.observability.gc_pauses import GcPauseCollector, GcPauseProbe
 from kcoord.observability.loop_lag import LoopLagProbe
 from kcoord.observability.loop_metrics import LoopHistogram, LoopMetricsCollector, RequestStats
 from kcoord.protocol.api_keys import ApiKey
@@ -91,6 +92,9 @@ class KcoordMetrics:
         self.log_flush_duration = LoopHistogram(_LOG_BUCKETS)
         self.loop_lag = LoopLagProbe()
         """Started and stopped with the node (see :mod:`kcoord.observability.loop_lag`)."""
+        self.gc_pauses = GcPauseProbe()
+        """Started and stopped with the node (see :mod:`kcoord.observability.gc_pauses`)."""
+        r.register(GcPauseCollector(self.gc_pauses))
         r.register(
             LoopMetricsCollector(
                 self.request_stats,

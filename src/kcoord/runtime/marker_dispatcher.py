@@ -16,6 +16,9 @@ moving, loading, or timed out) is retried with a growing backoff, as Kafka's
 ``TransactionMarkerChannelManager`` retries. Two answers end a marker without writing it, as in
 Kafka: the partition no longer exists (UNKNOWN_TOPIC_OR_PARTITION) or a newer epoch of the
 producer wrote there (INVALID_PRODUCER_EPOCH / PRODUCER_FENCED: a later marker superseded it).
+A marker refused with TRANSACTION_COORDINATOR_FENCED (a newer coordinator of the id, one with a
+higher coordinator epoch, wrote there) stops its transaction here without completing it, as
+Kafka's coordinator abandons it: the newer coordinator completes it.
 When every marker of a transaction is done, ``complete`` is called: the coordinator writes
 CompleteCommit/CompleteAbort. A transaction whose coordinator partition moved away stops being
 retried here (``still_coordinating``); its new coordinator completes it at load.
@@ -101,6 +104,10 @@ class MarkerDispatcher:
         """Transactions whose markers are being written."""
         return len(self._tasks)
 
+    def writing(self, transactional_id: str) -> list[asyncio.Task[None]]:
+        """The tasks writing markers of ``transactional_id``'s decisions (none when all are done)."""
+        return [task for key, task in self._tasks.items() if key.transactional_id == transactional_id]
+
     def dispatch(self, markers: Iterable[TxnMarker]) -> None:
         """Start writing ``markers`` (their decisions are durable); a transaction already under way is
         left to its own task."""
@@ -132,7 +139,8 @@ class MarkerDispatcher:
         self._complete(key)
 
     async def _write_one(self, marker: TxnMarker, coordinator_epoch: int) -> bool:
-        """Write one marker, retrying; False when the transaction's coordinator partition moved away."""
+        """Write one marker, retrying; False when the transaction's coordinator partition moved away
+        (or a newer coordinator fenced this one)."""
         delay = _BACKOFF_MIN_S
         marker_log = log.bind(
             transactional_id=marker.transactional_id,
@@ -152,6 +160,9 @@ class MarkerDispatcher:
             if error in _SUPERSEDED or error in _GONE:
                 marker_log.info("transaction.marker_dropped", error=error.name)
                 return True
+            if error is ErrorCode.transaction_coordinator_fenced:
+                marker_log.info("transaction.coordinator_fenced", coordinator_epoch=coordinator_epoch)
+                return False
             if not self._still_coordinating(marker.transactional_id):
                 return False
             self.retries += 1

@@ -13,6 +13,12 @@ What only transactions add to the generic runtime:
   when the append fails). When a transaction's markers are all written the dispatcher calls
   back and the shard writes CompleteCommit/CompleteAbort (``markers_written``). At load the
   shard returns the markers of every decision left incomplete, so they are completed then.
+- **no client backoff on the happy path.** librdkafka starts its next transaction at once, so
+  its AddPartitionsToTxn often arrives while the previous decision's markers (or its
+  CompleteCommit) are still being written, which Kafka answers CONCURRENT_TRANSACTIONS and the
+  client retries after a 20 ms backoff. Here such a request waits (up to
+  ``_COMPLETION_WAIT_S``) for that completion to be durable and is then run once more: the
+  answer is what the shard says after the completion (the same checks as Kafka's), only sooner.
 - **timers**: the shard arms its two scans at load (abort timed-out transactions, remove ids
   idle past ``transactional.id.expiration.ms``); each counts in :class:`TransactionObserver`.
 - **Produce verification** (KIP-890 part 1): :meth:`TransactionCoordinator.verify`.
@@ -20,6 +26,8 @@ What only transactions add to the generic runtime:
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -78,6 +86,10 @@ _UNAVAILABLE_TO_PRODUCE = frozenset(
     {ErrorCode.not_coordinator, ErrorCode.coordinator_not_available, ErrorCode.coordinator_load_in_progress}
 )
 """The coordinator cannot verify now: Kafka answers the Produce NOT_ENOUGH_REPLICAS (retriable)."""
+
+_COMPLETION_WAIT_S = 0.5
+"""How long an AddPartitionsToTxn/AddOffsetsToTxn answered CONCURRENT_TRANSACTIONS waits for the
+previous decision of its id to complete before that answer is sent (the client then retries)."""
 
 
 class TransactionStateTopic(Protocol):
@@ -139,6 +151,22 @@ class _MarkerRelease:
         """The decision did not become durable: no marker may be written."""
 
 
+class _CompletionSink:
+    """Settles a decision's completion future once its CompleteCommit/CompleteAbort is durable
+    (or failed: the waiter then runs its request again and gets the shard's answer)."""
+
+    __slots__ = ("_settle",)
+
+    def __init__(self, settle: Callable[[], None]) -> None:
+        self._settle = settle
+
+    def deliver(self, _: Any) -> None:
+        self._settle()
+
+    def fail(self, error: BaseException) -> None:
+        self._settle()
+
+
 class _Shard(TransactionCoordinatorShard):
     """The core shard, with its own results (load, timers) carrying their markers to the dispatcher."""
 
@@ -183,20 +211,28 @@ class TransactionCoordinator(CoordinatorService):
         data_markers: DataMarkerTarget | None = None,
         offsets_markers: OffsetsMarkerTarget | None = None,
         transaction_observer: TransactionObserver | None = None,
+        coordinator_epoch: Callable[[str, int], int] | None = None,
         **options: Any,
     ) -> None:
-        """``options``: :class:`CoordinatorService`'s (``num_partitions``, ``append_timeout_ms``,
+        """``coordinator_epoch``: ``(topic, partition) -> epoch`` this node coordinates a
+        ``__transaction_state`` partition under (in a cluster its leader epoch, as Kafka's), which
+        its markers carry so a data partition refuses those of an older coordinator; 0 without.
+        ``options``: :class:`CoordinatorService`'s (``num_partitions``, ``append_timeout_ms``,
         ``observer``, ``owned_only``, ``serving``)."""
         self.config = config
         self._allocator = allocator
+        epoch_of = coordinator_epoch or (lambda topic, partition: 0)
         self._txn_observer: TransactionObserver = transaction_observer or _NoObserver()
         self.markers = MarkerDispatcher(
             data_markers,
             offsets_markers,
             self._markers_written,
             still_coordinating=lambda transactional_id: self.loaded_runner(transactional_id) is not None,
+            coordinator_epoch=lambda transactional_id: epoch_of(*self.placement(transactional_id)),
         )
         self._release = _MarkerRelease(self.markers.dispatch)
+        self._completions: dict[str, asyncio.Future[None]] = {}
+        """Per transactional id: its decision's CompleteCommit/CompleteAbort, submitted, not yet durable."""
         super().__init__(
             TRANSACTION_COORDINATOR, _StateTopicOf(topics), clock, self._new_txn_shard, **options
         )
@@ -217,12 +253,39 @@ class TransactionCoordinator(CoordinatorService):
         return response
 
     async def add_partitions(self, request: AddPartitionsToTxnRequest) -> ErrorCode:
-        error: ErrorCode = await self._write(request.transactional_id, "add_partitions", request)
-        return error
+        return await self._add_after_completion(request.transactional_id, "add_partitions", request)
 
     async def add_offsets(self, request: AddOffsetsToTxnRequest) -> ErrorCode:
-        error: ErrorCode = await self._write(request.transactional_id, "add_offsets", request)
-        return error
+        return await self._add_after_completion(request.transactional_id, "add_offsets", request)
+
+    async def _add_after_completion(self, transactional_id: str, handler: str, request: Any) -> ErrorCode:
+        """Run the add; one answered CONCURRENT_TRANSACTIONS while the id's previous decision is being
+        completed here runs again once that completion is durable (see the module docstring)."""
+        error: ErrorCode = await self._write(transactional_id, handler, request)
+        if error is not ErrorCode.concurrent_transactions:
+            return error
+        if not await self._completed(transactional_id):
+            return error
+        retried: ErrorCode = await self._write(transactional_id, handler, request)
+        return retried
+
+    async def _completed(self, transactional_id: str) -> bool:
+        """Wait (bounded) for the id's markers and then its completion record; False when there was
+        nothing being completed or it did not finish in time."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + _COMPLETION_WAIT_S
+        writing = self.markers.writing(transactional_id)
+        completion = self._completions.get(transactional_id)
+        if not writing and completion is None:
+            return False
+        with contextlib.suppress(TimeoutError):
+            if writing:
+                await asyncio.wait_for(asyncio.wait(writing), deadline - loop.time())
+            completion = self._completions.get(transactional_id)
+            if completion is not None:
+                await asyncio.wait_for(asyncio.shield(completion), deadline - loop.time())
+            return True
+        return False
 
     async def end_txn(self, request: EndTxnRequest) -> EndTxnResponse:
         response: EndTxnResponse = await self._write(request.transactional_id, "end_txn", request)
@@ -239,6 +302,9 @@ class TransactionCoordinator(CoordinatorService):
         if runner is None:
             return
         shard: Any = runner.shard
+        completion = asyncio.get_running_loop().create_future()
+        settle = functools.partial(self._settle, key.transactional_id, completion)
+        self._completions[key.transactional_id] = completion
 
         def complete(now_ms: int) -> TransactionResult:
             result: TransactionResult = shard.markers_written(
@@ -246,9 +312,22 @@ class TransactionCoordinator(CoordinatorService):
             )
             if result.records:
                 self._txn_observer.transaction_completed(key.committed)
+            result.respond(_CompletionSink(settle), None)
             return result
 
-        runner.run_scheduled(complete, "transaction.complete_failed", transactional_id=key.transactional_id)
+        try:
+            runner.run_scheduled(
+                complete, "transaction.complete_failed", transactional_id=key.transactional_id
+            )
+        finally:
+            if not completion.done() and runner.state is not PartitionState.ACTIVE:
+                settle()
+
+    def _settle(self, transactional_id: str, completion: asyncio.Future[None]) -> None:
+        if not completion.done():
+            completion.set_result(None)
+        if self._completions.get(transactional_id) is completion:
+            del self._completions[transactional_id]
 
     # -- operators and the Produce check
 

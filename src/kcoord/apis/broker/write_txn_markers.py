@@ -7,16 +7,15 @@
 
 Sent by the node that coordinates a transactional id to the node holding a data partition of the
 transaction (in a cluster), never by clients. Each marker is written to each of its partitions by
-:class:`kcoord.cluster.transaction_markers.DataMarkerWriter` (durable before the answer), which
-answers per partition as its docstring says. Markers of one request are written one after another,
+:class:`kcoord.cluster.marker_routing.LocalMarkerWriter`: a data partition's by the
+``DataMarkerWriter`` (durable before the answer), a ``__consumer_offsets`` partition's by the group
+coordinator (its pending transactional offsets committed or dropped), each answering per partition
+as its docstring says. Markers of one request are written one after another,
 in request order, as Kafka's ``handleWriteTxnMarkersRequest`` appends them.
 
-A marker for a partition of the group coordinator's log (``__consumer_offsets``: a
-TxnOffsetCommit's) goes to the group coordinator instead (``offsets``, contract B), as Kafka's
-handler hands those to its group coordinator: appended through the partition's runner and applied
-to its shard, so the pending offsets become committed or are dropped at once. Its
-NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS and COORDINATOR_NOT_AVAILABLE are answered
-NOT_LEADER_OR_FOLLOWER, as Kafka translates them for the marker's sender.
+Offsets markers are appended through the partition's runner and applied to its shard, as Kafka's
+handler hands them to its group coordinator; its NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS and
+COORDINATOR_NOT_AVAILABLE are answered NOT_LEADER_OR_FOLLOWER, as Kafka translates them.
 
 Also sent by admin clients (``kafka-transactions.sh abort``, ``kcoord transactions abort``) to end a
 hanging transaction on one partition.
@@ -31,18 +30,13 @@ from typing import Any
 
 from kcoord.apis.access import Op, may_cluster
 from kcoord.apis.wiring import own_api
-from kcoord.cluster.transaction_markers import DataMarkerWriter
+from kcoord.cluster.marker_routing import MarkerWriter
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
-from kcoord.runtime.marker_dispatcher import OffsetsMarkerTarget
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
 __all__ = ["api", "handle_write_txn_markers"]
-
-_NOT_HERE_YET = frozenset(
-    {ErrorCode.not_coordinator, ErrorCode.coordinator_load_in_progress, ErrorCode.coordinator_not_available}
-)
 
 
 def write_txn_markers_error(request: Any, code: ErrorCode) -> dict[str, Any]:
@@ -68,12 +62,7 @@ def write_txn_markers_error(request: Any, code: ErrorCode) -> dict[str, Any]:
 
 
 async def handle_write_txn_markers(
-    ctx: RequestContext,
-    request: Any,
-    *,
-    writer: DataMarkerWriter,
-    authorizer: Authorizer,
-    offsets: OffsetsMarkerTarget | None = None,
+    ctx: RequestContext, request: Any, *, writer: MarkerWriter, authorizer: Authorizer
 ) -> dict[str, Any]:
     if not may_cluster(ctx, authorizer, Op.CLUSTER_ACTION):
         return write_txn_markers_error(request, ErrorCode.cluster_authorization_failed)
@@ -84,25 +73,14 @@ async def handle_write_txn_markers(
         for topic in marker.topics:
             partitions = []
             for index in topic.partition_indexes:
-                if offsets is not None and topic.name == offsets.kind.topic:
-                    code = await offsets.write_end_marker(
-                        int(index),
-                        producer_id,
-                        int(marker.producer_epoch),
-                        bool(marker.transaction_result),
-                        int(marker.coordinator_epoch),
-                    )
-                    if code in _NOT_HERE_YET:
-                        code = ErrorCode.not_leader_or_follower
-                else:
-                    code = await writer.write_marker(
-                        topic.name,
-                        int(index),
-                        producer_id,
-                        int(marker.producer_epoch),
-                        bool(marker.transaction_result),
-                        int(marker.coordinator_epoch),
-                    )
+                code = await writer.write_marker(
+                    topic.name,
+                    int(index),
+                    producer_id,
+                    int(marker.producer_epoch),
+                    bool(marker.transaction_result),
+                    int(marker.coordinator_epoch),
+                )
                 partitions.append({"partition_index": int(index), "error_code": code})
             topics.append({"name": topic.name, "partitions": partitions})
         results.append({"producer_id": producer_id, "topics": topics})
