@@ -224,3 +224,44 @@ async def _fetched_once_loaded(client: AsyncRawClient, scene: Scene) -> int:
         assert group.error_code == ErrorCode.none
         return int(group.topics[0].partitions[0].committed_offset)
     raise AssertionError(f"{scene.group}'s partition did not load again within 4 s")
+
+
+CLOSED_LOOP_CONNECTIONS = 10
+CLOSED_LOOP_COMMITS = 60
+IN_FLIGHT = 4
+
+
+async def _keep_four_in_flight(app: App, port: int, index: int) -> list[int]:
+    """One connection that keeps four commits in flight, sending the next as each answer arrives
+    (as the bench's load does); returns the correlation ids of the answers in the order they came."""
+    async with connected(port) as client:
+        scene = Scene(client, 8, port, app.node.node_id, topic="closed-loop", group=f"closed-loop-{index}")
+        answered: list[int] = []
+        sent = 0
+
+        def send_one() -> None:
+            nonlocal sent
+            sent += 1
+            body = commit_sample(scene, offset=sent)
+            client.writer.write(encode_request(ApiKey.OFFSET_COMMIT, 8, body, sent, client.client_id))
+
+        for _ in range(IN_FLIGHT):
+            send_one()
+        while len(answered) < CLOSED_LOOP_COMMITS:
+            answer = await client.recv(ApiKey.OFFSET_COMMIT, 8, len(answered) + 1)
+            assert answer.topics[0].partitions[0].error_code == ErrorCode.none
+            answered.append(len(answered) + 1)
+            if sent < CLOSED_LOOP_COMMITS:
+                send_one()
+        return answered
+
+
+async def test_commits_kept_in_flight_are_all_answered_in_order(tmp_path: Path) -> None:
+    """Ten connections each keeping four commits in flight (the next sent as an answer arrives, so
+    requests reach the server while earlier ones wait) get every answer, in request order."""
+    async with running_app(tmp_path, **ALWAYS) as (app, port), connected(port) as client:
+        await create_topic(Scene(client, 8, port, app.node.node_id, topic="closed-loop"))
+        answers = await asyncio.wait_for(
+            asyncio.gather(*(_keep_four_in_flight(app, port, n) for n in range(CLOSED_LOOP_CONNECTIONS))), 60
+        )
+        assert answers == [list(range(1, CLOSED_LOOP_COMMITS + 1))] * CLOSED_LOOP_CONNECTIONS

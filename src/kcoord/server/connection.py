@@ -155,8 +155,8 @@ class Connection:
         while not self._closing:
             frame = frames.take_buffered()
             if frame is None:
-                if writes:  # nothing more to join them: answer them before waiting for a frame
-                    await self._answer_writes()
+                if writes:  # answer them as they become durable, or take what arrives meanwhile
+                    await self._answer_writes(until_data=True)
                     continue
                 frame = await self._next_frame()
                 if frame is None:
@@ -211,31 +211,36 @@ class Connection:
         if writes:
             await self._answer_writes()
 
-    async def _answer_writes(self) -> None:
+    async def _answer_writes(self, *, until_data: bool = False) -> None:
         """Answer the pipelined writes in request order, each once it is durable, and send the answers.
 
         Answers already decided are written before waiting for the next write, so none is held
         behind one that waits; writes that became durable together are answered with one send.
+        With ``until_data`` it also returns as soon as more request bytes arrive, so that a commit
+        the client sends meanwhile still joins the writes that wait.
         """
         writes = self._writes
         pending = self._pending
+        frames = self._frames
         while writes:
             write = writes[0]
-            if write.done():
-                response = write.result()
-            else:
+            if not write.done():
                 if pending:
                     self._write_pending()
                 self._handling = True
                 try:
+                    if until_data and await frames.data_or(write):
+                        break
                     response = await write
                 finally:
                     self._handling = False
+            else:
+                response = write.result()
             writes.popleft()
             if response is not None:
                 pending.append(response)
                 self._pending_bytes += len(response)
-        self._frames.restart_turn()
+        frames.restart_turn()
         self.last_active = asyncio.get_running_loop().time()
         await self._send_pending()
 
