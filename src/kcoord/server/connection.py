@@ -146,6 +146,7 @@ class Connection:
 
     async def _serve(self) -> None:
         loop = asyncio.get_running_loop()
+        transport = self._writer.transport
         handle = self._router.handle
         frames = self._frames
         pending = self._pending
@@ -200,14 +201,19 @@ class Connection:
             if (
                 self._pending_bytes < MAX_BATCH_BYTES
                 and frames.next_frame_buffered()
-                and self._writer.transport.get_write_buffer_size() == 0
+                and transport.get_write_buffer_size() == 0
                 and self._may_batch()
             ):
                 if not self._flush_scheduled:
                     self._flush_scheduled = True
                     loop.call_soon(self._flush_pending)
                 continue
-            await self._send_pending()
+            self._write_pending()  # inline, not _send_pending: this runs once per batch on the hot path
+            buffered = transport.get_write_buffer_size()
+            if buffered > 0:
+                if buffered > transport.get_write_buffer_limits()[1]:
+                    self._unread_answers.refused(self.info.client_host, buffered_bytes=buffered)
+                await self._writer.drain()
         if writes:
             await self._answer_writes()
 
