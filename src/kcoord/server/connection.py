@@ -11,7 +11,9 @@ One exception, for writes that join a write round: a request of a ``pipelined`` 
 decided its outcome and queued its records in log order; all it waits for is their durability.
 While it waits, the connection may start the next buffered request if that is one of the same
 kind, up to :data:`MAX_PIPELINED_WRITES` at once, so that a client's pipelined commits share one
-fsync round instead of paying one round each. Each write still answers only once its own records
+fsync round instead of paying one round each (while they wait and nothing more is buffered, the
+connection wakes both for their durability and for request bytes arriving meanwhile, so the
+client's next commit still joins them). Each write still answers only once its own records
 are durable (a failed append answers its error, as it would alone), and the answers go out
 strictly in request order. Any other request (an OffsetFetch, a Heartbeat, anything) behind a
 waiting write waits until every write before it is answered, so a read on a connection still
