@@ -44,6 +44,11 @@ class ApiSpec:
     handler: Handler
     error_response: ErrorResponder | None = None
     decoder: Decoder | None = None
+    pipelined: bool = False
+    """Its handler suspends only for its own records' durability (once its outcome is decided and
+    its records are queued in log order), and its outcome never depends on an earlier request of
+    the same API being durable: a connection may start the next such request while one waits, so
+    that pipelined ones share a write round (:mod:`kcoord.server.connection`)."""
 
 
 class ApiRegistry:

@@ -6,6 +6,19 @@ written to the transport. So an OffsetFetch pipelined behind an OffsetCommit rea
 offset, and a Fetch pipelined behind a Produce sees the produced records. A parked JoinGroup or a
 long-polling Fetch holds its own connection and no other.
 
+One exception, for writes that join a write round: a request of a ``pipelined`` API (see
+:attr:`kcoord.protocol.registry.ApiSpec.pipelined`: OffsetCommit) that suspends has already
+decided its outcome and queued its records in log order; all it waits for is their durability.
+While it waits, the connection may start the next buffered request if that is one of the same
+kind, up to :data:`MAX_PIPELINED_WRITES` at once, so that a client's pipelined commits share one
+fsync round instead of paying one round each (while they wait and nothing more is buffered, the
+connection wakes both for their durability and for request bytes arriving meanwhile, so the
+client's next commit still joins them). Each write still answers only once its own records
+are durable (a failed append answers its error, as it would alone), and the answers go out
+strictly in request order. Any other request (an OffsetFetch, a Heartbeat, anything) behind a
+waiting write waits until every write before it is answered, so a read on a connection still
+sees that connection's writes.
+
 Pipelined requests share one round: frames already complete in the read buffer are taken from it
 without waiting (and without a coroutine, see :meth:`FrameReader.take_buffered`), handled one
 after another (each still only once the previous one is answered), and their responses are
@@ -14,19 +27,22 @@ a request that waits: if a handler suspends while responses are pending, a callb
 with the batch writes them first (so a heartbeat answer does not wait for a parked JoinGroup
 behind it). A batch is also cut at :data:`MAX_BATCH_BYTES` and whenever the transport still
 holds unsent bytes, so back-pressure works as without batching. Before a SASL connection has
-authenticated nothing is batched (the gate closes a failed connection right after its answer).
+authenticated nothing is batched or pipelined (the gate closes a failed connection right after
+its answer).
 
 Back-pressure needs no request queue: while a request is processed nothing is parsed, the stream
 reader buffers at most its byte limit before the transport stops reading from the socket, and a
 client that does not read its responses stops being served once the transport's write buffer
-passes its high-water mark (``drain``). This is why kcoord has no ``queued.max.requests``: with
-one request at a time per connection there is no per-connection queue to bound.
+passes its high-water mark (``drain``). Writes started while earlier ones wait are at most
+:data:`MAX_PIPELINED_WRITES` small frames, each a task that holds its request until answered.
+This is why kcoord has no ``queued.max.requests``: there is no per-connection queue to bound.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import deque
 from collections.abc import Coroutine, Generator
 from typing import Any, Protocol, cast
 
@@ -34,7 +50,7 @@ import structlog
 
 from kcoord.security.sasl import SaslState
 from kcoord.server.context import ConnectionInfo
-from kcoord.server.frames import FrameReader
+from kcoord.server.frames import SMALL_FRAME_BYTES, FrameReader
 from kcoord.server.limits import ServerLimits
 from kcoord.server.router import CloseConnectionError
 
@@ -44,11 +60,20 @@ MAX_BATCH_BYTES = 64 * 1024
 """A batch of pipelined responses is written once it holds this much (a client that pipelines
 without reading meets the transport's back-pressure as before, a batch at a time)."""
 
+MAX_PIPELINED_WRITES = 5
+"""Writes one connection has waiting for durability at once (the clients' default
+``max.in.flight.requests.per.connection``): the next request waits for the oldest answer."""
+
 
 class FrameHandler(Protocol):
     """What answers a connection's frames: the router, or the SASL gate in front of it."""
 
     async def handle(self, frame: bytes, connection: ConnectionInfo) -> bytes | None: ...
+
+    @property
+    def pipelined_writes(self) -> frozenset[int]:
+        """API keys whose requests may start while an earlier one of them waits for durability."""
+        ...
 
 
 class Connection:
@@ -87,6 +112,10 @@ class Connection:
         """Responses decided but not yet written: the current batch of pipelined requests."""
         self._pending_bytes = 0
         self._flush_scheduled = False
+        self._pipelined_writes = router.pipelined_writes
+        self._writes: deque[asyncio.Future[bytes | None]] = deque()
+        """Pipelined writes started and not answered yet, in request order (answers of pipelined
+        requests decided at once are here too, as done futures, to keep their place)."""
         self.last_active = asyncio.get_running_loop().time()
 
     async def run(self) -> None:
@@ -108,6 +137,7 @@ class Connection:
         finally:
             self._closing = True
             self._frames.done()
+            self._abandon_writes()
             self._flush_pending()
             await self._close_transport()
             for callback in self.info.close_callbacks:
@@ -118,18 +148,24 @@ class Connection:
 
     async def _serve(self) -> None:
         loop = asyncio.get_running_loop()
-        writer = self._writer
-        transport = writer.transport
+        transport = self._writer.transport
         handle = self._router.handle
         frames = self._frames
         pending = self._pending
+        writes = self._writes
+        pipelined = self._pipelined_writes
         info = self.info
         while not self._closing:
             frame = frames.take_buffered()
             if frame is None:
+                if writes:  # answer them as they become durable, or take what arrives meanwhile
+                    await self._answer_writes(until_data=True)
+                    continue
                 frame = await self._next_frame()
                 if frame is None:
                     return
+            elif writes and (len(writes) >= MAX_PIPELINED_WRITES or not _is_pipelined(frame, pipelined)):
+                await self._answer_writes()
             self._handling = True  # the idle sweep leaves a connection alone while it is set
             try:
                 answering = handle(frame, info)
@@ -137,7 +173,22 @@ class Connection:
                     yielded = answering.send(None)
                 except StopIteration as answered:  # decided without suspending: the common case
                     response = answered.value
+                    if writes:  # a pipelined write answered at once: after the ones before it
+                        writes.append(_answered(loop, response))
+                        continue
+                except BaseException:
+                    if writes:  # the requests before this one are answered first, as one at a time
+                        await self._answer_writes()
+                    raise
                 else:  # it waits (a write's durability, a parked join): that yields the loop
+                    if writes or (
+                        len(frame) <= SMALL_FRAME_BYTES
+                        and _is_pipelined(frame, pipelined)
+                        and frames.next_frame_buffered()
+                        and self._may_batch()
+                    ):
+                        writes.append(loop.create_task(_finish(answering, yielded)))
+                        continue
                     response = await _Resumed(answering, yielded)
                     frames.restart_turn()
             finally:
@@ -159,12 +210,68 @@ class Connection:
                     self._flush_scheduled = True
                     loop.call_soon(self._flush_pending)
                 continue
-            self._write_pending()
+            self._write_pending()  # inline, not _send_pending: this runs once per batch on the hot path
             buffered = transport.get_write_buffer_size()
             if buffered > 0:
                 if buffered > transport.get_write_buffer_limits()[1]:
                     self._unread_answers.refused(self.info.client_host, buffered_bytes=buffered)
-                await writer.drain()
+                await self._writer.drain()
+        if writes:
+            await self._answer_writes()
+
+    async def _answer_writes(self, *, until_data: bool = False) -> None:
+        """Answer the pipelined writes in request order, each once it is durable, and send the answers.
+
+        Answers already decided are written before waiting for the next write, so none is held
+        behind one that waits; writes that became durable together are answered with one send.
+        With ``until_data`` it also returns as soon as more request bytes arrive, so that a commit
+        the client sends meanwhile still joins the writes that wait.
+        """
+        writes = self._writes
+        pending = self._pending
+        frames = self._frames
+        while writes:
+            write = writes[0]
+            if not write.done():
+                if pending:
+                    self._write_pending()
+                self._handling = True
+                try:
+                    if until_data and await frames.data_or(write):
+                        break
+                    response = await write
+                finally:
+                    self._handling = False
+            else:
+                response = write.result()
+            writes.popleft()
+            if response is not None:
+                pending.append(response)
+                self._pending_bytes += len(response)
+        frames.restart_turn()
+        self.last_active = asyncio.get_running_loop().time()
+        await self._send_pending()
+
+    async def _send_pending(self) -> None:
+        """Write the batch; wait while the client leaves more than the high-water mark unread."""
+        if self._pending:
+            self._write_pending()
+        transport = self._writer.transport
+        buffered = transport.get_write_buffer_size()
+        if buffered > 0:
+            if buffered > transport.get_write_buffer_limits()[1]:
+                self._unread_answers.refused(self.info.client_host, buffered_bytes=buffered)
+            await self._writer.drain()
+
+    def _abandon_writes(self) -> None:
+        """The connection ends: writes still waiting lose their answer (their records stay as the log
+        has them), and failures of finished ones are taken so none is reported as never retrieved."""
+        for write in self._writes:
+            if not write.done():
+                write.cancel()
+            elif not write.cancelled():
+                write.exception()
+        self._writes.clear()
 
     def _may_batch(self) -> bool:
         sasl = self.info.sasl
@@ -222,6 +329,22 @@ class Connection:
         self._writer.close()
         with contextlib.suppress(Exception):
             await self._writer.wait_closed()
+
+
+def _is_pipelined(frame: bytes, keys: frozenset[int]) -> bool:
+    """Whether the frame's API key (its first two bytes) is one of ``keys``."""
+    return len(frame) >= 2 and (frame[0] << 8 | frame[1]) in keys
+
+
+def _answered(loop: asyncio.AbstractEventLoop, response: bytes | None) -> asyncio.Future[bytes | None]:
+    answer: asyncio.Future[bytes | None] = loop.create_future()
+    answer.set_result(response)
+    return answer
+
+
+async def _finish(answering: Coroutine[Any, Any, bytes | None], yielded: Any) -> bytes | None:
+    """A request's coroutine, suspended at ``yielded``, run to its answer by a task of its own."""
+    return await _Resumed(answering, yielded)
 
 
 class _Resumed:

@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import struct
 from collections.abc import Callable
+from typing import Any
 
 from kcoord.security.sasl import SaslSession, SaslState
 from kcoord.server.limits import ServerLimits
@@ -113,6 +114,41 @@ class FrameReader:
         del buffer[:end]
         resume()
         return frame
+
+    async def data_or(self, other: asyncio.Future[Any]) -> bool:
+        """Wait until more bytes arrive (or the stream ends) or ``other`` is done, whichever is first;
+        True when the bytes came first.
+
+        Returns False at once when the stream reader cannot be waited on this way (already at its
+        end, failed, paused or waited on): the caller then waits for ``other`` alone. It waits as
+        ``StreamReader`` itself does, on the waiter its ``feed_data`` and ``feed_eof`` wake, so no
+        task reads in the background.
+        """
+        reader = self._reader
+        if (
+            getattr(reader, "_waiter", True) is not None
+            or getattr(reader, "_eof", True)
+            or getattr(reader, "_paused", True)
+            or reader.exception() is not None
+        ):
+            return False
+        wake: asyncio.Future[None] = self._loop.create_future()
+
+        def woken(_: asyncio.Future[Any]) -> None:
+            if getattr(reader, "_waiter", None) is wake:  # bytes arriving now must not wake it twice
+                reader._waiter = None  # type: ignore[attr-defined]
+            if not wake.done():
+                wake.set_result(None)
+
+        other.add_done_callback(woken)
+        reader._waiter = wake  # type: ignore[attr-defined]
+        try:
+            await wake
+        finally:
+            if getattr(reader, "_waiter", None) is wake:
+                reader._waiter = None  # type: ignore[attr-defined]
+            other.remove_done_callback(woken)
+        return not other.done()
 
     def restart_turn(self) -> None:
         """The connection has just waited (its request suspended): other connections ran meanwhile."""

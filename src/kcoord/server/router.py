@@ -162,6 +162,12 @@ class Router:
         body = self._error_body(spec, ctx, request, code)
         return encode_response(correlation_id, build(response_class(api_key, api_version), body))
 
+    @property
+    def pipelined_writes(self) -> frozenset[int]:
+        """The API keys whose requests a connection may start while an earlier one of the same API
+        waits for its durability (:attr:`ApiSpec.pipelined`)."""
+        return frozenset(spec.key for spec in self._registry.specs() if spec.pipelined)
+
     def serves(self, api_key: int, api_version: int) -> bool:
         """Whether a request of this key and version is answered (rather than refused)."""
         spec = self._registry.get(api_key)

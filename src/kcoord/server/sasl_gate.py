@@ -70,6 +70,11 @@ class SaslGate:
             self._close_after_answer()
         return answer
 
+    @property
+    def pipelined_writes(self) -> frozenset[int]:
+        """The router's: the connection pipelines only once authenticated, when frames go straight to it."""
+        return self._router.pipelined_writes
+
     def _before_handshake_problem(self, api_key: int, api_version: int) -> str | None:
         """Why this request may not come before SaslHandshake; None when it may."""
         if api_key not in _BEFORE_HANDSHAKE:

@@ -10,9 +10,12 @@
   it is not the current one); a generation to a missing group gets GROUP_ID_NOT_FOUND.
 
 Checks run in Kafka's order (PROTOCOL.md §2.8) inside the group's shard; the response is released
-once the commit records are durable. Frames of v2-8 are read by
-:mod:`kcoord.apis.groups.offset_commit_wire` straight into the core's request (kio's reader stays
-the fallback, and reads v9).
+once the commit records are durable. The handler's only wait is that durability (the outcome is
+decided and the records queued first, and a commit's checks never read an earlier commit), so the
+spec is ``pipelined``: commits pipelined on one connection join one write round.
+
+Frames of v2-8 are read by :mod:`kcoord.apis.groups.offset_commit_wire` straight into the core's
+request (kio's reader stays the fallback, and reads v9).
 
 Authorization: Group READ (else GROUP_AUTHORIZATION_FAILED), then Topic READ per topic
 (else TOPIC_AUTHORIZATION_FAILED for its partitions, the others committed).
@@ -95,7 +98,14 @@ def core_topics(request: Any) -> list[OffsetCommitTopic]:
 def api(groups: GroupService, *, authorizer: Authorizer) -> ApiSpec:
     handler = functools.partial(handle_offset_commit, groups=groups, authorizer=authorizer)
     return ApiSpec(
-        ApiKey.OFFSET_COMMIT, "OffsetCommit", 2, 9, handler, commit_error_response, decode_offset_commit
+        ApiKey.OFFSET_COMMIT,
+        "OffsetCommit",
+        2,
+        9,
+        handler,
+        commit_error_response,
+        decode_offset_commit,
+        pipelined=True,
     )
 
 
