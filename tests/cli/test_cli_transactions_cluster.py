@@ -35,6 +35,21 @@ def _coordinated_by(node: KcoordProcess, node_id: int) -> str:
     raise AssertionError(f"no id among 64 coordinated by node {node_id}")
 
 
+def _first_partition_led_by(node: KcoordProcess, leader_id: int) -> int:
+    """The lowest partition of the topic that ``node``'s metadata says ``leader_id`` leads, once it
+    says so: the catalogue's owners (PostgreSQL) spread before each node's metadata view follows."""
+    led: list[int] = []
+
+    def node_sees_it() -> bool:
+        with AdminClient(node.host, node.port) as admin:
+            (topic,) = admin.metadata([TOPIC]).topics
+        led[:] = sorted(int(p.partition_index) for p in topic.partitions if int(p.leader_id) == leader_id)
+        return bool(led)
+
+    wait_until(node_sees_it, 30, f"{node.bootstrap}'s metadata shows a partition led by {leader_id}")
+    return led[0]
+
+
 def _stable_offset(node: KcoordProcess, partition: int) -> int:
     body = {
         "replica_id": -1,
@@ -82,9 +97,7 @@ def test_transaction_commands_reach_the_node_that_holds_what_they_ask_about(
     listed = {t["transactional_id"]: t for t in json.loads(capsys.readouterr().out)}
     assert (listed[transactional_id]["coordinator"], listed[transactional_id]["state"]) == (2, "Ongoing")
 
-    with AdminClient(nodes[0].host, nodes[0].port) as admin:
-        (topic,) = admin.metadata([TOPIC]).topics
-    led_by_2 = min(int(p.partition_index) for p in topic.partitions if int(p.leader_id) == 2)
+    led_by_2 = _first_partition_led_by(nodes[0], 2)
     where = ("--topic", TOPIC, "--partition", str(led_by_2))
     assert main(["transactions", "describe-producers", *where, "--json", *only_node_1]) == 0
     (producer_state,) = json.loads(capsys.readouterr().out)

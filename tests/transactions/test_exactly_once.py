@@ -177,15 +177,6 @@ def test_a_pipeline_copies_exactly_once_across_two_kcoord_and_two_pipeline_sigki
 
 
 @pytest.mark.slow
-def test_a_kafka_python_pipeline_copies_exactly_once_across_two_kcoord_and_two_pipeline_sigkills(
-    tmp_path: Path,
-) -> None:
-    """Acceptance 1 (100,000 records) with kafka-python 3's transactional producer and read_committed
-    consumer: two kcoord and two pipeline SIGKILLs, every input record in the output exactly once."""
-    copy_exactly_once_through_kills(tmp_path, "tests.transactions.pipeline_kafka_python", BIG_RECORDS)
-
-
-@pytest.mark.slow
 def test_an_aiokafka_pipeline_copies_exactly_once_across_two_kcoord_and_two_pipeline_sigkills(
     tmp_path: Path,
 ) -> None:
