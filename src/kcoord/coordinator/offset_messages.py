@@ -93,13 +93,18 @@ class PartitionErrorResult:
 @dataclass(slots=True)
 class Topic(Generic[_Partition]):
     """A topic and its partitions' part of a message: every OffsetCommit topic, request or response,
-    and every OffsetFetch and OffsetDelete topic answer has this shape."""
+    and every OffsetFetch and OffsetDelete topic answer has this shape.
+
+    Each kind is a subclass, not an alias such as ``Topic[OffsetFetchPartitionResult]``: calling a
+    generic alias costs about 0.5 us more per topic (typing's ``__call__``), on the OffsetFetch and
+    OffsetCommit paths."""
 
     name: str
     partitions: list[_Partition]
 
 
-TopicErrorResults = Topic[PartitionErrorResult]
+class TopicErrorResults(Topic[PartitionErrorResult]):
+    __slots__ = ()
 
 
 # ---------------------------------------------------------------- OffsetCommit messages
@@ -113,7 +118,8 @@ class OffsetCommitPartition:
     committed_metadata: str | None = ""
 
 
-OffsetCommitTopic = Topic[OffsetCommitPartition]
+class OffsetCommitTopic(Topic[OffsetCommitPartition]):
+    __slots__ = ()
 
 
 @dataclass(slots=True)
@@ -153,7 +159,8 @@ class OffsetFetchPartitionResult:
     error_code: ErrorCode = ErrorCode.none
 
 
-OffsetFetchTopicResult = Topic[OffsetFetchPartitionResult]
+class OffsetFetchTopicResult(Topic[OffsetFetchPartitionResult]):
+    __slots__ = ()
 
 
 @dataclass(slots=True)
