@@ -47,11 +47,6 @@ def own_postgres() -> Iterator[PostgresCluster]:
         shutil.rmtree(cluster.root, ignore_errors=True)
 
 
-# The database is stopped: asyncpg's pool prints its refused reconnections (a task of its own,
-# outside kcoord's log) until it is back.
-@pytest.mark.server_log_allows(
-    "traceback:asyncpg.exceptions.CannotConnectNowError", "traceback:ConnectionRefusedError"
-)
 def test_a_node_cut_off_from_the_database_refuses_past_the_staleness_bound_then_recovers(
     tmp_path: Path, own_postgres: PostgresCluster
 ) -> None:

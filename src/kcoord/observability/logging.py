@@ -9,6 +9,10 @@ when stderr is a file, a pipe or a journal (the context is kept for whoever read
 drops them at a terminal, where the person who typed the command needs only that line. A start
 still going after :data:`HOLD_S` (a database that does not answer, say) writes what it holds and
 stops holding, so a slow start is never silent.
+
+Libraries log through the standard :mod:`logging` module (asyncpg's pool, asyncio). Their records are
+bridged into the same structured stream (:class:`LibraryLogBridge`): asyncpg retrying its pool floor while
+PostgreSQL restarts is one warning line, not a traceback printed beside the JSON log.
 """
 
 from __future__ import annotations
@@ -78,6 +82,31 @@ class HeldLog:
 START_LOG = HeldLog()
 
 
+class LibraryLogBridge(logging.Handler):
+    """Writes a library's :mod:`logging` record as a structured line named after its logger.
+
+    A warning carries its exception as one ``error`` field (the library handles it and retries); an
+    error keeps its traceback, since nobody handled it.
+    """
+
+    def emit(self, record: logging.LogRecord) -> None:
+        fields: dict[str, object] = {"message": record.getMessage()}
+        if record.exc_info is not None and record.exc_info[1] is not None:
+            if record.levelno >= logging.ERROR:
+                fields["exc_info"] = record.exc_info
+            else:
+                error = record.exc_info[1]
+                fields["error"] = f"{type(error).__name__}: {error}"
+        structlog.get_logger().log(record.levelno, record.name, **fields)
+
+
+def _bridge_library_logs() -> None:
+    root = logging.getLogger()
+    if not any(isinstance(handler, LibraryLogBridge) for handler in root.handlers):
+        root.addHandler(LibraryLogBridge())
+    root.setLevel(logging.WARNING)
+
+
 def configure_logging(fmt: str = "json", level: str = "info", *, hold_until_started: bool = False) -> None:
     """``hold_until_started``: hold the lines back in :data:`START_LOG` until the caller releases them."""
     if hold_until_started:
@@ -100,3 +129,4 @@ def configure_logging(fmt: str = "json", level: str = "info", *, hold_until_star
         logger_factory=structlog.PrintLoggerFactory(file=START_LOG),  # type: ignore[arg-type]
         cache_logger_on_first_use=True,
     )
+    _bridge_library_logs()

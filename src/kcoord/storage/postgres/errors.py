@@ -14,10 +14,13 @@ __all__ = ["DATABASE_ERRORS", "storage_errors"]
 DATABASE_ERRORS: tuple[type[BaseException], ...] = (
     asyncpg.PostgresError,
     asyncpg.InterfaceError,
+    asyncpg.InternalClientError,
     OSError,
     TimeoutError,
 )
-"""What an unreachable, restarting or refusing database raises through asyncpg."""
+"""What an unreachable, restarting or refusing database raises through asyncpg. A call cut off by a
+timeout while the database was going away can leave its pooled connection mid-operation, which the
+next call on it reports as an internal client error: that too is the outage."""
 
 
 @contextmanager

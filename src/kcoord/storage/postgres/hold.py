@@ -47,9 +47,6 @@ PROBE_TIMEOUT_S = 5.0
 REGAIN_BACKOFF_S = (0.25, 5.0)
 """First and longest wait between attempts to take the lock again."""
 _TOKEN_KEY = "store.holder"
-_PROBE_ERRORS: tuple[type[BaseException], ...] = (*DATABASE_ERRORS, TimeoutError, asyncpg.InternalClientError)
-"""What a lost session's probe or a reconnection attempt raises (a probe cut off by its timeout can
-leave the session mid-operation, which asyncpg reports as an internal client error)."""
 
 
 class HoldMode(enum.Enum):
@@ -176,7 +173,7 @@ class DatabaseHold:
                 try:
                     await asyncio.wait_for(session.fetchval("SELECT 1"), PROBE_TIMEOUT_S)
                     continue
-                except _PROBE_ERRORS as exc:
+                except DATABASE_ERRORS as exc:
                     self._fence(f"the probe failed: {type(exc).__name__}")
             if self.fenced and not await self._regain():
                 return
@@ -191,7 +188,7 @@ class DatabaseHold:
         while True:
             try:
                 session = await self._connect()
-            except _PROBE_ERRORS as exc:
+            except DATABASE_ERRORS as exc:
                 self._retrying(delay, exc)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, longest)
@@ -200,7 +197,7 @@ class DatabaseHold:
                 if not await self._try_lock(session):
                     return await self._give_up(session, await self._refusal(session))
                 token = await session.fetchval("SELECT value FROM cluster_meta WHERE key = $1", _TOKEN_KEY)
-            except _PROBE_ERRORS as exc:
+            except DATABASE_ERRORS as exc:
                 await _close(session)
                 self._retrying(delay, exc)
                 await asyncio.sleep(delay)
@@ -231,7 +228,7 @@ class DatabaseHold:
         """Stop watching and end the session (which drops the lock)."""
         if self._watch is not None:
             self._watch.cancel()
-            with contextlib.suppress(asyncio.CancelledError, *_PROBE_ERRORS):
+            with contextlib.suppress(asyncio.CancelledError, *DATABASE_ERRORS):
                 await self._watch
             self._watch = None
         session, self._session = self._session, None
@@ -243,5 +240,5 @@ class DatabaseHold:
 async def _close(session: asyncpg.Connection) -> None:
     try:
         await asyncio.wait_for(session.close(), PROBE_TIMEOUT_S)
-    except _PROBE_ERRORS:
+    except DATABASE_ERRORS:
         session.terminate()
