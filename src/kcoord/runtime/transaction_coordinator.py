@@ -43,6 +43,7 @@ from kcoord.coordinator.transactions import (
     InitProducerIdRequest,
     InitProducerIdResponse,
     ListedTransactions,
+    MarkerWriter,
     ProducerIdAllocator,
     TopicPartition,
     TransactionConfig,
@@ -55,12 +56,7 @@ from kcoord.coordinator.transactions import (
 from kcoord.coordinator.transactions.shard import ABORT_TIMED_OUT_KEY
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.runtime.coordinator_type import CoordinatorType
-from kcoord.runtime.marker_dispatcher import (
-    DataMarkerTarget,
-    MarkerDispatcher,
-    OffsetsMarkerTarget,
-    TransactionKey,
-)
+from kcoord.runtime.marker_dispatcher import MarkerDispatcher, TransactionKey
 from kcoord.runtime.runner import PartitionState
 from kcoord.runtime.service import CoordinatorService
 from kcoord.storage.api import PartitionLog
@@ -208,8 +204,7 @@ class TransactionCoordinator(CoordinatorService):
         allocator: ProducerIdAllocator,
         config: TransactionConfig,
         *,
-        data_markers: DataMarkerTarget | None = None,
-        offsets_markers: OffsetsMarkerTarget | None = None,
+        marker_writer: MarkerWriter | None = None,
         transaction_observer: TransactionObserver | None = None,
         coordinator_epoch: Callable[[str, int], int] | None = None,
         **options: Any,
@@ -224,8 +219,7 @@ class TransactionCoordinator(CoordinatorService):
         epoch_of = coordinator_epoch or (lambda topic, partition: 0)
         self._txn_observer: TransactionObserver = transaction_observer or _NoObserver()
         self.markers = MarkerDispatcher(
-            data_markers,
-            offsets_markers,
+            marker_writer,
             self._markers_written,
             still_coordinating=lambda transactional_id: self.loaded_runner(transactional_id) is not None,
             coordinator_epoch=lambda transactional_id: epoch_of(*self.placement(transactional_id)),

@@ -24,6 +24,7 @@ __all__ = [
     "InitProducerIdRequest",
     "InitProducerIdResponse",
     "ListedTransactions",
+    "MarkerWriter",
     "ProducerIdAllocator",
     "TransactionConfig",
     "TransactionResult",
@@ -130,6 +131,20 @@ class TxnMarker:
     producer_epoch: int
     committed: bool
     transactional_id: str
+    """The coordinator's id of the transaction; empty for a marker received by WriteTxnMarkers (the
+    request carries none)."""
+
+
+class MarkerWriter(Protocol):
+    """Writes one transaction marker to its partition (contract A of issue 17).
+
+    Implemented by the shell (``kcoord.cluster.transaction_markers.DataMarkerWriter`` for a data
+    partition, ``kcoord.cluster.marker_routing``'s writers for this node's partitions and the
+    cluster's); called by the transaction coordinator's marker dispatcher and the WriteTxnMarkers
+    handler. ``coordinator_epoch``: the epoch the transactional id's coordinator holds its
+    ``__transaction_state`` partition under (a partition refuses markers of an older one)."""
+
+    async def write_marker(self, marker: TxnMarker, coordinator_epoch: int) -> ErrorCode: ...
 
 
 @dataclass(slots=True)
