@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.coordinator.transactions.txn_harness import (
@@ -13,9 +14,9 @@ from tests.coordinator.transactions.txn_harness import (
     durable_view,
 )
 
-from kcoord.coordinator.transactions import InitProducerIdRequest, TransactionState
+from kcoord.coordinator.transactions import InitProducerIdRequest, TransactionState, views
 from kcoord.coordinator.transactions.records import TransactionLogKey, TransactionRecord
-from kcoord.protocol.errors import ErrorCode
+from kcoord.protocol.errors import ErrorCode, KafkaError
 
 E = ErrorCode
 S = TransactionState
@@ -132,6 +133,27 @@ def test_list_filters_by_state_producer_and_duration() -> None:
         frozenset({"Ongoing", "PrepareCommit"}), frozenset(), 5_000, h.now_ms
     )
     assert long_running.transactions == (("a", a_pid, "Ongoing"),)
+
+
+def test_list_filters_by_a_pattern_the_whole_id_matches() -> None:
+    """ListTransactions v2's pattern keeps the ids it matches in full, with the other filters; an
+    empty or null pattern keeps all, and one that does not compile is INVALID_REGULAR_EXPRESSION."""
+    h = TxnHarness()
+    h.begin("orders-1", TP0)
+    h.begin("orders-2", TP1)
+    h.init("audit-orders")
+
+    def listed(pattern: str | None, states: frozenset[str] = frozenset()) -> list[str]:
+        ids = views.id_pattern(pattern)
+        return [t[0] for t in h.shard.list_transactions(states, frozenset(), -1, h.now_ms, ids).transactions]
+
+    assert listed("orders-.*") == ["orders-1", "orders-2"]
+    assert listed("orders") == []
+    assert listed(".*orders.*", frozenset({"Empty"})) == ["audit-orders"]
+    assert listed("") == listed(None) == ["audit-orders", "orders-1", "orders-2"]
+    with pytest.raises(KafkaError) as refused:
+        views.id_pattern("orders-(")
+    assert refused.value.code is E.invalid_regular_expression
 
 
 def test_verify_partitions_for_a_transactional_produce() -> None:

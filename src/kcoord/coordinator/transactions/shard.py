@@ -21,6 +21,7 @@ per transaction) is served; KIP-890's epoch bump on every EndTxn (v5+) is not.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -336,10 +337,16 @@ class TransactionCoordinatorShard:
         return views.verify(self.transactions.get(transactional_id), producer_id, producer_epoch, partitions)
 
     def list_transactions(
-        self, states: frozenset[str], producer_ids: frozenset[int], min_duration_ms: int, now_ms: int
+        self,
+        states: frozenset[str],
+        producer_ids: frozenset[int],
+        min_duration_ms: int,
+        now_ms: int,
+        ids: re.Pattern[str] | None = None,
     ) -> ListedTransactions:
+        """``ids``: only the transactional ids it matches in full (:func:`views.id_pattern`)."""
         return views.list_transactions(
-            self.transactions.values(), states, producer_ids, min_duration_ms, now_ms
+            self.transactions.values(), states, producer_ids, min_duration_ms, now_ms, ids
         )
 
 
