@@ -43,6 +43,7 @@ from kcoord.coordinator.transactions import (
     InitProducerIdRequest,
     InitProducerIdResponse,
     ListedTransactions,
+    ListTransactionsRequest,
     MarkerWriter,
     ProducerIdAllocator,
     TopicPartition,
@@ -52,7 +53,6 @@ from kcoord.coordinator.transactions import (
     TransactionResult,
     TransactionState,
     partition_for,
-    views,
 )
 from kcoord.coordinator.transactions.shard import ABORT_TIMED_OUT_KEY
 from kcoord.protocol.errors import ErrorCode, KafkaError
@@ -333,23 +333,13 @@ class TransactionCoordinator(CoordinatorService):
         )
         return described[0]
 
-    def list_transactions(
-        self,
-        states: frozenset[str],
-        producer_ids: frozenset[int],
-        min_duration_ms: int,
-        id_pattern: str | None = None,
-    ) -> tuple[ErrorCode, ListedTransactions]:
-        """Every loaded partition's transactions; COORDINATOR_LOAD_IN_PROGRESS while some still load.
-        Raises INVALID_REGULAR_EXPRESSION for an ``id_pattern`` that does not compile."""
-        ids = views.id_pattern(id_pattern)
+    def list_transactions(self, request: ListTransactionsRequest) -> tuple[ErrorCode, ListedTransactions]:
+        """Every loaded partition's transactions; COORDINATOR_LOAD_IN_PROGRESS while some still load."""
         now_ms = self._clock.now_ms()
         found: list[tuple[str, int, str]] = []
         unknown: tuple[str, ...] = ()
         for shard in self.active_shards():
-            listed: ListedTransactions = shard.list_transactions(
-                states, producer_ids, min_duration_ms, now_ms, ids
-            )
+            listed: ListedTransactions = shard.list_transactions(request, now_ms)
             found.extend(listed.transactions)
             unknown = listed.unknown_state_filters
         loading = any(runner.state is not PartitionState.ACTIVE for runner in self.all_runners())

@@ -21,6 +21,7 @@ from typing import Any
 from kcoord.apis.access import Op
 from kcoord.apis.error_answers import code_and_empty
 from kcoord.apis.transactions.common import TransactionApi, may_transactional_id
+from kcoord.coordinator.transactions import ListTransactionsRequest, views
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.runtime.transaction_coordinator import TransactionCoordinator
 from kcoord.security.authorizer import Authorizer
@@ -31,10 +32,12 @@ async def handle_list_transactions(
     ctx: RequestContext, request: Any, *, transactions: TransactionCoordinator, authorizer: Authorizer
 ) -> dict[str, Any]:
     error, listed = transactions.list_transactions(
-        frozenset(request.state_filters),
-        frozenset(int(p) for p in request.producer_id_filters),
-        int(getattr(request, "duration_filter", -1)),
-        getattr(request, "transactional_id_pattern", None),
+        ListTransactionsRequest(
+            states=frozenset(request.state_filters),
+            producer_ids=frozenset(int(p) for p in request.producer_id_filters),
+            min_duration_ms=int(getattr(request, "duration_filter", -1)),
+            ids=views.id_pattern(getattr(request, "transactional_id_pattern", None)),
+        )
     )
     return {
         "error_code": error,

@@ -8,6 +8,7 @@ edge adds: Kafka answers PRODUCER_FENCED to new clients and INVALID_PRODUCER_EPO
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -23,6 +24,7 @@ __all__ = [
     "EndTxnResponse",
     "InitProducerIdRequest",
     "InitProducerIdResponse",
+    "ListTransactionsRequest",
     "ListedTransactions",
     "MarkerWriter",
     "ProducerIdAllocator",
@@ -177,6 +179,19 @@ class DescribedTransaction:
     producer_id: int = NO_PRODUCER_ID
     producer_epoch: int = NO_PRODUCER_EPOCH
     topics: tuple[tuple[str, tuple[int, ...]], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ListTransactionsRequest:
+    """ListTransactions' filters; each left at its default filters nothing."""
+
+    states: frozenset[str] = frozenset()
+    """State names (a name that is no state is reported back as unknown)."""
+    producer_ids: frozenset[int] = frozenset()
+    min_duration_ms: int = -1
+    """v1: only transactions running longer than this; -1 for all."""
+    ids: re.Pattern[str] | None = None
+    """v2: only the transactional ids this matches in full (``views.id_pattern`` compiles it)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,6 @@ per transaction) is served; KIP-890's epoch bump on every EndTxn (v5+) is not.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -37,6 +36,7 @@ from kcoord.coordinator.transactions.messages import (
     InitProducerIdRequest,
     InitProducerIdResponse,
     ListedTransactions,
+    ListTransactionsRequest,
     ProducerIdAllocator,
     TransactionConfig,
     TransactionResult,
@@ -336,18 +336,8 @@ class TransactionCoordinatorShard:
         """A transactional Produce's check: is each partition in this producer's transaction?"""
         return views.verify(self.transactions.get(transactional_id), producer_id, producer_epoch, partitions)
 
-    def list_transactions(
-        self,
-        states: frozenset[str],
-        producer_ids: frozenset[int],
-        min_duration_ms: int,
-        now_ms: int,
-        ids: re.Pattern[str] | None = None,
-    ) -> ListedTransactions:
-        """``ids``: only the transactional ids it matches in full (:func:`views.id_pattern`)."""
-        return views.list_transactions(
-            self.transactions.values(), states, producer_ids, min_duration_ms, now_ms, ids
-        )
+    def list_transactions(self, request: ListTransactionsRequest, now_ms: int) -> ListedTransactions:
+        return views.list_transactions(self.transactions.values(), request, now_ms)
 
 
 def _answer(result: TransactionResult, sink: Any, response: Any) -> TransactionResult:

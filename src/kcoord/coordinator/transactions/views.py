@@ -21,7 +21,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from kcoord.coordinator.transactions.messages import DescribedTransaction, ListedTransactions
+from kcoord.coordinator.transactions.messages import (
+    DescribedTransaction,
+    ListedTransactions,
+    ListTransactionsRequest,
+)
 from kcoord.coordinator.transactions.metadata import TransactionMetadata
 from kcoord.coordinator.transactions.records import TopicPartition
 from kcoord.coordinator.transactions.state import TransactionState
@@ -74,21 +78,17 @@ def verify(
 
 
 def list_transactions(
-    transactions: Iterable[TransactionMetadata],
-    states: frozenset[str],
-    producer_ids: frozenset[int],
-    min_duration_ms: int,
-    now_ms: int,
-    ids: re.Pattern[str] | None = None,
+    transactions: Iterable[TransactionMetadata], request: ListTransactionsRequest, now_ms: int
 ) -> ListedTransactions:
-    wanted = {_BY_NAME[name] for name in states if name in _BY_NAME}
-    unknown = tuple(sorted(name for name in states if name not in _BY_NAME))
+    wanted = {_BY_NAME[name] for name in request.states if name in _BY_NAME}
+    unknown = tuple(sorted(name for name in request.states if name not in _BY_NAME))
+    min_duration_ms, ids = request.min_duration_ms, request.ids
     listed = tuple(
         (metadata.transactional_id, metadata.producer_id, metadata.state.value)
         for metadata in transactions
         if not _removing(metadata)
-        and (not producer_ids or metadata.producer_id in producer_ids)
-        and (not states or metadata.state in wanted)
+        and (not request.producer_ids or metadata.producer_id in request.producer_ids)
+        and (not request.states or metadata.state in wanted)
         and (min_duration_ms < 0 or now_ms - metadata.start_ms > min_duration_ms)
         and (ids is None or ids.fullmatch(metadata.transactional_id) is not None)
     )
