@@ -350,7 +350,7 @@ class App:
                 remove_expired_interval_ms=s["transaction.remove.expired.transaction.cleanup.interval.ms"],
                 offsets_topic_partitions=s["offsets.topic.num.partitions"],
             ),
-            data_markers=self.routed_markers,
+            marker_writer=self.routed_markers,
             transaction_observer=self.transaction_metrics,
             coordinator_epoch=self._coordinator_epoch,
             num_partitions=s["transaction.state.log.num.partitions"],

@@ -26,6 +26,8 @@ from kafka import TopicPartition as KpTopicPartition
 
 from kcoord.app import App
 from kcoord.cluster.producer_snapshots import SNAPSHOT_DIR
+from kcoord.coordinator.transactions import TopicPartition as TxnPartition
+from kcoord.coordinator.transactions import TxnMarker
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.control_batch import TRANSACTIONAL_ATTRIBUTE
 from kcoord.protocol.errors import ErrorCode
@@ -175,12 +177,21 @@ def consume(port: int, isolation_level: str) -> list[bytes]:
         consumer.close()
 
 
+async def end_transaction(
+    app: App, producer_id: int, *, committed: bool, coordinator_epoch: int
+) -> ErrorCode:
+    """Write the producer's (epoch 0) commit or abort marker on the topic's partition 0, as its
+    transaction coordinator would."""
+    marker = TxnMarker(TxnPartition(TOPIC, 0), producer_id, 0, committed, TRANSACTIONAL_ID)
+    return await app.data_markers.write_marker(marker, coordinator_epoch)
+
+
 async def write_mixed_log(app: App, client: AsyncRawClient) -> None:
     """Offsets 0-2 committed, 3-5 aborted, 6-7 their markers, 8 plain, 9 an open transaction."""
     assert (await produce(client, [b"a0", b"a1", b"a2"], COMMITTER, transactional=True)).base_offset == 0
     assert (await produce(client, [b"b0", b"b1", b"b2"], ABORTER, transactional=True)).base_offset == 3
-    assert await app.data_markers.write_marker(TOPIC, 0, COMMITTER, 0, True, 1) == ErrorCode.none
-    assert await app.data_markers.write_marker(TOPIC, 0, ABORTER, 0, False, 1) == ErrorCode.none
+    assert await end_transaction(app, COMMITTER, committed=True, coordinator_epoch=1) == ErrorCode.none
+    assert await end_transaction(app, ABORTER, committed=False, coordinator_epoch=1) == ErrorCode.none
     assert (await produce(client, [b"plain"])).base_offset == 8
     assert (await produce(client, [b"c0"], LINGERER, transactional=True)).base_offset == 9
 
@@ -200,7 +211,7 @@ async def test_read_committed_hides_aborted_and_open_transactions(tmp_path: Path
         assert await asyncio.to_thread(consume, port, "read_committed") == COMMITTED
         assert await asyncio.to_thread(consume, port, "read_uncommitted") == EVERYTHING
 
-        assert await app.data_markers.write_marker(TOPIC, 0, LINGERER, 0, True, 1) == ErrorCode.none
+        assert await end_transaction(app, LINGERER, committed=True, coordinator_epoch=1) == ErrorCode.none
         assert await asyncio.to_thread(consume, port, "read_committed") == [*COMMITTED, b"c0"]
 
 
@@ -254,7 +265,7 @@ async def test_restart_mid_transaction_keeps_the_lso(tmp_path: Path, snapshots: 
         assert [(a.producer_id, a.first_offset) for a in partition.aborted_transactions] == [(ABORTER, 3)]
         assert await asyncio.to_thread(consume, port, "read_committed") == COMMITTED
 
-        assert await app.data_markers.write_marker(TOPIC, 0, LINGERER, 0, True, 2) == ErrorCode.none
+        assert await end_transaction(app, LINGERER, committed=True, coordinator_epoch=2) == ErrorCode.none
         assert await latest(client, isolation_level=1) == 11
         assert await asyncio.to_thread(consume, port, "read_committed") == [*COMMITTED, b"c0"]
 
@@ -267,7 +278,7 @@ async def test_waiting_read_committed_fetch_wakes_on_the_commit(tmp_path: Path) 
         correlation_id = await client.send(ApiKey.FETCH, 11, fetch_committed_body(9, max_wait_ms=20_000))
         await asyncio.sleep(0.2)
         started = time.monotonic()
-        assert await app.data_markers.write_marker(TOPIC, 0, LINGERER, 0, True, 1) == ErrorCode.none
+        assert await end_transaction(app, LINGERER, committed=True, coordinator_epoch=1) == ErrorCode.none
         response = await client.recv(ApiKey.FETCH, 11, correlation_id, within_s=20)
         waited = time.monotonic() - started
         partition = response.responses[0].partitions[0]

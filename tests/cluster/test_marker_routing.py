@@ -12,20 +12,17 @@ from kcoord.protocol.errors import ErrorCode
 OFFSETS = "__consumer_offsets"
 
 
+def marker(topic: str, partition: int, committed: bool = True) -> TxnMarker:
+    """Producer 7 at epoch 1's marker on ``topic``-``partition``."""
+    return TxnMarker(TopicPartition(topic, partition), 7, 1, committed, "tx")
+
+
 class RecordingDataWriter:
     def __init__(self) -> None:
-        self.written: list[tuple[str, int, int, int, bool, int]] = []
+        self.written: list[tuple[TxnMarker, int]] = []
 
-    async def write_marker(
-        self,
-        topic: str,
-        partition: int,
-        producer_id: int,
-        producer_epoch: int,
-        committed: bool,
-        coordinator_epoch: int,
-    ) -> ErrorCode:
-        self.written.append((topic, partition, producer_id, producer_epoch, committed, coordinator_epoch))
+    async def write_marker(self, marker: TxnMarker, coordinator_epoch: int) -> ErrorCode:
+        self.written.append((marker, coordinator_epoch))
         return ErrorCode.none
 
 
@@ -48,9 +45,9 @@ async def test_a_data_partition_marker_goes_to_the_data_writer_and_an_offsets_on
     group coordinator's, with the producer, decision and coordinator epoch unchanged."""
     data, group = RecordingDataWriter(), GroupLog()
     writer = LocalMarkerWriter(data, group, OFFSETS)
-    assert await writer.write_marker("out", 2, 7, 1, True, 4) == ErrorCode.none
-    assert await writer.write_marker(OFFSETS, 5, 7, 1, False, 4) == ErrorCode.none
-    assert data.written == [("out", 2, 7, 1, True, 4)]
+    assert await writer.write_marker(marker("out", 2), 4) == ErrorCode.none
+    assert await writer.write_marker(marker(OFFSETS, 5, committed=False), 4) == ErrorCode.none
+    assert data.written == [(marker("out", 2), 4)]
     assert group.written == [(5, 7, 1, False, 4)]
 
 
@@ -64,9 +61,9 @@ async def test_an_offsets_partition_this_node_does_not_hold_answers_not_leader()
         ErrorCode.coordinator_not_available,
     ):
         writer = LocalMarkerWriter(RecordingDataWriter(), GroupLog(not_here), OFFSETS)
-        assert await writer.write_marker(OFFSETS, 0, 7, 1, True, 0) == ErrorCode.not_leader_or_follower
+        assert await writer.write_marker(marker(OFFSETS, 0), 0) == ErrorCode.not_leader_or_follower
     fenced = LocalMarkerWriter(RecordingDataWriter(), GroupLog(ErrorCode.invalid_producer_epoch), OFFSETS)
-    assert await fenced.write_marker(OFFSETS, 0, 7, 1, True, 0) == ErrorCode.invalid_producer_epoch
+    assert await fenced.write_marker(marker(OFFSETS, 0), 0) == ErrorCode.invalid_producer_epoch
 
 
 async def test_the_router_writes_a_partition_without_another_owner_locally() -> None:
@@ -74,7 +71,6 @@ async def test_the_router_writes_a_partition_without_another_owner_locally() -> 
     (a single node, or a partition this node holds)."""
     group = GroupLog()
     router = RoutingMarkerWriter(LocalMarkerWriter(RecordingDataWriter(), group, OFFSETS), lambda t, p: None)
-    marker = TxnMarker(TopicPartition(OFFSETS, 3), 9, 0, committed=True, transactional_id="t")
-    assert await router.write_marker(marker, 2) == ErrorCode.none
-    assert group.written == [(3, 9, 0, True, 2)]
+    assert await router.write_marker(marker(OFFSETS, 3), 2) == ErrorCode.none
+    assert group.written == [(3, 7, 1, True, 2)]
     router.close()

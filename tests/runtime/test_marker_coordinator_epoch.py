@@ -67,7 +67,7 @@ async def test_markers_carry_the_epoch_of_the_ids_state_partition() -> None:
         SystemClock(),
         ids,
         TransactionConfig(offsets_topic_partitions=OFFSETS_PARTITIONS),
-        data_markers=writer,
+        marker_writer=writer,
         coordinator_epoch=epoch_of,
         num_partitions=TXN_PARTITIONS,
     )
@@ -90,7 +90,7 @@ async def test_a_fenced_coordinator_stops_without_completing() -> None:
     """TRANSACTION_COORDINATOR_FENCED is not retried and the transaction is not completed here."""
     writer = EpochRecorder(ErrorCode.transaction_coordinator_fenced)
     completed: list[TransactionKey] = []
-    dispatcher = MarkerDispatcher(writer, None, completed.append, coordinator_epoch=lambda tid: 3)
+    dispatcher = MarkerDispatcher(writer, completed.append, coordinator_epoch=lambda tid: 3)
     dispatcher.dispatch([TxnMarker(TopicPartition("t", 0), 11, 2, True, "tx-fenced")])
     await eventually(lambda: dispatcher.in_flight == 0, "the transaction's task ended")
     assert writer.epochs == [("t", 0, 3)]

@@ -1,8 +1,8 @@
 """The transaction coordinator on the generic runtime: decisions, markers after durability, load, timers.
 
 Everything runs through the real :class:`TransactionCoordinator` (its runners, the memory log
-store, the timing wheel); the two marker targets are small real classes standing for the data
-partitions' writer (contract A) and the group coordinator (contract B).
+store, the timing wheel); the marker writer is a small real class standing for the app's, which
+writes data partitions' markers (contract A) and the group coordinator's (contract B).
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from kcoord.coordinator.transactions import (
     TxnMarker,
 )
 from kcoord.protocol.errors import ErrorCode, KafkaError
-from kcoord.runtime.group_coordinator import GROUP_COORDINATOR
 from kcoord.runtime.transaction_coordinator import TransactionCoordinator
 from kcoord.storage.api import PartitionLog
 from kcoord.storage.memory import MemoryLogStore
@@ -54,9 +53,7 @@ class StateTopic:
 
 
 class RecordingMarkers:
-    """Both marker targets in one: records each marker written; answers ``failures`` first, if any."""
-
-    kind = GROUP_COORDINATOR
+    """The marker writer: records each marker written; answers ``failures`` first, if any."""
 
     def __init__(self, failures: list[ErrorCode] | None = None) -> None:
         self.written: list[Marker] = []
@@ -65,18 +62,10 @@ class RecordingMarkers:
 
     async def write_marker(self, marker: TxnMarker, epoch: int) -> ErrorCode:
         topic, partition = marker.partition.topic, marker.partition.partition
-        return self._record((topic, partition, marker.producer_id, marker.producer_epoch, marker.committed))
-
-    async def write_end_marker(
-        self, partition: int, producer_id: int, producer_epoch: int, committed: bool, epoch: int
-    ) -> ErrorCode:
-        return self._record((self.kind.topic, partition, producer_id, producer_epoch, committed))
-
-    def _record(self, marker: Marker) -> ErrorCode:
         self.calls += 1
         if self.failures:
             return self.failures.pop(0)
-        self.written.append(marker)
+        self.written.append((topic, partition, marker.producer_id, marker.producer_epoch, marker.committed))
         return ErrorCode.none
 
 
@@ -111,8 +100,7 @@ async def coordinator(
         SystemClock(),
         ids,
         TransactionConfig(offsets_topic_partitions=OFFSETS_PARTITIONS, **config),
-        data_markers=markers,
-        offsets_markers=markers,
+        marker_writer=markers,
         transaction_observer=counts,
         num_partitions=TXN_PARTITIONS,
     )

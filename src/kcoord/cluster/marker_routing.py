@@ -30,11 +30,11 @@ from typing import Protocol
 import structlog
 
 from kcoord.cluster.node_connection import CALL_FAILURES, NodeConnection
-from kcoord.coordinator.transactions import TxnMarker
+from kcoord.coordinator.transactions import MarkerWriter, TxnMarker
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
 
-__all__ = ["EndMarkerLog", "LocalMarkerWriter", "MarkerWriter", "RoutingMarkerWriter"]
+__all__ = ["EndMarkerLog", "LocalMarkerWriter", "RoutingMarkerWriter"]
 
 log = structlog.get_logger(__name__)
 
@@ -48,20 +48,6 @@ WRITE_TXN_MARKERS_V = 1
 
 OwnerOf = Callable[[str, int], "tuple[str, int] | None"]
 """``(topic, partition) -> (host, port)`` of the live node that leads it, None for this node or none."""
-
-
-class MarkerWriter(Protocol):
-    """Writes one transaction marker to one partition (contract A's signature)."""
-
-    async def write_marker(
-        self,
-        topic: str,
-        partition: int,
-        producer_id: int,
-        producer_epoch: int,
-        committed: bool,
-        coordinator_epoch: int,
-    ) -> ErrorCode: ...
 
 
 class EndMarkerLog(Protocol):
@@ -81,21 +67,15 @@ class LocalMarkerWriter:
         self._offsets = offsets
         self._offsets_topic = offsets_topic
 
-    async def write_marker(
-        self,
-        topic: str,
-        partition: int,
-        producer_id: int,
-        producer_epoch: int,
-        committed: bool,
-        coordinator_epoch: int,
-    ) -> ErrorCode:
-        if topic != self._offsets_topic:
-            return await self._data.write_marker(
-                topic, partition, producer_id, producer_epoch, committed, coordinator_epoch
-            )
+    async def write_marker(self, marker: TxnMarker, coordinator_epoch: int) -> ErrorCode:
+        if marker.partition.topic != self._offsets_topic:
+            return await self._data.write_marker(marker, coordinator_epoch)
         error = await self._offsets.write_end_marker(
-            partition, producer_id, producer_epoch, committed, coordinator_epoch
+            marker.partition.partition,
+            marker.producer_id,
+            marker.producer_epoch,
+            marker.committed,
+            coordinator_epoch,
         )
         return ErrorCode.not_leader_or_follower if error in _NOT_HERE else error
 
@@ -110,12 +90,9 @@ class RoutingMarkerWriter:
 
     async def write_marker(self, marker: TxnMarker, coordinator_epoch: int) -> ErrorCode:
         topic, partition = marker.partition.topic, marker.partition.partition
-        producer_id, producer_epoch, committed = marker.producer_id, marker.producer_epoch, marker.committed
         owner = self._owner_of(topic, partition)
         if owner is None:
-            return await self._local.write_marker(
-                topic, partition, producer_id, producer_epoch, committed, coordinator_epoch
-            )
+            return await self._local.write_marker(marker, coordinator_epoch)
         connection = self._connections.get(owner)
         if connection is None:
             connection = self._connections[owner] = NodeConnection(
@@ -124,9 +101,9 @@ class RoutingMarkerWriter:
         body = {
             "markers": [
                 {
-                    "producer_id": producer_id,
-                    "producer_epoch": producer_epoch,
-                    "transaction_result": committed,
+                    "producer_id": marker.producer_id,
+                    "producer_epoch": marker.producer_epoch,
+                    "transaction_result": marker.committed,
                     "topics": [{"name": topic, "partition_indexes": [partition]}],
                     "coordinator_epoch": coordinator_epoch,
                 }

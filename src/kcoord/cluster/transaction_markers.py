@@ -29,6 +29,7 @@ import structlog
 
 from kcoord.cluster.producer_state import ProducerStateManager
 from kcoord.cluster.topic_manager import TopicManager
+from kcoord.coordinator.transactions import TxnMarker
 from kcoord.protocol.control_batch import encode_marker_batch
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.timer.api import Clock
@@ -59,16 +60,10 @@ class DataMarkerWriter:
         self._producers = producers
         self._clock = clock
 
-    async def write_marker(
-        self,
-        topic: str,
-        partition: int,
-        producer_id: int,
-        producer_epoch: int,
-        committed: bool,
-        coordinator_epoch: int,
-    ) -> ErrorCode:
+    async def write_marker(self, marker: TxnMarker, coordinator_epoch: int) -> ErrorCode:
         """Append the marker durably and end the producer's transaction on the partition."""
+        topic, partition = marker.partition.topic, marker.partition.partition
+        producer_id, producer_epoch, committed = marker.producer_id, marker.producer_epoch, marker.committed
         partition_log = self._topics.partition_log(topic, partition)
         if partition_log is None:
             return self._topics.missing_log_error(topic, partition)

@@ -2,14 +2,12 @@
 
 The transaction coordinator's shard decides (PrepareCommit/PrepareAbort) and returns the markers
 to write (:class:`~kcoord.coordinator.transactions.TxnMarker`); the runtime hands them here only
-after the decision's record is durable. Each marker goes to its partition's writer:
-
-- a data partition: :class:`DataMarkerTarget` (``kcoord.cluster.marker_routing``'
-  ``RoutingMarkerWriter``: the control batch appended by ``kcoord.cluster.transaction_markers``'
-  ``DataMarkerWriter`` on the partition's owner);
-- a partition of the group coordinator's log (a TxnOffsetCommit's): :class:`OffsetsMarkerTarget`
-  (the group coordinator's ``write_end_marker``, serial with the partition's other operations); the
-  target's ``kind.topic`` tells which markers are its.
+after the decision's record is durable. Every marker goes to one
+:class:`~kcoord.coordinator.transactions.MarkerWriter`; the app's is
+``kcoord.cluster.marker_routing``' ``RoutingMarkerWriter``, which writes a data partition's marker
+with ``kcoord.cluster.transaction_markers``' ``DataMarkerWriter`` on the partition's owner and a
+``__consumer_offsets`` partition's (a TxnOffsetCommit's) with that owner's group coordinator
+(``write_end_marker``, serial with the partition's other operations).
 
 The markers of one transaction are written concurrently; a retriable answer (the partition is
 moving, loading, or timed out) is retried with a growing backoff, as Kafka's
@@ -31,15 +29,13 @@ import contextlib
 import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Protocol
 
 import structlog
 
-from kcoord.coordinator.transactions import TxnMarker
+from kcoord.coordinator.transactions import MarkerWriter, TxnMarker
 from kcoord.protocol.errors import ErrorCode
-from kcoord.runtime.coordinator_type import CoordinatorType
 
-__all__ = ["DataMarkerTarget", "MarkerDispatcher", "OffsetsMarkerTarget", "TransactionKey"]
+__all__ = ["MarkerDispatcher", "TransactionKey"]
 
 log = structlog.get_logger(__name__)
 
@@ -48,24 +44,6 @@ _BACKOFF_MAX_S = 2.0
 _SUPERSEDED = frozenset({ErrorCode.invalid_producer_epoch, ErrorCode.producer_fenced})
 """A newer epoch of the producer wrote to the partition: this marker is moot (Kafka drops it)."""
 _GONE = frozenset({ErrorCode.unknown_topic_or_partition, ErrorCode.invalid_topic_exception})
-
-
-class DataMarkerTarget(Protocol):
-    """Contract A: a data partition's marker writer."""
-
-    async def write_marker(self, marker: TxnMarker, coordinator_epoch: int) -> ErrorCode: ...
-
-
-class OffsetsMarkerTarget(Protocol):
-    """Contract B: the marker writer of a coordinator's own log (the group coordinator's offsets)."""
-
-    @property
-    def kind(self) -> CoordinatorType:
-        """The coordinator whose log this writes to: markers of ``kind.topic`` come here."""
-
-    async def write_end_marker(
-        self, partition: int, producer_id: int, producer_epoch: int, committed: bool, coordinator_epoch: int
-    ) -> ErrorCode: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,15 +61,13 @@ class MarkerDispatcher:
 
     def __init__(
         self,
-        data: DataMarkerTarget | None,
-        offsets: OffsetsMarkerTarget | None,
+        writer: MarkerWriter | None,
         complete: Callable[[TransactionKey], None],
         *,
         still_coordinating: Callable[[str], bool] = lambda transactional_id: True,
         coordinator_epoch: Callable[[str], int] = lambda transactional_id: 0,
     ) -> None:
-        self.data = data
-        self.offsets = offsets
+        self.writer = writer
         self._complete = complete
         self._still_coordinating = still_coordinating
         self._coordinator_epoch = coordinator_epoch
@@ -171,14 +147,9 @@ class MarkerDispatcher:
             delay = min(delay * 2, _BACKOFF_MAX_S)
 
     async def _write(self, marker: TxnMarker, coordinator_epoch: int) -> ErrorCode:
-        topic, partition = marker.partition.topic, marker.partition.partition
-        if self.offsets is not None and topic == self.offsets.kind.topic:
-            return await self.offsets.write_end_marker(
-                partition, marker.producer_id, marker.producer_epoch, marker.committed, coordinator_epoch
-            )
-        if self.data is None:
+        if self.writer is None:
             return ErrorCode.coordinator_not_available
-        return await self.data.write_marker(marker, coordinator_epoch)
+        return await self.writer.write_marker(marker, coordinator_epoch)
 
     async def stop(self) -> None:
         """Stop writing (the decisions stay in the log: the next load completes them)."""

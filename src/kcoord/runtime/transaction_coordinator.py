@@ -43,6 +43,8 @@ from kcoord.coordinator.transactions import (
     InitProducerIdRequest,
     InitProducerIdResponse,
     ListedTransactions,
+    ListTransactionsRequest,
+    MarkerWriter,
     ProducerIdAllocator,
     TopicPartition,
     TransactionConfig,
@@ -55,12 +57,7 @@ from kcoord.coordinator.transactions import (
 from kcoord.coordinator.transactions.shard import ABORT_TIMED_OUT_KEY
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.runtime.coordinator_type import CoordinatorType
-from kcoord.runtime.marker_dispatcher import (
-    DataMarkerTarget,
-    MarkerDispatcher,
-    OffsetsMarkerTarget,
-    TransactionKey,
-)
+from kcoord.runtime.marker_dispatcher import MarkerDispatcher, TransactionKey
 from kcoord.runtime.runner import PartitionState
 from kcoord.runtime.service import CoordinatorService
 from kcoord.storage.api import PartitionLog
@@ -208,8 +205,7 @@ class TransactionCoordinator(CoordinatorService):
         allocator: ProducerIdAllocator,
         config: TransactionConfig,
         *,
-        data_markers: DataMarkerTarget | None = None,
-        offsets_markers: OffsetsMarkerTarget | None = None,
+        marker_writer: MarkerWriter | None = None,
         transaction_observer: TransactionObserver | None = None,
         coordinator_epoch: Callable[[str, int], int] | None = None,
         **options: Any,
@@ -224,8 +220,7 @@ class TransactionCoordinator(CoordinatorService):
         epoch_of = coordinator_epoch or (lambda topic, partition: 0)
         self._txn_observer: TransactionObserver = transaction_observer or _NoObserver()
         self.markers = MarkerDispatcher(
-            data_markers,
-            offsets_markers,
+            marker_writer,
             self._markers_written,
             still_coordinating=lambda transactional_id: self.loaded_runner(transactional_id) is not None,
             coordinator_epoch=lambda transactional_id: epoch_of(*self.placement(transactional_id)),
@@ -338,17 +333,13 @@ class TransactionCoordinator(CoordinatorService):
         )
         return described[0]
 
-    def list_transactions(
-        self, states: frozenset[str], producer_ids: frozenset[int], min_duration_ms: int
-    ) -> tuple[ErrorCode, ListedTransactions]:
+    def list_transactions(self, request: ListTransactionsRequest) -> tuple[ErrorCode, ListedTransactions]:
         """Every loaded partition's transactions; COORDINATOR_LOAD_IN_PROGRESS while some still load."""
         now_ms = self._clock.now_ms()
         found: list[tuple[str, int, str]] = []
         unknown: tuple[str, ...] = ()
         for shard in self.active_shards():
-            listed: ListedTransactions = shard.list_transactions(
-                states, producer_ids, min_duration_ms, now_ms
-            )
+            listed: ListedTransactions = shard.list_transactions(request, now_ms)
             found.extend(listed.transactions)
             unknown = listed.unknown_state_filters
         loading = any(runner.state is not PartitionState.ACTIVE for runner in self.all_runners())

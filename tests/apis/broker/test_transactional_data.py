@@ -12,6 +12,7 @@ from kcoord.apis.broker.fetch import handle_fetch
 from kcoord.apis.broker.list_offsets import handle_list_offsets
 from kcoord.apis.broker.write_txn_markers import handle_write_txn_markers
 from kcoord.cluster.transaction_markers import DataMarkerWriter
+from kcoord.coordinator.transactions import TopicPartition, TxnMarker
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
 from kcoord.security.acl import AclOperation, ResourceType
@@ -191,7 +192,10 @@ async def test_aborted_transactions_are_cut_to_the_data_returned(app: DataPathAp
             [b"x" * 50], producer_id=pid, producer_epoch=0, base_sequence=0, attributes=TRANSACTIONAL
         )
         await partition_log.append(batch)
-        assert await markers.write_marker("t", 0, pid, 0, False, 1) == ErrorCode.none
+        assert (
+            await markers.write_marker(TxnMarker(TopicPartition("t", 0), pid, 0, False, "tx"), 1)
+            == ErrorCode.none
+        )
     whole = await fetch_committed(app, 1 << 20)
     assert [(a.producer_id, a.first_offset) for a in whole.aborted_transactions] == [(PID, 0), (PID + 1, 2)]
     first = await fetch_committed(app, 1)

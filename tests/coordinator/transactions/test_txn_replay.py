@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.coordinator.transactions.txn_harness import (
@@ -13,9 +14,14 @@ from tests.coordinator.transactions.txn_harness import (
     durable_view,
 )
 
-from kcoord.coordinator.transactions import InitProducerIdRequest, TransactionState
+from kcoord.coordinator.transactions import (
+    InitProducerIdRequest,
+    ListTransactionsRequest,
+    TransactionState,
+    views,
+)
 from kcoord.coordinator.transactions.records import TransactionLogKey, TransactionRecord
-from kcoord.protocol.errors import ErrorCode
+from kcoord.protocol.errors import ErrorCode, KafkaError
 
 E = ErrorCode
 S = TransactionState
@@ -118,20 +124,44 @@ def test_list_filters_by_state_producer_and_duration() -> None:
     b_pid, b_epoch = h.begin("b", TP1)
     assert h.end(b_pid, b_epoch, commit=True, txn="b").error is E.none
     h.init("c")
-    everything = h.shard.list_transactions(frozenset(), frozenset(), -1, h.now_ms)
+    everything = h.shard.list_transactions(ListTransactionsRequest(), h.now_ms)
     assert [t[0] for t in everything.transactions] == ["a", "b", "c"]
     assert everything.unknown_state_filters == ()
     by_state = h.shard.list_transactions(
-        frozenset({"Ongoing", "PrepareCommit", "Bogus"}), frozenset(), -1, h.now_ms
+        ListTransactionsRequest(states=frozenset({"Ongoing", "PrepareCommit", "Bogus"})), h.now_ms
     )
     assert by_state.transactions == (("a", a_pid, "Ongoing"), ("b", b_pid, "PrepareCommit"))
     assert by_state.unknown_state_filters == ("Bogus",)
-    by_producer = h.shard.list_transactions(frozenset(), frozenset({b_pid}), -1, h.now_ms)
+    by_producer = h.shard.list_transactions(
+        ListTransactionsRequest(producer_ids=frozenset({b_pid})), h.now_ms
+    )
     assert by_producer.transactions == (("b", b_pid, "PrepareCommit"),)
     long_running = h.shard.list_transactions(
-        frozenset({"Ongoing", "PrepareCommit"}), frozenset(), 5_000, h.now_ms
+        ListTransactionsRequest(states=frozenset({"Ongoing", "PrepareCommit"}), min_duration_ms=5_000),
+        h.now_ms,
     )
     assert long_running.transactions == (("a", a_pid, "Ongoing"),)
+
+
+def test_list_filters_by_a_pattern_the_whole_id_matches() -> None:
+    """ListTransactions v2's pattern keeps the ids it matches in full, with the other filters; an
+    empty or null pattern keeps all, and one that does not compile is INVALID_REGULAR_EXPRESSION."""
+    h = TxnHarness()
+    h.begin("orders-1", TP0)
+    h.begin("orders-2", TP1)
+    h.init("audit-orders")
+
+    def listed(pattern: str | None, states: frozenset[str] = frozenset()) -> list[str]:
+        request = ListTransactionsRequest(states=states, ids=views.id_pattern(pattern))
+        return [t[0] for t in h.shard.list_transactions(request, h.now_ms).transactions]
+
+    assert listed("orders-.*") == ["orders-1", "orders-2"]
+    assert listed("orders") == []
+    assert listed(".*orders.*", frozenset({"Empty"})) == ["audit-orders"]
+    assert listed("") == listed(None) == ["audit-orders", "orders-1", "orders-2"]
+    with pytest.raises(KafkaError) as refused:
+        views.id_pattern("orders-(")
+    assert refused.value.code is E.invalid_regular_expression
 
 
 def test_verify_partitions_for_a_transactional_produce() -> None:

@@ -6,8 +6,9 @@
   accepted and not needed: kcoord does not advertise ``transaction.version`` 2.
 
 Sent by the node that coordinates a transactional id to the node holding a data partition of the
-transaction (in a cluster), never by clients. Each marker is written to each of its partitions by
-:class:`kcoord.cluster.marker_routing.LocalMarkerWriter`: a data partition's by the
+transaction (in a cluster), never by clients. Each marker is written to each of its partitions
+(a :class:`~kcoord.coordinator.transactions.TxnMarker` with no transactional id: the request carries
+none) by :class:`kcoord.cluster.marker_routing.LocalMarkerWriter`: a data partition's by the
 ``DataMarkerWriter`` (durable before the answer), a ``__consumer_offsets`` partition's by the group
 coordinator (its pending transactional offsets committed or dropped), each answering per partition
 as its docstring says. Markers of one request are written one after another,
@@ -30,7 +31,7 @@ from typing import Any
 
 from kcoord.apis.access import Op, may_cluster
 from kcoord.apis.wiring import own_api
-from kcoord.cluster.marker_routing import MarkerWriter
+from kcoord.coordinator.transactions import MarkerWriter, TopicPartition, TxnMarker
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.errors import ErrorCode
 from kcoord.security.authorizer import Authorizer
@@ -67,20 +68,17 @@ async def handle_write_txn_markers(
     if not may_cluster(ctx, authorizer, Op.CLUSTER_ACTION):
         return write_txn_markers_error(request, ErrorCode.cluster_authorization_failed)
     results = []
-    for marker in request.markers:
-        producer_id = int(marker.producer_id)
+    for entry in request.markers:
+        producer_id, producer_epoch = int(entry.producer_id), int(entry.producer_epoch)
+        committed, coordinator_epoch = bool(entry.transaction_result), int(entry.coordinator_epoch)
         topics = []
-        for topic in marker.topics:
+        for topic in entry.topics:
             partitions = []
             for index in topic.partition_indexes:
-                code = await writer.write_marker(
-                    topic.name,
-                    int(index),
-                    producer_id,
-                    int(marker.producer_epoch),
-                    bool(marker.transaction_result),
-                    int(marker.coordinator_epoch),
+                marker = TxnMarker(
+                    TopicPartition(topic.name, int(index)), producer_id, producer_epoch, committed, ""
                 )
+                code = await writer.write_marker(marker, coordinator_epoch)
                 partitions.append({"partition_index": int(index), "error_code": code})
             topics.append({"name": topic.name, "partitions": partitions})
         results.append({"producer_id": producer_id, "topics": topics})

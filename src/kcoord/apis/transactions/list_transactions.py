@@ -1,8 +1,12 @@
-"""ListTransactions (key 66), versions 0-1: operators list the transactional ids this node holds.
+"""ListTransactions (key 66), versions 0-2: operators list the transactional ids this node holds.
 
 - v0: state filters and producer id filters -> the ids (with producer id and state) and the
   filters that name no state.
 - v1: ``duration_filter``: only transactions running longer than this many milliseconds.
+- v2 (KIP-1152): ``transactional_id_pattern``: only the ids this regular expression matches in
+  full (empty or null: all); one that does not compile answers INVALID_REGULAR_EXPRESSION.
+  kafka-python 3's ``KafkaAdminClient.list_transactions(transactional_id_pattern=...)`` sends it
+  (and refuses the argument when the broker's maximum is below 2).
 
 Each node lists the ids of the ``__transaction_state`` partitions it holds (admin clients ask
 every broker). While some of them still load the answer carries COORDINATOR_LOAD_IN_PROGRESS.
@@ -17,6 +21,7 @@ from typing import Any
 from kcoord.apis.access import Op
 from kcoord.apis.error_answers import code_and_empty
 from kcoord.apis.transactions.common import TransactionApi, may_transactional_id
+from kcoord.coordinator.transactions import ListTransactionsRequest, views
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.runtime.transaction_coordinator import TransactionCoordinator
 from kcoord.security.authorizer import Authorizer
@@ -27,9 +32,12 @@ async def handle_list_transactions(
     ctx: RequestContext, request: Any, *, transactions: TransactionCoordinator, authorizer: Authorizer
 ) -> dict[str, Any]:
     error, listed = transactions.list_transactions(
-        frozenset(request.state_filters),
-        frozenset(int(p) for p in request.producer_id_filters),
-        int(getattr(request, "duration_filter", -1)),
+        ListTransactionsRequest(
+            states=frozenset(request.state_filters),
+            producer_ids=frozenset(int(p) for p in request.producer_id_filters),
+            min_duration_ms=int(getattr(request, "duration_filter", -1)),
+            ids=views.id_pattern(getattr(request, "transactional_id_pattern", None)),
+        )
     )
     return {
         "error_code": error,
@@ -46,7 +54,7 @@ api = TransactionApi(
     ApiKey.LIST_TRANSACTIONS,
     "ListTransactions",
     0,
-    1,
+    2,
     handle_list_transactions,
     code_and_empty("unknown_state_filters", "transaction_states"),
 )

@@ -8,6 +8,7 @@ edge adds: Kafka answers PRODUCER_FENCED to new clients and INVALID_PRODUCER_EPO
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -23,7 +24,9 @@ __all__ = [
     "EndTxnResponse",
     "InitProducerIdRequest",
     "InitProducerIdResponse",
+    "ListTransactionsRequest",
     "ListedTransactions",
+    "MarkerWriter",
     "ProducerIdAllocator",
     "TransactionConfig",
     "TransactionResult",
@@ -130,6 +133,20 @@ class TxnMarker:
     producer_epoch: int
     committed: bool
     transactional_id: str
+    """The coordinator's id of the transaction; empty for a marker received by WriteTxnMarkers (the
+    request carries none)."""
+
+
+class MarkerWriter(Protocol):
+    """Writes one transaction marker to its partition (contract A of issue 17).
+
+    Implemented by the shell (``kcoord.cluster.transaction_markers.DataMarkerWriter`` for a data
+    partition, ``kcoord.cluster.marker_routing``'s writers for this node's partitions and the
+    cluster's); called by the transaction coordinator's marker dispatcher and the WriteTxnMarkers
+    handler. ``coordinator_epoch``: the epoch the transactional id's coordinator holds its
+    ``__transaction_state`` partition under (a partition refuses markers of an older one)."""
+
+    async def write_marker(self, marker: TxnMarker, coordinator_epoch: int) -> ErrorCode: ...
 
 
 @dataclass(slots=True)
@@ -162,6 +179,19 @@ class DescribedTransaction:
     producer_id: int = NO_PRODUCER_ID
     producer_epoch: int = NO_PRODUCER_EPOCH
     topics: tuple[tuple[str, tuple[int, ...]], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ListTransactionsRequest:
+    """ListTransactions' filters; each left at its default filters nothing."""
+
+    states: frozenset[str] = frozenset()
+    """State names (a name that is no state is reported back as unknown)."""
+    producer_ids: frozenset[int] = frozenset()
+    min_duration_ms: int = -1
+    """v1: only transactions running longer than this; -1 for all."""
+    ids: re.Pattern[str] | None = None
+    """v2: only the transactional ids this matches in full (``views.id_pattern`` compiles it)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,6 +36,7 @@ from kcoord.coordinator.transactions.messages import (
     InitProducerIdRequest,
     InitProducerIdResponse,
     ListedTransactions,
+    ListTransactionsRequest,
     ProducerIdAllocator,
     TransactionConfig,
     TransactionResult,
@@ -335,12 +336,8 @@ class TransactionCoordinatorShard:
         """A transactional Produce's check: is each partition in this producer's transaction?"""
         return views.verify(self.transactions.get(transactional_id), producer_id, producer_epoch, partitions)
 
-    def list_transactions(
-        self, states: frozenset[str], producer_ids: frozenset[int], min_duration_ms: int, now_ms: int
-    ) -> ListedTransactions:
-        return views.list_transactions(
-            self.transactions.values(), states, producer_ids, min_duration_ms, now_ms
-        )
+    def list_transactions(self, request: ListTransactionsRequest, now_ms: int) -> ListedTransactions:
+        return views.list_transactions(self.transactions.values(), request, now_ms)
 
 
 def _answer(result: TransactionResult, sink: Any, response: Any) -> TransactionResult:

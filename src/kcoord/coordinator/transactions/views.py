@@ -9,21 +9,29 @@ Read-only views of the metadata, as Kafka's coordinator builds them:
   transaction, else TRANSACTION_ABORTABLE; a wrong producer id is INVALID_PRODUCER_ID_MAPPING, a
   wrong epoch PRODUCER_FENCED and a decision being written CONCURRENT_TRANSACTIONS, for all.
 - ListTransactions: every id except those being removed, filtered by state names (a name that
-  is no state is reported back in ``unknown_state_filters``), by producer ids, and (v1,
-  ``DurationFilter``) by running for longer than the given milliseconds; -1 means no filter.
+  is no state is reported back in ``unknown_state_filters``), by producer ids, (v1,
+  ``DurationFilter``) by running for longer than the given milliseconds, -1 meaning no filter, and
+  (v2, KIP-1152's ``TransactionalIdPattern``) by a regular expression the whole id matches, as
+  KIP-848's topic regexes match topic names (:func:`id_pattern`: empty or null means no filter, an
+  invalid one is INVALID_REGULAR_EXPRESSION).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
-from kcoord.coordinator.transactions.messages import DescribedTransaction, ListedTransactions
+from kcoord.coordinator.transactions.messages import (
+    DescribedTransaction,
+    ListedTransactions,
+    ListTransactionsRequest,
+)
 from kcoord.coordinator.transactions.metadata import TransactionMetadata
 from kcoord.coordinator.transactions.records import TopicPartition
 from kcoord.coordinator.transactions.state import TransactionState
-from kcoord.protocol.errors import ErrorCode
+from kcoord.protocol.errors import ErrorCode, KafkaError
 
-__all__ = ["describe", "list_transactions", "verify"]
+__all__ = ["describe", "id_pattern", "list_transactions", "verify"]
 
 _BY_NAME = {state.value: state for state in TransactionState}
 
@@ -70,23 +78,33 @@ def verify(
 
 
 def list_transactions(
-    transactions: Iterable[TransactionMetadata],
-    states: frozenset[str],
-    producer_ids: frozenset[int],
-    min_duration_ms: int,
-    now_ms: int,
+    transactions: Iterable[TransactionMetadata], request: ListTransactionsRequest, now_ms: int
 ) -> ListedTransactions:
-    wanted = {_BY_NAME[name] for name in states if name in _BY_NAME}
-    unknown = tuple(sorted(name for name in states if name not in _BY_NAME))
+    wanted = {_BY_NAME[name] for name in request.states if name in _BY_NAME}
+    unknown = tuple(sorted(name for name in request.states if name not in _BY_NAME))
+    min_duration_ms, ids = request.min_duration_ms, request.ids
     listed = tuple(
         (metadata.transactional_id, metadata.producer_id, metadata.state.value)
         for metadata in transactions
         if not _removing(metadata)
-        and (not producer_ids or metadata.producer_id in producer_ids)
-        and (not states or metadata.state in wanted)
+        and (not request.producer_ids or metadata.producer_id in request.producer_ids)
+        and (not request.states or metadata.state in wanted)
         and (min_duration_ms < 0 or now_ms - metadata.start_ms > min_duration_ms)
+        and (ids is None or ids.fullmatch(metadata.transactional_id) is not None)
     )
     return ListedTransactions(tuple(sorted(listed)), unknown)
+
+
+def id_pattern(pattern: str | None) -> re.Pattern[str] | None:
+    """ListTransactions v2's ``TransactionalIdPattern``, compiled; None (no filter) when empty or null."""
+    if not pattern:
+        return None
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise KafkaError(
+            ErrorCode.invalid_regular_expression, f"TransactionalIdPattern is invalid: {exc}"
+        ) from None
 
 
 def _removing(metadata: TransactionMetadata) -> bool:
