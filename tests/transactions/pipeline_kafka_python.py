@@ -52,7 +52,7 @@ INIT_ATTEMPTS = 5
 
 
 class StalledCallError(KafkaError):
-    """A transactional call of kafka-python's producer that did not return in :data:`CALL_TIMEOUT_S`.
+    """A transactional call of kafka-python's producer that did not return in time (:func:`bounded`).
 
     The kafka-python 3.0.12 bug behind it: ``Sender._maybe_send_pending_request``
     (kafka/producer/sender.py) sends each request bound for the transaction or group coordinator after
@@ -66,9 +66,9 @@ class StalledCallError(KafkaError):
     broker restart would do the same). The Java producer retries the request there
     (``maybeFindCoordinatorAndRetry``)."""
 
-    def __init__(self, call: str, producer: KafkaProducer) -> None:
+    def __init__(self, call: str, producer: KafkaProducer, timeout_s: float) -> None:
         evidence = lost_request_evidence(producer)
-        super().__init__(f"{call} did not return in {CALL_TIMEOUT_S:.0f} s; {evidence}")
+        super().__init__(f"{call} did not return in {timeout_s:.0f} s; {evidence}")
 
 
 def lost_request_evidence(producer: KafkaProducer) -> str:
@@ -84,9 +84,11 @@ def lost_request_evidence(producer: KafkaProducer) -> str:
     )
 
 
-def bounded(call: Callable[[], None], name: str, producer: KafkaProducer) -> None:
-    """Run a blocking kafka-python call, raising :class:`StalledCallError` if it has not returned in
-    :data:`CALL_TIMEOUT_S` (a daemon thread is left waiting on the lost request)."""
+def bounded(
+    call: Callable[[], None], name: str, producer: KafkaProducer, timeout_s: float = CALL_TIMEOUT_S
+) -> None:
+    """Run a blocking kafka-python call of ``producer``, raising :class:`StalledCallError` if it has not
+    returned in ``timeout_s`` (a daemon thread is left waiting on the lost request)."""
     failure: list[BaseException] = []
     finished = threading.Event()
 
@@ -98,8 +100,8 @@ def bounded(call: Callable[[], None], name: str, producer: KafkaProducer) -> Non
         finished.set()
 
     threading.Thread(target=run, name=name, daemon=True).start()
-    if not finished.wait(CALL_TIMEOUT_S):
-        raise StalledCallError(name, producer)
+    if not finished.wait(timeout_s):
+        raise StalledCallError(name, producer, timeout_s)
     if failure:
         raise failure[0]
 

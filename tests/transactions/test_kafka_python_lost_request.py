@@ -22,6 +22,9 @@ from tests.transactions.pipeline_kafka_python import StalledCallError, bounded
 pytestmark = pytest.mark.clients
 
 SOURCE, SINK, GROUP, TRANSACTIONAL_ID = "lost-in", "lost-out", "lost-group", "lost-txn"
+STALL_S = 5.0
+"""How long the lost call is watched once kcoord answers again (a request that was sent is answered
+in milliseconds)."""
 
 
 def transactional(bootstrap: str) -> KafkaProducer:
@@ -72,8 +75,11 @@ def test_kafka_python_loses_add_offsets_to_txn_sent_while_kcoord_is_down_and_the
             assert time.monotonic() < deadline, "the sender never took the AddOffsetsToTxn request"
             time.sleep(0.01)
         kcoord.start()
+        while manager.coordinator(CoordinatorType.TRANSACTION) is None:  # found again: kcoord answers
+            assert time.monotonic() < deadline + DEADLINE_S, "the producer never found kcoord again"
+            time.sleep(0.01)
         with pytest.raises(StalledCallError, match=r"queued \[\], in flight: False"):
-            bounded(lambda: stalled.wait(), "send_offsets", producer)
+            bounded(lambda: stalled.wait(), "send_offsets", producer, timeout_s=STALL_S)
         assert not stalled.is_done
 
         bounded(producer.abort_transaction, "abort_transaction", producer)
