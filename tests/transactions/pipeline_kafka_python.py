@@ -57,14 +57,14 @@ class StalledCallError(KafkaError):
     The kafka-python 3.0.12 bug behind it: ``Sender._maybe_send_pending_request``
     (kafka/producer/sender.py) sends each request bound for the transaction or group coordinator after
     ``KafkaNetClient.await_ready`` (kafka/net/compat.py), which raises ``KafkaConnectionError`` when
-    the coordinator's node cannot be reached (where the older client returned False). The sender's
-    ``except`` branch then looks the coordinator up again and breaks out of its loop with
-    ``target_node`` still set, so the ``if target_node is None: retry(handler)`` after the loop is
-    skipped: the request (AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn or
-    InitProducerId) is dropped, never sent, and its ``TransactionalRequestResult`` never completes.
-    A kcoord killed just before the producer takes such a request from its queue is enough (a Kafka
-    broker restart would do the same). The Java producer retries the request there
-    (``maybeFindCoordinatorAndRetry``)."""
+    the coordinator's node cannot be reached (the sender's ``if not await_ready(...)`` branch, which
+    would forget the node and retry, is never taken). The sender's ``except`` branch then looks the
+    coordinator up again and breaks out of its loop with ``target_node`` still set, so the
+    ``if target_node is None: retry(handler)`` after the loop is skipped: the request
+    (AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn or InitProducerId) is dropped, never
+    sent, and its ``TransactionalRequestResult`` never completes. A kcoord killed just before the
+    producer takes such a request from its queue is enough (a Kafka broker restart would do the same).
+    The Java producer retries the request there (``Sender.maybeFindCoordinatorAndRetry``)."""
 
     def __init__(self, call: str, producer: KafkaProducer, timeout_s: float) -> None:
         evidence = lost_request_evidence(producer)
