@@ -6,6 +6,7 @@ aborted records behind that read_committed readers must not see (the runs check 
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,10 +155,11 @@ def copy_exactly_once_through_kills(tmp_path: Path, module: str, records: int) -
         copied = read_all(kcoord.bootstrap, SINK, PARTITIONS)
         written = read_all(kcoord.bootstrap, SINK, PARTITIONS, committed_only=False)
         recovered = [error for pipeline in schedule.pipelines for error in pipeline.recovered]
+        kinds = Counter(error.split("(", 1)[0].split(":", 1)[0] for error in recovered)
         print(
             f"{module}: {records} records in {elapsed:.1f} s, {len(written)} written (read_uncommitted), "
-            f"kills {schedule.kills}, "
-            f"{len(recovered)} client errors recovered {recovered[:8]}, last run {summary}"
+            f"kills {schedule.kills}, {len(recovered)} client errors recovered {dict(kinds)}: "
+            f"{recovered[:8]}, last run {summary}"
         )
         assert all(committed < records for _, committed in schedule.kills), schedule.kills
         assert len(written) > records, "the killed pipelines' open transactions left no aborted records"
@@ -174,6 +176,15 @@ def test_a_pipeline_copies_exactly_once_across_two_kcoord_and_two_pipeline_sigki
     process twice (each time restarted with the same transactional.id); read_committed readers of the
     output see every input record exactly once."""
     copy_exactly_once_through_kills(tmp_path, "tests.transactions.pipeline", BIG_RECORDS)
+
+
+@pytest.mark.slow
+def test_a_kafka_python_pipeline_copies_exactly_once_across_two_kcoord_and_two_pipeline_sigkills(
+    tmp_path: Path,
+) -> None:
+    """Acceptance 1 (100,000 records) with kafka-python 3's transactional producer and read_committed
+    consumer: two kcoord and two pipeline SIGKILLs, every input record in the output exactly once."""
+    copy_exactly_once_through_kills(tmp_path, "tests.transactions.pipeline_kafka_python", BIG_RECORDS)
 
 
 @pytest.mark.slow
