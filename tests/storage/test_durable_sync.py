@@ -40,17 +40,22 @@ class RecordingFallback:
 
 
 def test_several_files_sync_through_aio_without_the_fallback(written_files: list[int]) -> None:
-    """Where AIO fsync exists, a round of many files never reaches the syncfs fallback."""
+    """Where AIO fsync exists, a round of many files never reaches the syncfs fallback (and a lone
+    file never makes an AIO context); after close, rounds take the fallback."""
     fallback = RecordingFallback()
     sync = DurableSync(fallback=fallback)
     try:
-        assert sync.uses_aio == AIO_EXPECTED
+        sync(written_files[:1])
+        assert not sync.uses_aio
         sync(written_files)
         sync(written_files[:2])
+        assert sync.uses_aio == AIO_EXPECTED
         assert fallback.calls == ([] if AIO_EXPECTED else [written_files, written_files[:2]])
     finally:
         sync.close()
     assert not sync.uses_aio
+    sync(written_files[:3])
+    assert fallback.calls[-1] == written_files[:3]
 
 
 def test_aio_fdatasync_covers_more_files_than_one_submission(written_files: list[int]) -> None:
@@ -81,10 +86,10 @@ def test_a_bad_descriptor_among_several_fails_the_round(tmp_path: Path, written_
 def test_without_aio_several_files_take_the_fallback_and_one_file_is_fdatasynced(
     written_files: list[int],
 ) -> None:
-    """A sync that has no AIO context hands rounds of several files to the fallback, a lone file not."""
+    """A sync that gets no AIO context hands rounds of several files to the fallback, a lone file not."""
     fallback = RecordingFallback()
-    sync = DurableSync(fallback=fallback)
-    sync.close()
+    sync = DurableSync(fallback=fallback, open_aio=lambda: None)
     sync(written_files[:4])
     sync(written_files[:1])
     assert fallback.calls == [written_files[:4]]
+    assert not sync.uses_aio

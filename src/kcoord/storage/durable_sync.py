@@ -81,16 +81,25 @@ def sync_files(fds: Sequence[int], syncfs: SyncFs | None = _SYNCFS) -> None:
 class DurableSync:
     """One writer's round sync: ``fdatasync`` of every file at once through AIO, else :func:`sync_files`.
 
-    Called from the writer's thread, one round at a time; :meth:`close` when the writer stops.
+    Called from the writer's thread, one round at a time; :meth:`close` when the writer stops. The
+    kernel AIO context is made at the first round of several files (a store that never has one
+    holds none; contexts are a system-wide budget, ``fs.aio-max-nr``); where none can be made, or
+    the kernel refuses AIO fsync, rounds go to the fallback from then on.
     """
 
-    def __init__(self, aio: AioFdatasync | None = None, *, fallback: SyncFiles = sync_files) -> None:
-        self._aio = aio if aio is not None else open_aio_fdatasync()
+    def __init__(
+        self,
+        *,
+        fallback: SyncFiles = sync_files,
+        open_aio: Callable[[], AioFdatasync | None] = open_aio_fdatasync,
+    ) -> None:
         self._fallback = fallback
+        self._open_aio: Callable[[], AioFdatasync | None] | None = open_aio
+        self._aio: AioFdatasync | None = None
 
     @property
     def uses_aio(self) -> bool:
-        """Whether rounds of several files go through AIO (False: :func:`sync_files`)."""
+        """Whether the last round of several files went through AIO (False before any, and after close)."""
         return self._aio is not None
 
     def __call__(self, fds: Sequence[int]) -> None:
@@ -98,6 +107,8 @@ class DurableSync:
         if len(fds) == 1:
             os.fdatasync(fds[0])
             return
+        if self._aio is None and self._open_aio is not None:
+            self._aio, self._open_aio = self._open_aio(), None
         if self._aio is not None:
             try:
                 self._aio.sync(fds)
@@ -107,6 +118,7 @@ class DurableSync:
         self._fallback(fds)
 
     def close(self) -> None:
+        self._open_aio = None
         if self._aio is not None:
             self._aio.close()
             self._aio = None
