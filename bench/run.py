@@ -32,6 +32,7 @@ SECTIONS = (
     "consumer_protocol",
     "heartbeat_load",
     "commit_path",
+    "sync_rounds",
     "offsets_replay",
     "timing_wheel",
     "member_memory",

@@ -90,3 +90,23 @@ def test_a_closed_descriptor_fails_the_sync(tmp_path: Path) -> None:
     os.close(fd)
     with pytest.raises(OSError):
         sync_files([fd])
+
+
+async def test_rounds_of_many_logs_with_the_default_sync_are_read_back_after_a_reopen(
+    tmp_path: Path, make_batch: BatchBuilder
+) -> None:
+    """With the store's own round sync (AIO fdatasync where there is one), concurrent appends over
+    twelve logs all succeed in shared rounds, and a reopened store reads every batch back."""
+    store = FileLogStore(tmp_path / "data", LogConfig())
+    await store.open()
+    logs = [await store.create("t", p) for p in range(12)]
+    results = await asyncio.gather(*(log.append(make_batch([b"x"])) for log in logs * 3))
+    assert sorted(r.base_offset for r in results) == [0] * 12 + [1] * 12 + [2] * 12
+    await store.close()
+    reopened = FileLogStore(tmp_path / "data", LogConfig())
+    await reopened.open()
+    for partition in range(12):
+        log = reopened.get("t", partition)
+        assert log is not None and log.log_end_offset == 3
+        assert await log.read_async(0, 1 << 20) != b""
+    await reopened.close()

@@ -3,7 +3,7 @@
 Appends assign offsets and positions on the event loop (in call order) and queue the bytes.
 The store's :class:`~kcoord.storage.group_commit.GroupCommitter` takes everything queued by all
 its logs as one round to an executor thread, which writes each log's part with ``writev`` (one
-call per segment) and, under flush policy "always", fsyncs each log once for the whole round;
+call per segment) and, under flush policy "always", makes every file the round wrote durable at once;
 then, back on the loop, the batches become visible in order and their appends return.
 Reads ``pread`` the page cache directly on the loop. Compaction's file work is in
 :mod:`kcoord.storage.file_compaction`.
@@ -26,6 +26,7 @@ import structlog
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.storage.api import LogConfig
 from kcoord.storage.compaction import SegmentReader, Swap
+from kcoord.storage.durable_sync import sync_files
 from kcoord.storage.file_compaction import (
     FileSwap,
     discard_cleaned_files,
@@ -92,7 +93,7 @@ class FileLog(QueuedWriter[_Op], SegmentedLog):
         super().__init__(topic, partition, config, clock, segments, log_start_offset)
         self.directory = directory
         self._executor = executor
-        self._committer = committer or GroupCommitter(executor)
+        self._committer = committer or GroupCommitter(executor, sync=sync_files)
         self._queue: list[_Op] = []
         self._jobs_in_flight: int = 0
         self._idle_waiters: list[asyncio.Future[None]] = []

@@ -24,7 +24,7 @@ from typing import Unpack
 import structlog
 
 from kcoord.storage.api import LogConfig, PartitionLog
-from kcoord.storage.durable_sync import SyncFiles, sync_files
+from kcoord.storage.durable_sync import SyncFiles
 from kcoord.storage.file_log import FileLog
 from kcoord.storage.file_segment import fsync_directory, load_segments
 from kcoord.storage.group_commit import GroupCommitter
@@ -51,7 +51,7 @@ class FileLogStore(StoreBase[FileLog]):
         clock: Clock | None = None,
         *,
         io_threads: int = 2,
-        sync: SyncFiles = sync_files,
+        sync: SyncFiles | None = None,
         **passes: Unpack[BackgroundPasses],
     ) -> None:
         super().__init__(default_config, clock, **passes)
@@ -186,6 +186,7 @@ class FileLogStore(StoreBase[FileLog]):
             await loop.run_in_executor(self._executor, self._write_marker)
         self._logs.clear()
         self._executor.shutdown(wait=True)
+        self._committer.close()
 
     def _write_marker(self) -> None:
         (self.root / CLEAN_SHUTDOWN_MARKER).touch()

@@ -8,9 +8,10 @@ every request that arrived during the previous one (group commit across requests
 partitions), and an idle store still writes a lone append at once.
 
 A round writes each log's batches with one ``writev`` per segment and then makes every file that
-needs it (flush policy ``always``) durable at once: one ``syncfs`` per filesystem when the round
-touched several files, ``fdatasync`` for a lone one (:mod:`kcoord.storage.durable_sync`). A log
-whose write fails fails only its own appends; a failed sync fails every log it covered.
+needs it (flush policy ``always``) durable at once: an ``fdatasync`` of each, submitted together
+through AIO (``syncfs`` where there is no AIO fsync), ``fdatasync`` for a lone file
+(:mod:`kcoord.storage.durable_sync`). A log whose write fails fails only its own appends; a failed
+sync fails every log it covered.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from concurrent.futures import Executor
 from typing import Protocol
 
 from kcoord.storage.commit_rounds import CommitRounds, RoundParticipant
-from kcoord.storage.durable_sync import SyncFiles, sync_files
+from kcoord.storage.durable_sync import DurableSync, SyncFiles
 
 __all__ = ["CommitJob", "GroupCommitter", "JobOutcome", "RoundWriter"]
 
@@ -44,10 +45,19 @@ RoundWriter = RoundParticipant[CommitJob, JobOutcome]
 class GroupCommitter(CommitRounds[CommitJob, JobOutcome]):
     """The store's single writer: rounds of writes and fsyncs across all of its logs."""
 
-    def __init__(self, executor: Executor, *, sync: SyncFiles = sync_files) -> None:
+    def __init__(self, executor: Executor, *, sync: SyncFiles | None = None) -> None:
+        """``sync`` makes a round's files durable (default: a :class:`DurableSync` of the committer's own)."""
         super().__init__()
         self._executor = executor
+        self._own_sync: DurableSync | None = None
+        if sync is None:
+            sync = self._own_sync = DurableSync()
         self._sync = sync
+
+    def close(self) -> None:
+        """Release what the round sync holds (its AIO context); call once no round is under way."""
+        if self._own_sync is not None:
+            self._own_sync.close()
 
     async def _run_round(self, jobs: list[tuple[RoundWriter, CommitJob]]) -> None:
         try:
