@@ -166,7 +166,7 @@ class Router:
     def pipelined_writes(self) -> frozenset[int]:
         """The API keys whose requests a connection may start while an earlier one of the same API
         waits for its durability (:attr:`ApiSpec.pipelined`)."""
-        return frozenset(spec.key for spec in self._registry.specs() if spec.pipelined)
+        return self._registry.pipelined_keys
 
     def serves(self, api_key: int, api_version: int) -> bool:
         """Whether a request of this key and version is answered (rather than refused)."""
