@@ -225,14 +225,20 @@ _ROUTINE_ERRORS = frozenset(
 """Errors that are part of the group protocol's normal flow: logged at debug, not info."""
 
 
+_SCALARS = (bytes, str, int, float)
+_SEQUENCES = (list, tuple)
+"""Type tuples, not unions: ``isinstance`` with a union walks it in Python-level steps (0.26 us
+against 0.08 us here), and :func:`_collect_errors` runs for every field of every answer body."""
+
+
 def _collect_errors(value: Any, found: set[ErrorCode], depth: int = 0) -> None:
     """Every non-zero ``error_code`` in a response body (dicts, lists and core dataclasses)."""
-    if depth > 5 or value is None or isinstance(value, bytes | str | int | float):
+    if depth > 5 or value is None or isinstance(value, _SCALARS):
         return
     if isinstance(value, dict):
         code = value.get("error_code")
         items: Any = value.values()
-    elif isinstance(value, list | tuple):
+    elif isinstance(value, _SEQUENCES):
         code, items = None, value
     elif hasattr(value, "__dataclass_fields__"):
         code = getattr(value, "error_code", None)
