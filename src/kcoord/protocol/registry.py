@@ -56,6 +56,9 @@ class ApiRegistry:
 
     def __init__(self, specs: Iterable[ApiSpec] = ()) -> None:
         self._specs: dict[int, ApiSpec] = {}
+        self.pipelined_keys: frozenset[int] = frozenset()
+        """The keys of the :attr:`ApiSpec.pipelined` specs, kept as specs are added: every new
+        connection reads it."""
         for spec in specs:
             self.add(spec)
 
@@ -64,6 +67,8 @@ class ApiRegistry:
         if spec.key in self._specs:
             raise ValueError(f"api key {spec.key} registered twice")
         self._specs[spec.key] = spec
+        if spec.pipelined:
+            self.pipelined_keys = self.pipelined_keys | {spec.key}
 
     def get(self, key: int) -> ApiSpec | None:
         return self._specs.get(key)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 import structlog
 from kio.schema.errors import ErrorCode
@@ -120,11 +120,14 @@ class Router:
                 error = int(body.error_code) if encoded else _top_level_error(body)
             for exchange_observer in self.exchange_observers:
                 exchange_observer(api_key, request, body)
-            self._observe(api_key, api_version, error, started)
+            elapsed = time.perf_counter() - started  # _observe inline: this runs for every request
+            for observer in self.observers:
+                observer(api_key, api_version, error, elapsed)
             if encoded:
                 if error:
                     _log_rejections(spec.name, ctx, body)
-                return cast(EncodedResponse, body).frame(correlation_id)
+                answer: bytes = body.frame(correlation_id)  # an EncodedResponse (no cast() call)
+                return answer
             _log_rejections(spec.name, ctx, body)
             if body is None:
                 return None
@@ -166,7 +169,7 @@ class Router:
     def pipelined_writes(self) -> frozenset[int]:
         """The API keys whose requests a connection may start while an earlier one of the same API
         waits for its durability (:attr:`ApiSpec.pipelined`)."""
-        return frozenset(spec.key for spec in self._registry.specs() if spec.pipelined)
+        return self._registry.pipelined_keys
 
     def serves(self, api_key: int, api_version: int) -> bool:
         """Whether a request of this key and version is answered (rather than refused)."""
@@ -225,14 +228,20 @@ _ROUTINE_ERRORS = frozenset(
 """Errors that are part of the group protocol's normal flow: logged at debug, not info."""
 
 
+_SCALARS = (bytes, str, int, float)
+_SEQUENCES = (list, tuple)
+"""Type tuples, not unions: ``isinstance`` with a union walks it in Python-level steps (0.26 us
+against 0.08 us here), and :func:`_collect_errors` runs for every field of every answer body."""
+
+
 def _collect_errors(value: Any, found: set[ErrorCode], depth: int = 0) -> None:
     """Every non-zero ``error_code`` in a response body (dicts, lists and core dataclasses)."""
-    if depth > 5 or value is None or isinstance(value, bytes | str | int | float):
+    if depth > 5 or value is None or isinstance(value, _SCALARS):
         return
     if isinstance(value, dict):
         code = value.get("error_code")
         items: Any = value.values()
-    elif isinstance(value, list | tuple):
+    elif isinstance(value, _SEQUENCES):
         code, items = None, value
     elif hasattr(value, "__dataclass_fields__"):
         code = getattr(value, "error_code", None)
