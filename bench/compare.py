@@ -13,7 +13,9 @@ the working tree):
 - ``--compare-connections-depth1`` (200) connections of their own groups, 1 in flight: Heartbeat v4;
 - JoinGroup formation: ``--compare-members`` (10) fresh connections join one new group at once
   (JoinGroup v5 with MEMBER_ID_REQUIRED, SyncGroup v3, heartbeats until all are in one
-  generation), ``--compare-formations`` (5) times.
+  generation), ``--compare-formations`` (20) times per side and pair. A formation takes about
+  10 ms, too short for the sides to take turns a few seconds apart: the two servers run at once
+  and formations alternate between them one by one, so both sides see the same machine.
 
 Per op and pair: the rate ratio now/then (formations: the inverse of the time), the loop thread's
 CPU microseconds per request (``/proc/<pid>/task/<pid>/schedstat``, steadier than rates when other
@@ -103,7 +105,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--compare-seconds", type=float, default=3.0, help="measured window per op (3)")
     group.add_argument("--compare-warmup", type=float, default=0.5, help="warm-up per op (0.5)")
     group.add_argument("--compare-members", type=int, default=10, help="members per formation (10)")
-    group.add_argument("--compare-formations", type=int, default=5, help="formations per side (5)")
+    group.add_argument("--compare-formations", type=int, default=20, help="formations per side and pair (20)")
     group.add_argument(
         "--compare-peer",
         choices=("ref", "tansu"),
@@ -163,18 +165,46 @@ def _figure(workers: Workers, phase: str, peer: Peer, options: argparse.Namespac
     return Figure(result.rate, result.p99_ms, cpu / 100 / max(result.rate, 1e-9) * 1e6)
 
 
-def _formations(peer: Peer, options: argparse.Namespace, tag: str) -> Figure:
-    bootstrap, pid = peer.bootstrap, peer.pid
+FORMATION_SETTLE_S = 0.03
+"""Pause after a formation before its CPU is read, so its connections' closes count in its window."""
+
+
+def _formation_pairs(
+    then: refs.InstalledRef | Path, options: argparse.Namespace
+) -> list[tuple[Figure, Figure]]:
+    """Per pair, (now, then) formation figures, both servers up and formations alternating one by one."""
+    with _peer(None) as now_peer, _peer(then) as then_peer:
+        peers = {"now": now_peer, "then": then_peer}
+        for side, peer in peers.items():
+            for index in range(2):
+                uvloop.run(
+                    form_group(peer.bootstrap, f"bench-form-warm-{side}-{index}", options.compare_members)
+                )
+        pairs = []
+        for pair in range(options.runs):
+            samples: dict[str, list[tuple[float, float]]] = {"now": [], "then": []}
+            for index in range(options.compare_formations):
+                order = ("now", "then") if (pair + index) % 2 == 0 else ("then", "now")
+                for side in order:
+                    group = f"bench-form-{pair}-{index}-{side}"
+                    samples[side].append(_one_formation(peers[side], group, options.compare_members))
+            pairs.append((_formation_figure(samples["now"]), _formation_figure(samples["then"])))
+        return pairs
+
+
+def _one_formation(peer: Peer, group: str, members: int) -> tuple[float, float]:
+    """(milliseconds, server CPU microseconds) of one formation."""
     cpu_s = loop_thread_cpu_s if peer.loop_thread else server_cpu_s
-    times_ms: list[float] = []
-    before = cpu_s(pid)
-    for index in range(options.compare_formations):
-        group = f"bench-form-{tag}-{index}"
-        times_ms.append(uvloop.run(form_group(bootstrap, group, options.compare_members)) * 1000)
-    loop_s = cpu_s(pid) - before
-    p99 = sorted(times_ms)[min(len(times_ms) - 1, int(0.99 * len(times_ms)))]
-    median = statistics.median(times_ms)
-    return Figure(1000 / median, p99, loop_s / len(times_ms) * 1e6)
+    before = cpu_s(peer.pid)
+    elapsed_ms = uvloop.run(form_group(peer.bootstrap, group, members)) * 1000
+    time.sleep(FORMATION_SETTLE_S)
+    return elapsed_ms, (cpu_s(peer.pid) - before) * 1e6
+
+
+def _formation_figure(samples: list[tuple[float, float]]) -> Figure:
+    times_ms = sorted(elapsed for elapsed, _ in samples)
+    p99 = times_ms[min(len(times_ms) - 1, int(0.99 * len(times_ms)))]
+    return Figure(1000 / statistics.median(times_ms), p99, statistics.median(cpu for _, cpu in samples))
 
 
 async def form_group(bootstrap: str, group: str, members: int) -> float:
@@ -265,13 +295,11 @@ async def _member(
             await asyncio.sleep(0.005)
 
 
-def _side(then: refs.InstalledRef | Path | None, options: argparse.Namespace, tag: str) -> dict[str, Figure]:
+def _side(then: refs.InstalledRef | Path | None, options: argparse.Namespace) -> dict[str, Figure]:
     """Every op against one fresh server: this tree's kcoord (None), another ref's, or Tansu's (a path)."""
     figures: dict[str, Figure] = {}
     with _peer(then) as peer:
         _load_ops(figures, peer, options)
-        if "formation" in _chosen(options):
-            figures[FORMATION] = _formations(peer, options, tag)
     return figures
 
 
@@ -340,9 +368,16 @@ def main(ref: str | None, options: argparse.Namespace) -> int:
         sides: dict[str, dict[str, Figure]] = {}
         for side in order:
             started = time.monotonic()
-            sides[side] = _side(None if side == "now" else then, options, f"{pair}-{side}")
+            sides[side] = _side(None if side == "now" else then, options)
             print(f"  pair {pair + 1} {side}: {time.monotonic() - started:.0f} s", flush=True)
         pairs.append((sides["now"], sides["then"]))
+    if "formation" in _chosen(options):
+        started = time.monotonic()
+        for (now, old), (now_formation, then_formation) in zip(
+            pairs, _formation_pairs(then, options), strict=True
+        ):
+            now[FORMATION], old[FORMATION] = now_formation, then_formation
+        print(f"  formations, both sides alternating: {time.monotonic() - started:.0f} s", flush=True)
     print(format_comparison(pairs, f"{name} ({short})", tansu=options.compare_peer == "tansu"))
     return 0
 
