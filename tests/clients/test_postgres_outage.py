@@ -162,6 +162,7 @@ class Committer(threading.Thread):
     "traceback:asyncpg.exceptions.CannotConnectNowError",
     "traceback:ConnectionRefusedError",
 )
+@pytest.mark.slow
 def test_a_postgresql_restart_under_load_gives_only_retriable_errors_and_loses_nothing(
     kcoord_factory: type[KcoordProcess], postgres_cluster: PostgresCluster, tmp_path: Path
 ) -> None:
