@@ -8,6 +8,8 @@
 #   - a virtualenv in .venv with kcoord and its test extras;
 #   - kafka-python 2.0.2 in its own virtualenv (.venv-kp2), since it cannot share one with 3.x;
 #   - kafkajs for the node client tests (tests/clients/node).
+# The suite runs on TEST_WORKERS pytest-xdist workers (default 2; 0 runs it in this process), a whole
+# test file per worker at a time, the heaviest files first (tests/support/parallel.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -51,4 +53,9 @@ if [ -f tests/clients/node/package.json ]; then
 fi
 
 export KCOORD_KP2_PYTHON="$PWD/.venv-kp2/bin/python"
-exec .venv/bin/python -m pytest "$@"
+workers=${TEST_WORKERS:-2}
+parallel=()
+if [ "$workers" != 0 ]; then
+  parallel=(-n "$workers" --dist loadfile --no-loadscope-reorder)
+fi
+exec .venv/bin/python -m pytest "${parallel[@]}" "$@"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import client_errors, kafka_python_stall, server_logs
+from tests.support import client_errors, kafka_python_stall, parallel, server_logs
 from tests.support.postgres import postgres_cluster
 from tests.support.postgres_stores import two_nodes
 from tests.support.server import KcoordProcess
@@ -49,6 +49,24 @@ def server_log_check(request: pytest.FixtureRequest) -> Iterator[None]:
         )
     if failures:
         pytest.fail("\n\n".join(failures), pytrace=False)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (scripts/test.sh), every worker orders the files heaviest first (see
+    tests/support/parallel.py); a serial run keeps pytest's order."""
+    if parallel.is_worker(config):
+        items[:] = parallel.heaviest_files_first(items)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    parallel.send_summary(session.config)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: object, error: object) -> None:
+    """An xdist worker finished: its stall retries and server log warnings join the summary."""
+    parallel.receive_summary(node)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

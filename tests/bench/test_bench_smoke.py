@@ -92,6 +92,7 @@ def test_fuzz_section_reports_requests_bystander_and_rss() -> None:
     assert "rss max" in out
 
 
+@pytest.mark.slow
 def test_storage_engines_section_compares_postgresql_with_file() -> None:
     """The section runs the same load on file:// and on a throwaway PostgreSQL and prints the ratios."""
     out = run_section(
@@ -112,6 +113,7 @@ def test_storage_engines_section_compares_postgresql_with_file() -> None:
     assert "commit postgresql / file" in out
 
 
+@pytest.mark.slow
 def test_storage_memory_section_reports_rss_and_the_cold_fetch() -> None:
     """The section fills a throwaway PostgreSQL, starts one node then three, prints RSS and the fetch rate."""
     out = run_section("storage_memory", "--storage-memory-mb", "6", "--storage-memory-partitions", "3")

@@ -58,6 +58,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
+@pytest.mark.slow
 def test_the_securing_walk_through_runs_as_written(workdir: Path) -> None:
     """Every block of the walk-through exits 0: the keystore made with openssl, users added, a SASL_SSL
     listener with the authorizer, ACLs granted with ``kcoord --command-config``, confluent-kafka and

@@ -160,6 +160,7 @@ class Committer(threading.Thread):
     "log.recovery_failed",
     "offsets_log.append_failed",
 )
+@pytest.mark.slow
 def test_a_postgresql_restart_under_load_gives_only_retriable_errors_and_loses_nothing(
     kcoord_factory: type[KcoordProcess], postgres_cluster: PostgresCluster, tmp_path: Path
 ) -> None:

@@ -36,6 +36,7 @@ SESSION_MS = 10_000
 TOPIC, PARTITIONS, PER_ROUND = "busy", 4, 20
 
 
+@pytest.mark.slow
 def test_sigkill_of_the_coordinator_moves_the_group_without_a_rebalance(
     kcoord_factory: type[KcoordProcess], tmp_path: Path, postgres_cluster: PostgresCluster
 ) -> None:

@@ -210,6 +210,7 @@ def _generations(nodes: list[KcoordProcess], group: str) -> dict[int, int]:
     return held
 
 
+@pytest.mark.slow
 def test_a_paused_coordinator_never_answers_beside_its_successor(
     three_nodes: list[KcoordProcess], postgres_cluster: PostgresCluster, database: str
 ) -> None:

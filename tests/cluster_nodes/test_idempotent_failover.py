@@ -79,6 +79,7 @@ def spread_topic(
 
 
 @pytest.mark.parametrize(("run", "stop"), [(1, "kill"), (2, "kill"), (3, "kill"), (4, "terminate")])
+@pytest.mark.slow
 def test_sigkill_of_a_leader_mid_storm_stores_every_acknowledged_record_once(
     kcoord_factory: type[KcoordProcess],
     tmp_path: Path,

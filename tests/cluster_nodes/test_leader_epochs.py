@@ -83,6 +83,7 @@ def epochs(node: KcoordProcess) -> dict[int, tuple[int | None, int]]:
     [ClientKind("confluent", "confluent"), ClientKind("kafka-python", "kafka-python")],
     ids=["confluent", "kafka-python"],
 )
+@pytest.mark.slow
 def test_a_consumer_validates_its_position_after_a_leader_failover(
     kcoord_factory: type[KcoordProcess], tmp_path: Path, postgres_cluster: PostgresCluster, kind: ClientKind
 ) -> None:

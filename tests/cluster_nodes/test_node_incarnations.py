@@ -75,6 +75,7 @@ def test_a_second_process_with_a_live_node_id_is_refused(
     assert serves_everything(first) and first.proc is not None and first.proc.poll() is None
 
 
+@pytest.mark.slow
 def test_a_resumed_process_whose_node_id_was_taken_over_stops_and_moves_no_epoch(
     kcoord_factory: type[KcoordProcess], tmp_path: Path, postgres_cluster: PostgresCluster
 ) -> None:

@@ -45,6 +45,7 @@ TOPIC, PARTITIONS, PER_ROUND, ROUNDS = "pg-bounce", 4, 5, 10
     "log.recovery_failed",
     "offsets_log.append_failed",
 )
+@pytest.mark.slow
 def test_a_database_restart_under_load_recovers_by_itself(
     kcoord_factory: type[KcoordProcess], tmp_path: Path, postgres_cluster: PostgresCluster
 ) -> None:

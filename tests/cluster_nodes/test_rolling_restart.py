@@ -26,6 +26,7 @@ TOPIC, PARTITIONS, PER_ROUND = "rolling", 4, 10
 PAUSE_BOUND_S = 30.0
 
 
+@pytest.mark.slow
 def test_a_rolling_restart_loses_nothing(
     kcoord_factory: type[KcoordProcess], tmp_path: Path, postgres_cluster: PostgresCluster
 ) -> None:

@@ -55,6 +55,7 @@ def _described(node: KcoordProcess, key: str) -> tuple[Any, int]:
     return entry.value, int(entry.config_source)
 
 
+@pytest.mark.slow
 def test_broker_configs_are_shared_by_the_nodes_and_kept(
     kcoord_factory: type[KcoordProcess], tmp_path: Path, postgres_cluster: PostgresCluster
 ) -> None:

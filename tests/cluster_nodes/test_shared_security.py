@@ -177,6 +177,7 @@ def _login_code(node: SaslClusterNode, user: str) -> ErrorCode:
     return code
 
 
+@pytest.mark.slow
 def test_acls_users_and_group_configs_are_the_clusters_and_survive_a_full_restart(
     tmp_path: Path, postgres_cluster: PostgresCluster, raw_clients: list[RawClient]
 ) -> None:

@@ -32,6 +32,7 @@ MEMBERS = {1: [KAFKA_PYTHON, CONFLUENT], 2: [CONFLUENT, AIOKAFKA], 3: [AIOKAFKA,
 TOPIC, PARTITIONS, PER_ROUND = "spread", 4, 15
 
 
+@pytest.mark.slow
 def test_groups_on_every_node_consume_exactly_once(
     kcoord_factory: type[KcoordProcess], tmp_path: Path, postgres_cluster: PostgresCluster
 ) -> None:

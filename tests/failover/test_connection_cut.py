@@ -30,6 +30,7 @@ MEMBERSHIP_EVENTS = ("member.expired", "member.removed", "member.left", "rebalan
 
 @pytest.mark.parametrize("coordinator_only", [False, True], ids=["all-connections", "coordinator-only"])
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
+@pytest.mark.slow
 def test_cut_connections_reconnect_without_rebalance(
     kcoord_factory: type[KcoordProcess],
     tmp_path: Path,
@@ -91,6 +92,7 @@ def member_ids(view: dict[str, Any]) -> set[str]:
 )
 # The victim was replaced while cut off: back, it is told UNKNOWN_MEMBER_ID and rejoins (what this pins).
 @pytest.mark.client_errors_allow("UNKNOWN_MEMBER_ID")
+@pytest.mark.slow
 def test_partitioned_consumer_is_replaced_fast_and_rejoins_when_healed(
     kcoord_factory: type[KcoordProcess],
     tmp_path: Path,

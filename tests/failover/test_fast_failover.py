@@ -48,6 +48,7 @@ def kill_one_and_time_failover(
 
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
+@pytest.mark.slow
 def test_killed_default_consumer_partitions_move_within_ten_seconds(
     kcoord: KcoordProcess, make_group: MakeGroup, kind: ClientKind
 ) -> None:
@@ -60,6 +61,7 @@ def test_killed_default_consumer_partitions_move_within_ten_seconds(
     assert triggers[-1] == "member_disconnected", triggers
 
 
+@pytest.mark.slow
 def test_without_fast_failover_killed_consumer_waits_out_its_session(
     kcoord_factory: type[KcoordProcess], tmp_path: Path, make_group: MakeGroup
 ) -> None:

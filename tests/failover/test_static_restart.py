@@ -28,6 +28,7 @@ HEARTBEAT_ROUNDS_WITHIN_S = 4 * CLIENT_HEARTBEAT_MS / 1000
 
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
+@pytest.mark.slow
 def test_static_member_killed_and_restarted_keeps_partitions_without_rebalance(
     kcoord: KcoordProcess, make_group: MakeGroup, kind: ClientKind
 ) -> None:

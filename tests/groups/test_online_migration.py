@@ -81,6 +81,7 @@ def _roll(members: Group, old: list[Driver], kind: ClientKind) -> list[Driver]:
 # Members join and leave while others consume and commit: a commit that races a generation (classic)
 # or epoch (consumer protocol) bump is refused with the code Kafka uses, and the member moves on.
 @pytest.mark.client_errors_allow("ILLEGAL_GENERATION", "STALE_MEMBER_EPOCH")
+@pytest.mark.slow
 def test_a_live_group_rolls_to_the_consumer_protocol_and_back(
     server: KcoordProcess, classic_kind: ClientKind
 ) -> None:

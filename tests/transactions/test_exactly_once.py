@@ -40,6 +40,7 @@ def fill_source(bootstrap: str, records: int = RECORDS) -> list[bytes]:
     return values
 
 
+@pytest.mark.slow
 def test_a_pipeline_copies_every_record_exactly_once_across_a_kcoord_sigkill(tmp_path: Path) -> None:
     """Every input record reaches read_committed readers of the output exactly once, though kcoord was
     killed (SIGKILL) between a transaction's records and its commit."""
