@@ -1,6 +1,7 @@
 """Regex subscriptions (KIP-848's ``SubscribedTopicRegex``): resolved by the coordinator, per member.
 
-A member's regex resolves to the existing topics it matches in full (Java's ``Pattern.matches``)
+A member's regex resolves to the existing topics it matches in full (Java's ``Matcher.matches``;
+RE2 syntax and linear-time matching, as Kafka's RE2J: :mod:`kcoord.coordinator.client_regex`)
 that the member's principal may see: the API edge hands each heartbeat a :data:`TopicFilter` built
 from the authorizer, as Kafka 4 filters regex-resolved topics by DESCRIBE. The filter is kept as
 soft state per member so that a topic created or deleted between heartbeats is resolved with it. A
@@ -11,13 +12,13 @@ principal before any assignment is answered.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 
+from kcoord.coordinator.client_regex import compile_client_regex
 from kcoord.coordinator.consumer.group import ConsumerGroup
 from kcoord.coordinator.consumer.member import ConsumerGroupMember
 from kcoord.coordinator.consumer.messages import TopicFilter
-from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.protocol.errors import KafkaError
 
 __all__ = ["RegexSubscriptions"]
 
@@ -43,16 +44,11 @@ class RegexSubscriptions:
         """The member with its regex resolved to the existing topics ``allowed`` passes."""
         if member.subscribed_regex is None:
             return member if not member.regex_topics else member.with_changes(regex_topics=frozenset())
-        try:
-            pattern = re.compile(member.subscribed_regex)
-        except re.error as exc:
-            raise KafkaError(
-                ErrorCode.invalid_regular_expression, f"SubscribedTopicRegex is invalid: {exc}"
-            ) from None
+        pattern = compile_client_regex(member.subscribed_regex, "SubscribedTopicRegex")
         matched = frozenset(
             name
             for name in self._topic_names()
-            if pattern.fullmatch(name) and (allowed is None or allowed(name))
+            if pattern.matches(name) and (allowed is None or allowed(name))
         )
         return member if matched == member.regex_topics else member.with_changes(regex_topics=matched)
 

@@ -8,10 +8,10 @@ edge adds: Kafka answers PRODUCER_FENCED to new clients and INVALID_PRODUCER_EPO
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from kcoord.coordinator.client_regex import ClientRegex
 from kcoord.coordinator.result import CoordinatorResult
 from kcoord.coordinator.transactions.records import TopicPartition, TransactionRecord
 from kcoord.protocol.errors import ErrorCode
@@ -190,7 +190,7 @@ class ListTransactionsRequest:
     producer_ids: frozenset[int] = frozenset()
     min_duration_ms: int = -1
     """v1: only transactions running longer than this; -1 for all."""
-    ids: re.Pattern[str] | None = None
+    ids: ClientRegex | None = None
     """v2: only the transactional ids this matches in full (``views.id_pattern`` compiles it)."""
 
 
