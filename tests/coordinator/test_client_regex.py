@@ -75,6 +75,16 @@ def test_what_python_re_accepts_but_re2_does_not_is_invalid_regular_expression(p
     assert "Transaction ID pattern" in str(refused.value)
 
 
+def test_a_pattern_over_the_memory_budget_is_invalid_regular_expression() -> None:
+    """A pattern whose RE2 program exceeds the 1 MiB budget is refused (the one difference from
+    RE2J); large ASCII repetitions stay well inside it."""
+    with pytest.raises(KafkaError) as refused:
+        compile_client_regex("\\pL{300}", "SubscribedTopicRegex")
+    assert refused.value.code is ErrorCode.invalid_regular_expression
+    assert "pattern too large" in str(refused.value)
+    assert compile_client_regex("[a-zA-Z0-9._-]{1000}", "SubscribedTopicRegex").matches("a" * 1000)
+
+
 def test_a_pattern_that_is_not_utf8_is_invalid_regular_expression() -> None:
     """A lone surrogate (no UTF-8 form for RE2) is INVALID_REGULAR_EXPRESSION, not an exception escaping."""
     with pytest.raises(KafkaError) as refused:

@@ -8,6 +8,10 @@ soft state per member so that a topic created or deleted between heartbeats is r
 member's principal is unknown after a load until its next heartbeat: loading resolves as before the
 failover, a topic change meanwhile adds nothing, and the heartbeat resolves again with the
 principal before any assignment is answered.
+
+What each regex matches is remembered until the catalogue changes, so a heartbeat runs no regex
+(RE2 is linear, but a large pattern costs about a millisecond per long name): a member cannot make
+the coordinator match its pattern against every topic again by heartbeating quickly.
 """
 
 from __future__ import annotations
@@ -22,6 +26,9 @@ from kcoord.protocol.errors import KafkaError
 
 __all__ = ["RegexSubscriptions"]
 
+_REMEMBERED_REGEXES = 256
+"""Most regexes whose topics are kept for the current catalogue (all forgotten past it)."""
+
 
 class RegexSubscriptions:
     """Resolves members' regexes against the topic catalogue, with each member's last topic filter."""
@@ -30,6 +37,9 @@ class RegexSubscriptions:
         self._topic_names = topic_names
         self._filters: dict[tuple[str, str], TopicFilter | None] = {}
         """What each member's principal may see, from its last heartbeat (soft state)."""
+        self._catalogue: frozenset[str] = frozenset()
+        self._matching: dict[str, frozenset[str]] = {}
+        """The topics of ``_catalogue`` each regex matches in full (soft state)."""
 
     def remember(self, group_id: str, member_id: str, allowed: TopicFilter | None) -> None:
         self._filters[(group_id, member_id)] = allowed
@@ -39,18 +49,29 @@ class RegexSubscriptions:
 
     def clear(self) -> None:
         self._filters.clear()
+        self._catalogue, self._matching = frozenset(), {}
 
     def resolve(self, member: ConsumerGroupMember, allowed: TopicFilter | None) -> ConsumerGroupMember:
         """The member with its regex resolved to the existing topics ``allowed`` passes."""
         if member.subscribed_regex is None:
             return member if not member.regex_topics else member.with_changes(regex_topics=frozenset())
-        pattern = compile_client_regex(member.subscribed_regex, "SubscribedTopicRegex")
-        matched = frozenset(
-            name
-            for name in self._topic_names()
-            if pattern.matches(name) and (allowed is None or allowed(name))
-        )
+        matching = self._topics_matching(member.subscribed_regex)
+        matched = matching if allowed is None else frozenset(name for name in matching if allowed(name))
         return member if matched == member.regex_topics else member.with_changes(regex_topics=matched)
+
+    def _topics_matching(self, regex: str) -> frozenset[str]:
+        """The existing topics ``regex`` matches in full; INVALID_REGULAR_EXPRESSION if RE2 refuses it."""
+        catalogue = frozenset(self._topic_names())
+        if catalogue != self._catalogue:
+            self._catalogue, self._matching = catalogue, {}
+        matching = self._matching.get(regex)
+        if matching is None:
+            pattern = compile_client_regex(regex, "SubscribedTopicRegex")
+            matching = frozenset(name for name in catalogue if pattern.matches(name))
+            if len(self._matching) >= _REMEMBERED_REGEXES:
+                self._matching.clear()
+            self._matching[regex] = matching
+        return matching
 
     def resolve_group(self, group: ConsumerGroup, *, loading: bool = False) -> bool:
         """Resolve every member's regex again; True when any member's topics changed."""
