@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from kcoord.coordinator.client_regex import ClientRegex
 from kcoord.coordinator.result import CoordinatorResult
 from kcoord.coordinator.transactions.records import TopicPartition, TransactionRecord
 from kcoord.protocol.errors import ErrorCode
@@ -183,15 +182,14 @@ class DescribedTransaction:
 
 @dataclass(frozen=True, slots=True)
 class ListTransactionsRequest:
-    """ListTransactions' filters; each left at its default filters nothing."""
+    """ListTransactions' filters; each left at its default filters nothing. v2's id pattern is
+    applied by the edge, off the event loop, to what these select (``views.matching``)."""
 
     states: frozenset[str] = frozenset()
     """State names (a name that is no state is reported back as unknown)."""
     producer_ids: frozenset[int] = frozenset()
     min_duration_ms: int = -1
     """v1: only transactions running longer than this; -1 for all."""
-    ids: ClientRegex | None = None
-    """v2: only the transactional ids this matches in full (``views.id_pattern`` compiles it)."""
 
 
 @dataclass(frozen=True, slots=True)
