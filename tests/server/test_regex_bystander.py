@@ -1,4 +1,5 @@
-"""A consumer-protocol member's catastrophic regex does not hold up another connection's heartbeats.
+"""Client regexes do not hold up another connection's heartbeats: a consumer-protocol member's
+catastrophic regex, and a ListTransactions pattern that costs seconds over long transactional ids.
 
 ``(a+)+`` against ``"a" * n + "-"`` backtracks exponentially in Python's ``re``: measured on this
 machine, a full match of one such name took 0.43 s at n=22, 1.3 s at n=24 and 5.5 s at n=26,
@@ -117,5 +118,72 @@ def test_a_catastrophic_regex_subscription_does_not_stall_a_bystander(tmp_path: 
             f"p99 {abuse.percentile(bystander, 0.99) * 1000:.0f} ms"
         )
         assert not [line for line in server.raw_log if "re2.cc" in line]
+    finally:
+        server.kill()
+
+
+LONG_IDS = ["a" * 32_000 + f"-{index}" for index in range(6)]
+COSTLY = "(.*a.*){1000}"
+"""Linear in RE2 but its DFA gives up: about 1-1.5 s per 32 KiB id on this machine."""
+
+
+async def _init_transactional(client: AsyncRawClient, transactional_id: str) -> None:
+    """InitProducerId v4, again while the answer is COORDINATOR_LOAD_IN_PROGRESS (as clients do while
+    ``__transaction_state`` is first created and loaded; bounded to 10 s)."""
+    body = {
+        "transactional_id": transactional_id,
+        "transaction_timeout": 60_000,
+        "producer_id": -1,
+        "producer_epoch": -1,
+    }
+    deadline = time.monotonic() + 10
+    while True:
+        answer = await client.call(ApiKey.INIT_PRODUCER_ID, 4, body, within_s=30)
+        if answer.error_code != ErrorCode.coordinator_load_in_progress or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.05)
+    assert answer.error_code == ErrorCode.none
+
+
+def test_a_costly_transactional_id_pattern_does_not_stall_a_bystander(tmp_path: Path) -> None:
+    """ListTransactions v2 with a pattern costing about a second per 32 KiB id, over six such ids,
+    lists exactly the ids it matches in full while a bystander's heartbeats all answer within 0.5 s
+    (matched on the event loop, one heartbeat waited out the whole listing: 7.1 s here)."""
+    server = KcoordProcess(tmp_path / "data").start()
+    try:
+
+        async def scenario() -> tuple[list[str], float, abuse.Bystander]:
+            client = await AsyncRawClient.connect(server.port, "txn-lister")
+            try:
+                for transactional_id in [*LONG_IDS, "short"]:
+                    await _init_transactional(client, transactional_id)
+                async with abuse.bystander(server.port) as probe:
+                    started = time.perf_counter()
+                    listed = await client.call(
+                        ApiKey.LIST_TRANSACTIONS,
+                        2,
+                        {
+                            "state_filters": [],
+                            "producer_id_filters": [],
+                            "duration_filter": -1,
+                            "transactional_id_pattern": COSTLY,
+                        },
+                        within_s=120,
+                    )
+                    elapsed_s = time.perf_counter() - started
+                assert listed.error_code == ErrorCode.none
+                ids = sorted(state.transactional_id for state in listed.transaction_states)
+            finally:
+                await client.close()
+            return ids, elapsed_s, probe
+
+        ids, elapsed_s, probe = asyncio.run(asyncio.wait_for(scenario(), 180))
+        assert ids == sorted(LONG_IDS)
+        bystander = probe.latencies_s
+        assert probe.failures == 0
+        assert len(bystander) > 10, f"listing took {elapsed_s:.1f} s"
+        assert max(bystander) < BOUND_S, (
+            f"bystander heartbeat max {max(bystander) * 1000:.0f} ms over a {elapsed_s:.1f} s listing"
+        )
     finally:
         server.kill()
