@@ -9,9 +9,10 @@ member's principal is unknown after a load until its next heartbeat: loading res
 failover, a topic change meanwhile adds nothing, and the heartbeat resolves again with the
 principal before any assignment is answered.
 
-What each regex matches is remembered until the catalogue changes, so a heartbeat runs no regex
-(RE2 is linear, but a large pattern costs about a millisecond per long name): a member cannot make
-the coordinator match its pattern against every topic again by heartbeating quickly.
+What each regex matches is remembered with the catalogue it was matched against: a heartbeat runs
+no regex, and after topics are created a regex is run on the new names only (RE2 is linear, but a
+large pattern costs about a millisecond per long name): neither heartbeating quickly nor creating
+topics makes the coordinator match a pattern against every topic again.
 """
 
 from __future__ import annotations
@@ -37,9 +38,8 @@ class RegexSubscriptions:
         self._topic_names = topic_names
         self._filters: dict[tuple[str, str], TopicFilter | None] = {}
         """What each member's principal may see, from its last heartbeat (soft state)."""
-        self._catalogue: frozenset[str] = frozenset()
-        self._matching: dict[str, frozenset[str]] = {}
-        """The topics of ``_catalogue`` each regex matches in full (soft state)."""
+        self._matching: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+        """Each regex's last catalogue and the topics of it that the regex matches (soft state)."""
 
     def remember(self, group_id: str, member_id: str, allowed: TopicFilter | None) -> None:
         self._filters[(group_id, member_id)] = allowed
@@ -49,7 +49,7 @@ class RegexSubscriptions:
 
     def clear(self) -> None:
         self._filters.clear()
-        self._catalogue, self._matching = frozenset(), {}
+        self._matching.clear()
 
     def resolve(self, member: ConsumerGroupMember, allowed: TopicFilter | None) -> ConsumerGroupMember:
         """The member with its regex resolved to the existing topics ``allowed`` passes."""
@@ -62,15 +62,15 @@ class RegexSubscriptions:
     def _topics_matching(self, regex: str) -> frozenset[str]:
         """The existing topics ``regex`` matches in full; INVALID_REGULAR_EXPRESSION if RE2 refuses it."""
         catalogue = frozenset(self._topic_names())
-        if catalogue != self._catalogue:
-            self._catalogue, self._matching = catalogue, {}
-        matching = self._matching.get(regex)
-        if matching is None:
-            pattern = compile_client_regex(regex, "SubscribedTopicRegex")
-            matching = frozenset(name for name in catalogue if pattern.matches(name))
-            if len(self._matching) >= _REMEMBERED_REGEXES:
-                self._matching.clear()
-            self._matching[regex] = matching
+        before, matching = self._matching.get(regex, (frozenset(), frozenset()))
+        if catalogue == before and regex in self._matching:
+            return matching
+        pattern = compile_client_regex(regex, "SubscribedTopicRegex")
+        added = frozenset(name for name in catalogue - before if pattern.matches(name))
+        matching = (matching & catalogue) | added
+        if len(self._matching) >= _REMEMBERED_REGEXES and regex not in self._matching:
+            self._matching.clear()
+        self._matching[regex] = (catalogue, matching)
         return matching
 
     def resolve_group(self, group: ConsumerGroup, *, loading: bool = False) -> bool:
