@@ -28,7 +28,7 @@ from kcoord.protocol.errors import KafkaError
 __all__ = ["RegexSubscriptions"]
 
 _REMEMBERED_REGEXES = 256
-"""Most regexes whose topics are kept for the current catalogue (all forgotten past it)."""
+"""Most regexes remembered with their topics (all are forgotten past it)."""
 
 
 class RegexSubscriptions:
