@@ -1,25 +1,34 @@
 """Regex subscriptions (KIP-848's ``SubscribedTopicRegex``): resolved by the coordinator, per member.
 
-A member's regex resolves to the existing topics it matches in full (Java's ``Pattern.matches``)
+A member's regex resolves to the existing topics it matches in full (Java's ``Matcher.matches``;
+RE2 syntax and linear-time matching, as Kafka's RE2J: :mod:`kcoord.coordinator.client_regex`)
 that the member's principal may see: the API edge hands each heartbeat a :data:`TopicFilter` built
 from the authorizer, as Kafka 4 filters regex-resolved topics by DESCRIBE. The filter is kept as
 soft state per member so that a topic created or deleted between heartbeats is resolved with it. A
 member's principal is unknown after a load until its next heartbeat: loading resolves as before the
 failover, a topic change meanwhile adds nothing, and the heartbeat resolves again with the
 principal before any assignment is answered.
+
+What each regex matches is remembered with the catalogue it was matched against: a heartbeat runs
+no regex, and after topics are created a regex is run on the new names only (RE2 is linear, but a
+large pattern costs about a millisecond per long name): neither heartbeating quickly nor creating
+topics makes the coordinator match a pattern against every topic again.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 
+from kcoord.coordinator.client_regex import compile_client_regex
 from kcoord.coordinator.consumer.group import ConsumerGroup
 from kcoord.coordinator.consumer.member import ConsumerGroupMember
 from kcoord.coordinator.consumer.messages import TopicFilter
-from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.protocol.errors import KafkaError
 
 __all__ = ["RegexSubscriptions"]
+
+_REMEMBERED_REGEXES = 256
+"""Most regexes remembered with their topics (all are forgotten past it)."""
 
 
 class RegexSubscriptions:
@@ -29,6 +38,8 @@ class RegexSubscriptions:
         self._topic_names = topic_names
         self._filters: dict[tuple[str, str], TopicFilter | None] = {}
         """What each member's principal may see, from its last heartbeat (soft state)."""
+        self._matching: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+        """Each regex's last catalogue and the topics of it that the regex matches (soft state)."""
 
     def remember(self, group_id: str, member_id: str, allowed: TopicFilter | None) -> None:
         self._filters[(group_id, member_id)] = allowed
@@ -38,23 +49,29 @@ class RegexSubscriptions:
 
     def clear(self) -> None:
         self._filters.clear()
+        self._matching.clear()
 
     def resolve(self, member: ConsumerGroupMember, allowed: TopicFilter | None) -> ConsumerGroupMember:
         """The member with its regex resolved to the existing topics ``allowed`` passes."""
         if member.subscribed_regex is None:
             return member if not member.regex_topics else member.with_changes(regex_topics=frozenset())
-        try:
-            pattern = re.compile(member.subscribed_regex)
-        except re.error as exc:
-            raise KafkaError(
-                ErrorCode.invalid_regular_expression, f"SubscribedTopicRegex is invalid: {exc}"
-            ) from None
-        matched = frozenset(
-            name
-            for name in self._topic_names()
-            if pattern.fullmatch(name) and (allowed is None or allowed(name))
-        )
+        matching = self._topics_matching(member.subscribed_regex)
+        matched = matching if allowed is None else frozenset(name for name in matching if allowed(name))
         return member if matched == member.regex_topics else member.with_changes(regex_topics=matched)
+
+    def _topics_matching(self, regex: str) -> frozenset[str]:
+        """The existing topics ``regex`` matches in full; INVALID_REGULAR_EXPRESSION if RE2 refuses it."""
+        catalogue = frozenset(self._topic_names())
+        before, matching = self._matching.get(regex, (frozenset(), frozenset()))
+        if catalogue == before and regex in self._matching:
+            return matching
+        pattern = compile_client_regex(regex, "SubscribedTopicRegex")
+        added = frozenset(name for name in catalogue - before if pattern.matches(name))
+        matching = (matching & catalogue) | added
+        if len(self._matching) >= _REMEMBERED_REGEXES and regex not in self._matching:
+            self._matching.clear()
+        self._matching[regex] = (catalogue, matching)
+        return matching
 
     def resolve_group(self, group: ConsumerGroup, *, loading: bool = False) -> bool:
         """Resolve every member's regex again; True when any member's topics changed."""

@@ -8,7 +8,6 @@ edge adds: Kafka answers PRODUCER_FENCED to new clients and INVALID_PRODUCER_EPO
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -183,15 +182,14 @@ class DescribedTransaction:
 
 @dataclass(frozen=True, slots=True)
 class ListTransactionsRequest:
-    """ListTransactions' filters; each left at its default filters nothing."""
+    """ListTransactions' filters; each left at its default filters nothing. v2's id pattern is
+    applied by the edge, off the event loop, to what these select (``views.matching``)."""
 
     states: frozenset[str] = frozenset()
     """State names (a name that is no state is reported back as unknown)."""
     producer_ids: frozenset[int] = frozenset()
     min_duration_ms: int = -1
     """v1: only transactions running longer than this; -1 for all."""
-    ids: re.Pattern[str] | None = None
-    """v2: only the transactional ids this matches in full (``views.id_pattern`` compiles it)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,15 +12,18 @@ Read-only views of the metadata, as Kafka's coordinator builds them:
   is no state is reported back in ``unknown_state_filters``), by producer ids, (v1,
   ``DurationFilter``) by running for longer than the given milliseconds, -1 meaning no filter, and
   (v2, KIP-1152's ``TransactionalIdPattern``) by a regular expression the whole id matches, as
-  KIP-848's topic regexes match topic names (:func:`id_pattern`: empty or null means no filter, an
-  invalid one is INVALID_REGULAR_EXPRESSION).
+  KIP-848's topic regexes match topic names, with RE2 as Kafka's RE2J (:func:`id_pattern`: empty or
+  null means no filter, one RE2 refuses is INVALID_REGULAR_EXPRESSION). :func:`matching` applies
+  it to what the other filters listed, apart from the shard: RE2 is linear, but a crafted pattern
+  still costs about a second per 32 KiB id, so the edge runs it on a worker thread (RE2 lets go of
+  the GIL while it matches).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
+from kcoord.coordinator.client_regex import ClientRegex, compile_client_regex
 from kcoord.coordinator.transactions.messages import (
     DescribedTransaction,
     ListedTransactions,
@@ -29,9 +32,9 @@ from kcoord.coordinator.transactions.messages import (
 from kcoord.coordinator.transactions.metadata import TransactionMetadata
 from kcoord.coordinator.transactions.records import TopicPartition
 from kcoord.coordinator.transactions.state import TransactionState
-from kcoord.protocol.errors import ErrorCode, KafkaError
+from kcoord.protocol.errors import ErrorCode
 
-__all__ = ["describe", "id_pattern", "list_transactions", "verify"]
+__all__ = ["describe", "id_pattern", "list_transactions", "matching", "verify"]
 
 _BY_NAME = {state.value: state for state in TransactionState}
 
@@ -82,7 +85,7 @@ def list_transactions(
 ) -> ListedTransactions:
     wanted = {_BY_NAME[name] for name in request.states if name in _BY_NAME}
     unknown = tuple(sorted(name for name in request.states if name not in _BY_NAME))
-    min_duration_ms, ids = request.min_duration_ms, request.ids
+    min_duration_ms = request.min_duration_ms
     listed = tuple(
         (metadata.transactional_id, metadata.producer_id, metadata.state.value)
         for metadata in transactions
@@ -90,21 +93,21 @@ def list_transactions(
         and (not request.producer_ids or metadata.producer_id in request.producer_ids)
         and (not request.states or metadata.state in wanted)
         and (min_duration_ms < 0 or now_ms - metadata.start_ms > min_duration_ms)
-        and (ids is None or ids.fullmatch(metadata.transactional_id) is not None)
     )
     return ListedTransactions(tuple(sorted(listed)), unknown)
 
 
-def id_pattern(pattern: str | None) -> re.Pattern[str] | None:
+def id_pattern(pattern: str | None) -> ClientRegex | None:
     """ListTransactions v2's ``TransactionalIdPattern``, compiled; None (no filter) when empty or null."""
-    if not pattern:
-        return None
-    try:
-        return re.compile(pattern)
-    except re.error as exc:
-        raise KafkaError(
-            ErrorCode.invalid_regular_expression, f"TransactionalIdPattern is invalid: {exc}"
-        ) from None
+    return compile_client_regex(pattern, "Transaction ID pattern") if pattern else None
+
+
+def matching(listed: ListedTransactions, ids: ClientRegex | None) -> ListedTransactions:
+    """The listed transactions whose id ``ids`` matches in full (all of them when None)."""
+    if ids is None:
+        return listed
+    kept = tuple(entry for entry in listed.transactions if ids.matches(entry[0]))
+    return ListedTransactions(kept, listed.unknown_state_filters)
 
 
 def _removing(metadata: TransactionMetadata) -> bool:
