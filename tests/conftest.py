@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import client_errors, kafka_python_stall, parallel, server_logs
+from tests.support import client_errors, group_clients, kafka_python_stall, parallel, server_logs
 from tests.support.postgres import postgres_cluster
 from tests.support.postgres_stores import two_nodes
 from tests.support.server import KcoordProcess
@@ -77,6 +77,10 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             f" in {len(kafka_python_stall.FORMED)} group(s) formed"
         )
         for line in retries:
+            terminalreporter.write_line(f"  {line}")
+    if group_clients.COMMIT_RETRIES:
+        terminalreporter.write_line("commits retried after a refusal for a rebalance:")
+        for line in group_clients.COMMIT_RETRIES:
             terminalreporter.write_line(f"  {line}")
     warnings = server_logs.REGISTRY.warnings.most_common(5)
     if warnings:

@@ -10,6 +10,8 @@ again when partitions are revoked, and writes one JSON object per line to stdout
 - ``{"event": "revoked", "partitions": [...]}`` when partitions are taken away;
 - ``{"event": "consumed", "records": [[partition, offset], ...]}`` for every polled batch;
 - ``{"event": "committed", "offsets": {"partition": next_offset}}`` after each successful commit;
+- ``{"event": "commit_retry"}`` (confluent-kafka) before committing again, with nothing new consumed,
+  because the group refused the previous commit for a rebalance (see ``run_confluent``);
 - ``{"event": "error", "message": ...}`` for client errors it survives, then ``{"event": "closed"}``;
 - ``{"event": "client_error", "where": ..., "name": ..., "code": ..., "retriable": ...}`` for EVERY error
   the client reports: confluent-kafka's ``error_cb``, message and commit errors (``retriable`` is
@@ -18,6 +20,8 @@ again when partitions are revoked, and writes one JSON object per line to stdout
   the library turns the code into its exception class). Tests classify these against Kafka's list.
 
 It reads commands from stdin: ``close`` closes the client gracefully (leaving the group) and exits.
+``GROUP_DRIVER_LOG_LEVEL`` sets the Python clients' log level; ``GROUP_DRIVER_RDKAFKA_DEBUG`` is
+librdkafka's ``debug`` setting (``cgrp`` shows every commit, join and sync on stderr).
 """
 
 from __future__ import annotations
@@ -199,6 +203,8 @@ def run_confluent(args: argparse.Namespace, commands: Commands) -> None:
         "partition.assignment.strategy": args.assignor,
         "error_cb": lambda error: report_kafka_error("error_cb", error),
     }
+    if os.environ.get("GROUP_DRIVER_RDKAFKA_DEBUG"):
+        config["debug"] = os.environ["GROUP_DRIVER_RDKAFKA_DEBUG"]
     if args.group_protocol == "consumer":
         # KIP-848: the coordinator owns timeouts and assignment; the classic settings are refused.
         for classic_only in ("session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy"):
@@ -211,7 +217,20 @@ def run_confluent(args: argparse.Namespace, commands: Commands) -> None:
     emit("started")
     owned: set[int] = set()
 
+    # A commit the group refuses because it is rebalancing is not retried by librdkafka (its
+    # OffsetCommit handler only reports the error), and a cooperative member keeps consuming while
+    # it rejoins: its commit after the last records then travels behind its own parked JoinGroup on
+    # the coordinator connection, which (as in Kafka) answers it only once the join completes, so
+    # with the old generation: ILLEGAL_GENERATION (or REBALANCE_IN_PROGRESS before its SyncGroup).
+    # When the member keeps those partitions nothing is revoked and nothing new arrives, so without
+    # a retry their last offsets are never committed. As Kafka's RebalanceInProgressException
+    # advises, the driver commits again (the partitions it still owns) until the group accepts it.
+    refused_in_rebalance = {KafkaError.REBALANCE_IN_PROGRESS, KafkaError.ILLEGAL_GENERATION}
+    refused = False  # the last commit (from the loop or a revocation) was refused for a rebalance
+
     def commit() -> None:
+        """Commit the stored offsets of the assignment; ``refused`` says whether to commit again."""
+        nonlocal refused
         try:
             done = consumer.commit(asynchronous=False)
         except KafkaException as exc:
@@ -219,10 +238,13 @@ def run_confluent(args: argparse.Namespace, commands: Commands) -> None:
             if error.code() != KafkaError._NO_OFFSET:  # nothing to commit is no error
                 report_kafka_error("commit", error)
                 emit("error", message=f"commit: {exc}")
+            refused = error.code() in refused_in_rebalance
             return
+        refused = False
         for tp in done or []:
             if tp.error is not None:
                 report_kafka_error("commit", tp.error)
+                refused = refused or tp.error.code() in refused_in_rebalance
         emit(
             "committed",
             offsets={tp.partition: tp.offset for tp in done or [] if tp.offset >= 0 and tp.error is None},
@@ -253,6 +275,9 @@ def run_confluent(args: argparse.Namespace, commands: Commands) -> None:
             records.append([message.partition(), message.offset()])
         if records:
             emit("consumed", records=records)
+        elif refused:
+            emit("commit_retry")
+        if records or refused:
             commit()
     consumer.close()
     emit("closed")

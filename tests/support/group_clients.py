@@ -45,6 +45,10 @@ SESSION_TIMEOUT_MS = 6000
 HEARTBEAT_MS = 1000
 #: Every Group made since the last judgement of client errors (tests/support/client_errors.py).
 GROUPS: list[Group] = []
+#: One line per group whose members retried a commit the server refused for a rebalance (summary).
+COMMIT_RETRIES: list[str] = []
+#: The OffsetCommit answers that make a confluent driver commit again (tests/groups/consumer_driver.py).
+REFUSED_IN_REBALANCE = frozenset({"illegal_generation", "rebalance_in_progress"})
 
 
 def kp2_python() -> str:
@@ -350,6 +354,31 @@ class Group:
         """Wait until the coordinator holds a commit at ``ends`` for every partition: the positive sign
         that no member can consume anything again (a re-read starts from a committed offset)."""
         wait_until(lambda: self.committed_on_server() == ends, timeout, f"{self.group} committed at {ends}")
+
+    def proven_commit_retries(self) -> int:
+        """How many commits the members retried (``commit_retry``), each proven from the server's side.
+
+        A driver retries only after the group refused its commit for a rebalance, so every member's
+        retries number at most the OffsetCommit requests the server answered with ILLEGAL_GENERATION
+        or REBALANCE_IN_PROGRESS for that client (its debug ``request.answered_with_errors`` lines;
+        the server must run at ``kcoord.log.level=debug``). Fails naming the member otherwise.
+        """
+        refused: Counter[str] = Counter(
+            str(event.get("client_id"))
+            for event in self.server.events("request.answered_with_errors")
+            if event.get("api") == "OffsetCommit" and set(event.get("errors", ())) & REFUSED_IN_REBALANCE
+        )
+        retries = {d.name: len(d.of_kind("commit_retry")) for d in self.all_drivers}
+        unproven = {name: n for name, n in retries.items() if n > refused[name]}
+        assert not unproven, (
+            f"commit retries without as many OffsetCommits refused for a rebalance: {unproven}, "
+            f"refused {dict(refused)}"
+        )
+        total = sum(retries.values())
+        if total:
+            shown = ", ".join(f"{name} x{n}" for name, n in retries.items() if n)
+            COMMIT_RETRIES.append(f"{self.group}: {shown} (server refused {sum(refused.values())})")
+        return total
 
     def wait_consumed(
         self, expected: set[tuple[int, int]], *, timeout: float = 30.0

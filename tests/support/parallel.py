@@ -7,8 +7,8 @@ files by their weight (the markers of their tests, a rough count of seconds), he
 scheduler hands out files in that order. The long real-client scenarios start first, and the short
 files at the end even out the two workers' finishing times.
 
-What the session summary shows (kafka-python stall retries, server log warnings) is kept in each
-worker's globals; a worker sends its own at the end, and the controller adds them up.
+What the session summary shows (kafka-python stall retries, commit retries, server log warnings) is
+kept in each worker's globals; a worker sends its own at the end, and the controller adds them up.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import kafka_python_stall, server_logs
+from tests.support import group_clients, kafka_python_stall, server_logs
 
 #: A rough figure of a test's seconds by its heaviest marker; only the order it gives matters.
 MARKER_WEIGHTS = {"container": 60.0, "slow": 30.0, "browser": 10.0, "stress": 10.0, "clients": 5.0}
@@ -55,6 +55,7 @@ def send_summary(config: pytest.Config) -> None:
     output[_SUMMARY_KEY] = {
         "formed": list(kafka_python_stall.FORMED),
         "retries": list(kafka_python_stall.RETRIES),
+        "commit_retries": list(group_clients.COMMIT_RETRIES),
         "warnings": dict(server_logs.REGISTRY.warnings),
     }
 
@@ -67,4 +68,5 @@ def receive_summary(node: object) -> None:
         return
     kafka_python_stall.FORMED.extend(summary["formed"])
     kafka_python_stall.RETRIES.extend(summary["retries"])
+    group_clients.COMMIT_RETRIES.extend(summary["commit_retries"])
     server_logs.REGISTRY.warnings.update(Counter(summary["warnings"]))
