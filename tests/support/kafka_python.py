@@ -5,7 +5,9 @@ assigns nothing, notices the metadata change, rejoins at once, and then (about o
 with two members) stops after receiving the next SyncGroup answer: the answer arrives intact
 (seen on the wire and in the client's own debug log), but the client neither logs
 "Heartbeat re-enabled" nor sends anything again until the coordinator expires it. The server is
-not involved; learning the topic's partitions before subscribing avoids that path.
+not involved. Learning the topic's partitions before subscribing makes the first assignment cover
+them, but does not avoid the rejoin: the coordinator's metadata snapshot is only rebuilt at the next
+refresh after ``subscribe`` (the mechanism: tests/support/kafka_python_stall.py).
 """
 
 from __future__ import annotations

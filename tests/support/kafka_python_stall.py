@@ -10,6 +10,18 @@ such a member only when the server's own log shows exactly that:
    later than ``session.timeout.ms + heartbeat.interval.ms`` after the answer: nothing the member
    sent after its first heartbeat interval reached the coordinator.
 
+The mechanism, read in kafka-python 3.0.12's own source: the leader's first assignment is made
+before ``ConsumerCoordinator._handle_metadata_update`` (kafka/coordinator/consumer.py) has rebuilt
+``_metadata_snapshot`` after ``subscribe`` (it stays empty until the next metadata refresh, even when
+the client already knew the topic), so ``need_rejoin`` turns true once that refresh lands and the
+leader rejoins about 100 ms after its first assignment, with ``rejoin_needed`` itself still false.
+In that second round ``_perform_assignment`` sets ``_assignment_snapshot`` inside the JoinGroup/SyncGroup
+task, which makes ``need_rejoin`` false while the SyncGroup is still in flight. If ``poll``'s timer
+expires in that window, ``join_group_async`` (kafka/coordinator/base.py) returns with the task still
+running, and since ``ConsumerCoordinator.poll`` only calls ``ensure_active_group`` while
+``need_rejoin`` is true, nothing ever awaits the task again: the answered assignment is never
+applied, the heartbeat stays disabled from the join, and the member polls on owning nothing.
+
 A member that owns nothing for any other reason (a SyncGroup never answered, an empty assignment,
 a member lost from a generation) is a server bug, and the caller fails with the group's state.
 Every replacement is counted in :data:`RETRIES` and shown in the session's terminal summary.
