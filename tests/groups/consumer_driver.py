@@ -166,8 +166,9 @@ def run_kafka_python(args: argparse.Namespace, commands: Commands) -> None:
                 generation=generation(),
             )
 
-    # Learn the topic's partitions before joining: a kafka-python leader that assigns before its metadata
-    # knows the topic assigns nothing, rejoins at once, and 3.0.12 then sometimes stalls after SyncGroup.
+    # Learn the topic's partitions before joining, so the client's metadata knows the topic. This does
+    # not spare kafka-python 3.0.12 its rejoin after the first assignment (its coordinator's metadata
+    # snapshot is rebuilt only at the next refresh; see tests/support/kafka_python_stall.py).
     while not consumer.partitions_for_topic(args.topic):
         time.sleep(0.05)
     consumer.subscribe([args.topic], listener=Listener())
