@@ -423,7 +423,11 @@ class PartitionRunner:
         pending, self._pending = self._pending, None
         if pending is None:
             return
-        records = [record for result in pending.results for record in result.records]
+        results = pending.results
+        if len(results) == 1:  # one operation in this batch (a partition's usual share of a round)
+            records = results[0].records
+        else:
+            records = [record for result in results for record in result.records]
         try:
             batch = self.serde.encode_batch(records, self.clock.now_ms())
         except Exception as exc:
@@ -451,12 +455,17 @@ class PartitionRunner:
     def _appended(self, append: asyncio.Future[Any]) -> None:
         pending = self._in_flight.pop(append)
         epoch = pending.epoch
-        self._unanswered.pop(pending, None)
+        self._unanswered.pop(pending, None)  # the sweep may have answered it (timed out)
         error = append.exception() if not append.cancelled() else asyncio.CancelledError()
         if error is None and epoch == self._epoch:
+            on_appended = self.shard.on_appended
             for result in pending.results:
-                self.shard.on_appended(result.records)
-                _release(result)
+                on_appended(result.records)
+                for sink, response in result.responses:  # _release, inline
+                    if isinstance(response, BaseException):
+                        sink.fail(response)
+                    else:
+                        sink.deliver(response)
             return
         self._append_failed(pending, error, epoch)
 

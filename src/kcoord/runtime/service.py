@@ -209,7 +209,9 @@ class CoordinatorService:
 
     async def write(self, key: str, operation: Operation) -> Any:
         """Run ``operation`` on the key's shard; returns the response once it is released."""
-        runner = self.runner(key)
+        runner = self._runners.get(self._partition_of(key, self.num_partitions))  # runner(), inline
+        if runner is None or not self._serving():
+            raise KafkaError(ErrorCode.not_coordinator)
         sink = Sink()
         runner.run_with(operation, sink)
         runner.watch(sink)

@@ -123,20 +123,17 @@ class FileLog(QueuedWriter[_Op], SegmentedLog):
     async def _write(self, segment: Segment, data: bytes, placement: Placement) -> None:
         await asyncio.shield(self._write_soon(segment, data, placement))
 
-    def _write_soon(self, segment: Segment, data: bytes, placement: Placement) -> asyncio.Future[None]:
+    def _write_soon(
+        self,
+        segment: Segment,
+        data: bytes,
+        placement: Placement,
+        on_written: Callable[[asyncio.Future[None]], None] | None = None,
+    ) -> asyncio.Future[None]:
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         started = time.perf_counter() if self.timings is not None else 0.0
-        self._enqueue(_Write(segment, data, placement, done, started))
+        self._enqueue(_Write(segment, data, placement, done, started, on_written))
         return done
-
-    def _call_when_written(
-        self, written: asyncio.Future[None], on_written: Callable[[asyncio.Future[None]], None]
-    ) -> bool:
-        queued = self._queue[-1] if self._queue else None
-        if not isinstance(queued, _Write) or queued.done is not written:
-            return False
-        queued.on_written = on_written
-        return True
 
     async def flush(self) -> None:
         if self._closed or self._failure is not None:
