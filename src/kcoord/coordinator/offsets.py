@@ -173,7 +173,10 @@ class OffsetManager:
         records: list[CoordinatorRecord] = []
         topics = request.topics
         errors = _unknown_partitions(topics, topic_exists)
-        rejected = group_error() if len(errors) < sum(len(topic.partitions) for topic in topics) else None
+        requested = 0
+        for topic in topics:
+            requested += len(topic.partitions)
+        rejected = group_error() if len(errors) < requested else None
         max_chars = self._metadata_max_chars
         topic_results: list[OffsetCommitTopicResult] = []
         for t, topic in enumerate(topics):

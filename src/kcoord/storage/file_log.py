@@ -169,13 +169,15 @@ class FileLog(QueuedWriter[_Op], SegmentedLog):
         for op in ops:
             if isinstance(op, _Write):
                 self._made_visible(op.segment, op.placement)
-                if not op.done.done():
-                    op.done.set_result(None)
+                done = op.done
+                if not done.done():
+                    done.set_result(None)
                 if op.on_written is not None:
                     written.append(op)
                 if timings is not None and op.started:
                     timings.on_append(self._topic, self._partition, len(op.data), finished - op.started)
-                self._dirty = self._dirty or not fsynced
+                if not fsynced:
+                    self._dirty = True
             elif isinstance(op, _Roll):
                 if op.seal_entry is not None:
                     op.old.add_time_entry(op.seal_entry)
@@ -184,8 +186,10 @@ class FileLog(QueuedWriter[_Op], SegmentedLog):
                 for waiter in op.waiters:
                     if not waiter.done():
                         waiter.set_result(None)
-        self._notify()
-        self._call_on_written(written)
+        if self._listeners:
+            self._notify()
+        if written:
+            self._call_on_written(written)
 
     def _fail(self, ops: list[_Op], exc: BaseException) -> None:
         self._failure = exc
