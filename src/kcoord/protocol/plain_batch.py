@@ -38,8 +38,10 @@ def _varint(value: int) -> bytes:
     return encode_uvarint(zigzag)
 
 
-_SMALL_VARINTS = tuple(bytes((n << 1,)) for n in range(64))
-"""The varints of 0-63 (one byte each): most deltas and lengths, looked up rather than computed."""
+_SMALL = 1024
+_SMALL_VARINTS = tuple(encode_uvarint(n << 1) for n in range(_SMALL))
+"""The varints of 0-1023 (one or two bytes each): deltas, key and value lengths and record sizes,
+looked up rather than computed."""
 
 
 class EncodedBatch(NamedTuple):
@@ -77,23 +79,23 @@ def encode_for_log(
             key_part = b"\x01"
         else:
             size = len(key)
-            key_part = (small[size] if size < 64 else _varint(size)) + key
+            key_part = (small[size] if size < _SMALL else _varint(size)) + key
         if value is None:
             value_part = b"\x01"
         else:
             size = len(value)
-            value_part = (small[size] if size < 64 else _varint(size)) + value
+            value_part = (small[size] if size < _SMALL else _varint(size)) + value
         body = b"".join(
             (
                 b"\x00\x00",  # attributes, timestamp delta 0
-                small[delta] if delta < 64 else _varint(delta),
+                small[delta] if delta < _SMALL else _varint(delta),
                 key_part,
                 value_part,
                 b"\x00",  # no headers
             )
         )
         size = len(body)
-        parts.append(small[size] if size < 64 else _varint(size))
+        parts.append(small[size] if size < _SMALL else _varint(size))
         parts.append(body)
     records = b"".join(parts)
     count = len(entries)
