@@ -38,6 +38,12 @@ def _varint(value: int) -> bytes:
     return encode_uvarint(zigzag)
 
 
+_SMALL = 1024
+_SMALL_VARINTS = tuple(encode_uvarint(n << 1) for n in range(_SMALL))
+"""The varints of 0-1023 (one or two bytes each): deltas, key and value lengths and record sizes,
+looked up rather than computed."""
+
+
 class EncodedBatch(NamedTuple):
     """A batch this process just built, with the header facts a log needs to place it.
 
@@ -67,17 +73,29 @@ def encode_for_log(
     batch keeps the defaults (no producer). The base sequence is always -1: nothing written here
     takes part in idempotent sequencing."""
     parts: list[bytes] = []
+    small = _SMALL_VARINTS
     for delta, (key, value) in enumerate(entries):
+        if key is None:
+            key_part = b"\x01"
+        else:
+            size = len(key)
+            key_part = (small[size] if size < _SMALL else _varint(size)) + key
+        if value is None:
+            value_part = b"\x01"
+        else:
+            size = len(value)
+            value_part = (small[size] if size < _SMALL else _varint(size)) + value
         body = b"".join(
             (
                 b"\x00\x00",  # attributes, timestamp delta 0
-                _varint(delta),
-                b"\x01" if key is None else _varint(len(key)) + key,
-                b"\x01" if value is None else _varint(len(value)) + value,
+                small[delta] if delta < _SMALL else _varint(delta),
+                key_part,
+                value_part,
                 b"\x00",  # no headers
             )
         )
-        parts.append(_varint(len(body)))
+        size = len(body)
+        parts.append(small[size] if size < _SMALL else _varint(size))
         parts.append(body)
     records = b"".join(parts)
     count = len(entries)

@@ -26,7 +26,7 @@ from kcoord.coordinator.record_codec import (
     encode_key,
     encode_value,
 )
-from kcoord.coordinator.records import CoordinatorRecord
+from kcoord.coordinator.records import CoordinatorRecord, OffsetCommitKey, RecordKey
 from kcoord.coordinator.result import CoordinatorResult
 from kcoord.coordinator.share.group_records import ShareGroupRecord
 from kcoord.protocol.control_batch import encode_transactional_batch
@@ -42,8 +42,25 @@ __all__ = ["GROUP_COORDINATOR", "OFFSETS_TOPIC", "GroupCoordinator", "GroupRecor
 OFFSETS_TOPIC = "__consumer_offsets"
 GROUP_KEY_TYPE = 0
 
-_encoded_key = functools.lru_cache(maxsize=1 << 16)(encode_key)
-"""A group commits the same partitions again and again: their key bytes are worth keeping."""
+_KEPT_KEYS = 1 << 16
+_other_keys = functools.lru_cache(maxsize=_KEPT_KEYS)(encode_key)
+_offset_keys: dict[tuple[str, str, int], bytes] = {}
+
+
+def _encoded_key(key: RecordKey) -> bytes:
+    """A group commits the same partitions again and again: their key bytes are worth keeping.
+
+    Offset commit keys are kept by ``(group, topic, partition)`` (a tuple hashes and compares in C;
+    the dataclass's own ``__hash__`` and ``__eq__`` are Python calls), the oldest dropped first."""
+    if type(key) is not OffsetCommitKey:
+        return _other_keys(key)
+    fields = (key.group, key.topic, key.partition)
+    encoded = _offset_keys.get(fields)
+    if encoded is None:
+        if len(_offset_keys) >= _KEPT_KEYS:
+            del _offset_keys[next(iter(_offset_keys))]
+        encoded = _offset_keys[fields] = encode_key(key)
+    return encoded
 
 
 class GroupRecordSerde:

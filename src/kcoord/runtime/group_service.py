@@ -157,11 +157,13 @@ class GroupService:
 
     # -- offsets
 
-    async def commit_offsets(self, request: OffsetCommitRequest) -> OffsetCommitResponse:
+    def commit_offsets(self, request: OffsetCommitRequest) -> Awaitable[OffsetCommitResponse]:
+        """The commit's write, to await (a plain function: one coroutine less on every commit)."""
+
         def commit(shard: GroupCoordinatorShard, sink: Sink, now_ms: int) -> CoordinatorResult:
             return shard.commit_offsets(request, sink, now_ms)
 
-        response: OffsetCommitResponse = await self._coordinator.write(request.group_id, commit)
+        response: Awaitable[OffsetCommitResponse] = self._coordinator.write(request.group_id, commit)
         return response
 
     async def commit_transactional_offsets(self, request: TxnOffsetCommitRequest) -> OffsetCommitResponse:

@@ -48,6 +48,8 @@ DEFAULT_APPEND_TIMEOUT_MS = 5000
 """``offsets.commit.timeout.ms``'s default."""
 _LOAD_RETRY_MIN_S = 0.1
 _LOAD_RETRY_MAX_S = 10.0
+_WAITING_SWEEP_MIN = 256
+"""Watched sinks a runner holds before it first drops the answered ones."""
 
 
 Shard = CoordinatorShard
@@ -205,7 +207,9 @@ class PartitionRunner:
         self._in_flight: dict[asyncio.Future[Any], _Pending] = {}
         """Appends under way and the batch each carries (one bound callback, not a closure per append)."""
         self._waiting: set[Sink] = set()
-        """Sinks of operations not answered yet (parked or appending): a failed timer answers them."""
+        """Sinks of operations not answered yet (parked or appending): a failed timer answers them.
+        May also hold answered ones until :meth:`watch` sweeps them."""
+        self._sweep_waiting_at = _WAITING_SWEEP_MIN
         self._reloading: asyncio.Task[None] | None = None
         self._log = log.bind(partition=partition)
 
@@ -350,10 +354,16 @@ class PartitionRunner:
     def watch(self, sink: Sink) -> None:
         """Remember ``sink`` while its caller awaits it, so a failure of the partition can still answer it.
 
-        The caller calls :meth:`unwatch` once the await ends (answered or cancelled): on the commit
-        path that is cheaper than a done-callback, which costs a scheduled loop callback per request.
+        The caller may call :meth:`unwatch` once the await ends (answered or cancelled); sinks that
+        are done are otherwise dropped here, whenever the set has doubled since the last sweep (a
+        few checks per request, amortised). Either is cheaper on the commit path than a
+        done-callback, which costs a scheduled loop callback per request.
         """
-        self._waiting.add(sink)
+        waiting = self._waiting
+        waiting.add(sink)
+        if len(waiting) > self._sweep_waiting_at:
+            self._waiting = waiting = {waiting_sink for waiting_sink in waiting if not waiting_sink.done()}
+            self._sweep_waiting_at = max(_WAITING_SWEEP_MIN, 2 * len(waiting))
 
     def unwatch(self, sink: Sink) -> None:
         self._waiting.discard(sink)
@@ -423,7 +433,11 @@ class PartitionRunner:
         pending, self._pending = self._pending, None
         if pending is None:
             return
-        records = [record for result in pending.results for record in result.records]
+        results = pending.results
+        if len(results) == 1:  # one operation in this batch (a partition's usual share of a round)
+            records = results[0].records
+        else:
+            records = [record for result in results for record in result.records]
         try:
             batch = self.serde.encode_batch(records, self.clock.now_ms())
         except Exception as exc:
@@ -451,12 +465,17 @@ class PartitionRunner:
     def _appended(self, append: asyncio.Future[Any]) -> None:
         pending = self._in_flight.pop(append)
         epoch = pending.epoch
-        self._unanswered.pop(pending, None)
+        self._unanswered.pop(pending, None)  # the sweep may have answered it (timed out)
         error = append.exception() if not append.cancelled() else asyncio.CancelledError()
         if error is None and epoch == self._epoch:
+            on_appended = self.shard.on_appended
             for result in pending.results:
-                self.shard.on_appended(result.records)
-                _release(result)
+                on_appended(result.records)
+                for sink, response in result.responses:  # _release, inline
+                    if isinstance(response, BaseException):
+                        sink.fail(response)
+                    else:
+                        sink.deliver(response)
             return
         self._append_failed(pending, error, epoch)
 

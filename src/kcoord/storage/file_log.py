@@ -123,20 +123,17 @@ class FileLog(QueuedWriter[_Op], SegmentedLog):
     async def _write(self, segment: Segment, data: bytes, placement: Placement) -> None:
         await asyncio.shield(self._write_soon(segment, data, placement))
 
-    def _write_soon(self, segment: Segment, data: bytes, placement: Placement) -> asyncio.Future[None]:
+    def _write_soon(
+        self,
+        segment: Segment,
+        data: bytes,
+        placement: Placement,
+        on_written: Callable[[asyncio.Future[None]], None] | None = None,
+    ) -> asyncio.Future[None]:
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         started = time.perf_counter() if self.timings is not None else 0.0
-        self._enqueue(_Write(segment, data, placement, done, started))
+        self._enqueue(_Write(segment, data, placement, done, started, on_written))
         return done
-
-    def _call_when_written(
-        self, written: asyncio.Future[None], on_written: Callable[[asyncio.Future[None]], None]
-    ) -> bool:
-        queued = self._queue[-1] if self._queue else None
-        if not isinstance(queued, _Write) or queued.done is not written:
-            return False
-        queued.on_written = on_written
-        return True
 
     async def flush(self) -> None:
         if self._closed or self._failure is not None:
@@ -172,13 +169,15 @@ class FileLog(QueuedWriter[_Op], SegmentedLog):
         for op in ops:
             if isinstance(op, _Write):
                 self._made_visible(op.segment, op.placement)
-                if not op.done.done():
-                    op.done.set_result(None)
+                done = op.done
+                if not done.done():
+                    done.set_result(None)
                 if op.on_written is not None:
                     written.append(op)
                 if timings is not None and op.started:
                     timings.on_append(self._topic, self._partition, len(op.data), finished - op.started)
-                self._dirty = self._dirty or not fsynced
+                if not fsynced:
+                    self._dirty = True
             elif isinstance(op, _Roll):
                 if op.seal_entry is not None:
                     op.old.add_time_entry(op.seal_entry)
@@ -187,8 +186,10 @@ class FileLog(QueuedWriter[_Op], SegmentedLog):
                 for waiter in op.waiters:
                     if not waiter.done():
                         waiter.set_result(None)
-        self._notify()
-        self._call_on_written(written)
+        if self._listeners:
+            self._notify()
+        if written:
+            self._call_on_written(written)
 
     def _fail(self, ops: list[_Op], exc: BaseException) -> None:
         self._failure = exc

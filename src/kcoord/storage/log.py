@@ -172,9 +172,7 @@ class SegmentedLog(ABC):
             if on_written is not None:
                 failed.add_done_callback(on_written)
             return failed
-        written = self._write_soon(segment, data, placement)
-        if on_written is not None and not self._call_when_written(written, on_written):
-            written.add_done_callback(on_written)
+        written = self._write_soon(segment, data, placement, on_written)
         timings = self.timings
         if timings is not None and not self._times_own_appends:
             started, size = time.perf_counter(), len(data)
@@ -211,16 +209,19 @@ class SegmentedLog(ABC):
         self._next_offset = placement.next_offset
         return segment, data, placement, log_append_time
 
-    def _write_soon(self, segment: Segment, data: bytes, placement: Placement) -> asyncio.Future[None]:
-        """Start writing a planned batch; engines with a queue override this to skip the task."""
-        return asyncio.ensure_future(self._write(segment, data, placement))
-
-    def _call_when_written(
-        self, written: asyncio.Future[None], on_written: Callable[[asyncio.Future[None]], None]
-    ) -> bool:
-        """Have the writer call ``on_written(written)`` itself when the write just queued completes;
-        False (the default) leaves it to a done-callback."""
-        return False
+    def _write_soon(
+        self,
+        segment: Segment,
+        data: bytes,
+        placement: Placement,
+        on_written: Callable[[asyncio.Future[None]], None] | None = None,
+    ) -> asyncio.Future[None]:
+        """Start writing a planned batch; ``on_written(future)`` once it completes. Engines with a queue
+        override this to skip the task and call ``on_written`` themselves (no loop callback)."""
+        written = asyncio.ensure_future(self._write(segment, data, placement))
+        if on_written is not None:
+            written.add_done_callback(on_written)
+        return written
 
     def _segment_for_append(self, size: int, last_offset_delta: int, now_ms: int) -> Segment:
         active = self._segments[-1]

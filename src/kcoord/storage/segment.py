@@ -21,8 +21,7 @@ import struct
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from kcoord.protocol.record_batch import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, iter_batches, parse_header
 
@@ -42,9 +41,10 @@ class SegmentData(Protocol):
         """Up to ``size`` bytes from ``position`` (fewer at the end)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Placement:
-    """Where an appended batch goes and which index entries it brings."""
+class Placement(NamedTuple):
+    """Where an appended batch goes and which index entries it brings (a named tuple, not a frozen
+    dataclass: one is made per append, and a frozen dataclass's constructor sets each field through
+    ``object.__setattr__``)."""
 
     position: int
     size: int

@@ -153,12 +153,17 @@ _ANSWERS = ResponseCache(ApiKey.OFFSET_COMMIT)
 
 def _encoded(api_version: int, response: OffsetCommitResponse) -> EncodedResponse:
     """An answer is only topic names, partition indexes and error codes: each distinct one is encoded once."""
-    key = tuple(
-        (topic.name, tuple((p.partition_index, p.error_code) for p in topic.partitions))
-        for topic in response.topics
-    )
-    first_error = next(
-        (p.error_code for t in response.topics for p in t.partitions if p.error_code != ErrorCode.none),
-        ErrorCode.none,
-    )
-    return _ANSWERS.encoded(api_version, key, response, first_error)
+    topics: list[tuple[str, tuple[tuple[int, ErrorCode], ...]]] = []
+    first_error = _NO_ERROR
+    for topic in response.topics:  # loops, not generators: this runs for every commit
+        partitions: list[tuple[int, ErrorCode]] = []
+        for p in topic.partitions:
+            code = p.error_code
+            partitions.append((p.partition_index, code))
+            if code and not first_error:
+                first_error = code
+        topics.append((topic.name, tuple(partitions)))
+    return _ANSWERS.encoded(api_version, tuple(topics), response, first_error)
+
+
+_NO_ERROR = ErrorCode.none

@@ -74,15 +74,15 @@ def _decode(buf: bytes) -> tuple[RequestHeader, OffsetCommitRequest]:
         for _ in range(partition_count):
             fields = shape.unpack_from(buf, pos)
             metadata, pos = _string(buf, pos + shape_size, flexible)
-            if flexible:
-                pos = _skip_tagged_fields(buf, pos)
+            if flexible:  # no tagged fields (one zero byte) read inline, here and below
+                pos = pos + 1 if buf[pos] == 0 else _skip_tagged_fields(buf, pos)
             epoch = fields[2] if with_epoch else NO_LEADER_EPOCH
             partitions.append(OffsetCommitPartition(fields[0], fields[1], epoch, metadata))
         if flexible:
-            pos = _skip_tagged_fields(buf, pos)
+            pos = pos + 1 if buf[pos] == 0 else _skip_tagged_fields(buf, pos)
         topics.append(OffsetCommitTopic(name, partitions))
     if flexible:
-        pos = _skip_tagged_fields(buf, pos)
+        pos = pos + 1 if buf[pos] == 0 else _skip_tagged_fields(buf, pos)
     if pos > len(buf):
         raise ValueError("OffsetCommit frame ends early")
     request = OffsetCommitRequest(
@@ -98,6 +98,8 @@ def _decode(buf: bytes) -> tuple[RequestHeader, OffsetCommitRequest]:
 
 
 def _array(buf: bytes, pos: int, flexible: bool) -> tuple[int, int]:
+    if flexible and 0 < buf[pos] < 0x80:  # a compact array's one-byte length, inline
+        return buf[pos] - 1, pos + 1
     count, pos = array_length(buf, pos, flexible)
     if count < 0:
         raise ValueError("null array in OffsetCommit frame")

@@ -90,7 +90,10 @@ def string(buf: bytes, pos: int, flexible: bool) -> tuple[str | None, int]:
         pos += 2
     if size < 0:
         return None, pos
-    return text(buf, pos, size), pos + size
+    end = pos + size
+    if end > len(buf):  # text(), inline: five strings in every OffsetCommit
+        raise ValueError("frame ends early")
+    return buf[pos:end].decode("utf-8"), end
 
 
 def array_length(buf: bytes, pos: int, flexible: bool) -> tuple[int, int]:

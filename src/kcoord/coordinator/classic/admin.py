@@ -95,16 +95,18 @@ def validate_existing_group_commit(
     generation_id: int,
     is_transactional: bool,
 ) -> None:
-    """Steps 2-6 of the commit checks, for a group that exists."""
-    if group.is_in(DEAD):
+    """Steps 2-6 of the commit checks, for a group that exists (its state read once: every commit
+    runs this)."""
+    state = group.state
+    if state == DEAD:
         raise KafkaError(ErrorCode.coordinator_not_available)
-    if generation_id < 0 and group.is_in(EMPTY):
+    if generation_id < 0 and state == EMPTY:
         return
     if generation_id >= 0 or member_id or group_instance_id is not None:
         group.validate_member(member_id, group_instance_id)
         if generation_id != group.generation_id:
             raise KafkaError(ErrorCode.illegal_generation)
-    elif not is_transactional and not group.is_in(EMPTY):
+    elif not is_transactional and state != EMPTY:
         raise KafkaError(ErrorCode.unknown_member_id)
-    if not is_transactional and group.is_in(COMPLETING):
+    if not is_transactional and state == COMPLETING:
         raise KafkaError(ErrorCode.rebalance_in_progress)

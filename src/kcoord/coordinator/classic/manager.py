@@ -224,8 +224,12 @@ class ClassicGroupManager:
         now_ms: int,
         is_transactional: bool = False,
     ) -> None:
-        """Raise :class:`KafkaError` unless the commit is allowed; a valid member commit keeps its session."""
-        step = self._step(now_ms)
+        """Raise :class:`KafkaError` unless the commit is allowed; a valid member commit keeps its session.
+
+        Runs on every commit, so it moves the clock itself rather than through a :class:`Step` (it
+        appends and answers nothing)."""
+        if now_ms > self._last_now_ms:
+            self._last_now_ms = now_ms
         group = self._groups.get(group_id)
         if group is None:
             if generation_id < 0:
@@ -241,7 +245,7 @@ class ClassicGroupManager:
             return  # a transactional commit does not keep the member's session (Kafka's rule)
         member = group.members.get(member_id)
         if member is not None and group.is_in(STABLE, PREPARING):
-            self._rebalancer.schedule_session(group, member, step)
+            self._rebalancer.schedule_session_at(group, member, now_ms)
 
     def ensure_simple_group(self, group_id: str, now_ms: int) -> None:
         """Create an Empty group without protocol type (offsets only) if none exists; also for replay."""
