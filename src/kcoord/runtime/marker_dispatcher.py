@@ -5,9 +5,9 @@ to write (:class:`~kcoord.coordinator.transactions.TxnMarker`); the runtime hand
 after the decision's record is durable. Every marker goes to one
 :class:`~kcoord.coordinator.transactions.MarkerWriter`; the app's is
 ``kcoord.cluster.marker_routing``' ``RoutingMarkerWriter``, which writes a data partition's marker
-with ``kcoord.cluster.transaction_markers``' ``DataMarkerWriter`` on the partition's owner and a
-``__consumer_offsets`` partition's (a TxnOffsetCommit's) with that owner's group coordinator
-(``write_end_marker``, serial with the partition's other operations).
+with ``kcoord.cluster.transaction_markers``' ``DataMarkerWriter`` on the partition's owner and an
+offsets partition's (a TxnOffsetCommit's) with that owner's group coordinator (``write_end_marker``,
+serial with the partition's other operations).
 
 The markers of one transaction are written concurrently; a retriable answer (the partition is
 moving, loading, or timed out) is retried with a growing backoff, as Kafka's
