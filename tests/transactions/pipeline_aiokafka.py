@@ -27,6 +27,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.errors import KafkaError
 
 from tests.transactions.pipeline_process import (
+    READ_COMMITTED_CONSUMER,
     PipelineRun,
     hold_open_transaction,
     hold_points,
@@ -50,10 +51,7 @@ class AiokafkaPipeline:
             source,
             bootstrap_servers=bootstrap,
             group_id=group,
-            isolation_level="read_committed",
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            session_timeout_ms=6000,
+            **READ_COMMITTED_CONSUMER,
         )
         self.producer: AIOKafkaProducer | None = None
         self.committed: dict[TopicPartition, int] = {}

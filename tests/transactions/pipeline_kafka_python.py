@@ -36,6 +36,7 @@ from kafka.errors import KafkaError
 from kafka.structs import OffsetAndMetadata
 
 from tests.transactions.pipeline_process import (
+    READ_COMMITTED_CONSUMER,
     PipelineRun,
     hold_open_transaction,
     hold_points,
@@ -117,10 +118,7 @@ class KafkaPythonPipeline:
             source,
             bootstrap_servers=bootstrap,
             group_id=group,
-            isolation_level="read_committed",
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            session_timeout_ms=6000,
+            **READ_COMMITTED_CONSUMER,
         )
         self.producer = self._new_producer()
         self.committed: dict[TopicPartition, int] = {}

@@ -30,6 +30,16 @@ from typing import Any
 PROGRESS, RECOVERED, OPEN, DONE = "committed", "recovered", "open", "done"
 
 
+READ_COMMITTED_CONSUMER: dict[str, Any] = {
+    "isolation_level": "read_committed",
+    "enable_auto_commit": False,
+    "auto_offset_reset": "earliest",
+    "session_timeout_ms": 6000,
+}
+"""The input consumer of the Python-client pipelines (kafka-python and aiokafka take the same names):
+only committed input, offsets committed inside the transaction, from the start."""
+
+
 def report_progress(committed: int) -> None:
     print(f"{PROGRESS} {committed}", flush=True)
 
