@@ -294,6 +294,8 @@ class App:
             self.clock,
             new_state_shard(self.share_config),
             num_partitions=s["share.coordinator.state.topic.num.partitions"],
+            prune_interval_ms=s["share.coordinator.state.topic.prune.interval.ms"],
+            cold_snapshot_interval_ms=s["share.coordinator.cold.partition.snapshot.interval.ms"],
             append_timeout_ms=s["offsets.commit.timeout.ms"],
             owned_only=self.cluster.enabled,
             serving=self._serving,

@@ -363,6 +363,18 @@ DEFINITIONS: tuple[Definition, ...] = (
         _int(0),
         "ShareUpdate records of a share partition between two ShareSnapshots.",
     ),
+    Definition(
+        "share.coordinator.state.topic.prune.interval.ms",
+        300000,
+        _int(1),
+        "How often the records of __share_group_state a newer snapshot made redundant are deleted.",
+    ),
+    Definition(
+        "share.coordinator.cold.partition.snapshot.interval.ms",
+        300000,
+        _int(1),
+        "How old a share partition's latest snapshot may grow before a new one is written.",
+    ),
     # authorization
     Definition(
         "authorizer.class.name",

@@ -12,16 +12,24 @@ replay at load. Kafka's internal RPCs (Read/WriteShareGroupState) are the typed 
 :class:`ShareCoordinator`, called in process by the share partitions' leader.
 
 The topic is ``cleanup.policy=delete`` with no retention, as Kafka creates it (updates are deltas
-over their snapshot, so compaction would lose them); Kafka prunes what a newer snapshot made
-redundant with DeleteRecords, which kcoord does not do yet: the topic grows by one snapshot every
-``share.coordinator.snapshot.update.records.per.snapshot`` updates of a share partition.
+over their snapshot, so compaction would lose them). Instead, as Kafka's share coordinator, every
+``share.coordinator.state.topic.prune.interval.ms`` each loaded partition's log start is moved up to
+the offset below which its shard needs nothing (:meth:`ShareCoordinator.prune_state_log`: the
+oldest of its share partitions' latest snapshots), once every write made so far is durable, and
+every ``share.coordinator.cold.partition.snapshot.interval.ms`` share partitions with an old latest
+snapshot get a new one, so an idle one does not hold that offset down. Both run as tasks beside the
+request path; the log start moves through the storage engine's DeleteRecords (durable, its file
+work off the loop).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+import functools
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
+
+import structlog
 
 from kcoord.coordinator.result import CoordinatorResult
 from kcoord.coordinator.share.config import ShareGroupConfig
@@ -35,14 +43,20 @@ from kcoord.coordinator.share.state_records import (
 from kcoord.coordinator.share.state_shard import ShareStateShard, StoredShareState
 from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.runtime.coordinator_type import CoordinatorType
-from kcoord.runtime.runner import Shard, Sink
+from kcoord.runtime.runner import PartitionRunner, PartitionState, Shard, Sink
 from kcoord.runtime.service import CoordinatorService
 from kcoord.storage.api import PartitionLog
 from kcoord.timer.api import Clock, Timer
 
 __all__ = ["SHARE_COORDINATOR", "SHARE_KEY_TYPE", "ShareCoordinator", "ShareStateTopicOf"]
 
+log = structlog.get_logger(__name__)
+
 SHARE_KEY_TYPE = 2
+PRUNE_INTERVAL_MS = 300_000
+"""``share.coordinator.state.topic.prune.interval.ms``'s default (Kafka's, an internal setting)."""
+COLD_SNAPSHOT_INTERVAL_MS = 300_000
+"""``share.coordinator.cold.partition.snapshot.interval.ms``'s default (Kafka's, an internal setting)."""
 STATE_TOPIC_CONFIGS = {"cleanup.policy": "delete", "retention.ms": "-1", "retention.bytes": "-1"}
 
 SHARE_COORDINATOR = CoordinatorType(
@@ -101,6 +115,9 @@ class ShareCoordinator(CoordinatorService):
         topic: ShareStateTopicOf,
         clock: Clock,
         shard_factory: Callable[[int, Timer], Shard],
+        *,
+        prune_interval_ms: int = PRUNE_INTERVAL_MS,
+        cold_snapshot_interval_ms: int = COLD_SNAPSHOT_INTERVAL_MS,
         **options: Any,
     ) -> None:
         """``options``: :class:`CoordinatorService`'s (``num_partitions``, ``append_timeout_ms``,
@@ -108,6 +125,9 @@ class ShareCoordinator(CoordinatorService):
         super().__init__(SHARE_COORDINATOR, topic, clock, shard_factory, **options)
         self._state_topic = topic
         self._started: asyncio.Future[None] | None = None
+        self._prune_interval_ms = prune_interval_ms
+        self._cold_snapshot_interval_ms = cold_snapshot_interval_ms
+        self._maintaining = False
 
     async def ensure_started(self) -> None:
         """Start on first use (as Kafka creates ``__share_group_state`` when share groups are first
@@ -119,6 +139,7 @@ class ShareCoordinator(CoordinatorService):
         if self._owned_only:
             self.num_partitions = await self._state_topic.ensure_topic(self.num_partitions)
             self._start_timers()
+            self._start_maintenance()
             return
         started = self._started
         failed = started is not None and started.done() and not started.cancelled() and started.exception()
@@ -129,7 +150,94 @@ class ShareCoordinator(CoordinatorService):
 
     async def _start_and_load(self) -> None:
         await self.start()
+        self._start_maintenance()
         await self.loaded.wait()
+
+    def _start_maintenance(self) -> None:
+        """Start the pruning and cold-snapshot tasks (once; they end with :meth:`stop`)."""
+        if self._maintaining:
+            return
+        self._maintaining = True
+        self._spawn(self._every(self._prune_interval_ms, self.prune_state_log, "share_state.prune_failed"))
+        cold = self._every(
+            self._cold_snapshot_interval_ms, self.snapshot_cold_partitions, "share_state.cold_snapshot_failed"
+        )
+        self._spawn(cold)
+
+    async def _every(self, interval_ms: int, step: Callable[[], Awaitable[Any]], event: str) -> None:
+        while True:
+            await asyncio.sleep(interval_ms / 1000)
+            try:
+                await step()
+            except Exception as exc:  # the next pass tries again
+                log.warning(event, error=repr(exc))
+
+    async def prune_state_log(self) -> int:
+        """Move each loaded partition's log start up to the offset its shard no longer needs, once
+        every write already made to it is durable (a record counted but not yet on disk could
+        still be lost). Returns how many offsets went."""
+        removed = 0
+        for partition, runner in list(self._runners.items()):
+            removed += await self._prune(partition, runner)
+        return removed
+
+    async def _prune(self, partition: int, runner: PartitionRunner) -> int:
+        if runner.state is not PartitionState.ACTIVE or not self._serving():
+            return 0
+        shard = _state_shard(runner)
+        below = shard.redundant_below()
+        partition_log = runner.log
+        start = partition_log.log_start_offset
+        if below <= start:
+            return 0
+        settled = Sink()
+        runner.after_writes(settled)
+        runner.watch(settled)
+        try:
+            await settled
+        except KafkaError:
+            return 0  # a write failed: the partition reloads from its log, the next pass prunes
+        finally:
+            runner.unwatch(settled)
+        if self._runners.get(partition) is not runner or runner.shard is not shard or not self._serving():
+            return 0
+        new_start = await partition_log.delete_records_before(min(below, partition_log.log_end_offset))
+        log.info(
+            "share_state.pruned",
+            partition=partition,
+            log_start_offset=new_start,
+            offsets_removed=new_start - start,
+            log_end_offset=partition_log.log_end_offset,
+        )
+        return new_start - start
+
+    async def snapshot_cold_partitions(self) -> None:
+        """Write a new snapshot of each share partition whose latest one is older than the cold
+        snapshot interval, on every loaded partition; returns once those are durable."""
+        for runner in list(self._runners.values()):
+            if runner.state is not PartitionState.ACTIVE or not self._serving():
+                continue
+            runner.run_scheduled(
+                functools.partial(self._cold_snapshots, runner), "share_state.cold_snapshot_failed"
+            )
+            settled = Sink()
+            runner.after_writes(settled)
+            runner.watch(settled)
+            try:
+                await settled
+            except KafkaError:
+                continue  # the partition reloads from its log; the next pass tries again
+            finally:
+                runner.unwatch(settled)
+
+    def _cold_snapshots(self, runner: PartitionRunner, now_ms: int) -> CoordinatorResult:
+        interval_ms = self._cold_snapshot_interval_ms
+        return _state_shard(runner).snapshot_cold_partitions(now_ms, interval_ms, runner.log.log_end_offset)
+
+    def _log_end(self, shard: ShareStateShard) -> int:
+        """Where the shard's log ends now: the records of an operation run now land at or after it."""
+        runner = self._runners.get(shard.partition)
+        return -1 if runner is None else runner.log.log_end_offset
 
     async def acquire(self, partition: int, partition_log: PartitionLog) -> None:
         """This node owns ``partition`` of ``__share_group_state`` now (a cluster): load its state."""
@@ -162,7 +270,7 @@ class ShareCoordinator(CoordinatorService):
             return self.read_state(key)
 
         def operation(shard: ShareStateShard, sink: Sink, now_ms: int) -> CoordinatorResult:
-            return shard.read_state_for_leader(sink, key, leader_epoch, now_ms)
+            return shard.read_state_for_leader(sink, key, leader_epoch, now_ms, self._log_end(shard))
 
         code, stored = await self.write(key.coordinator_key, operation)
         if code != ErrorCode.none:
@@ -183,6 +291,7 @@ class ShareCoordinator(CoordinatorService):
                 batches=write.batches,
                 now_ms=now_ms,
                 delivery_complete_count=write.delivery_complete_count,
+                log_end=self._log_end(shard),
             )
 
         code: ErrorCode = await self.write(write.key.coordinator_key, operation)
@@ -196,7 +305,7 @@ class ShareCoordinator(CoordinatorService):
         state_epoch = 0 if stored is None else stored.state_epoch + 1
 
         def operation(shard: ShareStateShard, sink: Sink, now_ms: int) -> CoordinatorResult:
-            return shard.initialize_state(sink, key, state_epoch, start_offset, now_ms)
+            return shard.initialize_state(sink, key, state_epoch, start_offset, now_ms, self._log_end(shard))
 
         code: ErrorCode = await self.write(key.coordinator_key, operation)
         return code
@@ -218,7 +327,7 @@ class ShareCoordinator(CoordinatorService):
             def delete(
                 shard: ShareStateShard, sink: Sink, now_ms: int, key: ShareStateKey = key
             ) -> CoordinatorResult:
-                return shard.delete_state(sink, key)
+                return shard.delete_state(sink, key, self._log_end(shard))
 
             await self.write(key.coordinator_key, delete)
 
@@ -236,6 +345,12 @@ class ShareCoordinator(CoordinatorService):
             if group_id in wanted
         ]
         await self.delete_states(keys)
+
+
+def _state_shard(runner: PartitionRunner) -> ShareStateShard:
+    shard = runner.shard
+    assert isinstance(shard, ShareStateShard)
+    return shard
 
 
 def new_state_shard(config: ShareGroupConfig) -> Callable[[int, Timer], Shard]:

@@ -10,6 +10,17 @@ partition. State changes only by replaying records: an operation makes its recor
 them at once, the same code a load runs (a failed append reloads the partition from its log).
 Answers are released by the runtime once the records are durable, so a share partition's leader
 acknowledges a client only after its state is on disk.
+
+**Pruning.** The topic is never compacted (an update is a delta over its snapshot). As Kafka's
+share coordinator, the shard tells the runtime below which offset its log holds nothing a load
+needs (:meth:`ShareStateShard.redundant_below`, the oldest of the share partitions' latest
+snapshots), and the runtime deletes those records. So that one idle share partition does not hold
+that offset down for ever, :meth:`ShareStateShard.snapshot_cold_partitions` writes a new snapshot
+of every share partition whose latest is older than
+``share.coordinator.cold.partition.snapshot.interval.ms`` (Kafka's cold-partition snapshots; a pass
+is skipped when every share partition's latest snapshot is already such a snapshot with nothing
+written since). An operation is told where the log ends as it runs (``log_end``): its records land
+at or after it, which is what pruning counts them at until a load gives their exact offsets.
 """
 
 from __future__ import annotations
@@ -22,6 +33,7 @@ from typing import Any
 from kcoord.coordinator.result import CoordinatorResult
 from kcoord.coordinator.share.config import ShareGroupConfig
 from kcoord.coordinator.share.partition_state import StateBatch
+from kcoord.coordinator.share.redundant_offsets import RedundantOffsets
 from kcoord.coordinator.share.state_records import (
     ShareSnapshotValue,
     ShareStateKey,
@@ -46,6 +58,12 @@ class StoredShareState:
     create_timestamp: int = 0
     write_timestamp: int = 0
     updates_since_snapshot: int = 0
+
+    @property
+    def cold_snapshot(self) -> bool:
+        """Whether the latest snapshot was a cold-partition one (Kafka marks it by a write time
+        later than its create time) with no update written since."""
+        return self.create_timestamp != self.write_timestamp and self.updates_since_snapshot == 0
 
 
 def merge_batches(
@@ -90,6 +108,7 @@ class ShareStateShard:
         self.partition = partition
         self._config = config or ShareGroupConfig()
         self._states: dict[tuple[str, uuid.UUID, int], StoredShareState] = {}
+        self._redundant = RedundantOffsets()
 
     # -- requests
 
@@ -98,7 +117,13 @@ class ShareStateShard:
         return self._states.get((group_id, topic_id, partition))
 
     def initialize_state(
-        self, sink: Any, key: ShareStateKey, state_epoch: int, start_offset: int, now_ms: int
+        self,
+        sink: Any,
+        key: ShareStateKey,
+        state_epoch: int,
+        start_offset: int,
+        now_ms: int,
+        log_end: int = -1,
     ) -> CoordinatorResult:
         """InitializeShareGroupState: a new state epoch and start offset, no in-flight records.
 
@@ -110,7 +135,7 @@ class ShareStateShard:
             return result
         snapshot_epoch = 0 if stored is None else stored.snapshot_epoch + 1
         value = ShareSnapshotValue(snapshot_epoch, state_epoch, -1, start_offset, now_ms, now_ms, ())
-        return self._apply([ShareStateRecord(key.as_snapshot(), value)], sink, ErrorCode.none)
+        return self._apply([ShareStateRecord(key.as_snapshot(), value)], sink, ErrorCode.none, log_end)
 
     def write_state(
         self,
@@ -123,6 +148,7 @@ class ShareStateShard:
         batches: Iterable[StateBatch],
         now_ms: int,
         delivery_complete_count: int = -1,
+        log_end: int = -1,
     ) -> CoordinatorResult:
         """WriteShareGroupState: the changed runs (and the new start offset, -1 for unchanged).
 
@@ -138,10 +164,10 @@ class ShareStateShard:
         record = self._write_record(
             key, stored, state_epoch, leader_epoch, start_offset, changed, now_ms, delivery_complete_count
         )
-        return self._apply([record], sink, ErrorCode.none)
+        return self._apply([record], sink, ErrorCode.none, log_end)
 
     def read_state_for_leader(
-        self, sink: Any, key: ShareStateKey, leader_epoch: int, now_ms: int
+        self, sink: Any, key: ShareStateKey, leader_epoch: int, now_ms: int, log_end: int = -1
     ) -> CoordinatorResult:
         """ReadShareGroupState from a share partition's leader, with the leader epoch it leads under:
         answers ``(error, stored state)``. A newer leader epoch than the stored one is written first
@@ -158,6 +184,7 @@ class ShareStateShard:
         record = self._write_record(
             key, stored, stored.state_epoch, leader_epoch, -1, (), now_ms, stored.delivery_complete_count
         )
+        self._redundant.written_from(log_end)
         self.replay(record)
         result = CoordinatorResult.of_records([record])
         result.respond(sink, (ErrorCode.none, self._states.get(_id(key))))
@@ -187,7 +214,7 @@ class ShareStateShard:
                 state_epoch if stored is None else max(state_epoch, stored.state_epoch),
                 leader_epoch,
                 max(start, 0),
-                now_ms if stored is None else stored.create_timestamp,
+                now_ms,
                 now_ms,
                 merged,
                 delivery_complete_count,
@@ -198,10 +225,35 @@ class ShareStateShard:
         )
         return ShareStateRecord(key.as_update(), update)
 
-    def delete_state(self, sink: Any, key: ShareStateKey) -> CoordinatorResult:
+    def delete_state(self, sink: Any, key: ShareStateKey, log_end: int = -1) -> CoordinatorResult:
         """DeleteShareGroupState: tombstones for the share partition's snapshot and update keys."""
         records = [ShareStateRecord(key.as_snapshot(), None), ShareStateRecord(key.as_update(), None)]
-        return self._apply(records, sink, ErrorCode.none)
+        return self._apply(records, sink, ErrorCode.none, log_end)
+
+    # -- pruning
+
+    def redundant_below(self) -> int:
+        """The offset below which this partition's log holds no record a load needs (0: none)."""
+        return self._redundant.redundant_below()
+
+    def snapshot_cold_partitions(self, now_ms: int, interval_ms: int, log_end: int = -1) -> CoordinatorResult:
+        """A new snapshot (same state, next snapshot epoch, write time now) of every share partition
+        whose latest snapshot was written ``interval_ms`` or longer ago; nothing when every share
+        partition's latest snapshot is already a cold one with nothing written since."""
+        states = self._states
+        if all(stored.cold_snapshot for stored in states.values()):
+            return CoordinatorResult()
+        records = [
+            ShareStateRecord(ShareStateKey(*key), _cold_snapshot(stored, now_ms))
+            for key, stored in states.items()
+            if stored.write_timestamp <= now_ms - interval_ms
+        ]
+        if not records:
+            return CoordinatorResult()
+        self._redundant.written_from(log_end)
+        for record in records:
+            self.replay(record)
+        return CoordinatorResult.of_records(list(records))
 
     def share_partitions(self) -> list[tuple[str, uuid.UUID, int]]:
         return sorted(self._states, key=lambda k: (k[0], str(k[1]), k[2]))
@@ -215,8 +267,10 @@ class ShareStateShard:
         key = _id(record.key)
         value = record.value
         if value is None:
+            self._redundant.replayed(key, offset, None)
             self._states.pop(key, None)
         elif isinstance(value, ShareSnapshotValue):
+            self._redundant.replayed(key, offset, True)
             self._states[key] = StoredShareState(
                 value.snapshot_epoch,
                 value.state_epoch,
@@ -228,6 +282,7 @@ class ShareStateShard:
                 value.write_timestamp,
             )
         else:
+            self._redundant.replayed(key, offset, False)
             self._replay_update(key, value)
 
     def replay_end_transaction_marker(self, producer_id: int, producer_epoch: int, committed: bool) -> None:
@@ -261,12 +316,29 @@ class ShareStateShard:
             updates_since_snapshot=stored.updates_since_snapshot + 1,
         )
 
-    def _apply(self, records: list[ShareStateRecord], sink: Any, response: Any) -> CoordinatorResult:
+    def _apply(
+        self, records: list[ShareStateRecord], sink: Any, response: Any, log_end: int
+    ) -> CoordinatorResult:
+        self._redundant.written_from(log_end)
         for record in records:
             self.replay(record)
         result = CoordinatorResult.of_records(records)
         result.respond(sink, response)
         return result
+
+
+def _cold_snapshot(stored: StoredShareState, now_ms: int) -> ShareSnapshotValue:
+    """Kafka's cold-partition snapshot: the state as it is, created when the last one was, written now."""
+    return ShareSnapshotValue(
+        stored.snapshot_epoch + 1,
+        stored.state_epoch,
+        stored.leader_epoch,
+        stored.start_offset,
+        stored.create_timestamp,
+        now_ms,
+        stored.state_batches,
+        stored.delivery_complete_count,
+    )
 
 
 def _id(key: ShareStateKey) -> tuple[str, uuid.UUID, int]:
