@@ -57,7 +57,7 @@ def _codes(response: Any) -> list[tuple[int, int]]:
 async def test_bad_share_requests_get_kafka_error_codes(kcoord: KcoordProcess) -> None:
     """Epoch 3 on a new session: SHARE_SESSION_NOT_FOUND; ShareAcknowledge may not open a session
     (INVALID_SHARE_SESSION_EPOCH); a skipped epoch is INVALID_SHARE_SESSION_EPOCH; acknowledging an
-    offset the member does not hold is INVALID_RECORD_STATE, a renew (type 4) INVALID_REQUEST; an
+    offset the member does not hold is INVALID_RECORD_STATE, a renew (type 4) INVALID_REQUEST in v1; an
     unknown topic id is UNKNOWN_TOPIC_ID; an empty member id INVALID_REQUEST; the session still works
     afterwards and the server logs no error."""
     create_topic(kcoord.bootstrap, "raw-queue")
@@ -80,7 +80,7 @@ async def test_bad_share_requests_get_kafka_error_codes(kcoord: KcoordProcess) -
         produce_numbers(kcoord.bootstrap, "raw-queue", 3)
         fetched = await client.call(ApiKey.SHARE_FETCH, 1, _fetch(1, topic_id))
         foreign = await client.call(ApiKey.SHARE_ACKNOWLEDGE, 1, _ack(2, topic_id, 7, 7, 1))
-        renew = await client.call(ApiKey.SHARE_ACKNOWLEDGE, 2, _ack(3, topic_id, 0, 0, 4))
+        renew = await client.call(ApiKey.SHARE_ACKNOWLEDGE, 1, _ack(3, topic_id, 0, 0, 4))
         accepted = await client.call(ApiKey.SHARE_ACKNOWLEDGE, 1, _ack(4, topic_id, 0, 2, 1))
         unknown = await client.call(ApiKey.SHARE_FETCH, 1, _fetch(5, uuid.UUID(int=12345)))
         nameless = await client.call(ApiKey.SHARE_FETCH, 1, {**_fetch(0, topic_id), "member_id": ""})

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-_ACKNOWLEDGE_TYPES = {0: "gap", 1: "accept", 2: "release", 3: "reject"}
+_ACKNOWLEDGE_TYPES = {0: "gap", 1: "accept", 2: "release", 3: "reject", 4: "renew"}
 
 
 class ShareMetrics:
@@ -23,7 +23,8 @@ class ShareMetrics:
         )
         self.acknowledged_records = Counter(
             "kcoord_share_records_acknowledged",
-            "Records acknowledged durably by share consumers, by acknowledge type.",
+            "Records acknowledged by share consumers, by acknowledge type (accept, release and reject"
+            " once durable, renew at once).",
             ["type"],
             registry=registry,
         )

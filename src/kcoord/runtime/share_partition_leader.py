@@ -43,6 +43,7 @@ import structlog
 
 from kcoord.coordinator.share.config import ShareGroupConfig
 from kcoord.coordinator.share.partition_state import (
+    AcknowledgeType,
     AcquiredRecords,
     SharePartitionView,
     acknowledgement_ranges,
@@ -308,14 +309,19 @@ class SharePartitionLeader:
     async def acknowledge(
         self, group_id: str, member_id: str, tp: TopicIdPartition, batches: Iterable[AcknowledgementBatch]
     ) -> ErrorCode:
-        """Settle one partition's acknowledgements (all or nothing); answered once durable."""
+        """Settle one partition's acknowledgements (all or nothing); answered once durable. Renewals
+        (KIP-1222) extend their records' locks at once and write nothing, as Kafka's."""
         try:
             ranges = [r for first, last, types in batches for r in acknowledgement_ranges(first, last, types)]
             if self._partitions.get(group_id, tp) is None:
                 raise KafkaError(ErrorCode.invalid_record_state, f"{group_id} holds nothing of {tp}")
-            self._partitions.stage(group_id, member_id, tp, ranges)
+            renewed, staged = self._partitions.stage(group_id, member_id, tp, ranges, self._clock.now_ms())
         except KafkaError as exc:
             return exc.code
+        if renewed:
+            self._observer.acknowledged(AcknowledgeType.RENEW, renewed)
+        if not staged:
+            return ErrorCode.none
         answered: asyncio.Future[ErrorCode] = asyncio.get_running_loop().create_future()
         self._next_round(group_id, tp).waiters.append(answered)
         return await answered

@@ -141,7 +141,7 @@ def test_a_malformed_acknowledgement_is_invalid_request() -> None:
     """An unknown acknowledge type or a range whose last offset precedes its first: INVALID_REQUEST."""
     share = partition()
     share.acquire("m1", 0, 4, now_ms=0)
-    for bad in ((0, 0, 4), (3, 1, ACCEPT), (-1, 0, ACCEPT)):
+    for bad in ((0, 0, 5), (3, 1, ACCEPT), (-1, 0, ACCEPT)):
         with pytest.raises(KafkaError) as refused:
             share.acknowledge("m1", [bad])
         assert refused.value.code == ErrorCode.invalid_request
@@ -328,3 +328,38 @@ def test_acknowledgements_staged_during_a_round_wait_for_the_next() -> None:
     assert share.begin_round() == (4, [], 0)
     share.end_round(durable=True)
     assert share.start_offset == 4 and not share.has_staged()
+
+
+def test_a_renewal_extends_the_lock_at_once_and_stages_nothing() -> None:
+    """A renew acknowledgement (KIP-1222) moves its records' lock to now + the lock duration, keeps
+    them Acquired by the member with their delivery count, and stages nothing for a write; in the
+    same request an accept is staged as usual."""
+    share = partition(record_lock_duration_ms=100)
+    share.acquire("m1", 0, 3, now_ms=0)
+    assert share.stage("m1", [(0, 1, int(AcknowledgeType.RENEW)), (2, 2, ACCEPT)], now_ms=80) == 2
+    assert share.record_state(0) == (RecordState.ACQUIRED, 1, "m1")
+    assert share.begin_round() == (0, [StateBatch(2, 2, 2, 1)], 1), "only the accept is written"
+    share.end_round(durable=True)
+    assert share.expire_locks(now_ms=100) == [StateBatch(3, 3, 0, 1)], "only the unrenewed record"
+    assert share.next_lock_deadline() == 180
+    assert share.stage("m1", [(0, 1, ACCEPT)], now_ms=150) == 0
+    share.begin_round()
+    share.end_round(durable=True)
+    assert share.start_offset == 3
+
+
+def test_a_renewal_of_records_the_member_does_not_hold_is_refused_whole() -> None:
+    """Renewing an offset another member holds, or one already released, is INVALID_RECORD_STATE and
+    changes nothing, not even the lock of the records it does hold."""
+    share = partition(record_lock_duration_ms=100)
+    share.acquire("m1", 0, 1, now_ms=0)
+    share.acquire("m2", 2, 2, now_ms=0)
+    renew = int(AcknowledgeType.RENEW)
+    for ranges in ([(0, 2, renew)], [(5, 5, renew)]):
+        with pytest.raises(KafkaError) as refused:
+            share.stage("m1", ranges, now_ms=50)
+        assert refused.value.code == ErrorCode.invalid_record_state
+    assert share.next_lock_deadline() == 100
+    share.release_member("m1")
+    with pytest.raises(KafkaError):
+        share.stage("m1", [(0, 0, renew)], now_ms=60)

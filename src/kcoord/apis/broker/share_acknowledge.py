@@ -4,8 +4,10 @@
 - v1: the share session epoch (0 may not open a session: INVALID_SHARE_SESSION_EPOCH; -1 closes
   it once the acknowledgements are settled, releasing what the member still holds) and per
   partition its acknowledgement batches (1 accept, 2 release, 3 reject, 0 a gap).
-- v2: ``is_renew_ack`` and ``acquisition_lock_timeout`` in the answer; a renew acknowledgement
-  (type 4) is INVALID_REQUEST in kcoord.
+- v2 (KIP-1222): a renew acknowledgement (type 4) extends the record's acquisition lock by
+  ``group.share.record.lock.duration.ms`` from now, writes nothing and is answered at once (Kafka's
+  ``SharePartition``); ``is_renew_ack`` says the request carries one, and the answer gives the
+  ``acquisition_lock_timeout``. In a v1 request type 4 is INVALID_REQUEST.
 
 Each partition's answer goes out once its new state is durable in ``__share_group_state``: an
 acknowledged record is never delivered again, even after a crash.
@@ -26,7 +28,7 @@ from kcoord.apis.broker.share_partitions_common import (
     error_response,
 )
 from kcoord.protocol.api_keys import ApiKey
-from kcoord.protocol.errors import ErrorCode
+from kcoord.protocol.errors import ErrorCode, KafkaError
 from kcoord.runtime.share_partition_leader import TopicIdPartition
 from kcoord.server.context import RequestContext
 
@@ -44,7 +46,7 @@ async def handle_share_acknowledge(
             tp = (topic.topic_id, int(p.partition_index))
             code = refused
             if code == ErrorCode.none:
-                code = await leader.acknowledge(group_id, member_id, tp, acknowledgements(p))
+                code = await _acknowledge(edge, group_id, member_id, tp, p, ctx.api_version)
             answers[tp] = {
                 "partition_index": tp[1],
                 "error_code": code,
@@ -54,6 +56,21 @@ async def handle_share_acknowledge(
     if session is None:
         leader.release_member(group_id, member_id)
     return edge.response(answers)
+
+
+async def _acknowledge(
+    edge: SharePartitionsEdge,
+    group_id: str,
+    member_id: str,
+    tp: TopicIdPartition,
+    partition: Any,
+    version: int,
+) -> ErrorCode:
+    try:
+        batches = acknowledgements(partition, version)
+    except KafkaError as exc:
+        return exc.code
+    return await edge.leader.acknowledge(group_id, member_id, tp, batches)
 
 
 api = SharePartitionsApi(

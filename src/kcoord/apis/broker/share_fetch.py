@@ -5,8 +5,11 @@
   to add and forget, ``max_records`` and ``batch_size``; acknowledgements of earlier deliveries ride
   on the fetch; the answer carries the records and, per partition, the acquired offset runs with
   their delivery count, plus the acquisition lock timeout.
-- v2: ``share_acquire_mode`` and ``is_renew_ack`` (KIP-1222's renew). kcoord acquires in the
-  batch-optimised mode either way and answers a renew acknowledgement (type 4) INVALID_REQUEST.
+- v2: ``share_acquire_mode`` (KIP-1206; kcoord acquires in the batch-optimised mode either way) and
+  KIP-1222's renew acknowledgement (type 4): it extends the record's acquisition lock, writes
+  nothing and is answered at once. A fetch with ``is_renew_ack`` only acknowledges: it must ask for
+  nothing (``max_wait_ms``, ``min_bytes``, ``max_bytes`` and ``max_records`` all 0, else
+  INVALID_REQUEST, as Kafka) and acquires nothing. In a v1 request type 4 is INVALID_REQUEST.
 
 What kcoord answers:
 
@@ -50,6 +53,9 @@ async def handle_share_fetch(
 ) -> dict[str, Any]:
     leader = edge.leader
     group_id, member_id = edge.member(ctx, request)
+    renewing = ctx.api_version >= 2 and bool(request.is_renew_ack)
+    if renewing and _asks_for_records(request):
+        raise KafkaError(ErrorCode.invalid_request, "a renewing ShareFetch must ask for no records")
     answers: dict[TopicIdPartition, dict[str, Any]] = {}
 
     # 1. Which partitions: refused ones are answered, the others join the session.
@@ -75,10 +81,15 @@ async def handle_share_fetch(
             tp = (topic.topic_id, int(p.partition_index))
             if tp in answers or not p.acknowledgement_batches:
                 continue
-            code = await leader.acknowledge(group_id, member_id, tp, acknowledgements(p))
+            try:
+                code = await leader.acknowledge(group_id, member_id, tp, acknowledgements(p, ctx.api_version))
+            except KafkaError as exc:
+                code = exc.code
             answers[tp] = _answer(tp[1], edge.node_id, ack_error=code)
     if session is None:
         leader.release_member(group_id, member_id)
+        return edge.response(answers)
+    if renewing:
         return edge.response(answers)
 
     # 3. Fetch every partition of the session; wait when nothing was acquired.
@@ -143,6 +154,12 @@ async def _fetch(
             records_left -= sum(a.last_offset - a.first_offset + 1 for a in acquired)
             bytes_left -= len(data)
     return got
+
+
+def _asks_for_records(request: Any) -> bool:
+    return bool(
+        request.max_wait.total_seconds() or request.min_bytes or request.max_bytes or request.max_records
+    )
 
 
 def _log_or_none(leader: SharePartitionLeader, tp: TopicIdPartition) -> PartitionLog | None:

@@ -74,11 +74,19 @@ def error_response(request: Any, code: ErrorCode) -> dict[str, Any]:
     return {"error_code": code, "acquisition_lock_timeout": 0, "responses": [], "node_endpoints": []}
 
 
-def acknowledgements(partition: Any) -> list[AcknowledgementBatch]:
-    return [
+RENEW = 4
+"""KIP-1222's renew acknowledgement type, defined from ShareFetch and ShareAcknowledge v2 on."""
+
+
+def acknowledgements(partition: Any, version: int) -> list[AcknowledgementBatch]:
+    """A partition's acknowledgement batches; a renewal in a v1 request is INVALID_REQUEST."""
+    batches = [
         (int(b.first_offset), int(b.last_offset), tuple(int(t) for t in b.acknowledge_types))
         for b in partition.acknowledgement_batches
     ]
+    if version < 2 and any(RENEW in types for _, _, types in batches):
+        raise KafkaError(ErrorCode.invalid_request, "a renew acknowledgement needs version 2")
+    return batches
 
 
 def by_topic(answers: dict[TopicIdPartition, dict[str, Any]]) -> list[dict[str, Any]]:

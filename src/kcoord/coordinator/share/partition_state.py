@@ -60,12 +60,14 @@ class RecordState(enum.IntEnum):
 
 
 class AcknowledgeType(enum.IntEnum):
-    """ShareFetch/ShareAcknowledge ``AcknowledgeTypes``: 0 marks a gap (an offset with no record)."""
+    """ShareFetch/ShareAcknowledge ``AcknowledgeTypes``: 0 marks a gap (an offset with no record);
+    4 renews the record's acquisition lock (KIP-1222, ShareFetch/ShareAcknowledge v2)."""
 
     GAP = 0
     ACCEPT = 1
     RELEASE = 2
     REJECT = 3
+    RENEW = 4
 
 
 _DONE = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
@@ -251,16 +253,20 @@ class SharePartition:
         return self._acquired_runs(acquired)
 
     def acknowledge(
-        self, member_id: str, acknowledgements: Iterable[tuple[int, int, int]]
+        self, member_id: str, acknowledgements: Iterable[tuple[int, int, int]], now_ms: int = 0
     ) -> list[StateBatch]:
         """Stage and settle at once (no write to wait for): the changed offsets as persisted runs."""
-        self.stage(member_id, acknowledgements)
+        self.stage(member_id, acknowledgements, now_ms)
         staged, self._staged = self._staged, {}
         self._settle_all(staged)
         return self._batches(staged)
 
-    def stage(self, member_id: str, acknowledgements: Iterable[tuple[int, int, int]]) -> None:
+    def stage(self, member_id: str, acknowledgements: Iterable[tuple[int, int, int]], now_ms: int = 0) -> int:
         """Stage ``(first_offset, last_offset, acknowledge type)`` ranges of one member, all or nothing.
+
+        A renewal (type 4) is not staged: as Kafka's ``SharePartition``, it persists nothing and
+        takes effect at once, the record's lock running ``group.share.record.lock.duration.ms`` from
+        ``now_ms``. Returns how many offsets were renewed.
 
         Raises INVALID_REQUEST for a malformed range or type, INVALID_RECORD_STATE for an offset
         outside the window, not Acquired by this member, or already acknowledged and not yet
@@ -281,12 +287,18 @@ class SharePartition:
                     raise KafkaError(
                         ErrorCode.invalid_record_state, f"offset {offset} is not acquired by {member_id}"
                     )
-        staged = {
+        acknowledged = {
             offset: AcknowledgeType(kind) for first, last, kind in ranges for offset in range(first, last + 1)
         }
-        if len(staged) != sum(last - first + 1 for first, last, _ in ranges):
+        if len(acknowledged) != sum(last - first + 1 for first, last, _ in ranges):
             raise KafkaError(ErrorCode.invalid_request, "an offset is acknowledged twice")
-        self._staged.update(staged)
+        renewed = [offset for offset, kind in acknowledged.items() if kind is AcknowledgeType.RENEW]
+        deadline = now_ms + self._config.record_lock_duration_ms
+        for offset in renewed:
+            self._records[offset].lock_deadline_ms = deadline
+            del acknowledged[offset]
+        self._staged.update(acknowledged)
+        return len(renewed)
 
     def has_staged(self) -> bool:
         return bool(self._staged)

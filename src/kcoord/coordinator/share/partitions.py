@@ -94,17 +94,30 @@ class ShareGroupPartitions:
         return self._share(group_id, tp).acquire(member_id, fetched[0], fetched[1], now_ms, max_records)
 
     def acknowledge(
-        self, group_id: str, member_id: str, tp: TopicIdPartition, ranges: Iterable[tuple[int, int, int]]
+        self,
+        group_id: str,
+        member_id: str,
+        tp: TopicIdPartition,
+        ranges: Iterable[tuple[int, int, int]],
+        now_ms: int = 0,
     ) -> StateWrite:
         """ShareAcknowledge (or acknowledgements on ShareFetch) for one partition: all or nothing."""
         share = self._share(group_id, tp)
-        return self._write(group_id, tp, share, share.acknowledge(member_id, ranges))
+        return self._write(group_id, tp, share, share.acknowledge(member_id, ranges, now_ms))
 
     def stage(
-        self, group_id: str, member_id: str, tp: TopicIdPartition, ranges: Iterable[tuple[int, int, int]]
-    ) -> None:
-        """Stage one member's acknowledgements (all or nothing) for the partition's next write round."""
-        self._share(group_id, tp).stage(member_id, ranges)
+        self,
+        group_id: str,
+        member_id: str,
+        tp: TopicIdPartition,
+        ranges: Iterable[tuple[int, int, int]],
+        now_ms: int = 0,
+    ) -> tuple[int, bool]:
+        """Stage one member's acknowledgements (all or nothing) for the partition's next write round;
+        renewals take effect at once. Returns (offsets renewed, whether anything waits for a write)."""
+        ranges = list(ranges)
+        renewed = self._share(group_id, tp).stage(member_id, ranges, now_ms)
+        return renewed, renewed < sum(last - first + 1 for first, last, _ in ranges)
 
     def begin_round(
         self, group_id: str, tp: TopicIdPartition, changed: Iterable[int] = ()
