@@ -224,18 +224,37 @@ def test_restore_redelivers_what_was_not_acknowledged() -> None:
     ]
 
 
-def test_state_batches_write_acquired_records_as_available() -> None:
-    """The persisted window never holds Acquired: a crash must deliver those records again."""
+def test_state_batches_write_acquired_records_as_available_without_their_delivery() -> None:
+    """The persisted window never holds Acquired: as KIP-932 says, an Acquired record with delivery
+    count 1 is recorded as Available with count 0, so a crash delivers it again with the same count."""
     share = partition()
     share.acquire("m1", 0, 4, now_ms=0)
     share.acknowledge("m1", [(1, 1, ACCEPT), (3, 3, REJECT)])
     assert share.state_batches() == [
-        StateBatch(0, 0, 0, 1),
+        StateBatch(0, 0, 0, 0),
         StateBatch(1, 1, 2, 1),
-        StateBatch(2, 2, 0, 1),
+        StateBatch(2, 2, 0, 0),
         StateBatch(3, 3, 4, 1),
-        StateBatch(4, 4, 0, 1),
+        StateBatch(4, 4, 0, 0),
     ]
+
+
+def test_a_delivery_count_is_persisted_on_release_not_on_acquisition() -> None:
+    """As Kafka's SharePartition: acquiring writes nothing; each expired lock writes the record Available
+    with its count; a record re-acquired before that write is written with the count of its release.
+    Restored after a crash, a record acquired three times (two locks expired) comes back with count 2
+    and is delivered with count 3 again: the unfinished third delivery is forgotten."""
+    share = partition(record_lock_duration_ms=10)
+    share.acquire("m1", 0, 0, now_ms=0)
+    assert share.expire_locks(now_ms=10) == [StateBatch(0, 0, 0, 1)]
+    share.acquire("m1", 0, 0, now_ms=20)
+    assert share.expire_locks(now_ms=30) == [StateBatch(0, 0, 0, 2)]
+    share.acquire("m2", 0, 0, now_ms=40)
+    assert share.record_state(0) == (RecordState.ACQUIRED, 3, "m2")
+    assert share.begin_round(changed=[0]) == (0, [StateBatch(0, 0, 0, 2)], 0)
+    share.end_round(durable=True)
+    restored = SharePartition.restored(ShareGroupConfig(), 0, [StateBatch(0, 0, 0, 2)])
+    assert restored.acquire("m3", 0, 0, now_ms=0) == [AcquiredRecords(0, 0, 3)]
 
 
 def test_a_fetch_past_the_end_archives_the_skipped_offsets_and_log_start_moves_the_window() -> None:

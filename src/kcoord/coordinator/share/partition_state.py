@@ -14,8 +14,16 @@ Archived        rejected, a gap, or delivered ``group.share.delivery.count.limit
 Each acquisition counts one delivery. A release, an expired lock or the member leaving makes an
 Acquired record Available again, or Archived once its delivery count reached the limit. The start
 offset moves past the head as long as the head is done. What must survive a crash is given back
-as :class:`StateBatch` runs (Acquired is written as Available: after a crash it is delivered
-again), the shape of ``WriteShareGroupState`` and of the ``__share_group_state`` records.
+as :class:`StateBatch` runs, the shape of ``WriteShareGroupState`` and of the
+``__share_group_state`` records.
+
+**Delivery counts are persisted on release, not on acquisition**, as Kafka 4.2's ``SharePartition``:
+acquiring a record writes nothing (``acquire`` returns no state batches), a release, an expired lock
+or a leaving member writes the record Available (or Archived) with its count, and an Acquired record
+that a write happens to cover is written as Available with the count it had before that acquisition
+(KIP-932: "an Acquired record with a delivery count of 1 is recorded as Available with a delivery
+count of 0"). So after a crash a record acquired N times and released N-1 times is delivered again
+with count N, its last, unfinished, delivery forgotten.
 
 **Acknowledgements settle only once durable.** As Kafka's ``SharePartition`` starts a state
 transition, persists it and rolls it back when the persist fails, an acknowledgement here is first
@@ -437,24 +445,25 @@ class SharePartition:
         self, offsets: Iterable[int], state_of: Callable[[int], RecordState] | None = None
     ) -> list[StateBatch]:
         """Runs of consecutive offsets still in the window with the same persisted state and count
-        (the state now, or as ``state_of`` gives it)."""
+        (the state now, or as ``state_of`` gives it; Acquired as Available, one delivery less)."""
         runs: list[StateBatch] = []
         for offset in sorted(set(offsets)):
             record = self._records.get(offset)
             if record is None:
                 continue
             state = record.state if state_of is None else state_of(offset)
-            if state is RecordState.ACQUIRED:
-                state = RecordState.AVAILABLE
+            count = record.delivery_count
+            if state is RecordState.ACQUIRED:  # the delivery under way is not recorded (KIP-932)
+                state, count = RecordState.AVAILABLE, count - 1
             last = runs[-1] if runs else None
             if (
                 last is not None
                 and last.last_offset == offset - 1
-                and (last.delivery_state, last.delivery_count) == (state, record.delivery_count)
+                and (last.delivery_state, last.delivery_count) == (state, count)
             ):
-                runs[-1] = StateBatch(last.first_offset, offset, int(state), record.delivery_count)
+                runs[-1] = StateBatch(last.first_offset, offset, int(state), count)
             else:
-                runs.append(StateBatch(offset, offset, int(state), record.delivery_count))
+                runs.append(StateBatch(offset, offset, int(state), count))
         return runs
 
     def _acquired_runs(self, offsets: list[int]) -> list[AcquiredRecords]:
