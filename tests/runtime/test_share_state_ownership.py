@@ -92,3 +92,34 @@ async def test_a_state_partition_is_served_only_while_owned_and_moves_with_its_s
     finally:
         await first.stop()
         await second.stop()
+
+
+async def test_only_the_owner_prunes_a_state_partition_and_the_next_owner_loads_what_is_left(
+    store: MemoryLogStore,
+) -> None:
+    """In a cluster the owner prunes its state partition; while its lease may have lapsed, or after
+    the partition was released, it prunes nothing; the next owner loads the same state from the
+    shorter log."""
+    serving = [True]
+    first = cluster_node(store, serving)
+    second = cluster_node(store, [True])
+    partition = first.partition_for(KEY.coordinator_key)
+    try:
+        await first.ensure_started()
+        await claim(first, store)
+        for start in range(12):
+            assert await first.initialize_state(KEY, start) == ErrorCode.none
+        stored = first.read_state(KEY)
+        serving[0] = False
+        assert await first.prune_state_log() == 0
+        serving[0] = True
+        assert await first.prune_state_log() > 0
+        state_log = store.get(SHARE_STATE_TOPIC, partition)
+        assert state_log is not None and state_log.log_start_offset == state_log.log_end_offset - 1
+        await first.release(partition)
+        assert await first.prune_state_log() == 0
+        await claim(second, store)
+        assert second.read_state(KEY) == stored
+    finally:
+        await first.stop()
+        await second.stop()
