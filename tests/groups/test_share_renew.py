@@ -17,7 +17,7 @@ from tests.protocol.in_process import AsyncRawClient
 from tests.support.server import KcoordProcess
 from tests.support.share_consumers import create_topic, produce_numbers
 
-LOCK_MS = 2000
+LOCK_MS = 4000
 RENEW = 4
 ACCEPT = 1
 
