@@ -296,6 +296,7 @@ class App:
             num_partitions=s["share.coordinator.state.topic.num.partitions"],
             prune_interval_ms=s["share.coordinator.state.topic.prune.interval.ms"],
             cold_snapshot_interval_ms=s["share.coordinator.cold.partition.snapshot.interval.ms"],
+            on_pruned=share_metrics.state_pruned,
             append_timeout_ms=s["offsets.commit.timeout.ms"],
             owned_only=self.cluster.enabled,
             serving=self._serving,

@@ -5,10 +5,12 @@ from the shorter log on disk."""
 from __future__ import annotations
 
 import asyncio
+import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from kcoord.protocol.api_keys import ApiKey
 from tests.protocol.in_process import AsyncRawClient
@@ -33,6 +35,19 @@ SETTINGS = {
 }
 
 
+def _pruned_offsets(server: KcoordProcess) -> float:
+    """``kcoord_share_state_pruned_offsets_total`` from the server's /metrics."""
+    with urllib.request.urlopen(f"http://{server.metrics_address}/metrics", timeout=10) as reply:
+        text = reply.read().decode()
+    samples = [
+        sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "kcoord_share_state_pruned_offsets_total"
+    ]
+    return sum(samples)
+
+
 async def _start_offset(port: int) -> tuple[int, int]:
     """DescribeShareGroupOffsets of the group's one partition: (start offset, lag)."""
     client = await AsyncRawClient.connect(port, "share-offsets")
@@ -48,7 +63,8 @@ async def _start_offset(port: int) -> tuple[int, int]:
 @pytest.mark.slow
 def test_a_pruned_share_state_log_rebuilds_the_same_state_after_a_sigkill(tmp_path: Path) -> None:
     """An explicit-mode ShareConsumer acknowledges 1,500 records in 30 commits while kcoord prunes
-    every 200 ms (a snapshot every 2 updates); the state log's start moves on disk; after a SIGKILL
+    every 200 ms (a snapshot every 2 updates); the state log's start moves on disk, as the pruning
+    metric counts; after a SIGKILL
     and restart the share group's start offset is what it was and a new record is the only one
     delivered."""
     total = CHUNKS * CHUNK
@@ -74,8 +90,17 @@ def test_a_pruned_share_state_log_rebuilds_the_same_state_after_a_sigkill(tmp_pa
         assert member.acknowledged == set(range(total))
         before = asyncio.run(_start_offset(server.port))
         assert before == (total, 0)
+        start_file = tmp_path / "data" / "__share_group_state-0" / "log-start-offset"
+
+        def settled() -> bool:
+            """The last pruning (after at most one cold snapshot of the idle share partition) is what
+            the log start on disk and the metric show."""
+            last = server.events("share_state.pruned")[-1]["log_start_offset"]
+            return int(start_file.read_text()) == last == _pruned_offsets(server)
+
+        wait_for(settled, 30, "the pruning settled")
         pruned = server.events("share_state.pruned")[-1]
-        log_start = int((tmp_path / "data" / "__share_group_state-0" / "log-start-offset").read_text())
+        log_start = int(start_file.read_text())
         passes = len(server.events("share_state.pruned"))
         print(f"pruning passes: {passes}, last: {pruned}, log start on disk: {log_start}")
         assert log_start == pruned["log_start_offset"] > 0

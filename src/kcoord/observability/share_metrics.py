@@ -1,5 +1,5 @@
 """Share group metrics (KIP-932): records acquired, acknowledged by type, locks that expired, state
-write rounds and the acknowledgements they carried, and
+write rounds and the acknowledgements they carried, offsets of ``__share_group_state`` pruned, and
 the share sessions and share partitions this node holds."""
 
 from __future__ import annotations
@@ -38,6 +38,11 @@ class ShareMetrics:
             "Durable share-state write rounds (one WriteShareGroupState for one share partition).",
             registry=registry,
         )
+        self.pruned_offsets = Counter(
+            "kcoord_share_state_pruned_offsets",
+            "Offsets of __share_group_state deleted because newer snapshots made them redundant.",
+            registry=registry,
+        )
         self.written_acknowledgements = Counter(
             "kcoord_share_state_write_acknowledgements",
             "Acknowledgement requests answered by those write rounds (over the rounds: the batching).",
@@ -56,6 +61,9 @@ class ShareMetrics:
     def state_written(self, acknowledgements: int) -> None:
         self.state_writes.inc()
         self.written_acknowledgements.inc(acknowledgements)
+
+    def state_pruned(self, offsets: int) -> None:
+        self.pruned_offsets.inc(offsets)
 
     def watch(self, sessions: Callable[[], float], partitions: Callable[[], float]) -> None:
         Gauge(

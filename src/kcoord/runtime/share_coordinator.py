@@ -118,15 +118,18 @@ class ShareCoordinator(CoordinatorService):
         *,
         prune_interval_ms: int = PRUNE_INTERVAL_MS,
         cold_snapshot_interval_ms: int = COLD_SNAPSHOT_INTERVAL_MS,
+        on_pruned: Callable[[int], None] = lambda offsets: None,
         **options: Any,
     ) -> None:
-        """``options``: :class:`CoordinatorService`'s (``num_partitions``, ``append_timeout_ms``,
+        """``on_pruned(offsets)`` is told how many offsets each pruning of a partition removed;
+        ``options``: :class:`CoordinatorService`'s (``num_partitions``, ``append_timeout_ms``,
         ``observer``, ``owned_only``, ``serving``)."""
         super().__init__(SHARE_COORDINATOR, topic, clock, shard_factory, **options)
         self._state_topic = topic
         self._started: asyncio.Future[None] | None = None
         self._prune_interval_ms = prune_interval_ms
         self._cold_snapshot_interval_ms = cold_snapshot_interval_ms
+        self._on_pruned = on_pruned
         self._maintaining = False
 
     async def ensure_started(self) -> None:
@@ -209,6 +212,7 @@ class ShareCoordinator(CoordinatorService):
             offsets_removed=new_start - start,
             log_end_offset=partition_log.log_end_offset,
         )
+        self._on_pruned(new_start - start)
         return new_start - start
 
     async def snapshot_cold_partitions(self) -> None:
