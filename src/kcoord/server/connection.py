@@ -161,6 +161,15 @@ class Connection:
                 if writes:  # answer them as they become durable, or take what arrives meanwhile
                     await self._answer_writes(until_data=True)
                     continue
+                wake = frames.bytes_waiter()
+                if wake is not None:  # the common case between requests: wait, then take the frame
+                    self._waiting_for_request = True
+                    try:
+                        await wake
+                    finally:
+                        self._waiting_for_request = False
+                        frames.stop_waiting(wake)
+                    continue
                 frame = await self._next_frame()
                 if frame is None:
                     return
