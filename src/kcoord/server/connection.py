@@ -202,12 +202,13 @@ class Connection:
                     frames.restart_turn()
             finally:
                 self._handling = False
-                frames.done()
+                if frames.reserved:
+                    frames.done()
             self.last_active = loop.time()
             if response is not None:
                 pending.append(response)
                 self._pending_bytes += len(response)
-            if not pending:
+            elif not pending:
                 continue
             if (
                 self._pending_bytes < MAX_BATCH_BYTES
@@ -219,7 +220,10 @@ class Connection:
                     self._flush_scheduled = True
                     loop.call_soon(self._flush_pending)
                 continue
-            self._write_pending()  # inline, not _send_pending: this runs once per batch on the hot path
+            # _write_pending inline, not _send_pending: this runs once per batch on the hot path
+            transport.write(pending[0] if len(pending) == 1 else b"".join(pending))
+            pending.clear()
+            self._pending_bytes = 0
             buffered = transport.get_write_buffer_size()
             if buffered > 0:
                 if buffered > transport.get_write_buffer_limits()[1]:

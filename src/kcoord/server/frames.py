@@ -78,7 +78,8 @@ class FrameReader:
         self._oversized = limits.oversized_frames
         self._oversized_before_authentication = limits.oversized_before_authentication
         self._memory_waits = limits.memory_waits
-        self._reserved = 0
+        self.reserved = 0
+        """Bytes the frame being answered holds from the memory pool (0 for a small frame)."""
         self._loop = asyncio.get_running_loop()
         self._turn_started = self._loop.time()
         # StreamReader has no public "bytes buffered"; its buffer is one bytearray for its lifetime.
@@ -248,7 +249,7 @@ class FrameReader:
         else:
             self._memory_waits.refused(self._peer, frame_bytes=size, in_use=self._pool.used)
             await self._pool.reserve(size)
-        self._reserved = size
+        self.reserved = size
 
     async def _read_body(self, size: int) -> bytes:
         if size <= SMALL_FRAME_BYTES:
@@ -265,6 +266,6 @@ class FrameReader:
 
     def done(self) -> None:
         """The last frame is answered (or abandoned): give its memory back."""
-        if self._reserved and self._pool is not None:
-            self._pool.release(self._reserved)
-        self._reserved = 0
+        if self.reserved and self._pool is not None:
+            self._pool.release(self.reserved)
+        self.reserved = 0
