@@ -126,8 +126,8 @@ class FrameReader:
         connection with nothing buffered: it waits for its next request on this future alone, without
         a coroutine for the size and another for the body, and then takes the frame with
         :meth:`take_buffered`. None when it cannot wait this way (bytes already buffered, the stream at
-        its end, failed or already waited on): then the connection calls :meth:`read`, which also arms the
-        deadline of a partial frame. Call :meth:`stop_waiting` once the future is done.
+        its end, failed, paused or already waited on): then the connection calls :meth:`read`, which
+        also arms the deadline of a partial frame. Call :meth:`stop_waiting` once the future is done.
         """
         reader = self._reader
         buffered = self._takeable
@@ -136,6 +136,7 @@ class FrameReader:
             or buffered
             or reader._waiter is not None  # type: ignore[attr-defined]
             or reader._eof  # type: ignore[attr-defined]
+            or reader._paused  # type: ignore[attr-defined]
             or reader._exception is not None  # type: ignore[attr-defined]
         ):
             return None
