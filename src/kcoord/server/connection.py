@@ -208,22 +208,26 @@ class Connection:
                 if frames.reserved:
                     frames.done()
             self.last_active = loop.time()
-            if response is not None:
-                pending.append(response)
-                self._pending_bytes += len(response)
-            elif not pending:
-                continue
-            if (
-                self._pending_bytes < MAX_BATCH_BYTES
-                and frames.next_frame_buffered()
-                and transport.get_write_buffer_size() == 0
-                and self._may_batch()
-            ):
-                continue
-            # _write_pending inline, not _send_pending: this runs once per batch on the hot path
-            transport.write(pending[0] if len(pending) == 1 else b"".join(pending))
-            pending.clear()
-            self._pending_bytes = 0
+            more = frames.next_frame_buffered()
+            if response is not None and not pending and not more:
+                transport.write(response)  # a request alone (one in flight): no batch to build
+            else:
+                if response is not None:
+                    pending.append(response)
+                    self._pending_bytes += len(response)
+                elif not pending:
+                    continue
+                if (
+                    more
+                    and self._pending_bytes < MAX_BATCH_BYTES
+                    and transport.get_write_buffer_size() == 0
+                    and self._may_batch()
+                ):
+                    continue
+                # _write_pending inline, not _send_pending: this runs once per batch on the hot path
+                transport.write(pending[0] if len(pending) == 1 else b"".join(pending))
+                pending.clear()
+                self._pending_bytes = 0
             buffered = transport.get_write_buffer_size()
             if buffered > 0:
                 if buffered > transport.get_write_buffer_limits()[1]:
