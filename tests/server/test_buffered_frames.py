@@ -103,3 +103,71 @@ async def test_a_paused_transport_is_resumed_once_the_buffer_drains() -> None:
         taken.append(frame)
     assert taken == [bytes([i]) * 40 for i in range(8)]
     peer.close()
+
+
+async def test_a_connection_with_nothing_buffered_waits_for_bytes_then_takes_the_frame() -> None:
+    """With nothing buffered the waiter is woken by the next bytes; with bytes buffered there is none."""
+    reader, peer = await _connected_reader()
+    frames = FrameReader(
+        reader, max_request_bytes=1 << 20, limits=ServerLimits.unlimited(), peer="test", turn_s=60
+    )
+    wake = frames.bytes_waiter()
+    assert wake is not None and not wake.done()
+    peer.sendall(_frame(b"beat"))
+    await asyncio.wait_for(wake, 5)
+    frames.stop_waiting(wake)
+    assert frames.bytes_waiter() is None  # bytes are buffered: take or read them
+    assert frames.take_buffered() == b"beat"
+    peer.close()
+
+
+async def test_a_frame_still_arriving_after_the_wait_is_left_to_read() -> None:
+    """Bytes of a partial frame end the wait; the frame is then read (under its deadline), not taken."""
+    reader, peer = await _connected_reader()
+    frames = FrameReader(
+        reader, max_request_bytes=1 << 20, limits=ServerLimits.unlimited(), peer="test", turn_s=60
+    )
+    wake = frames.bytes_waiter()
+    assert wake is not None
+    whole = _frame(b"trickled")
+    peer.sendall(whole[:6])
+    await asyncio.wait_for(wake, 5)
+    frames.stop_waiting(wake)
+    assert frames.take_buffered() is None
+    assert frames.bytes_waiter() is None
+    reading = asyncio.ensure_future(frames.read())
+    peer.sendall(whole[6:])
+    assert await asyncio.wait_for(reading, 5) == b"trickled"
+    peer.close()
+
+
+async def test_the_end_of_the_stream_ends_the_wait_and_read_reports_it() -> None:
+    """A peer that closes between frames wakes the waiter; then there is nothing to wait on and read()
+    says the stream ended cleanly."""
+    reader, peer = await _connected_reader()
+    frames = FrameReader(
+        reader, max_request_bytes=1 << 20, limits=ServerLimits.unlimited(), peer="test", turn_s=60
+    )
+    wake = frames.bytes_waiter()
+    assert wake is not None
+    peer.close()
+    await asyncio.wait_for(wake, 5)
+    frames.stop_waiting(wake)
+    assert frames.take_buffered() is None
+    assert frames.bytes_waiter() is None
+    assert await frames.read() is None
+
+
+async def test_a_cancelled_wait_leaves_the_reader_waitable() -> None:
+    """Cancelling the wait (a shutdown) clears the reader's waiter, so the stream reader still works."""
+    reader, peer = await _connected_reader()
+    frames = FrameReader(
+        reader, max_request_bytes=1 << 20, limits=ServerLimits.unlimited(), peer="test", turn_s=60
+    )
+    wake = frames.bytes_waiter()
+    assert wake is not None
+    wake.cancel()
+    frames.stop_waiting(wake)
+    peer.sendall(_frame(b"after"))
+    assert await asyncio.wait_for(frames.read(), 5) == b"after"
+    peer.close()

@@ -19,7 +19,7 @@ import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from kio.schema.errors import ErrorCode
 from kio.schema.index import api_key_map, schema_name_map
@@ -28,6 +28,7 @@ from kio.serial import entity_reader, entity_writer
 from kcoord.protocol.guard import check_request
 
 __all__ = [
+    "SHORT_HEADER",
     "EncodedResponse",
     "RequestHeader",
     "build",
@@ -44,9 +45,12 @@ _SIZE_AND_CORRELATION_ID = struct.Struct(">ii")
 _TAGGED_FIELDS_NONE = b"\x00"
 
 
-@dataclass(frozen=True, slots=True)
-class RequestHeader:
-    """The request header fields every version shares (v1 and v2; v0 is not accepted)."""
+class RequestHeader(NamedTuple):
+    """The request header fields every version shares (v1 and v2; v0 is not accepted).
+
+    A named tuple rather than a frozen dataclass: one is made for every request, and a tuple is
+    made in one step where a frozen dataclass sets each field through ``object.__setattr__``.
+    """
 
     api_key: int
     api_version: int
@@ -54,10 +58,13 @@ class RequestHeader:
     client_id: str | None
 
 
+SHORT_HEADER = "request frame shorter than its header"
+
+
 def peek_api(frame: bytes | memoryview) -> tuple[int, int, int]:
     """API key, version and correlation id of a frame, without decoding the rest."""
     if len(frame) < 8:
-        raise ValueError("request frame shorter than its header")
+        raise ValueError(SHORT_HEADER)
     api_key, api_version = _API_KEY_AND_VERSION.unpack_from(frame, 0)
     (correlation_id,) = _CORRELATION_ID.unpack_from(frame, 4)
     return api_key, api_version, correlation_id

@@ -56,6 +56,8 @@ class ApiRegistry:
 
     def __init__(self, specs: Iterable[ApiSpec] = ()) -> None:
         self._specs: dict[int, ApiSpec] = {}
+        self.by_key: Mapping[int, ApiSpec] = self._specs
+        """The specs by API key, kept as specs are added: the router looks every request up in it."""
         self.pipelined_keys: frozenset[int] = frozenset()
         """The keys of the :attr:`ApiSpec.pipelined` specs, kept as specs are added: every new
         connection reads it."""

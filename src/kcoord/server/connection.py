@@ -23,12 +23,12 @@ Pipelined requests share one round: frames already complete in the read buffer a
 without waiting (and without a coroutine, see :meth:`FrameReader.take_buffered`), handled one
 after another (each still only once the previous one is answered), and their responses are
 written together, with one ``send`` for the batch. A response is never held behind
-a request that waits: if a handler suspends while responses are pending, a callback scheduled
-with the batch writes them first (so a heartbeat answer does not wait for a parked JoinGroup
-behind it). A batch is also cut at :data:`MAX_BATCH_BYTES` and whenever the transport still
-holds unsent bytes, so back-pressure works as without batching. Before a SASL connection has
-authenticated nothing is batched or pipelined (the gate closes a failed connection right after
-its answer).
+a request that waits: before the connection waits for anything (a handler that suspends, a frame
+that must be read rather than taken), the responses already decided are written (so a heartbeat
+answer does not wait for a parked JoinGroup behind it). A batch is also cut at
+:data:`MAX_BATCH_BYTES` and whenever the transport still holds unsent bytes, so back-pressure works
+as without batching. Before a SASL connection has authenticated nothing is batched or pipelined
+(the gate closes a failed connection right after its answer).
 
 Back-pressure needs no request queue: while a request is processed nothing is parsed, the stream
 reader buffers at most its byte limit before the transport stops reading from the socket, and a
@@ -111,7 +111,6 @@ class Connection:
         self._pending: list[bytes] = []
         """Responses decided but not yet written: the current batch of pipelined requests."""
         self._pending_bytes = 0
-        self._flush_scheduled = False
         self._pipelined_writes = router.pipelined_writes
         self._writes: deque[asyncio.Future[bytes | None]] = deque()
         """Pipelined writes started and not answered yet, in request order (answers of pipelined
@@ -161,6 +160,17 @@ class Connection:
                 if writes:  # answer them as they become durable, or take what arrives meanwhile
                     await self._answer_writes(until_data=True)
                     continue
+                if pending:  # a batch ends where the next frame cannot be taken from the buffer
+                    self._write_pending()
+                wake = frames.bytes_waiter()
+                if wake is not None:  # the common case between requests: wait, then take the frame
+                    self._waiting_for_request = True
+                    try:
+                        await wake
+                    finally:
+                        self._waiting_for_request = False
+                        frames.stop_waiting(wake)
+                    continue
                 frame = await self._next_frame()
                 if frame is None:
                     return
@@ -189,28 +199,35 @@ class Connection:
                     ):
                         writes.append(loop.create_task(_finish(answering, yielded)))
                         continue
+                    if pending:  # the answers before it go out while it waits
+                        self._write_pending()
                     response = await _Resumed(answering, yielded)
                     frames.restart_turn()
             finally:
                 self._handling = False
-                frames.done()
+                if frames.reserved:
+                    frames.done()
             self.last_active = loop.time()
-            if response is not None:
-                pending.append(response)
-                self._pending_bytes += len(response)
-            if not pending:
-                continue
-            if (
-                self._pending_bytes < MAX_BATCH_BYTES
-                and frames.next_frame_buffered()
-                and transport.get_write_buffer_size() == 0
-                and self._may_batch()
-            ):
-                if not self._flush_scheduled:
-                    self._flush_scheduled = True
-                    loop.call_soon(self._flush_pending)
-                continue
-            self._write_pending()  # inline, not _send_pending: this runs once per batch on the hot path
+            more = frames.next_frame_buffered()
+            if response is not None and not pending and not more:
+                transport.write(response)  # a request alone (one in flight): no batch to build
+            else:
+                if response is not None:
+                    pending.append(response)
+                    self._pending_bytes += len(response)
+                elif not pending:
+                    continue
+                if (
+                    more
+                    and self._pending_bytes < MAX_BATCH_BYTES
+                    and transport.get_write_buffer_size() == 0
+                    and self._may_batch()
+                ):
+                    continue
+                # _write_pending inline, not _send_pending: this runs once per batch on the hot path
+                transport.write(pending[0] if len(pending) == 1 else b"".join(pending))
+                pending.clear()
+                self._pending_bytes = 0
             buffered = transport.get_write_buffer_size()
             if buffered > 0:
                 if buffered > transport.get_write_buffer_limits()[1]:
@@ -288,8 +305,7 @@ class Connection:
         self._pending_bytes = 0
 
     def _flush_pending(self) -> None:
-        """The batch's safety net: writes what is decided while the connection waits for a handler."""
-        self._flush_scheduled = False
+        """The connection ends: what is decided still goes out if the transport is open."""
         if self._pending and not self._writer.transport.is_closing():
             self._write_pending()
 

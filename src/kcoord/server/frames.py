@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import struct
-from collections.abc import Callable
 from typing import Any
 
 from kcoord.security.sasl import SaslSession, SaslState
@@ -45,6 +44,10 @@ SMALL_FRAME_BYTES = 64 * 1024
 _CHUNK = 1 << 20
 TURN_S = 0.001
 """Longest a connection runs requests back to back before it lets other connections run."""
+_READER_STATE = ("_waiter", "_eof", "_exception", "_paused", "_maybe_resume_transport")
+"""The ``StreamReader`` state :meth:`FrameReader.take_buffered` and :meth:`FrameReader.bytes_waiter`
+use, as ``readexactly`` and ``_wait_for_data`` do (resuming a transport paused while the buffer was
+over its limit; waiting on the waiter ``feed_data`` wakes)."""
 
 
 class FrameReader:
@@ -75,14 +78,17 @@ class FrameReader:
         self._oversized = limits.oversized_frames
         self._oversized_before_authentication = limits.oversized_before_authentication
         self._memory_waits = limits.memory_waits
-        self._reserved = 0
+        self.reserved = 0
+        """Bytes the frame being answered holds from the memory pool (0 for a small frame)."""
         self._loop = asyncio.get_running_loop()
         self._turn_started = self._loop.time()
         # StreamReader has no public "bytes buffered"; its buffer is one bytearray for its lifetime.
         self._buffered: bytearray | None = getattr(reader, "_buffer", None)
-        # What StreamReader.readexactly calls after taking bytes: resumes a transport paused while
-        # the buffer was over its limit.
-        self._resume_transport: Callable[[], None] | None = getattr(reader, "_maybe_resume_transport", None)
+        self._takeable = self._buffered if all(hasattr(reader, name) for name in _READER_STATE) else None
+        """The buffer when frames may be taken from it and waited for as the stream reader itself does
+        (it has the state below, as ``asyncio.StreamReader`` has); None: every frame is :meth:`read`."""
+        self._small_limit = min(SMALL_FRAME_BYTES, self._limit)
+        """Frames up to this size may be taken from the buffer; a larger one is :meth:`read`."""
 
     def next_frame_buffered(self) -> bool:
         """True when the next frame is already complete in the stream reader's buffer."""
@@ -95,25 +101,55 @@ class FrameReader:
     def take_buffered(self) -> bytes | None:
         """The next frame if it is small, complete in the buffer and may be served now; else None
         (then :meth:`read` it). Takes the bytes as ``readexactly`` would, without suspending."""
-        buffer = self._buffered
-        resume = self._resume_transport
-        if buffer is None or resume is None or len(buffer) < 4:
+        buffer = self._takeable
+        if buffer is None or len(buffer) < 4:
             return None
         size: int = _SIZE.unpack_from(buffer)[0]
+        end = 4 + size
+        reader = self._reader
         if (
             size < 0
-            or size > SMALL_FRAME_BYTES
-            or size > self._limit
-            or len(buffer) - 4 < size
+            or size > self._small_limit
+            or len(buffer) < end
             or self._loop.time() - self._turn_started > self._turn_s
-            or self._reader.exception() is not None
+            or reader._exception is not None  # type: ignore[attr-defined]
         ):
             return None
-        end = 4 + size
         frame = bytes(buffer[4:end])
         del buffer[:end]
-        resume()
+        if reader._paused:  # type: ignore[attr-defined]
+            reader._maybe_resume_transport()  # type: ignore[attr-defined]
         return frame
+
+    def bytes_waiter(self) -> asyncio.Future[None] | None:
+        """A future the stream reader completes when bytes arrive (or the stream ends or fails), for a
+        connection with nothing buffered: it waits for its next request on this future alone, without
+        a coroutine for the size and another for the body, and then takes the frame with
+        :meth:`take_buffered`. None when it cannot wait this way (bytes already buffered, the stream at
+        its end, failed, paused or already waited on): then the connection calls :meth:`read`, which
+        also arms the deadline of a partial frame. Call :meth:`stop_waiting` once the future is done.
+        """
+        reader = self._reader
+        buffered = self._takeable
+        if (
+            buffered is None
+            or buffered
+            or reader._waiter is not None  # type: ignore[attr-defined]
+            or reader._eof  # type: ignore[attr-defined]
+            or reader._paused  # type: ignore[attr-defined]
+            or reader._exception is not None  # type: ignore[attr-defined]
+        ):
+            return None
+        wake: asyncio.Future[None] = self._loop.create_future()
+        reader._waiter = wake  # type: ignore[attr-defined]
+        return wake
+
+    def stop_waiting(self, wake: asyncio.Future[None]) -> None:
+        """The wait on :meth:`bytes_waiter`'s future is over (woken or cancelled): a fresh turn starts."""
+        reader = self._reader
+        if reader._waiter is wake:  # type: ignore[attr-defined]
+            reader._waiter = None  # type: ignore[attr-defined]
+        self._turn_started = self._loop.time()
 
     async def data_or(self, other: asyncio.Future[Any]) -> bool:
         """Wait until more bytes arrive (or the stream ends) or ``other`` is done, whichever is first;
@@ -202,6 +238,7 @@ class FrameReader:
                 )
             self._sasl = None
             self._limit = self._max_request_bytes
+            self._small_limit = min(SMALL_FRAME_BYTES, self._limit)
         if size > self._max_request_bytes:
             self._oversized.refused(self._peer, frame_bytes=size, max=self._max_request_bytes)
             raise CloseConnectionError(f"frame of {size} bytes exceeds socket.request.max.bytes")
@@ -213,7 +250,7 @@ class FrameReader:
         else:
             self._memory_waits.refused(self._peer, frame_bytes=size, in_use=self._pool.used)
             await self._pool.reserve(size)
-        self._reserved = size
+        self.reserved = size
 
     async def _read_body(self, size: int) -> bytes:
         if size <= SMALL_FRAME_BYTES:
@@ -230,6 +267,6 @@ class FrameReader:
 
     def done(self) -> None:
         """The last frame is answered (or abandoned): give its memory back."""
-        if self._reserved and self._pool is not None:
-            self._pool.release(self._reserved)
-        self._reserved = 0
+        if self.reserved and self._pool is not None:
+            self._pool.release(self.reserved)
+        self.reserved = 0

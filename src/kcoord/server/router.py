@@ -9,6 +9,7 @@ as Apache Kafka does.
 
 from __future__ import annotations
 
+import struct
 import time
 from collections.abc import Callable
 from typing import Any
@@ -18,6 +19,7 @@ from kio.schema.errors import ErrorCode
 
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.codec import (
+    SHORT_HEADER,
     EncodedResponse,
     RequestHeader,
     build,
@@ -37,6 +39,10 @@ RequestObserver = Callable[[int, int, int, float], None]
 
 ExchangeObserver = Callable[[int, Any, Any], None]
 """``observe(api_key, request, response_body)`` after every handled request (body None for acks=0)."""
+
+
+_HEADER = struct.Struct(">hhi")
+"""API key, version and correlation id: the start of every request frame (as :func:`peek_api`)."""
 
 
 class CloseConnectionError(Exception):
@@ -60,6 +66,7 @@ def unsupported_api_versions_response(registry: ApiRegistry) -> Any:
 class Router:
     def __init__(self, registry: ApiRegistry) -> None:
         self._registry = registry
+        self._specs = registry.by_key
         self.observers: list[RequestObserver] = []
         self.exchange_observers: list[ExchangeObserver] = []
 
@@ -73,11 +80,10 @@ class Router:
         """
         try:
             started = time.perf_counter()
-            try:
-                api_key, api_version, correlation_id = peek_api(frame)
-            except ValueError as exc:
-                raise CloseConnectionError(str(exc)) from exc
-            spec = self._registry.get(api_key)
+            if len(frame) < 8:  # peek_api inline: this runs for every request
+                raise CloseConnectionError(SHORT_HEADER)
+            api_key, api_version, correlation_id = _HEADER.unpack_from(frame, 0)
+            spec = self._specs.get(api_key)
             if spec is None:
                 raise CloseConnectionError(f"unknown api key {api_key}")
             if not spec.min_version <= api_version <= spec.max_version:
@@ -94,10 +100,17 @@ class Router:
                     return encode_response(correlation_id, unsupported_api_versions_response(self._registry))
                 raise CloseConnectionError(f"{spec.name} v{api_version} is not served")
             try:
-                header, request = _decode(spec, frame)
+                decoder = spec.decoder  # _decode inline
+                if decoder is None:
+                    header, request = decode_request(frame)
+                else:
+                    try:
+                        header, request = decoder(frame)
+                    except ValueError:
+                        header, request = decode_request(frame)
             except Exception as exc:  # kio raises several types for malformed bytes
                 raise CloseConnectionError(f"undecodable {spec.name} v{api_version}: {exc}") from exc
-            ctx = RequestContext(header=header, connection=connection)
+            ctx = RequestContext(header, connection)
             encoded = False
             try:
                 body = await spec.handler(ctx, request)

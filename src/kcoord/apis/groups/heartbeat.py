@@ -63,7 +63,7 @@ async def handle_heartbeat(
         raise
     if error is ErrorCode.none or error is ErrorCode.rebalance_in_progress:
         members.watch(ctx.connection, beat.group_id, beat.member_id)
-    return _encoded(ctx.api_version, error)
+    return _encoded(ctx.header.api_version, error)
 
 
 _ENCODED: dict[tuple[int, ErrorCode], EncodedResponse] = {}
