@@ -14,8 +14,8 @@ once the commit records are durable. The handler's only wait is that durability 
 decided and the records queued first, and a commit's checks never read an earlier commit), so the
 spec is ``pipelined``: commits pipelined on one connection join one write round.
 
-Frames of v2-8 are read by :mod:`kcoord.apis.groups.offset_commit_wire` straight into the core's
-request (kio's reader stays the fallback, and reads v9).
+Frames are read by :mod:`kcoord.apis.groups.offset_commit_wire` straight into the core's request
+(kio's reader stays the fallback for a frame it declines).
 
 Authorization: Group READ (else GROUP_AUTHORIZATION_FAILED), then Topic READ per topic
 (else TOPIC_AUTHORIZATION_FAILED for its partitions, the others committed).
