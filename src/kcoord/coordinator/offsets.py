@@ -172,10 +172,14 @@ class OffsetManager:
         response waits for."""
         records: list[CoordinatorRecord] = []
         topics = request.topics
-        errors = _unknown_partitions(topics, topic_exists)
+        errors: dict[tuple[int, int], ErrorCode] = {}  # by (topic, partition) index
         requested = 0
-        for topic in topics:
-            requested += len(topic.partitions)
+        for t, topic in enumerate(topics):  # the partitions the broker does not host, in the same pass
+            name = topic.name
+            for p, partition in enumerate(topic.partitions):
+                requested += 1
+                if not topic_exists(name, partition.partition_index):
+                    errors[(t, p)] = ErrorCode.unknown_topic_or_partition
         rejected = group_error() if len(errors) < requested else None
         max_chars = self._metadata_max_chars
         topic_results: list[OffsetCommitTopicResult] = []
@@ -304,6 +308,26 @@ class OffsetManager:
         if not isinstance(value, OffsetCommitValue):
             raise TypeError(f"OffsetCommit key with a {type(value).__name__} value")
         self.replay_offset(key.group, key.topic, key.partition, value)
+
+    def on_appended(self, records: list[CoordinatorRecord]) -> None:
+        """The offset commits among records just made durable, replayed (the others are not ours).
+
+        :meth:`replay` and :meth:`replay_offset` in one loop: this runs for every commit."""
+        offsets = self._offsets
+        for record in records:
+            key = record.key
+            if type(key) is not OffsetCommitKey:
+                if isinstance(key, OffsetCommitKey):
+                    self.replay(record)
+                continue
+            value = record.value
+            if type(value) is not OffsetCommitValue:
+                self.replay(record)
+                continue
+            group_offsets = offsets.get(key.group)
+            if group_offsets is None:
+                group_offsets = offsets[key.group] = {}
+            group_offsets[(key.topic, key.partition)] = value
 
     def replay_offset(
         self, group: str, topic: str, partition: int, committed: CommittedOffset | None
@@ -448,15 +472,3 @@ def error_code_of(check: Callable[_P, object], *args: _P.args, **kwargs: _P.kwar
     except KafkaError as error:
         return error.code
     return None
-
-
-def _unknown_partitions(
-    topics: list[OffsetCommitTopic], topic_exists: TopicExists
-) -> dict[tuple[int, int], ErrorCode]:
-    """UNKNOWN_TOPIC_OR_PARTITION for each partition the broker does not host, by (topic, partition) index."""
-    errors: dict[tuple[int, int], ErrorCode] = {}
-    for t, topic in enumerate(topics):
-        for p, partition in enumerate(topic.partitions):
-            if not topic_exists(topic.name, partition.partition_index):
-                errors[(t, p)] = ErrorCode.unknown_topic_or_partition
-    return errors

@@ -42,6 +42,7 @@ from kcoord.coordinator.offsets import (
 )
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.codec import EncodedResponse
+from kcoord.protocol.errors import KafkaError
 from kcoord.protocol.registry import ApiSpec
 from kcoord.protocol.response_cache import ResponseCache
 from kcoord.runtime.group_service import GroupService
@@ -112,11 +113,15 @@ def api(groups: GroupService, *, authorizer: Authorizer) -> ApiSpec:
 async def handle_offset_commit(
     ctx: RequestContext, request: Any, *, groups: GroupService, authorizer: Authorizer
 ) -> Any:
+    api_version = ctx.header.api_version
+    if not authorizer.enabled:  # require_named_group, inline: this runs for every commit
+        if not request.group_id:
+            raise KafkaError(ErrorCode.invalid_group_id)
+        commit = request if isinstance(request, OffsetCommitRequest) else to_core(request, api_version)
+        return _encoded(api_version, await groups.commit_offsets(commit))
     require_named_group(ctx, authorizer, Op.READ, request.group_id)
-    commit = request if isinstance(request, OffsetCommitRequest) else to_core(request, ctx.api_version)
-    if not authorizer.enabled:
-        return _encoded(ctx.api_version, await groups.commit_offsets(commit))
-    return _encoded(ctx.api_version, await commit_readable(ctx, authorizer, commit, groups.commit_offsets))
+    commit = request if isinstance(request, OffsetCommitRequest) else to_core(request, api_version)
+    return _encoded(api_version, await commit_readable(ctx, authorizer, commit, groups.commit_offsets))
 
 
 class _Commit(Protocol):
