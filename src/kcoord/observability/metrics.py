@@ -26,7 +26,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from kcoord.observability.gc_pauses import GcPauseCollector, GcPauseProbe
 from kcoord.observability.loop_lag import LoopLagProbe
-from kcoord.observability.loop_metrics import LoopHistogram, LoopMetricsCollector, RequestStats
+from kcoord.observability.loop_metrics import LoopCounter, LoopHistogram, LoopMetricsCollector, RequestStats
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.codec import EncodedResponse
 from kcoord.protocol.registry import ApiRegistry
@@ -90,6 +90,8 @@ class KcoordMetrics:
         self.request_stats = RequestStats(_REQUEST_BUCKETS)
         self.log_append_duration = LoopHistogram(_LOG_BUCKETS)
         self.log_flush_duration = LoopHistogram(_LOG_BUCKETS)
+        self.offset_commits = LoopCounter()
+        """Committed partitions: bumped on the loop on every commit, exported at scrape time."""
         self.loop_lag = LoopLagProbe()
         """Started and stopped with the node (see :mod:`kcoord.observability.loop_lag`)."""
         self.gc_pauses = GcPauseProbe()
@@ -114,6 +116,12 @@ class KcoordMetrics:
                         self.loop_lag.busy_lag,
                     ),
                 },
+                {
+                    "kcoord_offset_commits": (
+                        "Committed partitions (one per partition written).",
+                        self.offset_commits,
+                    )
+                },
             )
         )
         Gauge(
@@ -133,9 +141,6 @@ class KcoordMetrics:
             ["phase"],
             buckets=_REBALANCE_BUCKETS,
             registry=r,
-        )
-        self.offset_commits = Counter(
-            "kcoord_offset_commits", "Committed partitions (one per partition written).", registry=r
         )
         self.produce_bytes = Counter(
             "kcoord_produce_bytes", "Record-batch bytes accepted by Produce.", registry=r
@@ -271,7 +276,7 @@ class KcoordMetrics:
             return
         else:
             committed = _committed_partitions(body)
-        self.offset_commits.inc(committed)
+        self.offset_commits.value += committed
 
     # -- storage hooks (a kcoord.storage.timings.LogTimings) ----------------------------------
 
