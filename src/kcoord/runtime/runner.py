@@ -228,11 +228,24 @@ class PartitionRunner:
         self.check_active()
         self.submit(operation(self.clock.now_ms()))
 
-    def run_with(self, operation: Callable[[Any, Sink, int], CoordinatorResult], sink: Sink) -> None:
-        """Run ``operation(shard, sink, now_ms)`` now and hand its result on (:meth:`run`, no closure)."""
+    def run_with(self, operation: Callable[[Any, Sink, int], CoordinatorResult], sink: Sink) -> bool:
+        """Run ``operation(shard, sink, now_ms)`` now and hand its result on (:meth:`run`, no closure).
+
+        True when ``sink`` is answered by the append of the result's records (its first response):
+        the batch answers it whatever happens (durable, failed, timed out), so it needs no
+        :meth:`watch`. :meth:`submit`, inline: this runs for every commit."""
         if self.state is not PartitionState.ACTIVE:
             self.check_active()
-        self.submit(operation(self.shard, sink, self.clock.now_ms()))
+        result = operation(self.shard, sink, self.clock.now_ms())
+        if not result.records:
+            _release(result)
+            return False
+        pending = self._pending
+        if pending is None:
+            pending = self._new_pending()
+        pending.results.append(result)
+        responses = result.responses
+        return bool(responses) and responses[0][0] is sink
 
     def run_transactional(
         self,
@@ -408,13 +421,18 @@ class PartitionRunner:
             return
         pending = self._pending
         if pending is None:
-            loop = asyncio.get_running_loop()
-            pending = self._pending = _Pending(loop.time() + self._append_timeout_s)
-            self._rounds.due(self)
-            self._unanswered[pending] = None
-            if self._sweeper is None:
-                self._sweeper = loop.call_at(pending.deadline, self._sweep)
+            pending = self._new_pending()
         pending.results.append(result)
+
+    def _new_pending(self) -> _Pending:
+        """The batch that collects this loop iteration's results, due in the service's next append round."""
+        loop = asyncio.get_running_loop()
+        pending = self._pending = _Pending(loop.time() + self._append_timeout_s)
+        self._rounds.due(self)
+        self._unanswered[pending] = None
+        if self._sweeper is None:
+            self._sweeper = loop.call_at(pending.deadline, self._sweep)
+        return pending
 
     def _sweep(self) -> None:
         """Answer REQUEST_TIMED_OUT for every batch past its deadline; re-arm for the oldest one left."""
