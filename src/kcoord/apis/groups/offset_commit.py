@@ -158,9 +158,16 @@ _ANSWERS = ResponseCache(ApiKey.OFFSET_COMMIT)
 
 def _encoded(api_version: int, response: OffsetCommitResponse) -> EncodedResponse:
     """An answer is only topic names, partition indexes and error codes: each distinct one is encoded once."""
+    answered = response.topics
+    if len(answered) == 1 and len(answered[0].partitions) == 1:  # one partition: most commits
+        topic = answered[0]
+        p = topic.partitions[0]
+        code = p.error_code
+        key = ((topic.name, ((p.partition_index, code),)),)
+        return _ANSWERS.encoded(api_version, key, response, code)
     topics: list[tuple[str, tuple[tuple[int, ErrorCode], ...]]] = []
     first_error = _NO_ERROR
-    for topic in response.topics:  # loops, not generators: this runs for every commit
+    for topic in answered:  # loops, not generators: this runs for every commit
         partitions: list[tuple[int, ErrorCode]] = []
         for p in topic.partitions:
             code = p.error_code
