@@ -25,6 +25,7 @@ from kio.schema.errors import ErrorCode
 from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
 
+from kcoord.protocol.frozen_init import fast_frozen_init
 from kcoord.protocol.guard import check_request
 
 __all__ = [
@@ -44,6 +45,7 @@ _SIZE_AND_CORRELATION_ID = struct.Struct(">ii")
 _TAGGED_FIELDS_NONE = b"\x00"
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class RequestHeader:
     """The request header fields every version shares (v1 and v2; v0 is not accepted)."""
