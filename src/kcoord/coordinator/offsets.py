@@ -169,44 +169,50 @@ class OffsetManager:
         gets UNKNOWN_TOPIC_OR_PARTITION; if any partition is left, ``group_error`` gives the error every
         remaining one gets (None: the group accepts them); then metadata longer than the limit gets
         OFFSET_METADATA_TOO_LARGE and each other partition appends one OffsetCommit record, which the
-        response waits for."""
+        response waits for.
+
+        One pass: ``group_error`` is asked at the first hosted partition, which gives what asking
+        after all the unknown ones would (it does not depend on the partitions; the host check is
+        pure), and only when one is hosted."""
         records: list[CoordinatorRecord] = []
-        topics = request.topics
-        errors: dict[tuple[int, int], ErrorCode] = {}  # by (topic, partition) index
-        requested = 0
-        for t, topic in enumerate(topics):  # the partitions the broker does not host, in the same pass
-            name = topic.name
-            for p, partition in enumerate(topic.partitions):
-                requested += 1
-                if not topic_exists(name, partition.partition_index):
-                    errors[(t, p)] = ErrorCode.unknown_topic_or_partition
-        rejected = group_error() if len(errors) < requested else None
+        group_id = request.group_id
         max_chars = self._metadata_max_chars
+        unknown = ErrorCode.unknown_topic_or_partition
+        asked = False  # the group is asked once, at the first partition the broker hosts (one pass)
+        rejected: ErrorCode | None = None
         topic_results: list[OffsetCommitTopicResult] = []
-        for t, topic in enumerate(topics):
+        for topic in request.topics:
+            name = topic.name
             partition_results: list[OffsetCommitPartitionResult] = []
-            for p, partition in enumerate(topic.partitions):
-                code = errors.get((t, p), rejected) if errors else rejected
+            for partition in topic.partitions:
+                index = partition.partition_index
+                if not topic_exists(name, index):
+                    partition_results.append(OffsetCommitPartitionResult(index, unknown))
+                    continue
+                if not asked:
+                    rejected = group_error()
+                    asked = True
+                code = rejected
                 metadata = partition.committed_metadata or ""
                 # A character is one or two UTF-16 units: only metadata near the limit is measured.
                 if code is None and 2 * len(metadata) > max_chars and _utf16_length(metadata) > max_chars:
                     code = ErrorCode.offset_metadata_too_large
                 if code is None:
                     code = ErrorCode.none
-                    records.append(
+                    records.append(  # positional (offset, epoch, metadata, times): keywords cost more
                         CoordinatorRecord(
-                            OffsetCommitKey(request.group_id, topic.name, partition.partition_index),
+                            OffsetCommitKey(group_id, name, index),
                             OffsetCommitValue(
-                                offset=partition.committed_offset,
-                                leader_epoch=partition.committed_leader_epoch,
-                                metadata=metadata,
-                                commit_timestamp=now_ms,
-                                expire_timestamp=expire_timestamp_ms,
+                                partition.committed_offset,
+                                partition.committed_leader_epoch,
+                                metadata,
+                                now_ms,
+                                expire_timestamp_ms,
                             ),
                         )
                     )
-                partition_results.append(OffsetCommitPartitionResult(partition.partition_index, code))
-            topic_results.append(OffsetCommitTopicResult(topic.name, partition_results))
+                partition_results.append(OffsetCommitPartitionResult(index, code))
+            topic_results.append(OffsetCommitTopicResult(name, partition_results))
         return CoordinatorResult(records, [(sink, OffsetCommitResponse(topic_results))])
 
     def delete_offsets(

@@ -139,15 +139,9 @@ def _decode(buf: bytes) -> tuple[RequestHeader, OffsetCommitRequest]:
         pos = pos + 1 if buf[pos] == 0 else _skip_tagged_fields(buf, pos)
     if pos > len(buf):
         raise ValueError("OffsetCommit frame ends early")
-    request = OffsetCommitRequest(
-        group_id=group_id,
-        generation_id_or_member_epoch=generation,
-        member_id=member_id,
-        topics=topics,
-        api_version=version,
-        group_instance_id=instance_id,
-        retention_time_ms=retention_ms,
-    )
+    # Positional (group id, generation, member id, topics, version, instance id, retention):
+    # half the cost of keywords.
+    request = OffsetCommitRequest(group_id, generation, member_id, topics, version, instance_id, retention_ms)
     return RequestHeader(8, version, correlation_id, client_id), request
 
 
