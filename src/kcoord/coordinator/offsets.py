@@ -23,7 +23,7 @@ re-exports those that other modules import from here.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ParamSpec, Protocol
+from typing import Any, ParamSpec, Protocol, TypeVar
 
 from kcoord.coordinator.offset_expiry import (
     CONSUMER_PROTOCOL_TYPE,
@@ -105,6 +105,29 @@ class OffsetCommitTopics(Protocol):
     topics: list[OffsetCommitTopic]
 
 
+_Request = TypeVar("_Request", bound="OffsetCommitTopics")
+_Groups = TypeVar("_Groups")
+
+
+def _group_error(
+    offsets: OffsetManager, groups: GroupView, request: OffsetCommitRequest, now_ms: int
+) -> ErrorCode | None:
+    """Step 2 of a plain commit: the group, member and generation (a function, not a closure made
+    per commit). ``error_code_of``, inline: one call less on every commit."""
+    try:
+        groups.validate_offset_commit(
+            request.group_id,
+            request.member_id,
+            request.group_instance_id,
+            request.generation_id_or_member_epoch,
+            request.api_version,
+            now_ms,
+        )
+    except KafkaError as error:
+        return error.code
+    return None
+
+
 class OffsetManager:
     """The committed offsets of every group whose offsets-log partition this shard owns."""
 
@@ -133,43 +156,32 @@ class OffsetManager:
         4. every other partition becomes one OffsetCommit record.
         """
 
-        # 2. Group, member and generation, asked only when a partition is left.
-        def group_error() -> ErrorCode | None:
-            try:  # error_code_of inline: one call less on every commit
-                groups.validate_offset_commit(
-                    request.group_id,
-                    request.member_id,
-                    request.group_instance_id,
-                    request.generation_id_or_member_epoch,
-                    request.api_version,
-                    now_ms,
-                )
-            except KafkaError as error:
-                return error.code
-            return None
-
         expire_timestamp_ms = (
             NO_EXPIRE_TIMESTAMP
             if request.retention_time_ms == DEFAULT_RETENTION_TIME_MS
             else now_ms + request.retention_time_ms
         )
-        # 1, 3 and 4.
-        return self.commit_offsets(request, sink, topic_exists, group_error, now_ms, expire_timestamp_ms)
+        # 1, 3 and 4 (2: _group_error).
+        return self.commit_offsets(
+            request, sink, topic_exists, groups, _group_error, now_ms, expire_timestamp_ms
+        )
 
     def commit_offsets(
         self,
-        request: OffsetCommitTopics,
+        request: _Request,
         sink: Any,
         topic_exists: TopicExists,
-        group_error: Callable[[], ErrorCode | None],
+        groups: _Groups,
+        group_error: Callable[[OffsetManager, _Groups, _Request, int], ErrorCode | None],
         now_ms: int,
         expire_timestamp_ms: int,
     ) -> CoordinatorResult:
         """The steps of every offset commit, plain or transactional: a partition the broker does not host
-        gets UNKNOWN_TOPIC_OR_PARTITION; if any partition is left, ``group_error`` gives the error every
-        remaining one gets (None: the group accepts them); then metadata longer than the limit gets
-        OFFSET_METADATA_TOO_LARGE and each other partition appends one OffsetCommit record, which the
-        response waits for.
+        gets UNKNOWN_TOPIC_OR_PARTITION; if any partition is left, ``group_error(self, groups,
+        request, now_ms)`` gives the error every remaining one gets (None: the group accepts them);
+        then metadata longer than the limit gets OFFSET_METADATA_TOO_LARGE and each other partition
+        appends one OffsetCommit record, which the response waits for. ``group_error`` is a function,
+        not a closure: making one per commit cost about 0.25 us.
 
         One pass: ``group_error`` is asked at the first hosted partition, which gives what asking
         after all the unknown ones would (it does not depend on the partitions; the host check is
@@ -190,7 +202,7 @@ class OffsetManager:
                     partition_results.append(OffsetCommitPartitionResult(index, unknown))
                     continue
                 if not asked:
-                    rejected = group_error()
+                    rejected = group_error(self, groups, request, now_ms)
                     asked = True
                 code = rejected
                 metadata = partition.committed_metadata or ""

@@ -233,10 +233,22 @@ class PartitionRunner:
 
         True when ``sink`` is answered by the append of the result's records (its first response):
         the batch answers it whatever happens (durable, failed, timed out), so it needs no
-        :meth:`watch`. :meth:`submit`, inline: this runs for every commit."""
+        :meth:`watch`."""
         if self.state is not PartitionState.ACTIVE:
             self.check_active()
-        result = operation(self.shard, sink, self.clock.now_ms())
+        return self._queue(operation(self.shard, sink, self.clock.now_ms()), sink)
+
+    def run_request(
+        self, operation: Callable[[Any, Any, Sink, int], CoordinatorResult], request: Any, sink: Sink
+    ) -> bool:
+        """:meth:`run_with` for ``operation(shard, request, sink, now_ms)``: an unbound shard method
+        serves, where :meth:`run_with` needs a closure over the request (made per request)."""
+        if self.state is not PartitionState.ACTIVE:
+            self.check_active()
+        return self._queue(operation(self.shard, request, sink, self.clock.now_ms()), sink)
+
+    def _queue(self, result: CoordinatorResult, sink: Sink) -> bool:
+        """:meth:`submit`, and whether ``sink`` is the first response of the records' batch."""
         if not result.records:
             _release(result)
             return False

@@ -222,6 +222,19 @@ class CoordinatorService:
             runner.watch(sink)
         return sink
 
+    def write_request(
+        self, key: str, operation: Callable[[Any, Any, Sink, int], CoordinatorResult], request: Any
+    ) -> Sink:
+        """:meth:`write` of ``operation(shard, request, sink, now_ms)`` (an unbound shard method, so
+        that a hot write makes no closure per request)."""
+        runner = self._runners.get(self._partition_of(key, self.num_partitions))
+        if runner is None or not self._serving():
+            raise KafkaError(ErrorCode.not_coordinator)
+        sink = Sink()
+        if not runner.run_request(operation, request, sink) and not sink.done():
+            runner.watch(sink)
+        return sink
+
     async def write_transactional(
         self, key: str, operation: Operation, producer_id: int, producer_epoch: int
     ) -> Any:
