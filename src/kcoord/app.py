@@ -245,7 +245,7 @@ class App:
         )
         self._register_apis()
         self.router = Router(self.registry)
-        self.router.observers.append(self.metrics.request_stats.observe)  # not the wrapper: every request
+        self.router.observers.append(self.metrics.observe_request)  # the stats' own method
         self.router.exchange_observers.append(self.metrics.observe_exchange)
         self.listener = ListenerSet.build(s, self.router, self._sasl_settings, self._server_limits())
         self.broker_configs.appliers += [

@@ -66,6 +66,23 @@ def test_commit_path_section_reports_loop_cpu_per_commit_for_both_flush_policies
     assert "loop CPU us/commit" in out
 
 
+def test_commit_path_section_counts_opcodes_and_calls_per_commit() -> None:
+    """With --commit-path-count the section reports opcodes, Python calls and C calls per commit."""
+    out = run_section(
+        "commit_path",
+        "--commit-path-groups",
+        "3",
+        "--commit-path-commits",
+        "5",
+        "--commit-path-depth",
+        "2",
+        "--commit-path-count",
+    )
+    for unit in ("opcodes/commit", "Python calls/commit", "C calls/commit"):
+        assert unit in out
+    assert "3 groups x 2, flush always" in out
+
+
 def test_offsets_replay_section_writes_commits_restarts_and_times_the_load() -> None:
     """The replay section commits through a server, restarts it on the same data and reports the load."""
     out = run_section("offsets_replay", "--offsets-replay-groups", "20", "--offsets-replay-partitions", "5")

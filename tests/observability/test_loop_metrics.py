@@ -70,3 +70,19 @@ def test_log_histograms_count_appends_and_flushes() -> None:
     assert abs(samples[("kcoord_log_append_duration_seconds_sum", ())] - 0.006) < 1e-12
     assert samples[("kcoord_log_flush_duration_seconds_bucket", (("le", "0.005"),))] == 1
     assert samples[("kcoord_log_flush_duration_seconds_bucket", (("le", "0.0025"),))] == 0
+
+
+def test_offset_commit_count_matches_prometheus_clients_own_counter() -> None:
+    """kcoord_offset_commits, kept on the loop, is exported as the library's own Counter (less _created)."""
+    metrics = KcoordMetrics()
+    reference = CollectorRegistry()
+    counter = Counter("kcoord_offset_commits", "x", registry=reference)
+    for committed in (1, 3, 0, 2):
+        metrics.offset_commits.value += committed
+        counter.inc(committed)
+    ours = metrics.exposition()
+    theirs = generate_latest(reference)
+    prefix = "kcoord_offset_commits"
+    expected = {k: v for k, v in _samples(theirs, prefix).items() if not k[0].endswith("_created")}
+    assert _samples(ours, prefix) == expected == {("kcoord_offset_commits_total", ()): 6.0}
+    assert b"# TYPE kcoord_offset_commits_total counter\n" in ours

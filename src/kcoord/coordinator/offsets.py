@@ -23,7 +23,7 @@ re-exports those that other modules import from here.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ParamSpec, Protocol
+from typing import Any, ParamSpec, Protocol, TypeVar
 
 from kcoord.coordinator.offset_expiry import (
     CONSUMER_PROTOCOL_TYPE,
@@ -105,6 +105,29 @@ class OffsetCommitTopics(Protocol):
     topics: list[OffsetCommitTopic]
 
 
+_Request = TypeVar("_Request", bound="OffsetCommitTopics")
+_Groups = TypeVar("_Groups")
+
+
+def _group_error(
+    offsets: OffsetManager, groups: GroupView, request: OffsetCommitRequest, now_ms: int
+) -> ErrorCode | None:
+    """Step 2 of a plain commit: the group, member and generation (a function, not a closure made
+    per commit). ``error_code_of``, inline: one call less on every commit."""
+    try:
+        groups.validate_offset_commit(
+            request.group_id,
+            request.member_id,
+            request.group_instance_id,
+            request.generation_id_or_member_epoch,
+            request.api_version,
+            now_ms,
+        )
+    except KafkaError as error:
+        return error.code
+    return None
+
+
 class OffsetManager:
     """The committed offsets of every group whose offsets-log partition this shard owns."""
 
@@ -133,76 +156,75 @@ class OffsetManager:
         4. every other partition becomes one OffsetCommit record.
         """
 
-        # 2. Group, member and generation, asked only when a partition is left.
-        def group_error() -> ErrorCode | None:
-            try:  # error_code_of inline: one call less on every commit
-                groups.validate_offset_commit(
-                    request.group_id,
-                    request.member_id,
-                    request.group_instance_id,
-                    request.generation_id_or_member_epoch,
-                    request.api_version,
-                    now_ms,
-                )
-            except KafkaError as error:
-                return error.code
-            return None
-
         expire_timestamp_ms = (
             NO_EXPIRE_TIMESTAMP
             if request.retention_time_ms == DEFAULT_RETENTION_TIME_MS
             else now_ms + request.retention_time_ms
         )
-        # 1, 3 and 4.
-        return self.commit_offsets(request, sink, topic_exists, group_error, now_ms, expire_timestamp_ms)
+        # 1, 3 and 4 (2: _group_error).
+        return self.commit_offsets(
+            request, sink, topic_exists, groups, _group_error, now_ms, expire_timestamp_ms
+        )
 
     def commit_offsets(
         self,
-        request: OffsetCommitTopics,
+        request: _Request,
         sink: Any,
         topic_exists: TopicExists,
-        group_error: Callable[[], ErrorCode | None],
+        groups: _Groups,
+        group_error: Callable[[OffsetManager, _Groups, _Request, int], ErrorCode | None],
         now_ms: int,
         expire_timestamp_ms: int,
     ) -> CoordinatorResult:
         """The steps of every offset commit, plain or transactional: a partition the broker does not host
-        gets UNKNOWN_TOPIC_OR_PARTITION; if any partition is left, ``group_error`` gives the error every
-        remaining one gets (None: the group accepts them); then metadata longer than the limit gets
-        OFFSET_METADATA_TOO_LARGE and each other partition appends one OffsetCommit record, which the
-        response waits for."""
+        gets UNKNOWN_TOPIC_OR_PARTITION; if any partition is left, ``group_error(self, groups,
+        request, now_ms)`` gives the error every remaining one gets (None: the group accepts them);
+        then metadata longer than the limit gets OFFSET_METADATA_TOO_LARGE and each other partition
+        appends one OffsetCommit record, which the response waits for. ``group_error`` is a function,
+        not a closure: making one per commit cost about 0.25 us.
+
+        One pass: ``group_error`` is asked at the first hosted partition, which gives what asking
+        after all the unknown ones would (it does not depend on the partitions; the host check is
+        pure), and only when one is hosted."""
         records: list[CoordinatorRecord] = []
-        topics = request.topics
-        errors = _unknown_partitions(topics, topic_exists)
-        requested = 0
-        for topic in topics:
-            requested += len(topic.partitions)
-        rejected = group_error() if len(errors) < requested else None
+        group_id = request.group_id
         max_chars = self._metadata_max_chars
+        unknown = ErrorCode.unknown_topic_or_partition
+        asked = False  # the group is asked once, at the first partition the broker hosts (one pass)
+        rejected: ErrorCode | None = None
         topic_results: list[OffsetCommitTopicResult] = []
-        for t, topic in enumerate(topics):
+        for topic in request.topics:
+            name = topic.name
             partition_results: list[OffsetCommitPartitionResult] = []
-            for p, partition in enumerate(topic.partitions):
-                code = errors.get((t, p), rejected) if errors else rejected
+            for partition in topic.partitions:
+                index = partition.partition_index
+                if not topic_exists(name, index):
+                    partition_results.append(OffsetCommitPartitionResult(index, unknown))
+                    continue
+                if not asked:
+                    rejected = group_error(self, groups, request, now_ms)
+                    asked = True
+                code = rejected
                 metadata = partition.committed_metadata or ""
                 # A character is one or two UTF-16 units: only metadata near the limit is measured.
                 if code is None and 2 * len(metadata) > max_chars and _utf16_length(metadata) > max_chars:
                     code = ErrorCode.offset_metadata_too_large
                 if code is None:
                     code = ErrorCode.none
-                    records.append(
+                    records.append(  # positional (offset, epoch, metadata, times): keywords cost more
                         CoordinatorRecord(
-                            OffsetCommitKey(request.group_id, topic.name, partition.partition_index),
+                            OffsetCommitKey(group_id, name, index),
                             OffsetCommitValue(
-                                offset=partition.committed_offset,
-                                leader_epoch=partition.committed_leader_epoch,
-                                metadata=metadata,
-                                commit_timestamp=now_ms,
-                                expire_timestamp=expire_timestamp_ms,
+                                partition.committed_offset,
+                                partition.committed_leader_epoch,
+                                metadata,
+                                now_ms,
+                                expire_timestamp_ms,
                             ),
                         )
                     )
-                partition_results.append(OffsetCommitPartitionResult(partition.partition_index, code))
-            topic_results.append(OffsetCommitTopicResult(topic.name, partition_results))
+                partition_results.append(OffsetCommitPartitionResult(index, code))
+            topic_results.append(OffsetCommitTopicResult(name, partition_results))
         return CoordinatorResult(records, [(sink, OffsetCommitResponse(topic_results))])
 
     def delete_offsets(
@@ -304,6 +326,26 @@ class OffsetManager:
         if not isinstance(value, OffsetCommitValue):
             raise TypeError(f"OffsetCommit key with a {type(value).__name__} value")
         self.replay_offset(key.group, key.topic, key.partition, value)
+
+    def on_appended(self, records: list[CoordinatorRecord]) -> None:
+        """The offset commits among records just made durable, replayed (the others are not ours).
+
+        :meth:`replay` and :meth:`replay_offset` in one loop: this runs for every commit."""
+        offsets = self._offsets
+        for record in records:
+            key = record.key
+            if type(key) is not OffsetCommitKey:
+                if isinstance(key, OffsetCommitKey):
+                    self.replay(record)
+                continue
+            value = record.value
+            if type(value) is not OffsetCommitValue:
+                self.replay(record)
+                continue
+            group_offsets = offsets.get(key.group)
+            if group_offsets is None:
+                group_offsets = offsets[key.group] = {}
+            group_offsets[(key.topic, key.partition)] = value
 
     def replay_offset(
         self, group: str, topic: str, partition: int, committed: CommittedOffset | None
@@ -448,15 +490,3 @@ def error_code_of(check: Callable[_P, object], *args: _P.args, **kwargs: _P.kwar
     except KafkaError as error:
         return error.code
     return None
-
-
-def _unknown_partitions(
-    topics: list[OffsetCommitTopic], topic_exists: TopicExists
-) -> dict[tuple[int, int], ErrorCode]:
-    """UNKNOWN_TOPIC_OR_PARTITION for each partition the broker does not host, by (topic, partition) index."""
-    errors: dict[tuple[int, int], ErrorCode] = {}
-    for t, topic in enumerate(topics):
-        for p, partition in enumerate(topic.partitions):
-            if not topic_exists(topic.name, partition.partition_index):
-                errors[(t, p)] = ErrorCode.unknown_topic_or_partition
-    return errors

@@ -11,8 +11,10 @@ import uuid
 from dataclasses import dataclass
 
 from kcoord.coordinator.record_fields import GroupKey, GroupMemberKey, TopicPartitions
+from kcoord.protocol.frozen_init import fast_frozen_init
 
 
+@fast_frozen_init  # built on every commit
 @dataclass(frozen=True, slots=True)
 class OffsetCommitKey(GroupKey):
     """Key type 1 (0 is the legacy form, read but never written): a group's offset of one partition."""
@@ -21,6 +23,7 @@ class OffsetCommitKey(GroupKey):
     partition: int
 
 
+@fast_frozen_init  # built on every commit
 @dataclass(frozen=True, slots=True)
 class OffsetCommitValue:
     offset: int
@@ -183,6 +186,7 @@ RecordKey = OffsetCommitKey | GroupMetadataKey | ConsumerGroupRecordKey
 RecordValue = OffsetCommitValue | GroupMetadataValue | ConsumerGroupRecordValue
 
 
+@fast_frozen_init  # built on every commit
 @dataclass(frozen=True, slots=True)
 class CoordinatorRecord:
     """One record of the offsets log; ``value=None`` is a tombstone (delete)."""

@@ -148,9 +148,7 @@ class GroupCoordinatorShard:
         self.offsets.replay_offset(group, topic, partition, committed)
 
     def on_appended(self, records: list[CoordinatorRecord]) -> None:
-        for record in records:
-            if isinstance(record.key, OffsetCommitKey):
-                self.offsets.replay(record)
+        self.offsets.on_appended(records)
 
     def on_loaded(self, now_ms: int) -> CoordinatorResult:
         for group_id in sorted({*self.offsets.all_groups_with_offsets(), *self.offsets.pending.groups()}):

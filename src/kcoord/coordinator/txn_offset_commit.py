@@ -68,21 +68,26 @@ def commit_transactional(
     topic_exists: Callable[[str, int], bool],
 ) -> CoordinatorResult:
     """The records of a TxnOffsetCommit (to be written for its producer) and the response they release."""
+    # 1, 4 and 5 (2 and 3: _group_error).
+    return offsets.commit_offsets(
+        request, sink, topic_exists, groups, _group_error, now_ms, NO_EXPIRE_TIMESTAMP
+    )
 
-    def group_error() -> ErrorCode | None:
-        # 2. A fenced producer.
-        known_epoch = offsets.pending.epoch_of(request.producer_id)
-        if known_epoch is not None and request.producer_epoch < known_epoch:
-            return ErrorCode.invalid_producer_epoch
-        # 3. KIP-447: the group, member, instance and generation.
-        return error_code_of(
-            groups.validate_transactional_commit,
-            request.group_id,
-            request.member_id,
-            request.group_instance_id,
-            request.generation_id,
-            now_ms,
-        )
 
-    # 1, 4 and 5.
-    return offsets.commit_offsets(request, sink, topic_exists, group_error, now_ms, NO_EXPIRE_TIMESTAMP)
+def _group_error(
+    offsets: OffsetManager, groups: TransactionalGroupView, request: TxnOffsetCommitRequest, now_ms: int
+) -> ErrorCode | None:
+    """Steps 2 and 3 of a transactional commit, asked once a partition is hosted."""
+    # 2. A fenced producer.
+    known_epoch = offsets.pending.epoch_of(request.producer_id)
+    if known_epoch is not None and request.producer_epoch < known_epoch:
+        return ErrorCode.invalid_producer_epoch
+    # 3. KIP-447: the group, member, instance and generation.
+    return error_code_of(
+        groups.validate_transactional_commit,
+        request.group_id,
+        request.member_id,
+        request.group_instance_id,
+        request.generation_id,
+        now_ms,
+    )

@@ -3,7 +3,8 @@
 prometheus-client's ``Counter.inc`` and ``Histogram.observe`` take a lock on every call (its
 ``MutexValue``), and a profile of the heartbeat load put them at about a tenth of a heartbeat's
 cost. The figures updated on every request (``kcoord_requests_total``,
-``kcoord_request_duration_seconds``) and on every log append and flush are only ever updated
+``kcoord_request_duration_seconds``), on every commit (``kcoord_offset_commits_total``) and on
+every log append and flush are only ever updated
 from the event loop thread, so they need no lock: they are ints and lists here, and
 :class:`LoopMetricsCollector` turns them into metric families when /metrics is read. The
 exposition is the same as prometheus-client's own counters and histograms would give.
@@ -48,6 +49,15 @@ class LoopHistogram:
         return out
 
 
+class LoopCounter:
+    """A counter bumped on the loop (``counter.value += n``, no call), exported as ``<name>_total``."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0
+
+
 class ApiRequestStats:
     """One API's answered requests by (version, error) and its latency histogram."""
 
@@ -85,11 +95,14 @@ class LoopMetricsCollector(Collector):
         requests: RequestStats,
         api_name: Callable[[int], str],
         histograms: dict[str, tuple[str, LoopHistogram]],
+        counters: dict[str, tuple[str, LoopCounter]] | None = None,
     ) -> None:
-        """``histograms``: metric name -> (help, histogram) for unlabelled histograms."""
+        """``histograms``: metric name -> (help, histogram) for unlabelled histograms; ``counters`` the
+        same for unlabelled counters (named without ``_total``, as prometheus-client's own)."""
         self._requests = requests
         self._api_name = api_name
         self._histograms = histograms
+        self._counters = counters or {}
 
     def describe(self) -> Iterator[CounterMetricFamily | HistogramMetricFamily]:
         yield from self._families(with_samples=False)
@@ -119,3 +132,8 @@ class LoopMetricsCollector(Collector):
             if with_samples:
                 family.add_metric([], histogram.buckets(), histogram.total)
             yield family
+        for metric, (text, counter) in self._counters.items():
+            total = CounterMetricFamily(metric, text)
+            if with_samples:
+                total.add_metric([], counter.value)
+            yield total

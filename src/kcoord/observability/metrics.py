@@ -26,7 +26,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from kcoord.observability.gc_pauses import GcPauseCollector, GcPauseProbe
 from kcoord.observability.loop_lag import LoopLagProbe
-from kcoord.observability.loop_metrics import LoopHistogram, LoopMetricsCollector, RequestStats
+from kcoord.observability.loop_metrics import LoopCounter, LoopHistogram, LoopMetricsCollector, RequestStats
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.codec import EncodedResponse
 from kcoord.protocol.registry import ApiRegistry
@@ -88,8 +88,15 @@ class KcoordMetrics:
         self._committed_by_answer: dict[bytes, int] = {}
         r = self.registry
         self.request_stats = RequestStats(_REQUEST_BUCKETS)
+        self.observe_request: Callable[[int, int, int, float], None] = self.request_stats.observe
+        """``observe_request(api_key, api_version, error, seconds)``: a request was answered (a
+        :data:`kcoord.server.router.RequestObserver`; ``error`` an int). Plain counts on the loop,
+        exported at scrape time (see :mod:`kcoord.observability.loop_metrics`); the stats' own
+        method, so that every request pays one call, not two."""
         self.log_append_duration = LoopHistogram(_LOG_BUCKETS)
         self.log_flush_duration = LoopHistogram(_LOG_BUCKETS)
+        self.offset_commits = LoopCounter()
+        """Committed partitions: bumped on the loop on every commit, exported at scrape time."""
         self.loop_lag = LoopLagProbe()
         """Started and stopped with the node (see :mod:`kcoord.observability.loop_lag`)."""
         self.gc_pauses = GcPauseProbe()
@@ -114,6 +121,12 @@ class KcoordMetrics:
                         self.loop_lag.busy_lag,
                     ),
                 },
+                {
+                    "kcoord_offset_commits": (
+                        "Committed partitions (one per partition written).",
+                        self.offset_commits,
+                    )
+                },
             )
         )
         Gauge(
@@ -133,9 +146,6 @@ class KcoordMetrics:
             ["phase"],
             buckets=_REBALANCE_BUCKETS,
             registry=r,
-        )
-        self.offset_commits = Counter(
-            "kcoord_offset_commits", "Committed partitions (one per partition written).", registry=r
         )
         self.produce_bytes = Counter(
             "kcoord_produce_bytes", "Record-batch bytes accepted by Produce.", registry=r
@@ -229,11 +239,6 @@ class KcoordMetrics:
         except ValueError:
             return f"Api{api_key}"
 
-    def observe_request(self, api_key: int, api_version: int, error: int, seconds: float) -> None:
-        """A request was answered (a :data:`kcoord.server.router.RequestObserver`): plain counts on the
-        loop, exported at scrape time (see :mod:`kcoord.observability.loop_metrics`)."""
-        self.request_stats.observe(api_key, api_version, int(error), seconds)
-
     def observe_exchange(self, api_key: int, request: Any, body: Any) -> None:
         """A request and its response body: counts produced, fetched and committed data.
 
@@ -271,7 +276,7 @@ class KcoordMetrics:
             return
         else:
             committed = _committed_partitions(body)
-        self.offset_commits.inc(committed)
+        self.offset_commits.value += committed
 
     # -- storage hooks (a kcoord.storage.timings.LogTimings) ----------------------------------
 

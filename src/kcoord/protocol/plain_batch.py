@@ -19,7 +19,15 @@ import crc32c
 from kcoord.protocol.record_batch import CRC_START, HEADER_SIZE, LOG_OVERHEAD, Compression, parse_header
 from kcoord.protocol.varint import encode_uvarint
 
-__all__ = ["CorruptBatchError", "EncodedBatch", "encode_for_log", "iter_plain_records"]
+__all__ = [
+    "SMALL_VARINTS",
+    "CorruptBatchError",
+    "EncodedBatch",
+    "batch_for_log",
+    "encode_for_log",
+    "iter_plain_records",
+    "signed_varint",
+]
 
 _HEADER_AFTER_CRC = struct.Struct(">hiqqqhii")
 _PREFIX = struct.Struct(">qiib")
@@ -30,7 +38,7 @@ class CorruptBatchError(ValueError):
     """The bytes at a batch position are not a whole, intact, uncompressed batch."""
 
 
-def _varint(value: int) -> bytes:
+def signed_varint(value: int) -> bytes:
     """:func:`~kcoord.protocol.varint.encode_varint`, the one-byte case (most deltas and lengths) inline."""
     zigzag = (value << 1) ^ (value >> 63)
     if zigzag < 0x80:
@@ -39,7 +47,7 @@ def _varint(value: int) -> bytes:
 
 
 _SMALL = 1024
-_SMALL_VARINTS = tuple(encode_uvarint(n << 1) for n in range(_SMALL))
+SMALL_VARINTS = tuple(encode_uvarint(n << 1) for n in range(_SMALL))
 """The varints of 0-1023 (one or two bytes each): deltas, key and value lengths and record sizes,
 looked up rather than computed."""
 
@@ -73,32 +81,51 @@ def encode_for_log(
     batch keeps the defaults (no producer). The base sequence is always -1: nothing written here
     takes part in idempotent sequencing."""
     parts: list[bytes] = []
-    small = _SMALL_VARINTS
+    small = SMALL_VARINTS
     for delta, (key, value) in enumerate(entries):
         if key is None:
             key_part = b"\x01"
         else:
             size = len(key)
-            key_part = (small[size] if size < _SMALL else _varint(size)) + key
+            key_part = (small[size] if size < _SMALL else signed_varint(size)) + key
         if value is None:
             value_part = b"\x01"
         else:
             size = len(value)
-            value_part = (small[size] if size < _SMALL else _varint(size)) + value
+            value_part = (small[size] if size < _SMALL else signed_varint(size)) + value
         body = b"".join(
             (
                 b"\x00\x00",  # attributes, timestamp delta 0
-                small[delta] if delta < _SMALL else _varint(delta),
+                small[delta] if delta < _SMALL else signed_varint(delta),
                 key_part,
                 value_part,
                 b"\x00",  # no headers
             )
         )
         size = len(body)
-        parts.append(small[size] if size < _SMALL else _varint(size))
+        parts.append(small[size] if size < _SMALL else signed_varint(size))
         parts.append(body)
-    records = b"".join(parts)
-    count = len(entries)
+    return batch_for_log(
+        b"".join(parts),
+        len(entries),
+        timestamp_ms,
+        attributes=attributes,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+    )
+
+
+def batch_for_log(
+    records: bytes,
+    count: int,
+    timestamp_ms: int,
+    *,
+    attributes: int = 0,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+) -> EncodedBatch:
+    """The batch around ``count`` records already laid out (offset deltas 0 to ``count - 1``, each
+    with its length prefix), as :func:`encode_for_log` finishes it."""
     after_crc = (
         _HEADER_AFTER_CRC.pack(
             attributes, count - 1, timestamp_ms, timestamp_ms, producer_id, producer_epoch, -1, count

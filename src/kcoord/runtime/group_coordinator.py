@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from kio.schema.errors import ErrorCode
 
 from kcoord.coordinator.classic.messages import HeartbeatRequest
+from kcoord.coordinator.offset_commit_batch import OffsetCommitBatches
 from kcoord.coordinator.offsets import CommittedOffset
 from kcoord.coordinator.partitioner import partition_for
 from kcoord.coordinator.record_codec import (
@@ -66,7 +67,14 @@ def _encoded_key(key: RecordKey) -> bytes:
 class GroupRecordSerde:
     """The offsets log's records: Kafka's key and value schemas (:mod:`kcoord.coordinator.record_codec`)."""
 
+    def __init__(self) -> None:
+        self._offset_commits = OffsetCommitBatches()
+
     def encode_batch(self, records: list[CoordinatorRecord], now_ms: int) -> EncodedBatch:
+        """Offset commits (the commit path's batches) are laid out in one pass, others the general way."""
+        batch = self._offset_commits.encode(records, now_ms)
+        if batch is not None:
+            return batch
         return encode_for_log([(_encoded_key(r.key), encode_value(r.value)) for r in records], now_ms)
 
     def encode_transactional_batch(

@@ -228,11 +228,36 @@ class PartitionRunner:
         self.check_active()
         self.submit(operation(self.clock.now_ms()))
 
-    def run_with(self, operation: Callable[[Any, Sink, int], CoordinatorResult], sink: Sink) -> None:
-        """Run ``operation(shard, sink, now_ms)`` now and hand its result on (:meth:`run`, no closure)."""
+    def run_with(self, operation: Callable[[Any, Sink, int], CoordinatorResult], sink: Sink) -> bool:
+        """Run ``operation(shard, sink, now_ms)`` now and hand its result on (:meth:`run`, no closure).
+
+        True when ``sink`` is answered by the append of the result's records (its first response):
+        the batch answers it whatever happens (durable, failed, timed out), so it needs no
+        :meth:`watch`."""
         if self.state is not PartitionState.ACTIVE:
             self.check_active()
-        self.submit(operation(self.shard, sink, self.clock.now_ms()))
+        return self._queue(operation(self.shard, sink, self.clock.now_ms()), sink)
+
+    def run_request(
+        self, operation: Callable[[Any, Any, Sink, int], CoordinatorResult], request: Any, sink: Sink
+    ) -> bool:
+        """:meth:`run_with` for ``operation(shard, request, sink, now_ms)``: an unbound shard method
+        serves, where :meth:`run_with` needs a closure over the request (made per request)."""
+        if self.state is not PartitionState.ACTIVE:
+            self.check_active()
+        return self._queue(operation(self.shard, request, sink, self.clock.now_ms()), sink)
+
+    def _queue(self, result: CoordinatorResult, sink: Sink) -> bool:
+        """:meth:`submit`, and whether ``sink`` is the first response of the records' batch."""
+        if not result.records:
+            _release(result)
+            return False
+        pending = self._pending
+        if pending is None:
+            pending = self._new_pending()
+        pending.results.append(result)
+        responses = result.responses
+        return bool(responses) and responses[0][0] is sink
 
     def run_transactional(
         self,
@@ -408,13 +433,18 @@ class PartitionRunner:
             return
         pending = self._pending
         if pending is None:
-            loop = asyncio.get_running_loop()
-            pending = self._pending = _Pending(loop.time() + self._append_timeout_s)
-            self._rounds.due(self)
-            self._unanswered[pending] = None
-            if self._sweeper is None:
-                self._sweeper = loop.call_at(pending.deadline, self._sweep)
+            pending = self._new_pending()
         pending.results.append(result)
+
+    def _new_pending(self) -> _Pending:
+        """The batch that collects this loop iteration's results, due in the service's next append round."""
+        loop = asyncio.get_running_loop()
+        pending = self._pending = _Pending(loop.time() + self._append_timeout_s)
+        self._rounds.due(self)
+        self._unanswered[pending] = None
+        if self._sweeper is None:
+            self._sweeper = loop.call_at(pending.deadline, self._sweep)
+        return pending
 
     def _sweep(self) -> None:
         """Answer REQUEST_TIMED_OUT for every batch past its deadline; re-arm for the oldest one left."""

@@ -211,14 +211,27 @@ class CoordinatorService:
         """Run ``operation`` on the key's shard; the sink to await gives the response once it is released.
 
         Not a coroutine: the caller awaits the sink itself (one coroutine frame less on every
-        commit), and the runner forgets it once answered (:meth:`PartitionRunner.watch`).
+        commit). A sink its operation parked is watched (:meth:`PartitionRunner.watch`), so that a
+        failure of the partition answers it; one an append answers (a commit's) needs no watching.
         """
         runner = self._runners.get(self._partition_of(key, self.num_partitions))  # runner(), inline
         if runner is None or not self._serving():
             raise KafkaError(ErrorCode.not_coordinator)
         sink = Sink()
-        runner.run_with(operation, sink)
-        if not sink.done():
+        if not runner.run_with(operation, sink) and not sink.done():  # parked: watched
+            runner.watch(sink)
+        return sink
+
+    def write_request(
+        self, key: str, operation: Callable[[Any, Any, Sink, int], CoordinatorResult], request: Any
+    ) -> Sink:
+        """:meth:`write` of ``operation(shard, request, sink, now_ms)`` (an unbound shard method, so
+        that a hot write makes no closure per request)."""
+        runner = self._runners.get(self._partition_of(key, self.num_partitions))
+        if runner is None or not self._serving():
+            raise KafkaError(ErrorCode.not_coordinator)
+        sink = Sink()
+        if not runner.run_request(operation, request, sink) and not sink.done():
             runner.watch(sink)
         return sink
 

@@ -158,9 +158,10 @@ class FileLog(QueuedWriter[_Op], SegmentedLog):
             self._queue = []
         else:
             if outcome is not None and self.timings is not None:
-                self.timings.on_flush(self.topic, self.partition, outcome)
+                self.timings.on_flush(self._topic, self._partition, outcome)
             self._complete(job.ops, job.fsync)
-        self._wake_if_idle()
+        if self._idle_waiters:  # _wake_if_idle's business only when someone waits for idle
+            self._wake_if_idle()
 
     def _complete(self, ops: list[_Op], fsynced: bool) -> None:
         timings = self.timings
@@ -168,7 +169,9 @@ class FileLog(QueuedWriter[_Op], SegmentedLog):
         written: list[_Write] = []
         for op in ops:
             if isinstance(op, _Write):
-                self._made_visible(op.segment, op.placement)
+                placement = op.placement  # _made_visible, inline: once per batch of every round
+                op.segment.apply(placement)
+                self._end_offset = placement.next_offset
                 done = op.done
                 if not done.done():
                     done.set_result(None)

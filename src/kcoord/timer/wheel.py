@@ -82,8 +82,10 @@ class TimingWheel:
         """Set or move the deadline of ``key``; moving it later touches no slot."""
         self._deadlines[key] = deadline_ms
         fire = self._fire_tick.get(key)
-        if fire is None or max(deadline_ms // self._tick_ms, self._cursor) < fire:
-            self._place(key, deadline_ms // self._tick_ms)
+        tick = deadline_ms // self._tick_ms
+        # max(tick, cursor) < fire, without a call: every heartbeat and commit moves a deadline
+        if fire is None or (tick < fire and self._cursor < fire):
+            self._place(key, tick)
 
     def cancel(self, key: str) -> None:
         """Forget ``key``; its slot entry is dropped when that slot comes up."""

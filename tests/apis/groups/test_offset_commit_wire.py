@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kcoord.apis.groups.offset_commit import to_core
 from kcoord.apis.groups.offset_commit_wire import decode_offset_commit
@@ -12,7 +14,7 @@ from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.codec import decode_request
 from tests.protocol.in_process import encode_request
 
-VERSIONS = range(2, 9)
+VERSIONS = range(2, 10)
 
 BODIES: list[dict[str, Any]] = [
     {
@@ -132,6 +134,52 @@ def test_other_apis_are_refused() -> None:
     frame[0:2] = b"\x00\x09"
     with pytest.raises(ValueError):
         decode_offset_commit(bytes(frame))
-    frame[0:4] = b"\x00\x08\x00\x09"  # OffsetCommit v9, not served yet
+    frame[0:4] = b"\x00\x08\x00\x0a"  # OffsetCommit v10, not served
     with pytest.raises(ValueError):
         decode_offset_commit(bytes(frame))
+
+
+names = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=70)
+"""Up to 70 characters (up to 280 bytes): compact lengths of one byte and of two."""
+int32 = st.integers(-(2**31), 2**31 - 1)
+partitions = st.fixed_dictionaries(
+    {
+        "partition_index": int32,
+        "committed_offset": st.integers(-(2**63), 2**63 - 1),
+        "committed_leader_epoch": int32,
+        "committed_metadata": st.one_of(st.none(), names),
+    }
+)
+bodies = st.fixed_dictionaries(
+    {
+        "group_id": names,
+        "generation_id_or_member_epoch": int32,
+        "member_id": names,
+        "group_instance_id": st.one_of(st.none(), names),
+        "retention_time": st.integers(-1, 2**40),
+        "topics": st.lists(
+            st.fixed_dictionaries({"name": names, "partitions": st.lists(partitions, max_size=4)}),
+            max_size=3,
+        ),
+    }
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(version=st.sampled_from(VERSIONS), body=bodies, client_id=st.one_of(st.none(), names))
+def test_hand_reader_matches_kio_for_any_body(
+    version: int, body: dict[str, Any], client_id: str | None
+) -> None:
+    """For any body of any version (ids and names of any length and script), the reader and kio agree."""
+    frame = _frame(version, body, client_id)
+    assert decode_offset_commit(frame) == _via_kio(frame)
+
+
+@settings(max_examples=40, deadline=None)
+@given(version=st.sampled_from(VERSIONS), body=bodies)
+def test_any_cut_frame_is_refused(version: int, body: dict[str, Any]) -> None:
+    """Every truncation of any frame raises ValueError (the router then leaves the frame to kio)."""
+    frame = _frame(version, body)
+    for end in range(len(frame) - 1, 0, -1):
+        with pytest.raises(ValueError):
+            decode_offset_commit(frame[:end])

@@ -14,8 +14,8 @@ once the commit records are durable. The handler's only wait is that durability 
 decided and the records queued first, and a commit's checks never read an earlier commit), so the
 spec is ``pipelined``: commits pipelined on one connection join one write round.
 
-Frames of v2-8 are read by :mod:`kcoord.apis.groups.offset_commit_wire` straight into the core's
-request (kio's reader stays the fallback, and reads v9).
+Frames are read by :mod:`kcoord.apis.groups.offset_commit_wire` straight into the core's request
+(kio's reader stays the fallback for a frame it declines).
 
 Authorization: Group READ (else GROUP_AUTHORIZATION_FAILED), then Topic READ per topic
 (else TOPIC_AUTHORIZATION_FAILED for its partitions, the others committed).
@@ -42,6 +42,7 @@ from kcoord.coordinator.offsets import (
 )
 from kcoord.protocol.api_keys import ApiKey
 from kcoord.protocol.codec import EncodedResponse
+from kcoord.protocol.errors import KafkaError
 from kcoord.protocol.registry import ApiSpec
 from kcoord.protocol.response_cache import ResponseCache
 from kcoord.runtime.group_service import GroupService
@@ -112,11 +113,15 @@ def api(groups: GroupService, *, authorizer: Authorizer) -> ApiSpec:
 async def handle_offset_commit(
     ctx: RequestContext, request: Any, *, groups: GroupService, authorizer: Authorizer
 ) -> Any:
+    api_version = ctx.header.api_version
+    if not authorizer.enabled:  # require_named_group, inline: this runs for every commit
+        if not request.group_id:
+            raise KafkaError(ErrorCode.invalid_group_id)
+        commit = request if isinstance(request, OffsetCommitRequest) else to_core(request, api_version)
+        return _encoded(api_version, await groups.commit_offsets(commit))
     require_named_group(ctx, authorizer, Op.READ, request.group_id)
-    commit = request if isinstance(request, OffsetCommitRequest) else to_core(request, ctx.api_version)
-    if not authorizer.enabled:
-        return _encoded(ctx.api_version, await groups.commit_offsets(commit))
-    return _encoded(ctx.api_version, await commit_readable(ctx, authorizer, commit, groups.commit_offsets))
+    commit = request if isinstance(request, OffsetCommitRequest) else to_core(request, api_version)
+    return _encoded(api_version, await commit_readable(ctx, authorizer, commit, groups.commit_offsets))
 
 
 class _Commit(Protocol):
@@ -153,9 +158,16 @@ _ANSWERS = ResponseCache(ApiKey.OFFSET_COMMIT)
 
 def _encoded(api_version: int, response: OffsetCommitResponse) -> EncodedResponse:
     """An answer is only topic names, partition indexes and error codes: each distinct one is encoded once."""
+    answered = response.topics
+    if len(answered) == 1 and len(answered[0].partitions) == 1:  # one partition: most commits
+        topic = answered[0]
+        p = topic.partitions[0]
+        code = p.error_code
+        key = ((topic.name, ((p.partition_index, code),)),)
+        return _ANSWERS.encoded(api_version, key, response, code)
     topics: list[tuple[str, tuple[tuple[int, ErrorCode], ...]]] = []
     first_error = _NO_ERROR
-    for topic in response.topics:  # loops, not generators: this runs for every commit
+    for topic in answered:  # loops, not generators: this runs for every commit
         partitions: list[tuple[int, ErrorCode]] = []
         for p in topic.partitions:
             code = p.error_code
