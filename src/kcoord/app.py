@@ -122,6 +122,7 @@ from kcoord.protocol.registry import ApiRegistry, ApiSpec
 from kcoord.runtime.group_config_store import GroupConfigStore, group_configs_file
 from kcoord.runtime.group_coordinator import GroupCoordinator
 from kcoord.runtime.group_service import GroupService
+from kcoord.runtime.pattern_worker import PatternWorker
 from kcoord.runtime.rebalance_journal import JOURNAL_FILE, JournalingObserver, RebalanceJournal
 from kcoord.runtime.share_coordinator import ShareCoordinator, ShareStateTopicOf, new_state_shard
 from kcoord.runtime.share_partition_leader import ShareDroppingHost, SharePartitionLeader
@@ -182,6 +183,7 @@ class App:
         self.auth_metrics = AuthMetrics(self.metrics.registry)
         self.rebalance_journal = RebalanceJournal(self.data_dir / JOURNAL_FILE)
         self._group_observer = JournalingObserver(self.group_events, self.rebalance_journal)
+        self.patterns = PatternWorker()
         self.store = open_store(
             store_url or s["kcoord.storage.url"] or f"file://{self.data_dir}",
             log_config_for({}, s),
@@ -508,7 +510,7 @@ class App:
             add_offsets_to_txn.api(self.transactions, authorizer=auth),
             end_txn.api(self.transactions, authorizer=auth),
             describe_transactions.api(self.transactions, authorizer=auth),
-            list_transactions.api(self.transactions, authorizer=auth),
+            list_transactions.api(transactions=self.transactions, patterns=self.patterns, authorizer=auth),
         ]
         if "consumer" in s["group.coordinator.rebalance.protocols"]:
             specs += [
@@ -784,6 +786,7 @@ class App:
         self.share_routing.close()
         await self.share_state.stop()
         await self.listener.drain(self.settings["kcoord.shutdown.timeout.ms"] / 1000)
+        await self.patterns.close()
         await self.rebalance_journal.close()
         await self.producer_state.stop()
         await self.store.close()
