@@ -19,9 +19,9 @@ from tests.observability.live_group import (
     PollingConsumer,
     commit_fixed_offsets,
     create_topic_with_messages,
+    form,
     http_get_json,
     http_get_text,
-    wait_until_assigned,
 )
 from tests.support.server import KcoordProcess
 
@@ -92,7 +92,7 @@ def test_prometheus_scrapes_rebalances_durations_and_lag(kcoord: KcoordProcess, 
     consumer = PollingConsumer(kcoord.bootstrap, group, topic, "prom-0")
     prometheus, address = start_prometheus(tmp_path, kcoord.metrics_address)
     try:
-        wait_until_assigned([consumer])
+        (consumer,) = form(kcoord, [consumer])
         commit_fixed_offsets([consumer])
         rebalances = wait_for_series(address, 'kcoord_rebalances_total{trigger="initial"}')
         assert float(rebalances[0]["value"][1]) >= 1
@@ -135,7 +135,7 @@ def test_a_member_that_stops_polling_is_named_and_removed_at_the_rebalance_timeo
         ]
         stuck.send_signal(signal.SIGSTOP)
         joiner = PollingConsumer(kcoord.bootstrap, group, topic, "joiner", max_poll_interval_ms=max_poll_ms)
-        wait_until_assigned([joiner])
+        (joiner,) = form(kcoord, [joiner])
 
         history = http_get_json(kcoord.metrics_address, f"/v1/groups/{group}")["history"]
         (late,) = [r for r in history if r["removed_not_rejoined"]]
