@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.failover_clients import DefaultTimingGroup
-from tests.support.kafka_python_stall import DEBUG_LOG
+from tests.support.kafka_python_stall import debug_server
 from tests.support.server import KcoordProcess
 from tests.support.tcp_proxy import TcpProxy
 
@@ -24,11 +24,8 @@ MakeGroup = Callable[..., DefaultTimingGroup]
 @pytest.fixture
 def kcoord(tmp_path: Path) -> Iterator[KcoordProcess]:
     """A fresh kcoord at debug level: the groups' formation reads its ``group.sync_answered`` lines."""
-    server = KcoordProcess(tmp_path / "data", DEBUG_LOG).start()
-    try:
+    with debug_server(tmp_path / "data") as server:
         yield server
-    finally:
-        server.kill()
 
 
 @pytest.fixture

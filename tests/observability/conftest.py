@@ -8,15 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.kafka_python_stall import DEBUG_LOG
+from tests.support.kafka_python_stall import debug_server
 from tests.support.server import KcoordProcess
 
 
 @pytest.fixture
 def kcoord(tmp_path: Path) -> Iterator[KcoordProcess]:
     """A fresh kcoord at debug level on a free loopback port with its own data directory."""
-    server = KcoordProcess(tmp_path / "data", DEBUG_LOG).start()
-    try:
+    with debug_server(tmp_path / "data") as server:
         yield server
-    finally:
-        server.kill()

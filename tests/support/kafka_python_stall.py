@@ -35,9 +35,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from kcoord.coordinator.classic.consumer_protocol import decode_assignment
@@ -70,6 +72,16 @@ class Stall:
             f"{self.client_id} (member {self.member_id}, generation {self.generation}): SyncGroup answered "
             f"with {self.partitions} partitions, then silent until expired {self.silent_s:.1f}s later"
         )
+
+
+@contextmanager
+def debug_server(data_dir: Path) -> Iterator[KcoordProcess]:
+    """A fresh kcoord at debug level (what a group formed through :func:`form` needs), killed after."""
+    server = KcoordProcess(data_dir, DEBUG_LOG).start()
+    try:
+        yield server
+    finally:
+        server.kill()
 
 
 def _at(event: dict[str, Any]) -> datetime:
