@@ -236,7 +236,9 @@ class App:
         self.leader_epochs = RecordedEpochs()
         """Set at start when ``kcoord.cluster.enable``: this node's lease and owned partitions."""
         self.groups = GroupService(
-            self.coordinator, groups_deleted=None if self.cluster.enabled else self.share_leader.delete_groups
+            self.coordinator,
+            groups_deleted=None if self.cluster.enabled else self.share_leader.delete_groups,
+            patterns=self.patterns,
         )
         self.creation_limits = CreationLimits(
             rate=s["controller.mutation.rate"],
@@ -786,6 +788,7 @@ class App:
         self.share_routing.close()
         await self.share_state.stop()
         await self.listener.drain(self.settings["kcoord.shutdown.timeout.ms"] / 1000)
+        await self.groups.stop()
         await self.patterns.close()
         await self.rebalance_journal.close()
         await self.producer_state.stop()

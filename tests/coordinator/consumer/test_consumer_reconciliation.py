@@ -8,6 +8,7 @@ from consumer_harness import GROUP, REBALANCE_MS, SESSION_MS, Harness, pairs
 from kcoord.coordinator.consumer.group import ConsumerGroupState
 from kcoord.coordinator.consumer.member import MemberState
 from kcoord.coordinator.consumer.messages import ConsumerHeartbeatRequest
+from kcoord.coordinator.consumer.regex_subscriptions import INLINE_MATCH_CHARS
 from kcoord.protocol.errors import ErrorCode, KafkaError
 
 
@@ -248,6 +249,28 @@ def test_regex_subscription_follows_topic_creation_and_deletion() -> None:
             )
         )
     assert invalid.value.code == ErrorCode.invalid_regular_expression
+
+
+def test_a_regex_matched_off_the_turn_bumps_the_epoch_and_assigns_its_topics() -> None:
+    """A new regex over a catalogue too long for the coordinator's turn joins with no topics; the
+    job's result, fed back, resolves it, bumps the group epoch with its records, and the member's
+    next heartbeat gets the matched topics' partitions."""
+    many = {f"audit-{index:05d}": 1 for index in range(INLINE_MATCH_CHARS // 10)}
+    h = Harness({"orders-eu": 2, "orders-us": 1, **many})
+    joined = h.send(
+        ConsumerHeartbeatRequest(
+            group_id=GROUP, member_id="a", member_epoch=0, subscribed_topic_regex="orders-.*", owned={}
+        )
+    )
+    assert pairs(joined.assignment) == set()
+    (job,) = h.manager.regexes.take_jobs()
+    epoch, written = h.group.group_epoch, len(h.records)
+    h.records.extend(h.manager.on_regex_matched(job, job.run(), h.now).records)
+    assert h.group.group_epoch == epoch + 1 and len(h.records) > written
+    assert h.group.members["a"].regex_topics == {"orders-eu", "orders-us"}
+    response = h.beat("a", joined.member_epoch, owned={})
+    assert pairs(response.assignment) == {("orders-eu", 0), ("orders-eu", 1), ("orders-us", 0)}
+    assert h.manager.on_regex_matched(job, job.run(), h.now).records == [], "a job counts once"
 
 
 def test_strings_the_log_cannot_hold_are_refused() -> None:
