@@ -273,6 +273,32 @@ def test_a_regex_matched_off_the_turn_bumps_the_epoch_and_assigns_its_topics() -
     assert h.manager.on_regex_matched(job, job.run(), h.now).records == [], "a job counts once"
 
 
+def test_after_a_load_a_regex_member_keeps_its_topics_while_its_regex_is_matched_again() -> None:
+    """Loaded again (soft state gone) over a catalogue too long for the turn, a regex member keeps
+    the topics of its records while the job runs: its heartbeat keeps its partitions, no new epoch."""
+    many = {f"audit-{index:05d}": 1 for index in range(INLINE_MATCH_CHARS // 10)}
+    h = Harness({"orders-eu": 2, **many})
+    joined = h.send(
+        ConsumerHeartbeatRequest(
+            group_id=GROUP, member_id="a", member_epoch=0, subscribed_topic_regex="orders-.*", owned={}
+        )
+    )
+    (job,) = h.manager.regexes.take_jobs()
+    h.manager.on_regex_matched(job, job.run(), h.now)
+    response = h.beat("a", joined.member_epoch, owned={})
+    owned, epoch = response.assignment, h.group.group_epoch
+    assert pairs(owned) == {("orders-eu", 0), ("orders-eu", 1)}
+
+    group = h.group
+    h.manager.unload()
+    h.manager.groups[GROUP] = group  # the same state, as replaying its records rebuilds it
+    h.manager.on_loaded(h.now)
+    assert h.group.members["a"].regex_topics == {"orders-eu"}
+    assert len(h.manager.regexes.take_jobs()) == 1
+    again = h.beat("a", response.member_epoch, owned=owned)
+    assert h.group.group_epoch == epoch and again.member_epoch == response.member_epoch
+
+
 def test_strings_the_log_cannot_hold_are_refused() -> None:
     """A member id or topic name longer than a record string gets INVALID_REQUEST and changes nothing."""
     h = Harness()

@@ -186,7 +186,9 @@ class ConsumerGroupManager:
             client_id=request.client_id,
             client_host=request.client_host,
         )
-        updated = self.regexes.resolve(updated, request.topic_filter)
+        updated = self.regexes.resolve(
+            updated, request.topic_filter, same_regex=updated.subscribed_regex == member.subscribed_regex
+        )
         trigger = history.MEMBER_JOINED if bump else None
         if trigger is None and (
             updated.topics != member.topics

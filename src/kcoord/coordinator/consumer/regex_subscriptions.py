@@ -19,8 +19,9 @@ catalogue: about 5 ms per thousand 30-character names for a plain pattern, about
 249-character names for a crafted one) is not run on the coordinator's turn: it becomes a
 :class:`RegexJob` that the runtime takes (:meth:`RegexSubscriptions.take_jobs`), runs off the event
 loop and feeds back (:meth:`RegexSubscriptions.matched`), as Kafka resolves regexes off its
-coordinator thread. Until then the regex resolves to what it matched before (nothing, for a new
-one); the result bumps the group epoch of the groups subscribed with it.
+coordinator thread. Until then a member keeps the topics it had for that regex (after a load: the
+ones in its records), and one that just subscribed with it gets what it matched before (nothing,
+for a new regex); the result bumps the group epoch of the groups subscribed with it.
 """
 
 from __future__ import annotations
@@ -106,29 +107,42 @@ class RegexSubscriptions:
         if self._running.get(job.regex) is job:
             del self._running[job.regex]
 
-    def resolve(self, member: ConsumerGroupMember, allowed: TopicFilter | None) -> ConsumerGroupMember:
-        """The member with its regex resolved to the existing topics ``allowed`` passes."""
+    def resolve(
+        self, member: ConsumerGroupMember, allowed: TopicFilter | None, *, same_regex: bool = True
+    ) -> ConsumerGroupMember:
+        """The member with its regex resolved to the existing topics ``allowed`` passes. While a job
+        matches the regex off the event loop, a member whose topics were resolved for this same
+        regex (``same_regex``: after a load, say) keeps them; otherwise it gets what the regex
+        matched so far (nothing, for a new regex)."""
         if member.subscribed_regex is None:
             return member if not member.regex_topics else member.with_changes(regex_topics=frozenset())
         matching = self._topics_matching(member.subscribed_regex)
+        if matching is None:
+            if same_regex:
+                return member
+            matching = self._matched_so_far(member.subscribed_regex)
         matched = matching if allowed is None else frozenset(name for name in matching if allowed(name))
         return member if matched == member.regex_topics else member.with_changes(regex_topics=matched)
 
-    def _topics_matching(self, regex: str) -> frozenset[str]:
-        """The existing topics ``regex`` matches in full; INVALID_REGULAR_EXPRESSION if RE2 refuses it."""
+    def _matched_so_far(self, regex: str) -> frozenset[str]:
+        _, matching = self._matching.get(regex, (frozenset(), frozenset()))
+        return matching & frozenset(self._topic_names())
+
+    def _topics_matching(self, regex: str) -> frozenset[str] | None:
+        """The existing topics ``regex`` matches in full, None while a job matches it off the event
+        loop; INVALID_REGULAR_EXPRESSION if RE2 refuses it."""
         catalogue = frozenset(self._topic_names())
         before, matching = self._matching.get(regex, (frozenset(), frozenset()))
         if catalogue == before and regex in self._matching:
             return matching
         pattern = compile_client_regex(regex, "SubscribedTopicRegex")
-        current = matching & catalogue
         if regex in self._pending or regex in self._running:
-            return current
+            return None
         names = tuple(catalogue - before)
         if sum(len(name) for name in names) > INLINE_MATCH_CHARS:
             self._pending[regex] = RegexJob(regex, pattern, catalogue, names)
-            return current
-        matching = current | frozenset(name for name in names if pattern.matches(name))
+            return None
+        matching = (matching & catalogue) | frozenset(name for name in names if pattern.matches(name))
         self._remember_matching(regex, catalogue, matching)
         return matching
 
