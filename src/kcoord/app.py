@@ -122,6 +122,7 @@ from kcoord.protocol.registry import ApiRegistry, ApiSpec
 from kcoord.runtime.group_config_store import GroupConfigStore, group_configs_file
 from kcoord.runtime.group_coordinator import GroupCoordinator
 from kcoord.runtime.group_service import GroupService
+from kcoord.runtime.pattern_worker import PatternWorker
 from kcoord.runtime.rebalance_journal import JOURNAL_FILE, JournalingObserver, RebalanceJournal
 from kcoord.runtime.share_coordinator import ShareCoordinator, ShareStateTopicOf, new_state_shard
 from kcoord.runtime.share_partition_leader import ShareDroppingHost, SharePartitionLeader
@@ -182,6 +183,7 @@ class App:
         self.auth_metrics = AuthMetrics(self.metrics.registry)
         self.rebalance_journal = RebalanceJournal(self.data_dir / JOURNAL_FILE)
         self._group_observer = JournalingObserver(self.group_events, self.rebalance_journal)
+        self.patterns = PatternWorker()
         self.store = open_store(
             store_url or s["kcoord.storage.url"] or f"file://{self.data_dir}",
             log_config_for({}, s),
@@ -234,7 +236,9 @@ class App:
         self.leader_epochs = RecordedEpochs()
         """Set at start when ``kcoord.cluster.enable``: this node's lease and owned partitions."""
         self.groups = GroupService(
-            self.coordinator, groups_deleted=None if self.cluster.enabled else self.share_leader.delete_groups
+            self.coordinator,
+            groups_deleted=None if self.cluster.enabled else self.share_leader.delete_groups,
+            patterns=self.patterns,
         )
         self.creation_limits = CreationLimits(
             rate=s["controller.mutation.rate"],
@@ -511,7 +515,7 @@ class App:
             add_offsets_to_txn.api(self.transactions, authorizer=auth),
             end_txn.api(self.transactions, authorizer=auth),
             describe_transactions.api(self.transactions, authorizer=auth),
-            list_transactions.api(self.transactions, authorizer=auth),
+            list_transactions.api(transactions=self.transactions, patterns=self.patterns, authorizer=auth),
         ]
         if "consumer" in s["group.coordinator.rebalance.protocols"]:
             specs += [
@@ -787,6 +791,8 @@ class App:
         self.share_routing.close()
         await self.share_state.stop()
         await self.listener.drain(self.settings["kcoord.shutdown.timeout.ms"] / 1000)
+        await self.groups.stop()
+        await self.patterns.close()
         await self.rebalance_journal.close()
         await self.producer_state.stop()
         await self.store.close()

@@ -20,7 +20,8 @@ from kafka import KafkaProducer
 
 from tests.support.client_errors import ErrorLog, watching_kafka_python
 from tests.support.confluent_ops import consume_all, create_topic
-from tests.support.group_clients import ClientKind, Group, wait_until
+from tests.support.group_clients import HEARTBEAT_MS, ClientKind, Group, wait_until
+from tests.support.kafka_python_stall import DEBUG_LOG, form
 from tests.support.postgres import PostgresCluster
 from tests.support.server import KcoordProcess
 
@@ -30,6 +31,7 @@ TOPIC = "pg-outage"
 PARTITIONS = 3
 MESSAGES = 3000
 DEADLINE_S = 60.0
+SESSION_MS = 10_000
 COMMITTER_GROUP = "pg-outage-group"
 MEMBERS = [
     ClientKind("confluent", "confluent"),
@@ -168,15 +170,15 @@ def test_a_postgresql_restart_under_load_gives_only_retriable_errors_and_loses_n
     they report is retriable, every acknowledged record is consumed and survives, commits work
     again, and the kcoord process never restarted."""
     url = postgres_cluster.create_database("outage")
-    server = kcoord_factory(tmp_path / "data", extra_args=["--storage", url]).start()
+    server = kcoord_factory(tmp_path / "data", DEBUG_LOG, extra_args=["--storage", url]).start()
     create_topic(server.bootstrap, TOPIC, PARTITIONS)
     errors = ErrorLog()
     group = Group(server, TOPIC, "pg-outage-members", PARTITIONS)
     committer = Committer(server.bootstrap, errors)
     try:
         for kind in MEMBERS:
-            group.start(kind, session_timeout_ms=10_000)
-        group.wait_balanced(timeout=60)
+            group.start(kind, session_timeout_ms=SESSION_MS)
+        form(group, session_timeout_ms=SESSION_MS, heartbeat_ms=HEARTBEAT_MS, timeout=60)
         load_started = time.monotonic()
         committer.start()
         wait_until(lambda: bool(committer.accepted), DEADLINE_S, "a first commit")

@@ -23,6 +23,7 @@ from tests.support.cluster_nodes import (
 )
 from tests.support.failover_clients import DefaultTimingGroup
 from tests.support.group_clients import ClientKind, assert_exactly_once
+from tests.support.kafka_python_stall import DEBUG_LOG, form_default_timing
 from tests.support.postgres import PostgresCluster
 from tests.support.raw_client import RawClient
 from tests.support.raw_ops import create_topic
@@ -43,7 +44,7 @@ def test_sigkill_of_the_coordinator_moves_the_group_without_a_rebalance(
     """Kill the coordinator mid-consumption: same generation and assignment on a survivor, consuming
     again within lease + 2 heartbeats, every acknowledged record consumed exactly once."""
     database = postgres_cluster.create_database()
-    nodes = start_nodes(kcoord_factory, tmp_path, database, 3)
+    nodes = start_nodes(kcoord_factory, tmp_path, database, 3, **DEBUG_LOG)
     wait_converged(nodes, postgres_cluster, database)
     with RawClient(nodes[0].host, nodes[0].port) as raw:
         assert create_topic(raw, TOPIC, PARTITIONS) == 0
@@ -52,8 +53,10 @@ def test_sigkill_of_the_coordinator_moves_the_group_without_a_rebalance(
     bootstrap = ",".join(node.bootstrap for node in nodes)
     group = DefaultTimingGroup(nodes[1], TOPIC, group_id, PARTITIONS, bootstrap=bootstrap)
     try:
-        members = [group.start(kind, session_timeout_ms=SESSION_MS) for kind in KINDS]
-        group.wait_balanced(members, timeout=60)
+        for kind in KINDS:
+            group.start(kind, session_timeout_ms=SESSION_MS)
+        form_default_timing(group, session_timeout_ms=SESSION_MS, coordinator=nodes[0], timeout=60)
+        members = list(group.drivers)
         group.wait_consumed(expected, timeout=60)
         assignments = {m.name: m.assignment for m in members}
         assigned_events = {m.name: len(m.of_kind("assigned")) for m in members}

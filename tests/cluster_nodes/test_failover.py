@@ -36,6 +36,7 @@ from tests.support.cluster_nodes import (
 )
 from tests.support.failover_clients import DefaultTimingGroup, group_view
 from tests.support.group_clients import ClientKind
+from tests.support.kafka_python_stall import DEBUG_LOG, form_default_timing
 from tests.support.postgres import PostgresCluster
 from tests.support.raw_client import RawClient
 from tests.support.server import KcoordProcess
@@ -67,7 +68,7 @@ def three_nodes(
         tmp_path,
         database,
         3,
-        **{"kcoord.node.lease.ms": str(LEASE_MS), "kcoord.node.lease.renew.ms": str(RENEW_MS)},
+        **{"kcoord.node.lease.ms": str(LEASE_MS), "kcoord.node.lease.renew.ms": str(RENEW_MS), **DEBUG_LOG},
     )
     wait_converged(nodes, postgres_cluster, database)
     for node in nodes:
@@ -222,8 +223,10 @@ def test_a_paused_coordinator_never_answers_beside_its_successor(
     bootstrap = ",".join(node.bootstrap for node in three_nodes)
     group = DefaultTimingGroup(three_nodes[1], TOPIC, group_id, 1, bootstrap=bootstrap)
     try:
-        member = group.start(ClientKind("kafka-python", "kafka-python"), session_timeout_ms=10_000)
-        group.wait_balanced([member], timeout=60)
+        group.start(ClientKind("kafka-python", "kafka-python"), session_timeout_ms=10_000)
+        # node 1 coordinates the group until the pause: the stall's proof is in its log
+        form_default_timing(group, session_timeout_ms=10_000, coordinator=three_nodes[0], timeout=60)
+        (member,) = group.drivers
         before = _generations(three_nodes, group_id)
         assert list(before) == [1]
         assignments = len(member.of_kind("assigned"))

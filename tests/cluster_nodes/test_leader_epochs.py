@@ -95,7 +95,7 @@ def test_a_consumer_validates_its_position_after_a_leader_failover(
     """Kill the coordinator and leader of some partitions: new epochs on the survivors, the consumer
     asks OffsetForLeaderEpoch there (answered without error) and consumes everything exactly once."""
     database = postgres_cluster.create_database()
-    nodes = start_nodes(kcoord_factory, tmp_path, database, 3, **{"kcoord.log.level": "debug"})
+    nodes = start_nodes(kcoord_factory, tmp_path, database, 3, **kafka_python_stall.DEBUG_LOG)
     wait_converged(nodes, postgres_cluster, database)
     with RawClient(nodes[0].host, nodes[0].port) as raw:
         assert create_topic(raw, TOPIC, PARTITIONS) == 0
@@ -116,7 +116,6 @@ def test_a_consumer_validates_its_position_after_a_leader_failover(
         group.start(kind, session_timeout_ms=SESSION_MS)
         kafka_python_stall.form(
             group,
-            kind,
             session_timeout_ms=SESSION_MS,
             heartbeat_ms=group.heartbeat_ms,
             restart=lambda _stalled: group.start(kind, session_timeout_ms=SESSION_MS),

@@ -23,6 +23,7 @@ from tests.support.cluster_nodes import (
 )
 from tests.support.failover_clients import DefaultTimingGroup
 from tests.support.group_clients import ClientKind
+from tests.support.kafka_python_stall import DEBUG_LOG, form_default_timing
 from tests.support.postgres import PostgresCluster
 from tests.support.raw_client import RawClient
 from tests.support.raw_ops import create_topic
@@ -36,6 +37,7 @@ KINDS = [
     ClientKind("aiokafka", "aiokafka"),
 ]
 TOPIC, PARTITIONS, PER_ROUND, ROUNDS = "pg-bounce", 4, 5, 10
+SESSION_MS = 10_000
 
 
 # The database goes away under load: writes and log recoveries fail until it is back (asyncpg's pool
@@ -54,7 +56,7 @@ def test_a_database_restart_under_load_recovers_by_itself(
     acknowledged record is consumed, no node restarted, and the group commits again through its
     coordinator."""
     database = postgres_cluster.create_database()
-    nodes = start_nodes(kcoord_factory, tmp_path, database, 3)
+    nodes = start_nodes(kcoord_factory, tmp_path, database, 3, **DEBUG_LOG)
     wait_converged(nodes, postgres_cluster, database)
     with RawClient(nodes[0].host, nodes[0].port) as raw:
         assert create_topic(raw, TOPIC, PARTITIONS) == 0
@@ -64,8 +66,8 @@ def test_a_database_restart_under_load_recovers_by_itself(
     pids = [node.proc.pid for node in nodes if node.proc is not None]
     try:
         for kind in KINDS:
-            group.start(kind, session_timeout_ms=10_000)
-        group.wait_balanced(timeout=60)
+            group.start(kind, session_timeout_ms=SESSION_MS)
+        form_default_timing(group, session_timeout_ms=SESSION_MS, coordinator=nodes[2], timeout=60)
         group.wait_consumed(expected, timeout=60)
         errors = ErrorLog()
         load_started = time.monotonic()

@@ -14,6 +14,7 @@ from tests.support.client_errors import RETRIABLE_CODES
 from tests.support.cluster_nodes import group_on, produce_to_leaders, start_nodes, wait_converged
 from tests.support.failover_clients import DefaultTimingGroup
 from tests.support.group_clients import ClientKind
+from tests.support.kafka_python_stall import DEBUG_LOG, form_default_timing
 from tests.support.postgres import PostgresCluster
 from tests.support.raw_client import RawClient
 from tests.support.raw_ops import create_topic
@@ -24,6 +25,7 @@ pytestmark = pytest.mark.clients
 KINDS = [ClientKind("confluent", "confluent"), ClientKind("kafka-python", "kafka-python")]
 TOPIC, PARTITIONS, PER_ROUND = "rolling", 4, 10
 PAUSE_BOUND_S = 30.0
+SESSION_MS = 10_000
 
 
 @pytest.mark.slow
@@ -33,7 +35,7 @@ def test_a_rolling_restart_loses_nothing(
     """Each node in turn hands its partitions over on SIGTERM and takes a share back on restart;
     the group keeps consuming and every acknowledged record is consumed."""
     database = postgres_cluster.create_database()
-    nodes = start_nodes(kcoord_factory, tmp_path, database, 3)
+    nodes = start_nodes(kcoord_factory, tmp_path, database, 3, **DEBUG_LOG)
     wait_converged(nodes, postgres_cluster, database)
     with RawClient(nodes[0].host, nodes[0].port) as raw:
         assert create_topic(raw, TOPIC, PARTITIONS) == 0
@@ -45,8 +47,8 @@ def test_a_rolling_restart_loses_nothing(
     pauses: list[float] = []
     try:
         for kind in KINDS:
-            group.start(kind, session_timeout_ms=10_000)
-        group.wait_balanced(timeout=60)
+            group.start(kind, session_timeout_ms=SESSION_MS)
+        form_default_timing(group, session_timeout_ms=SESSION_MS, coordinator=nodes[1], timeout=60)
         group.wait_consumed(expected, timeout=60)
         for node in nodes:
             with group.fault_window():  # a node leaves and comes back: until the group consumes again

@@ -18,6 +18,7 @@ from tests.support.cluster_nodes import (
 )
 from tests.support.failover_clients import DefaultTimingGroup
 from tests.support.group_clients import ClientKind, assert_exactly_once
+from tests.support.kafka_python_stall import DEBUG_LOG, form_default_timing
 from tests.support.postgres import PostgresCluster
 from tests.support.raw_client import RawClient
 from tests.support.raw_ops import create_topic
@@ -30,6 +31,7 @@ CONFLUENT = ClientKind("confluent", "confluent")
 AIOKAFKA = ClientKind("aiokafka", "aiokafka")
 MEMBERS = {1: [KAFKA_PYTHON, CONFLUENT], 2: [CONFLUENT, AIOKAFKA], 3: [AIOKAFKA, KAFKA_PYTHON]}
 TOPIC, PARTITIONS, PER_ROUND = "spread", 4, 15
+SESSION_MS = 10_000
 
 
 @pytest.mark.slow
@@ -39,7 +41,7 @@ def test_groups_on_every_node_consume_exactly_once(
     """One group per node (two client libraries each): all balanced, each coordinated where
     FindCoordinator says, every record consumed exactly once per group."""
     database = postgres_cluster.create_database()
-    nodes = start_nodes(kcoord_factory, tmp_path, database, 3)
+    nodes = start_nodes(kcoord_factory, tmp_path, database, 3, **DEBUG_LOG)
     wait_converged(nodes, postgres_cluster, database)
     with RawClient(nodes[2].host, nodes[2].port) as raw:
         assert create_topic(raw, TOPIC, PARTITIONS) == 0
@@ -53,9 +55,9 @@ def test_groups_on_every_node_consume_exactly_once(
             )
             groups.append(group)
             for kind in kinds:
-                group.start(kind, session_timeout_ms=10_000)
-        for group in groups:
-            group.wait_balanced(timeout=90)
+                group.start(kind, session_timeout_ms=SESSION_MS)
+        for group in groups:  # each group's server is its coordinator
+            form_default_timing(group, session_timeout_ms=SESSION_MS, timeout=90)
         expected |= produce_to_leaders(nodes, TOPIC, PARTITIONS, PER_ROUND)
         for node_id, group in zip(MEMBERS, groups, strict=True):
             assert_exactly_once(group.wait_consumed(expected, timeout=60), expected)

@@ -1,19 +1,31 @@
-"""Fixtures for the failover acceptance tests: groups of default-timing members, torn down after the test."""
+"""Fixtures for the failover acceptance tests: groups of default-timing members, torn down after the test.
+
+Servers run at debug level: the groups form through
+:func:`tests.support.kafka_python_stall.form_default_timing`, which reads ``group.sync_answered``."""
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
 from tests.support.failover_clients import DefaultTimingGroup
+from tests.support.kafka_python_stall import debug_server
 from tests.support.server import KcoordProcess
 from tests.support.tcp_proxy import TcpProxy
 
 _numbers = itertools.count()
 
 MakeGroup = Callable[..., DefaultTimingGroup]
+
+
+@pytest.fixture
+def kcoord(tmp_path: Path) -> Iterator[KcoordProcess]:
+    """A fresh kcoord at debug level: the groups' formation reads its ``group.sync_answered`` lines."""
+    with debug_server(tmp_path / "data") as server:
+        yield server
 
 
 @pytest.fixture

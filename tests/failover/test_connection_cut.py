@@ -17,6 +17,7 @@ import pytest
 from tests.failover.conftest import MakeGroup
 from tests.support.client_errors import SERVER_UNREACHABLE
 from tests.support.group_clients import ClientKind, append, create_and_fill, wait_until
+from tests.support.kafka_python_stall import DEBUG_LOG, form_default_timing
 from tests.support.server import KcoordProcess
 from tests.support.tcp_proxy import TcpProxy
 
@@ -40,12 +41,16 @@ def test_cut_connections_reconnect_without_rebalance(
     coordinator_only: bool,
 ) -> None:
     """Members whose connections are cut reconnect and keep generation and partitions; no rebalance starts."""
-    server = kcoord_factory(tmp_path / "data", extra_args=["--advertised-listener", proxy.address]).start()
+    server = kcoord_factory(
+        tmp_path / "data", DEBUG_LOG, extra_args=["--advertised-listener", proxy.address]
+    ).start()
     proxy.start(server.port)
     group = make_group(server, PARTITIONS, bootstrap=proxy.address)
     expected = create_and_fill(server, group.topic, PARTITIONS, 5)
-    members = [group.start(kind) for _ in range(MEMBERS)]
-    group.wait_balanced()
+    for _ in range(MEMBERS):
+        group.start(kind)
+    form_default_timing(group)
+    members = list(group.drivers)
     group.wait_consumed(expected)
     before = group.view()
     assert before["state"] == "Stable", before
@@ -102,12 +107,16 @@ def test_partitioned_consumer_is_replaced_fast_and_rejoins_when_healed(
     coordinator_only: bool,
 ) -> None:
     """A live member cut off from kcoord loses its partitions in under 10 s and rejoins once reachable."""
-    server = kcoord_factory(tmp_path / "data", extra_args=["--advertised-listener", proxy.address]).start()
+    server = kcoord_factory(
+        tmp_path / "data", DEBUG_LOG, extra_args=["--advertised-listener", proxy.address]
+    ).start()
     proxy.start(server.port)
     group = make_group(server, 6, bootstrap=proxy.address)
     create_and_fill(server, group.topic, group.partitions, 5)
-    victim, *survivors = [group.start(kind) for _ in range(3)]
-    group.wait_balanced()
+    for _ in range(3):
+        group.start(kind)
+    form_default_timing(group)
+    victim, *survivors = group.drivers
     orphaned = set(victim.assignment or ())
 
     partitioned_at = time.monotonic()

@@ -21,6 +21,7 @@ from tests.support.failover_clients import (
     DefaultTimingGroup,
 )
 from tests.support.group_clients import ClientKind, create_and_fill
+from tests.support.kafka_python_stall import DEBUG_LOG, form_default_timing
 from tests.support.server import KcoordProcess
 
 pytestmark = pytest.mark.clients
@@ -36,9 +37,10 @@ def kill_one_and_time_failover(
 ) -> float:
     """Run three members, SIGKILL one, and return how long until the others own its partitions."""
     create_and_fill(group.server, group.topic, PARTITIONS, 5)
-    members = [group.start(kind, session_timeout_ms=session_timeout_ms) for _ in range(MEMBERS)]
-    group.wait_balanced()
-    victim, *survivors = members
+    for _ in range(MEMBERS):
+        group.start(kind, session_timeout_ms=session_timeout_ms)
+    form_default_timing(group, session_timeout_ms=session_timeout_ms)
+    victim, *survivors = group.drivers
     orphaned = set(victim.assignment or ())
     assert orphaned
     killed_at = time.monotonic()
@@ -66,7 +68,7 @@ def test_without_fast_failover_killed_consumer_waits_out_its_session(
     kcoord_factory: type[KcoordProcess], tmp_path: Path, make_group: MakeGroup
 ) -> None:
     """With fast failover off, a killed member's partitions stay idle past 10 s, then move at session end."""
-    server = kcoord_factory(tmp_path / "slow", {"kcoord.fast.failover.enable": "false"}).start()
+    server = kcoord_factory(tmp_path / "slow", {"kcoord.fast.failover.enable": "false", **DEBUG_LOG}).start()
     group = make_group(server, PARTITIONS)
     kind = ClientKind("kafka-python", "kafka-python")
     failover_s = kill_one_and_time_failover(group, kind, session_timeout_ms=SLOW_SESSION_TIMEOUT_MS)

@@ -15,6 +15,7 @@ import pytest
 from tests.failover.conftest import MakeGroup
 from tests.support.failover_clients import CLIENT_HEARTBEAT_MS, create_partitions
 from tests.support.group_clients import ClientKind, append, create_and_fill, wait_until
+from tests.support.kafka_python_stall import form_default_timing
 from tests.support.server import KcoordProcess
 
 pytestmark = pytest.mark.clients
@@ -36,7 +37,7 @@ def test_new_partitions_are_assigned_and_consumed_within_two_heartbeats(
     group = make_group(kcoord, BEFORE)
     expected = create_and_fill(kcoord, group.topic, BEFORE, PER_PARTITION)
     group.start_many([kind, kind])
-    group.wait_balanced()
+    form_default_timing(group)
     group.wait_consumed(expected)
 
     assert create_partitions(kcoord, group.topic, AFTER) == 0

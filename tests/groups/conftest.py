@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.group_clients import Group
+from tests.support.kafka_python_stall import debug_server
 from tests.support.server import KcoordProcess
 
 _numbers = itertools.count()
@@ -17,11 +18,8 @@ _numbers = itertools.count()
 @pytest.fixture
 def kcoord(tmp_path: Path) -> Iterator[KcoordProcess]:
     """A fresh kcoord at debug level: the group tests read its ``group.sync_answered`` lines."""
-    server = KcoordProcess(tmp_path / "data", {"kcoord.log.level": "debug"}).start()
-    try:
+    with debug_server(tmp_path / "data") as server:
         yield server
-    finally:
-        server.kill()
 
 
 @pytest.fixture

@@ -42,7 +42,6 @@ def form(group: Group, kind: ClientKind, session_timeout_ms: int = 6000) -> set[
         group.start(kind, session_timeout_ms=session_timeout_ms)
     kafka_python_stall.form(
         group,
-        kind,
         session_timeout_ms=session_timeout_ms,
         heartbeat_ms=HEARTBEAT_MS,
         restart=lambda _stalled: group.start(kind, session_timeout_ms=session_timeout_ms),

@@ -9,6 +9,7 @@ import pytest
 from tests.support import kafka_python_stall
 from tests.support.group_clients import (
     HEARTBEAT_MS,
+    SESSION_TIMEOUT_MS,
     ClientKind,
     Driver,
     Group,
@@ -42,7 +43,7 @@ def test_mixed_clients_share_one_group(group: Group, first: ClientKind, second: 
     """Two client libraries with a common assignor form one group that consumes every message exactly once."""
     expected = create_and_fill(group.server, group.topic, group.partitions, PER_PARTITION)
     group.start_many([first, second, first, second])
-    group.wait_balanced()
+    kafka_python_stall.form(group, session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_ms=HEARTBEAT_MS)
     owners = {d.kind.client for d in group.drivers if d.assignment}
     assert owners == {first.client, second.client}, "one library was left without partitions"
     expected |= append(group.server, group.topic, range(group.partitions), PER_PARTITION)
@@ -67,7 +68,6 @@ def test_static_member_restart_keeps_generation_and_partitions(group: Group, kin
         start(f"static-{i}")
     kafka_python_stall.form(
         group,
-        kind,
         session_timeout_ms=session_timeout_ms,
         heartbeat_ms=HEARTBEAT_MS,
         restart=lambda stalled: start(instances[stalled.name]),

@@ -21,8 +21,11 @@ from confluent_kafka.admin import AdminClient
 
 from kcoord.cli import main
 from tests.groups.test_consumer_protocol import SteadyProducer, _consumed_times, _longest_gap
+from tests.support import kafka_python_stall
 from tests.support.client_errors import SERVER_UNREACHABLE
 from tests.support.group_clients import (
+    HEARTBEAT_MS,
+    SESSION_TIMEOUT_MS,
     ClientKind,
     Driver,
     Group,
@@ -43,6 +46,8 @@ SETTINGS = {
     "group.consumer.heartbeat.interval.ms": "500",
     "group.consumer.session.timeout.ms": "6000",
     "group.consumer.migration.policy": "bidirectional",
+    # The kafka-python group forms through kafka_python_stall.form, which reads group.sync_answered.
+    "kcoord.log.level": "debug",
 }
 
 
@@ -132,8 +137,11 @@ def test_kafka_python_members_live_on_inside_an_upgraded_group(server: KcoordPro
     kafka_python = ClientKind("kafka-python", "kafka-python", assignor="range")
     try:
         expected = create_and_fill(server, members.topic, PARTITIONS, 10)
-        classic = members.start_many([kafka_python] * 2)
-        members.wait_balanced(classic, timeout=90.0)
+        members.start_many([kafka_python] * 2)
+        kafka_python_stall.form(
+            members, session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_ms=HEARTBEAT_MS, timeout=90.0
+        )
+        classic = list(members.drivers)
         joining = members.start(CONSUMER)
         members.wait_balanced([*classic, joining], timeout=90.0)
         assert _group_type(server, members.group) == ConsumerGroupType.CONSUMER

@@ -33,7 +33,6 @@ def form(group: Group, kind: ClientKind) -> None:
     replaced once: ``kafka_python_stall.form``)."""
     kafka_python_stall.form(
         group,
-        kind,
         session_timeout_ms=SESSION_TIMEOUT_MS,
         heartbeat_ms=HEARTBEAT_MS,
         restart=lambda _stalled: group.start(kind),

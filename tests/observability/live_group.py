@@ -1,5 +1,9 @@
 """A consumer group formed by real kafka-python consumers against a kcoord subprocess, for the
-observability tests: a topic with known log end offsets, a Stable group, known committed offsets."""
+observability tests: a topic with known log end offsets, a Stable group, known committed offsets.
+
+The group forms through :func:`form`: a consumer hit by kafka-python 3.0.12's post-SyncGroup stall
+(tests/support/kafka_python_stall.py) is replaced once, and only when the server's debug log proves
+the stall; the server must run at ``kcoord.log.level=debug``."""
 
 from __future__ import annotations
 
@@ -15,12 +19,16 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.structs import OffsetAndMetadata
 
+from tests.support import kafka_python_stall
 from tests.support.kafka_python import subscribe_when_known
+from tests.support.server import KcoordProcess
 
 PARTITIONS = 3
 MESSAGES_PER_PARTITION = 10
 COMMITTED = 4
 DEADLINE_S = 30.0
+SESSION_TIMEOUT_MS = int(KafkaConsumer.DEFAULT_CONFIG["session_timeout_ms"])
+HEARTBEAT_MS = int(KafkaConsumer.DEFAULT_CONFIG["heartbeat_interval_ms"])
 
 
 def create_topic_with_messages(bootstrap: str, topic: str) -> None:
@@ -48,6 +56,10 @@ class PollingConsumer:
 
     def __init__(self, bootstrap: str, group: str, topic: str, client_id: str, **config: Any) -> None:
         self.client_id = client_id
+        self.group = group
+        self._settings = (bootstrap, topic, config)
+        self.session_timeout_ms = int(config.get("session_timeout_ms", SESSION_TIMEOUT_MS))
+        self.heartbeat_ms = int(config.get("heartbeat_interval_ms", HEARTBEAT_MS))
         self.consumer = KafkaConsumer(
             bootstrap_servers=bootstrap,
             group_id=group,
@@ -92,6 +104,11 @@ class PollingConsumer:
         self._thread.join(DEADLINE_S)
         self.consumer.close(autocommit=False)
 
+    def again(self) -> PollingConsumer:
+        """A new consumer with this one's settings, under a client id of its own."""
+        bootstrap, topic, config = self._settings
+        return PollingConsumer(bootstrap, self.group, topic, f"{self.client_id}-again", **config)
+
 
 def wait_until_assigned(consumers: list[PollingConsumer], partitions: int = PARTITIONS) -> None:
     """Wait until the consumers' assignments cover all partitions exactly once."""
@@ -103,6 +120,46 @@ def wait_until_assigned(consumers: list[PollingConsumer], partitions: int = PART
             return
         time.sleep(0.1)
     raise AssertionError("the group did not settle: " + repr([c.assignment for c in consumers]))
+
+
+def form(server: KcoordProcess, consumers: list[PollingConsumer]) -> list[PollingConsumer]:
+    """:func:`wait_until_assigned`; a consumer left owning nothing by a proven kafka-python stall
+    (:func:`tests.support.kafka_python_stall.awaited_stall`) is closed and replaced once by
+    :meth:`PollingConsumer.again`. Returns the members; anything else fails naming the idle ones."""
+    group = consumers[0].group
+    kafka_python_stall.FORMED.append(group)
+    try:
+        wait_until_assigned(consumers)
+        return consumers
+    except AssertionError as failure:
+        idle = [c for c in consumers if not c.assignment]
+        proofs = {
+            c.client_id: kafka_python_stall.awaited_stall(
+                server,
+                group,
+                c.client_id,
+                session_timeout_ms=c.session_timeout_ms,
+                heartbeat_ms=c.heartbeat_ms,
+            )
+            for c in idle
+        }
+        unproven = [name for name, proof in proofs.items() if proof is None]
+        if not idle or unproven:
+            raise AssertionError(
+                f"{failure}; members owning nothing without the kafka-python stall's server-side "
+                f"signature: {unproven or 'none idle'}"
+            ) from None
+    members: list[PollingConsumer] = []
+    for consumer in consumers:
+        proof = proofs.get(consumer.client_id)
+        if proof is None:
+            members.append(consumer)
+            continue
+        kafka_python_stall.RETRIES.append(f"{group}: {proof.describe()}")
+        consumer.close()
+        members.append(consumer.again())
+    wait_until_assigned(members)
+    return members
 
 
 def commit_fixed_offsets(consumers: list[PollingConsumer]) -> None:

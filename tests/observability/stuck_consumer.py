@@ -13,6 +13,8 @@ import time
 
 from kafka import KafkaConsumer
 
+SESSION_TIMEOUT_MS = 10_000
+
 
 def main() -> None:
     bootstrap, group, topic, client_id, max_poll_interval_ms = sys.argv[1:6]
@@ -22,7 +24,7 @@ def main() -> None:
         client_id=client_id,
         enable_auto_commit=False,
         max_poll_interval_ms=int(max_poll_interval_ms),
-        session_timeout_ms=10_000,
+        session_timeout_ms=SESSION_TIMEOUT_MS,
     )
     # Learn the topic first (see tests/support/kafka_python.py for the kafka-python stall it avoids).
     while not consumer.partitions_for_topic(topic):

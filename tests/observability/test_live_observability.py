@@ -19,9 +19,9 @@ from tests.observability.live_group import (
     assignments,
     commit_fixed_offsets,
     create_topic_with_messages,
+    form,
     http_get_json,
     http_get_text,
-    wait_until_assigned,
 )
 from tests.support.server import KcoordProcess
 
@@ -51,7 +51,7 @@ def test_metrics_views_and_cli_match_what_the_clients_see(kcoord: KcoordProcess)
     create_topic_with_messages(kcoord.bootstrap, TOPIC)
     consumers = [PollingConsumer(kcoord.bootstrap, GROUP, TOPIC, f"obs-{i}") for i in range(2)]
     try:
-        wait_until_assigned(consumers)
+        consumers = form(kcoord, consumers)
         commit_fixed_offsets(consumers)
         owned = assignments(consumers)
         address = kcoord.metrics_address

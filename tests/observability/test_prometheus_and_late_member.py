@@ -15,14 +15,17 @@ from typing import Any
 import pytest
 
 from tests.observability.live_group import (
+    HEARTBEAT_MS,
     PARTITIONS,
     PollingConsumer,
     commit_fixed_offsets,
     create_topic_with_messages,
+    form,
     http_get_json,
     http_get_text,
-    wait_until_assigned,
 )
+from tests.observability.stuck_consumer import SESSION_TIMEOUT_MS as STUCK_SESSION_MS
+from tests.support import kafka_python_stall
 from tests.support.server import KcoordProcess
 
 pytestmark = pytest.mark.clients
@@ -92,7 +95,7 @@ def test_prometheus_scrapes_rebalances_durations_and_lag(kcoord: KcoordProcess, 
     consumer = PollingConsumer(kcoord.bootstrap, group, topic, "prom-0")
     prometheus, address = start_prometheus(tmp_path, kcoord.metrics_address)
     try:
-        wait_until_assigned([consumer])
+        (consumer,) = form(kcoord, [consumer])
         commit_fixed_offsets([consumer])
         rebalances = wait_for_series(address, 'kcoord_rebalances_total{trigger="initial"}')
         assert float(rebalances[0]["value"][1]) >= 1
@@ -112,30 +115,61 @@ def test_prometheus_scrapes_rebalances_durations_and_lag(kcoord: KcoordProcess, 
         prometheus.wait(30)
 
 
+def start_stuck(
+    kcoord: KcoordProcess, group: str, topic: str, client_id: str, max_poll_ms: int
+) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, str(STUCK_SCRIPT), kcoord.bootstrap, group, topic, client_id, str(max_poll_ms)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def announced_assigned(member: subprocess.Popen[bytes]) -> bool:
+    assert member.stdout is not None
+    ready, _, _ = select.select([member.stdout], [], [], WAIT_S)
+    return bool(ready) and member.stdout.readline().strip() == b"assigned"
+
+
+def form_stuck(
+    kcoord: KcoordProcess, group: str, topic: str, max_poll_ms: int, started: list[subprocess.Popen[bytes]]
+) -> str:
+    """Start the member to freeze and wait for its partitions; one hit by kafka-python's stall while
+    the group forms is replaced once, only on the server's proof (``kafka_python_stall``). Returns
+    the client id of the member that owns the partitions; every process started goes to ``started``."""
+    kafka_python_stall.FORMED.append(group)
+    started.append(start_stuck(kcoord, group, topic, "stuck", max_poll_ms))
+    if announced_assigned(started[-1]):
+        return "stuck"
+    proof = kafka_python_stall.awaited_stall(
+        kcoord, group, "stuck", session_timeout_ms=STUCK_SESSION_MS, heartbeat_ms=HEARTBEAT_MS
+    )
+    assert proof is not None, "the member never got partitions, and no kafka-python stall is proven"
+    kafka_python_stall.RETRIES.append(f"{group}: {proof.describe()}")
+    started[-1].kill()
+    started.append(start_stuck(kcoord, group, topic, "stuck-again", max_poll_ms))
+    assert announced_assigned(started[-1]), "the replaced member never got partitions"
+    return "stuck-again"
+
+
 def test_a_member_that_stops_polling_is_named_and_removed_at_the_rebalance_timeout(
     kcoord: KcoordProcess,
 ) -> None:
     """A frozen member does not rejoin: history and flag log name it removed after ~max.poll.interval.ms."""
     topic, group, max_poll_ms = "late-topic", "late-group", 3000
     create_topic_with_messages(kcoord.bootstrap, topic)
-    stuck = subprocess.Popen(
-        [sys.executable, str(STUCK_SCRIPT), kcoord.bootstrap, group, topic, "stuck", str(max_poll_ms)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
+    started: list[subprocess.Popen[bytes]] = []
     joiner: PollingConsumer | None = None
     try:
-        assert stuck.stdout is not None
-        ready, _, _ = select.select([stuck.stdout], [], [], WAIT_S)
-        assert ready and stuck.stdout.readline().strip() == b"assigned", "the member never got partitions"
+        stuck_client = form_stuck(kcoord, group, topic, max_poll_ms, started)
         (stuck_member,) = [
             m["member_id"]
             for m in http_get_json(kcoord.metrics_address, f"/v1/groups/{group}")["members"]
-            if m["client_id"] == "stuck"
+            if m["client_id"] == stuck_client
         ]
-        stuck.send_signal(signal.SIGSTOP)
+        started[-1].send_signal(signal.SIGSTOP)
         joiner = PollingConsumer(kcoord.bootstrap, group, topic, "joiner", max_poll_interval_ms=max_poll_ms)
-        wait_until_assigned([joiner])
+        (joiner,) = form(kcoord, [joiner])
 
         history = http_get_json(kcoord.metrics_address, f"/v1/groups/{group}")["history"]
         (late,) = [r for r in history if r["removed_not_rejoined"]]
@@ -149,7 +183,8 @@ def test_a_member_that_stops_polling_is_named_and_removed_at_the_rebalance_timeo
         assert joined[-1]["removed_not_rejoined"] == [stuck_member]
         assert joined[-1]["duration_ms"] == late["join_ms"]
     finally:
-        stuck.kill()
-        stuck.wait(10)
+        for member in started:
+            member.kill()
+            member.wait(10)
         if joiner is not None:
             joiner.close()

@@ -22,6 +22,7 @@ from kcoord.coordinator.offsets import (
 from kcoord.coordinator.shard import GroupCoordinatorShard
 from kcoord.runtime.group_coordinator import GroupCoordinator
 from kcoord.runtime.group_service import GroupService
+from kcoord.runtime.pattern_worker import PatternWorker
 from kcoord.storage.memory import MemoryLogStore
 from kcoord.timer.api import Timer
 from kcoord.timer.clock import SystemClock
@@ -52,7 +53,7 @@ async def groups() -> AsyncIterator[GroupService]:
     await coordinator.start()
     await asyncio.wait_for(coordinator.loaded.wait(), 5)
     try:
-        yield GroupService(coordinator)
+        yield GroupService(coordinator, patterns=PatternWorker())
     finally:
         await coordinator.stop()
         await store.close()
@@ -94,5 +95,5 @@ async def test_list_describe_and_delete_a_group(groups: GroupService) -> None:
 
 async def test_listing_is_incomplete_until_every_partition_is_loaded() -> None:
     """Before the partitions load, ListGroups' answer says it is incomplete (COORDINATOR_LOAD_IN_PROGRESS)."""
-    listing = GroupService(_coordinator(MemoryLogStore())).list_groups(None)
+    listing = GroupService(_coordinator(MemoryLogStore()), patterns=PatternWorker()).list_groups(None)
     assert (listing.groups, listing.complete) == ([], False)

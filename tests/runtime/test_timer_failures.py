@@ -18,6 +18,7 @@ from kcoord.coordinator.shard import GroupCoordinatorShard
 from kcoord.protocol.errors import KafkaError
 from kcoord.runtime.group_coordinator import GroupCoordinator
 from kcoord.runtime.group_service import GroupService
+from kcoord.runtime.pattern_worker import PatternWorker
 from kcoord.runtime.runner import PartitionState
 from kcoord.storage.memory import MemoryLogStore
 from kcoord.timer.api import Timer
@@ -85,7 +86,7 @@ async def fail_the_join_deadline(
     """Two members join (parked for the initial delay) and the join deadline's callback raises (and,
     if ``unload_fails``, so does unloading the broken shard); both joins must be answered
     NOT_COORDINATOR and the partition must reload. The captured log lines."""
-    groups = GroupService(coordinator)
+    groups = GroupService(coordinator, patterns=PatternWorker())
     runner = coordinator.runner(GROUP)
     broken_shard: Any = runner.shard
 

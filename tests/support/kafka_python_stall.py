@@ -8,7 +8,11 @@ such a member only when the server's own log shows exactly that:
    (``group.sync_answered``, a debug line, so the server must run at ``kcoord.log.level=debug``);
 2. the coordinator then expired that same member for its session timeout (``member.expired``) no
    later than ``session.timeout.ms + heartbeat.interval.ms`` after the answer: nothing the member
-   sent after its first heartbeat interval reached the coordinator.
+   sent after its first heartbeat interval reached the coordinator. With a long session (the
+   clients' default 45 s) the expiry comes after the balanced wait has given up, so the helper
+   waits for it, but never past that bound.
+
+In a group that mixes client libraries only its kafka-python members may be replaced this way.
 
 The mechanism, read in kafka-python 3.0.12's own source: the leader's first assignment is made
 before ``ConsumerCoordinator._handle_metadata_update`` (kafka/coordinator/consumer.py) has rebuilt
@@ -30,18 +34,25 @@ Every replacement is counted in :data:`RETRIES` and shown in the session's termi
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from kcoord.coordinator.classic.consumer_protocol import decode_assignment
-from tests.support.failover_clients import group_view
-from tests.support.group_clients import ClientKind, Driver, Group
+from tests.support.failover_clients import CLIENT_SESSION_TIMEOUT_MS, DefaultTimingGroup, group_view
+from tests.support.group_clients import Driver, Group
 from tests.support.server import KcoordProcess
 
 #: One line per member replaced after a proven stall, for the session summary.
 RETRIES: list[str] = []
+#: The server settings the proof needs: ``group.sync_answered`` is a debug line.
+DEBUG_LOG = {"kcoord.log.level": "debug"}
+#: How late a server log line may be read after the moment it records (a loaded machine).
+LOG_SLACK_S = 2.0
 #: How many groups were formed through a helper that may retry (the denominator of RETRIES).
 FORMED: list[str] = []
 
@@ -63,6 +74,16 @@ class Stall:
         )
 
 
+@contextmanager
+def debug_server(data_dir: Path) -> Iterator[KcoordProcess]:
+    """A fresh kcoord at debug level (what a group formed through :func:`form` needs), killed after."""
+    server = KcoordProcess(data_dir, DEBUG_LOG).start()
+    try:
+        yield server
+    finally:
+        server.kill()
+
+
 def _at(event: dict[str, Any]) -> datetime:
     return datetime.fromisoformat(str(event["timestamp"]))
 
@@ -74,10 +95,8 @@ def _partition_count(assignment_hex: str) -> int:
     return sum(len(partitions) for _, partitions in decode_assignment(data).assigned_partitions)
 
 
-def proven_stall(
-    server: KcoordProcess, group: str, client_id: str, *, session_timeout_ms: int, heartbeat_ms: int
-) -> Stall | None:
-    """The server-side proof that ``client_id`` stalled after a good SyncGroup answer, else None."""
+def _last_answer(server: KcoordProcess, group: str, client_id: str) -> dict[str, Any] | None:
+    """The member's last ``group.sync_answered`` line, if it was answered with no error and partitions."""
     answers = [
         e
         for e in server.events("group.sync_answered")
@@ -86,8 +105,17 @@ def proven_stall(
     if not answers:
         return None
     answer = answers[-1]
-    partitions = _partition_count(str(answer["assignment"]))
-    if int(answer["error"]) != 0 or partitions == 0:
+    if int(answer["error"]) != 0 or _partition_count(str(answer["assignment"])) == 0:
+        return None
+    return answer
+
+
+def proven_stall(
+    server: KcoordProcess, group: str, client_id: str, *, session_timeout_ms: int, heartbeat_ms: int
+) -> Stall | None:
+    """The server-side proof that ``client_id`` stalled after a good SyncGroup answer, else None."""
+    answer = _last_answer(server, group, client_id)
+    if answer is None:
         return None
     expiries = [
         e
@@ -99,44 +127,70 @@ def proven_stall(
     silent_s = (_at(expiries[0]) - _at(answer)).total_seconds()
     if silent_s > (session_timeout_ms + heartbeat_ms) / 1000:
         return None
+    partitions = _partition_count(str(answer["assignment"]))
     return Stall(client_id, str(answer["member"]), int(answer["generation"]), partitions, silent_s)
+
+
+def awaited_stall(
+    server: KcoordProcess, group: str, client_id: str, *, session_timeout_ms: int, heartbeat_ms: int
+) -> Stall | None:
+    """:func:`proven_stall`, given the time the proof needs: a member answered with partitions is
+    expired at most ``session.timeout.ms + heartbeat.interval.ms`` after the answer, which may be
+    later than the balanced wait (a 45 s session), so the expiry is waited for until that bound."""
+    bound_s = (session_timeout_ms + heartbeat_ms) / 1000 + LOG_SLACK_S
+    while True:
+        proof = proven_stall(
+            server, group, client_id, session_timeout_ms=session_timeout_ms, heartbeat_ms=heartbeat_ms
+        )
+        answer = _last_answer(server, group, client_id)
+        if proof is not None or answer is None:
+            return proof
+        if (datetime.now(UTC) - _at(answer)).total_seconds() > bound_s:
+            return None
+        time.sleep(0.2)
 
 
 def form(
     group: Group,
-    kind: ClientKind,
     *,
     session_timeout_ms: int,
     heartbeat_ms: int,
-    restart: Callable[[Driver], Driver],
+    restart: Callable[[Driver], Driver] | None = None,
+    coordinator: KcoordProcess | None = None,
+    timeout: float = 40.0,
 ) -> None:
-    """Wait until the group's members own every partition exactly once; a kafka-python member hit by
-    the stall while the group forms (set-up, not the behaviour under test) is replaced once, in
-    place, by ``restart(stalled)``, and only when :func:`proven_stall` proves it. Anything else
-    fails with the group's state and history as the server's ``/v1/groups`` shows them."""
+    """Wait (``timeout`` s) until the group's members own every partition exactly once; a kafka-python
+    member hit by the stall while the group forms (set-up, not the behaviour under test) is replaced
+    once, in place, by ``restart(stalled)`` (default: a new member of the same kind and session), and
+    only when :func:`proven_stall` proves it from the log of ``coordinator`` (default: the group's
+    server), which must run at debug level. Anything else fails with the group's state and history
+    as the coordinator's ``/v1/groups`` shows them."""
     FORMED.append(group.group)
+    server = coordinator or group.server
     try:
-        group.wait_balanced()
+        group.wait_balanced(timeout=timeout)
         return
     except AssertionError as failure:
-        if kind.client != "kafka-python":
-            raise AssertionError(f"{failure}\n/v1/groups: {server_view(group)}") from None
+        if not any(d.kind.client == "kafka-python" for d in group.drivers):
+            raise AssertionError(f"{failure}\n/v1/groups: {server_view(server, group)}") from None
     idle = [driver for driver in group.drivers if driver.alive and not driver.assignment]
     proofs = {
-        driver.name: proven_stall(
-            group.server,
+        driver.name: awaited_stall(
+            server,
             group.group,
             driver.name,
             session_timeout_ms=session_timeout_ms,
             heartbeat_ms=heartbeat_ms,
         )
+        if driver.kind.client == "kafka-python"
+        else None
         for driver in idle
     }
     unproven = [name for name, proof in proofs.items() if proof is None]
     if not idle or unproven:
         raise AssertionError(
             f"group {group.group} did not form; members owning nothing without the kafka-python stall's "
-            f"server-side signature: {unproven or 'none idle'}\n/v1/groups: {server_view(group)}\n"
+            f"server-side signature: {unproven or 'none idle'}\n/v1/groups: {server_view(server, group)}\n"
             + group.diagnose()
         )
     for driver in idle:
@@ -147,12 +201,34 @@ def form(
         index = group.drivers.index(driver)
         group.drivers.remove(driver)
         group.retired.append(driver)
-        replacement = restart(driver)
+        if restart is None:
+            replacement = group.start(driver.kind, session_timeout_ms=session_timeout_ms)
+        else:
+            replacement = restart(driver)
         group.drivers.remove(replacement)
         group.drivers.insert(index, replacement)
-    group.wait_balanced()
+    group.wait_balanced(timeout=timeout)
 
 
-def server_view(group: Group) -> str:
-    """The group's state, members and rebalance history as the server's ``/v1/groups`` shows them."""
-    return json.dumps(group_view(group.server, group.group), indent=1)
+def form_default_timing(
+    group: DefaultTimingGroup,
+    *,
+    session_timeout_ms: int = CLIENT_SESSION_TIMEOUT_MS,
+    restart: Callable[[Driver], Driver] | None = None,
+    coordinator: KcoordProcess | None = None,
+    timeout: float = 40.0,
+) -> None:
+    """:func:`form` for members with the clients' default timings (their session unless given)."""
+    form(
+        group,
+        session_timeout_ms=session_timeout_ms,
+        heartbeat_ms=group.heartbeat_ms,
+        restart=restart,
+        coordinator=coordinator,
+        timeout=timeout,
+    )
+
+
+def server_view(server: KcoordProcess, group: Group) -> str:
+    """The group's state, members and rebalance history as ``server``'s ``/v1/groups`` shows them."""
+    return json.dumps(group_view(server, group.group), indent=1)

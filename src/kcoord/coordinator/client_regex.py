@@ -11,7 +11,8 @@ Python's backtracking :mod:`re`: ``(a+)+`` against 26 ``a`` and a ``-`` held the
 
 Linear is not free: a crafted pattern whose DFA gives up, such as ``(.*a.*){1000}``, costs about
 1 ms per 245-character name and 1-1.5 s per 32 KiB text. Callers match a pattern once per name
-(regex subscriptions) or off the event loop (ListTransactions); RE2 lets go of the GIL meanwhile.
+(regex subscriptions; a long first match off the event loop) or off the event loop
+(ListTransactions); RE2 lets go of the GIL meanwhile.
 
 One difference, on purpose: RE2 gives a pattern a memory budget, :data:`MEMORY_BUDGET`, and a
 pattern that needs more is INVALID_REGULAR_EXPRESSION too (RE2J has no budget). It takes huge

@@ -34,6 +34,7 @@ from kcoord.coordinator.consumer.group_configs import GroupConfigOverrides
 from kcoord.coordinator.consumer.manager import CONSUMER_PROTOCOL_TYPE, ConsumerGroupManager
 from kcoord.coordinator.consumer.messages import ConsumerHeartbeatRequest, DescribedConsumerGroup
 from kcoord.coordinator.consumer.persistence import TopicIds
+from kcoord.coordinator.consumer.regex_subscriptions import RegexJob
 from kcoord.coordinator.group_routing import (
     ClassicKind,
     ConsumerKind,
@@ -239,6 +240,17 @@ class GroupCoordinatorShard:
     def on_topic_changed(self, topic: str, now_ms: int) -> CoordinatorResult:
         """A topic was created or deleted: consumer groups subscribed to it get a new epoch at once."""
         return self.consumer.on_topics_changed(topic, now_ms)
+
+    def regex_jobs(self) -> list[RegexJob]:
+        """Regex matches too long for the coordinator's turn, for the runtime to run elsewhere."""
+        return self.consumer.regexes.take_jobs()
+
+    def on_regex_matched(self, job: RegexJob, names: frozenset[str], now_ms: int) -> CoordinatorResult:
+        return self.consumer.on_regex_matched(job, names, now_ms)
+
+    def on_regex_abandoned(self, job: RegexJob, now_ms: int) -> CoordinatorResult:
+        self.consumer.regexes.abandoned(job)
+        return ConsumerGroupChange()
 
     def leave_group(self, request: LeaveGroupRequest, sink: Any, now_ms: int) -> CoordinatorResult:
         if self._serves_classic_members(request.group_id):

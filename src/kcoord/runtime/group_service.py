@@ -50,6 +50,8 @@ from kcoord.coordinator.share.messages import (
 from kcoord.coordinator.txn_offset_commit import TxnOffsetCommitRequest
 from kcoord.protocol.errors import KafkaError
 from kcoord.runtime.group_coordinator import GroupCoordinator
+from kcoord.runtime.pattern_worker import PatternWorker
+from kcoord.runtime.regex_matching import RegexMatching
 from kcoord.runtime.runner import Sink
 
 
@@ -66,11 +68,19 @@ class GroupService:
         self,
         coordinator: GroupCoordinator,
         groups_deleted: Callable[[list[str]], Awaitable[None]] | None = None,
+        *,
+        patterns: PatternWorker,
     ) -> None:
         """``groups_deleted``: after DeleteGroups, with the ids it deleted (the share coordinator
-        deletes their share-partition state)."""
+        deletes their share-partition state). ``patterns``: where regex subscriptions too long to
+        match on the coordinator's turn are matched (see :mod:`kcoord.runtime.regex_matching`)."""
         self._coordinator = coordinator
         self._groups_deleted = groups_deleted
+        self._regex_matching = RegexMatching(coordinator, patterns)
+
+    async def stop(self) -> None:
+        """Cancel the regex matches in flight (before the pattern worker closes)."""
+        await self._regex_matching.stop()
 
     # -- membership
 
@@ -111,7 +121,10 @@ class GroupService:
         def beat(shard: GroupCoordinatorShard, sink: Sink, now_ms: int) -> CoordinatorResult:
             return shard.consumer_heartbeat(request, sink, now_ms, connection_id)
 
-        response: ConsumerHeartbeatResponse = await self._coordinator.write(request.group_id, beat)
+        try:
+            response: ConsumerHeartbeatResponse = await self._coordinator.write(request.group_id, beat)
+        finally:
+            self._regex_matching.start_jobs(request.group_id)
         return response
 
     def describe_consumer_group(self, group_id: str) -> tuple[DescribedConsumerGroup | None, bool]:

@@ -8,6 +8,7 @@ from consumer_harness import GROUP, REBALANCE_MS, SESSION_MS, Harness, pairs
 from kcoord.coordinator.consumer.group import ConsumerGroupState
 from kcoord.coordinator.consumer.member import MemberState
 from kcoord.coordinator.consumer.messages import ConsumerHeartbeatRequest
+from kcoord.coordinator.consumer.regex_subscriptions import INLINE_MATCH_CHARS
 from kcoord.protocol.errors import ErrorCode, KafkaError
 
 
@@ -248,6 +249,54 @@ def test_regex_subscription_follows_topic_creation_and_deletion() -> None:
             )
         )
     assert invalid.value.code == ErrorCode.invalid_regular_expression
+
+
+def test_a_regex_matched_off_the_turn_bumps_the_epoch_and_assigns_its_topics() -> None:
+    """A new regex over a catalogue too long for the coordinator's turn joins with no topics; the
+    job's result, fed back, resolves it, bumps the group epoch with its records, and the member's
+    next heartbeat gets the matched topics' partitions."""
+    many = {f"audit-{index:05d}": 1 for index in range(INLINE_MATCH_CHARS // 10)}
+    h = Harness({"orders-eu": 2, "orders-us": 1, **many})
+    joined = h.send(
+        ConsumerHeartbeatRequest(
+            group_id=GROUP, member_id="a", member_epoch=0, subscribed_topic_regex="orders-.*", owned={}
+        )
+    )
+    assert pairs(joined.assignment) == set()
+    (job,) = h.manager.regexes.take_jobs()
+    epoch, written = h.group.group_epoch, len(h.records)
+    h.records.extend(h.manager.on_regex_matched(job, job.run(), h.now).records)
+    assert h.group.group_epoch == epoch + 1 and len(h.records) > written
+    assert h.group.members["a"].regex_topics == {"orders-eu", "orders-us"}
+    response = h.beat("a", joined.member_epoch, owned={})
+    assert pairs(response.assignment) == {("orders-eu", 0), ("orders-eu", 1), ("orders-us", 0)}
+    assert h.manager.on_regex_matched(job, job.run(), h.now).records == [], "a job counts once"
+
+
+def test_after_a_load_a_regex_member_keeps_its_topics_while_its_regex_is_matched_again() -> None:
+    """Loaded again (soft state gone) over a catalogue too long for the turn, a regex member keeps
+    the topics of its records while the job runs: its heartbeat keeps its partitions, no new epoch."""
+    many = {f"audit-{index:05d}": 1 for index in range(INLINE_MATCH_CHARS // 10)}
+    h = Harness({"orders-eu": 2, **many})
+    joined = h.send(
+        ConsumerHeartbeatRequest(
+            group_id=GROUP, member_id="a", member_epoch=0, subscribed_topic_regex="orders-.*", owned={}
+        )
+    )
+    (job,) = h.manager.regexes.take_jobs()
+    h.manager.on_regex_matched(job, job.run(), h.now)
+    response = h.beat("a", joined.member_epoch, owned={})
+    owned, epoch = response.assignment, h.group.group_epoch
+    assert pairs(owned) == {("orders-eu", 0), ("orders-eu", 1)}
+
+    group = h.group
+    h.manager.unload()
+    h.manager.groups[GROUP] = group  # the same state, as replaying its records rebuilds it
+    h.manager.on_loaded(h.now)
+    assert h.group.members["a"].regex_topics == {"orders-eu"}
+    assert len(h.manager.regexes.take_jobs()) == 1
+    again = h.beat("a", response.member_epoch, owned=owned)
+    assert h.group.group_epoch == epoch and again.member_epoch == response.member_epoch
 
 
 def test_strings_the_log_cannot_hold_are_refused() -> None:

@@ -14,32 +14,34 @@ every broker). While some of them still load the answer carries COORDINATOR_LOAD
 Authorization: the ids the principal may DESCRIBE (TransactionalId), as Kafka filters them.
 
 The id pattern is compiled first (a refusal lists nothing), then applied to what the other filters
-listed on a worker thread of its own: RE2 matches in linear time and lets go of the GIL, but a
-crafted pattern costs about a second per 32 KiB id, which must hold neither the event loop nor the
-default executor's threads that storage uses.
+listed on the app's :class:`~kcoord.runtime.pattern_worker.PatternWorker`: RE2 matches in linear
+time and lets go of the GIL, but a crafted pattern costs about a second per 32 KiB id, which must
+hold neither the event loop nor the default executor's threads that storage uses.
 """
 
 from __future__ import annotations
 
-import asyncio
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kcoord.apis.access import Op
 from kcoord.apis.error_answers import code_and_empty
-from kcoord.apis.transactions.common import TransactionApi, may_transactional_id
+from kcoord.apis.transactions.common import may_transactional_id
+from kcoord.apis.wiring import own_api
 from kcoord.coordinator.transactions import ListTransactionsRequest, views
 from kcoord.protocol.api_keys import ApiKey
+from kcoord.runtime.pattern_worker import PatternWorker
 from kcoord.runtime.transaction_coordinator import TransactionCoordinator
 from kcoord.security.authorizer import Authorizer
 from kcoord.server.context import RequestContext
 
-_PATTERN_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kcoord-id-pattern")
-"""Where id patterns are matched, one request after another."""
-
 
 async def handle_list_transactions(
-    ctx: RequestContext, request: Any, *, transactions: TransactionCoordinator, authorizer: Authorizer
+    ctx: RequestContext,
+    request: Any,
+    *,
+    transactions: TransactionCoordinator,
+    patterns: PatternWorker,
+    authorizer: Authorizer,
 ) -> dict[str, Any]:
     ids = views.id_pattern(getattr(request, "transactional_id_pattern", None))
     error, listed = transactions.list_transactions(
@@ -50,8 +52,7 @@ async def handle_list_transactions(
         )
     )
     if ids is not None:
-        loop = asyncio.get_running_loop()
-        listed = await loop.run_in_executor(_PATTERN_THREAD, views.matching, listed, ids)
+        listed = await patterns.run(views.matching, listed, ids)
     return {
         "error_code": error,
         "unknown_state_filters": list(listed.unknown_state_filters),
@@ -63,7 +64,7 @@ async def handle_list_transactions(
     }
 
 
-api = TransactionApi(
+api = own_api(
     ApiKey.LIST_TRANSACTIONS,
     "ListTransactions",
     0,

@@ -50,7 +50,7 @@ from kcoord.coordinator.consumer.persistence import (
     name_based_topic_ids,
 )
 from kcoord.coordinator.consumer.reconcile import reconcile
-from kcoord.coordinator.consumer.regex_subscriptions import RegexSubscriptions
+from kcoord.coordinator.consumer.regex_subscriptions import RegexJob, RegexSubscriptions
 from kcoord.coordinator.consumer.targets import TargetAssignor
 from kcoord.coordinator.consumer.validation import (
     check_epoch,
@@ -186,7 +186,9 @@ class ConsumerGroupManager:
             client_id=request.client_id,
             client_host=request.client_host,
         )
-        updated = self.regexes.resolve(updated, request.topic_filter)
+        updated = self.regexes.resolve(
+            updated, request.topic_filter, same_regex=updated.subscribed_regex == member.subscribed_regex
+        )
         trigger = history.MEMBER_JOINED if bump else None
         if trigger is None and (
             updated.topics != member.topics
@@ -342,6 +344,23 @@ class ConsumerGroupManager:
             resolved = self.regexes.resolve_group(group)
             if resolved or topic in group.subscribed_topics():
                 if not self.refresh_metadata(group, now_ms) and resolved:
+                    group.group_epoch += 1
+                    group.history.bumped(group.group_epoch, history.SUBSCRIPTION_CHANGED, None, now_ms)
+                self.record(group.group_id, before, change)
+        return change
+
+    def on_regex_matched(self, job: RegexJob, names: frozenset[str], now_ms: int) -> ConsumerGroupChange:
+        """A regex matched off the event loop (:class:`RegexJob`): the groups subscribed with it are
+        resolved again, and get a new epoch when a member's topics changed."""
+        change = ConsumerGroupChange()
+        if not self.regexes.matched(job, names):
+            return change
+        for group in self.groups.values():
+            if not any(member.subscribed_regex == job.regex for member in group.members.values()):
+                continue
+            before = self.snapshot(group.group_id)
+            if self.regexes.resolve_group(group):
+                if not self.refresh_metadata(group, now_ms):
                     group.group_epoch += 1
                     group.history.bumped(group.group_epoch, history.SUBSCRIPTION_CHANGED, None, now_ms)
                 self.record(group.group_id, before, change)
