@@ -193,15 +193,8 @@ class ShareCoordinator(CoordinatorService):
         start = partition_log.log_start_offset
         if below <= start:
             return 0
-        settled = Sink()
-        runner.after_writes(settled)
-        runner.watch(settled)
-        try:
-            await settled
-        except KafkaError:
+        if not await _writes_settled(runner):
             return 0  # a write failed: the partition reloads from its log, the next pass prunes
-        finally:
-            runner.unwatch(settled)
         if self._runners.get(partition) is not runner or runner.shard is not shard or not self._serving():
             return 0
         new_start = await partition_log.delete_records_before(min(below, partition_log.log_end_offset))
@@ -224,15 +217,7 @@ class ShareCoordinator(CoordinatorService):
             runner.run_scheduled(
                 functools.partial(self._cold_snapshots, runner), "share_state.cold_snapshot_failed"
             )
-            settled = Sink()
-            runner.after_writes(settled)
-            runner.watch(settled)
-            try:
-                await settled
-            except KafkaError:
-                continue  # the partition reloads from its log; the next pass tries again
-            finally:
-                runner.unwatch(settled)
+            await _writes_settled(runner)  # on a failure the partition reloads; the next pass tries again
 
     def _cold_snapshots(self, runner: PartitionRunner, now_ms: int) -> CoordinatorResult:
         interval_ms = self._cold_snapshot_interval_ms
@@ -349,6 +334,21 @@ class ShareCoordinator(CoordinatorService):
             if group_id in wanted
         ]
         await self.delete_states(keys)
+
+
+async def _writes_settled(runner: PartitionRunner) -> bool:
+    """Wait until every write already made to the runner's partition is durable; False when one
+    failed (the partition then reloads from its log)."""
+    settled = Sink()
+    runner.after_writes(settled)
+    runner.watch(settled)
+    try:
+        await settled
+    except KafkaError:
+        return False
+    finally:
+        runner.unwatch(settled)
+    return True
 
 
 def _state_shard(runner: PartitionRunner) -> ShareStateShard:
