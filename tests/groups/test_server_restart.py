@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 
+from kcoord.protocol.api_keys import ApiKey
 from tests.support import kafka_python_stall
 from tests.support.client_errors import SERVER_UNREACHABLE
 from tests.support.group_clients import (
@@ -15,8 +17,11 @@ from tests.support.group_clients import (
     Group,
     append,
     create_and_fill,
+    end_offsets,
     wait_until,
 )
+from tests.support.raw_client import RawClient
+from tests.support.raw_ops import create_topic
 
 pytestmark = pytest.mark.clients
 
@@ -104,3 +109,83 @@ def test_new_members_read_offsets_committed_before_server_kill(group: Group, kin
     reread = sorted(pair for d in newcomers for pair in d.consumed if pair not in more)
     started_at = dict(reversed(reread))  # each partition's lowest re-read offset
     assert not reread, f"{len(reread)} committed messages were consumed again; re-read from {started_at}"
+
+
+#: Offset commits written to the group's offsets partition before the kill, so that its replay after
+#: the restart lasts seconds (about 3 s here) and new members certainly arrive while it loads.
+PADDING_PARTITIONS = 1000
+PADDING_COMMITS = 600
+PADDING_IN_FLIGHT = 50
+
+
+def commit_body(group: str, topic: str, offsets: dict[int, int]) -> dict[str, Any]:
+    """An OffsetCommit v8 of ``offsets`` (by partition) outside any generation (as admin tools commit)."""
+    return {
+        "group_id": group,
+        "generation_id_or_member_epoch": -1,
+        "member_id": "",
+        "group_instance_id": None,
+        "topics": [
+            {
+                "name": topic,
+                "partitions": [
+                    {
+                        "partition_index": p,
+                        "committed_offset": offset,
+                        "committed_leader_epoch": -1,
+                        "committed_metadata": "",
+                    }
+                    for p, offset in offsets.items()
+                ],
+            }
+        ],
+    }
+
+
+def commit_with_padding(group: Group, ends: dict[int, int]) -> None:
+    """Commit ``ends`` for the group, then PADDING_COMMITS commits of a padding topic's partitions
+    (pipelined, every answer checked): the offsets partition the restart must replay."""
+    padding = f"{group.topic}-padding"
+    with RawClient(group.server.host, group.server.port, timeout=60, client_id="padding") as raw:
+        assert create_topic(raw, padding, PADDING_PARTITIONS) == 0
+        answer = raw.call(ApiKey.OFFSET_COMMIT, 8, commit_body(group.group, group.topic, ends))
+        assert {int(p.error_code) for t in answer.topics for p in t.partitions} == {0}
+        frame = raw.encode(
+            ApiKey.OFFSET_COMMIT,
+            8,
+            commit_body(group.group, padding, dict.fromkeys(range(PADDING_PARTITIONS), 1)),
+            1,
+        )
+        for _ in range(PADDING_COMMITS // PADDING_IN_FLIGHT):
+            for _ in range(PADDING_IN_FLIGHT):
+                raw.send_raw(frame)
+            for _ in range(PADDING_IN_FLIGHT):
+                answer = raw.recv(ApiKey.OFFSET_COMMIT, 8)
+                assert {int(p.error_code) for t in answer.topics for p in t.partitions} == {0}
+
+
+@pytest.mark.slow
+def test_members_joining_while_offsets_load_after_kill_start_at_committed_offsets(group: Group) -> None:
+    """New members that join while a SIGKILLed server still replays its offsets partition are held off
+    (COORDINATOR_LOAD_IN_PROGRESS) and then start at the committed offsets: they consume only the new."""
+    kind = KINDS[1]
+    expected = create_and_fill(group.server, group.topic, group.partitions, PER_PARTITION)
+    ends = end_offsets(expected)
+    commit_with_padding(group, ends)
+    group.wait_committed_at(ends)
+
+    group.server.restart()
+    group.start_many([kind] * 2)
+    more = append(group.server, group.topic, range(group.partitions), 10)
+    form(group, kind)
+    group.wait_consumed(more, timeout=30.0)
+    reread = sorted(pair for d in group.drivers for pair in d.consumed if pair not in more)
+    started_at = dict(reversed(reread))  # each partition's lowest re-read offset
+    assert not reread, f"{len(reread)} committed messages were consumed again; re-read from {started_at}"
+    held_off = [
+        event
+        for event in group.server.events("request.answered_with_errors")
+        if str(event.get("client_id")).startswith(kind.name)
+        and "coordinator_load_in_progress" in event.get("errors", ())
+    ]
+    assert held_off, "no member arrived while the offsets partition loaded: the scenario did not happen"
