@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import pytest
 
@@ -21,7 +20,7 @@ from tests.support.group_clients import (
     wait_until,
 )
 from tests.support.raw_client import RawClient
-from tests.support.raw_ops import create_topic
+from tests.support.raw_ops import commit_body, create_topic
 
 pytestmark = pytest.mark.clients
 
@@ -116,30 +115,6 @@ def test_new_members_read_offsets_committed_before_server_kill(group: Group, kin
 PADDING_PARTITIONS = 1000
 PADDING_COMMITS = 600
 PADDING_IN_FLIGHT = 50
-
-
-def commit_body(group: str, topic: str, offsets: dict[int, int]) -> dict[str, Any]:
-    """An OffsetCommit v8 of ``offsets`` (by partition) outside any generation (as admin tools commit)."""
-    return {
-        "group_id": group,
-        "generation_id_or_member_epoch": -1,
-        "member_id": "",
-        "group_instance_id": None,
-        "topics": [
-            {
-                "name": topic,
-                "partitions": [
-                    {
-                        "partition_index": p,
-                        "committed_offset": offset,
-                        "committed_leader_epoch": -1,
-                        "committed_metadata": "",
-                    }
-                    for p, offset in offsets.items()
-                ],
-            }
-        ],
-    }
 
 
 def commit_with_padding(group: Group, ends: dict[int, int]) -> None:

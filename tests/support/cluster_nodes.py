@@ -19,7 +19,7 @@ from tests.support.batches import build_batch
 from tests.support.client_errors import ErrorLog
 from tests.support.postgres import PostgresCluster
 from tests.support.raw_client import RawClient
-from tests.support.raw_ops import produce
+from tests.support.raw_ops import commit_body, produce
 from tests.support.server import KcoordProcess
 
 OFFSETS_PARTITIONS = 12
@@ -103,30 +103,8 @@ def create_topic(node: KcoordProcess, topic: str, partitions: int) -> None:
     assert answer.topics[0].error_code in (ErrorCode.none, ErrorCode.topic_already_exists)
 
 
-def commit_body(group: str, topic: str, offset: int) -> dict[str, Any]:
-    return {
-        "group_id": group,
-        "generation_id_or_member_epoch": -1,
-        "member_id": "",
-        "group_instance_id": None,
-        "topics": [
-            {
-                "name": topic,
-                "partitions": [
-                    {
-                        "partition_index": 0,
-                        "committed_offset": offset,
-                        "committed_leader_epoch": -1,
-                        "committed_metadata": "",
-                    }
-                ],
-            }
-        ],
-    }
-
-
 def commit_error(client: RawClient, group: str, topic: str, offset: int) -> int:
-    answer = client.call(ApiKey.OFFSET_COMMIT, 8, commit_body(group, topic, offset))
+    answer = client.call(ApiKey.OFFSET_COMMIT, 8, commit_body(group, topic, {0: offset}))
     return int(answer.topics[0].partitions[0].error_code)
 
 

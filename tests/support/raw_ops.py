@@ -1,4 +1,5 @@
-"""Data-path requests over :class:`RawClient`: create a topic, produce one batch, fetch, list offsets.
+"""Data-path requests over :class:`RawClient`: create a topic, produce one batch, fetch, list offsets,
+commit offsets.
 
 Each helper sends one request at a fixed, commonly used version and returns the interesting part
 of the answer, so that protocol tests read as the scenario they pin.
@@ -6,6 +7,7 @@ of the answer, so that protocol tests read as the scenario they pin.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +46,30 @@ def create_topic(client: RawClient, name: str, partitions: int = 1, replication_
         },
     )
     return int(response.topics[0].error_code)
+
+
+def commit_body(group: str, topic: str, offsets: Mapping[int, int]) -> dict[str, Any]:
+    """An OffsetCommit v8 of ``offsets`` (by partition) outside any generation (as admin tools commit)."""
+    return {
+        "group_id": group,
+        "generation_id_or_member_epoch": -1,
+        "member_id": "",
+        "group_instance_id": None,
+        "topics": [
+            {
+                "name": topic,
+                "partitions": [
+                    {
+                        "partition_index": p,
+                        "committed_offset": offset,
+                        "committed_leader_epoch": -1,
+                        "committed_metadata": "",
+                    }
+                    for p, offset in offsets.items()
+                ],
+            }
+        ],
+    }
 
 
 def produce_body(topic: str, partition: int, records: bytes, acks: int = -1) -> dict[str, Any]:
